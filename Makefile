@@ -1,0 +1,47 @@
+# Parallax: `make demo` and `make test` are the two commands a new machine needs.
+# Both first install the Debian packages the build uses when any is missing.
+
+SWIFT ?= swift
+DEBIAN_PACKAGES := pkg-config libv4l-dev liblapacke-dev libopenblas-dev libturbojpeg0-dev libpng-dev libudev-dev opencv-doc
+# Extra flags for `swift test`, e.g. `make test TEST_FLAGS="--filter Geometry"`.
+TEST_FLAGS ?=
+
+.PHONY: all deps build release demo test bench compare-opencv clean
+
+all: build
+
+# Installs only what is missing; `apt-get update` runs first because a new
+# machine has no package lists. Uses sudo when not root.
+deps:
+	@missing=""; \
+	for p in $(DEBIAN_PACKAGES); do \
+	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "install ok installed" || missing="$$missing $$p"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+	  echo "Installing Debian packages:$$missing"; \
+	  SUDO=""; [ "$$(id -u)" -ne 0 ] && SUDO=sudo; \
+	  $$SUDO apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends $$missing; \
+	fi
+
+build: deps
+	$(SWIFT) build
+
+release: deps
+	$(SWIFT) build -c release --product parallax
+
+demo: release
+	$$($(SWIFT) build -c release --show-bin-path)/parallax demo --output demo-output
+
+test: deps
+	$(SWIFT) build --build-tests
+	$(SWIFT) test --skip-build $(TEST_FLAGS)
+
+bench: deps
+	cd Benchmarks && $(SWIFT) package --allow-writing-to-package-directory benchmark
+
+compare-opencv: release
+	Benchmarks/compare-opencv/run
+
+clean:
+	rm -rf .build demo-output

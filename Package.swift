@@ -1,0 +1,74 @@
+// swift-tools-version: 6.0
+//
+// Parallax: two cameras as one synchronized stereo device.
+// One Swift module per layer; see README.md ("Layout") for the map.
+
+import PackageDescription
+
+let package = Package(
+    name: "Parallax",
+    platforms: [.macOS(.v14)],
+    products: [
+        .library(name: "Parallax", targets: ["Parallax"]),
+        .library(name: "ParallaxGeometry", targets: ["ParallaxGeometry"]),
+        .library(name: "ParallaxImage", targets: ["ParallaxImage"]),
+        .library(name: "ParallaxCapture", targets: ["ParallaxCapture"]),
+        .library(name: "ParallaxCalibration", targets: ["ParallaxCalibration"]),
+        .library(name: "ParallaxTestSupport", targets: ["ParallaxTestSupport"]),
+        .executable(name: "parallax", targets: ["parallax"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+        .package(url: "https://github.com/jpsim/Yams", from: "5.0.1"),
+    ],
+    targets: [
+        // MARK: C boundary
+
+        /// libv4l2: fixed-argument wrappers for the variadic calls and the VIDIOC_* request values.
+        .target(
+            name: "CV4L2",
+            linkerSettings: [.linkedLibrary("v4l2")]
+        ),
+        /// LAPACKE over OpenBLAS.
+        .target(
+            name: "CLapack",
+            linkerSettings: [.linkedLibrary("lapacke"), .linkedLibrary("openblas")]
+        ),
+        /// libpng and libjpeg-turbo.
+        .target(
+            name: "CImageCodecs",
+            linkerSettings: [.linkedLibrary("png16"), .linkedLibrary("turbojpeg")]
+        ),
+
+        // MARK: Library layers
+
+        .target(name: "ParallaxGeometry"),
+        .target(name: "ParallaxImage", dependencies: ["ParallaxGeometry", "CImageCodecs"]),
+        .target(name: "ParallaxCapture", dependencies: ["ParallaxGeometry", "ParallaxImage", "CV4L2"]),
+        .target(
+            name: "ParallaxCalibration",
+            dependencies: ["ParallaxGeometry", "ParallaxImage", "CLapack", .product(name: "Yams", package: "Yams")]
+        ),
+        .target(name: "ParallaxTestSupport", dependencies: ["ParallaxCapture", "ParallaxGeometry", "ParallaxImage", "CV4L2"]),
+        .target(
+            name: "Parallax",
+            dependencies: ["ParallaxGeometry", "ParallaxImage", "ParallaxCapture", "ParallaxCalibration"]
+        ),
+        .executableTarget(
+            name: "parallax",
+            dependencies: [
+                "Parallax", "ParallaxTestSupport",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
+
+        // MARK: Tests
+
+        .testTarget(name: "ParallaxGeometryTests", dependencies: ["ParallaxGeometry"], resources: [.copy("Fixtures")]),
+        .testTarget(name: "ParallaxImageTests", dependencies: ["ParallaxImage", "ParallaxGeometry"]),
+        .testTarget(name: "ParallaxCaptureTests", dependencies: ["ParallaxCapture", "ParallaxTestSupport"]),
+        .testTarget(name: "ParallaxCalibrationTests", dependencies: ["ParallaxCalibration", "ParallaxTestSupport"]),
+        .testTarget(name: "ParallaxCLITests", dependencies: ["parallax"]),
+    ],
+    swiftLanguageModes: [.v6]
+)

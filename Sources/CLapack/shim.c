@@ -1,0 +1,1 @@
+// The module needs one translation unit; all declarations come from CLapack.h.

@@ -1,0 +1,191 @@
+/// The Parallax stereo calibration file (JSON), documented in `Calibration/README.md`.
+///
+///     {"format": "parallax-stereo-calibration", "version": 1,
+///      "left": CAMERA, "right": CAMERA,
+///      "extrinsics": {"rotation": [9 numbers, row-major], "translation": [tx, ty, tz]}}
+///
+/// with CAMERA = `{"width", "height", "intrinsics": {"fx", "fy", "cx", "cy", "skew"},
+/// "distortion": {"model": "brown" | "fisheye", "coefficients": [...]}}`.
+/// Keys Parallax does not know are kept in ``StereoCalibration/extra`` and written back.
+extension StereoCalibration {
+    /// The value of the `"format"` key.
+    public static let fileFormatName = "parallax-stereo-calibration"
+    /// The newest file version this library reads and the one it writes.
+    public static let fileFormatVersion = 1
+
+    /// Reads a calibration from JSON text. `source` names the file in errors.
+    public init(jsonText: String, source: String = "<text>") throws(CalibrationFileError) {
+        let root: JSONValue
+        do {
+            root = try JSONValue(parsing: jsonText)
+        } catch {
+            throw .syntax(file: source, line: error.line, column: error.column, message: error.message)
+        }
+        var reader = FieldReader(file: source)
+        let object = try reader.object(root, at: "")
+        let format = try reader.string(object["format"], at: "format")
+        guard format == Self.fileFormatName else {
+            throw .invalid(file: source, key: "format", message: "expected \"\(Self.fileFormatName)\", found \"\(format)\"")
+        }
+        let version = try reader.number(object["version"], at: "version")
+        guard version == Double(Int(version)), Int(version) >= 1 else {
+            throw .invalid(file: source, key: "version", message: "expected a whole number ≥ 1")
+        }
+        guard Int(version) <= Self.fileFormatVersion else {
+            throw .unsupportedVersion(file: source, version: Int(version), newestSupported: Self.fileFormatVersion)
+        }
+        let left = try reader.camera(object["left"], at: "left")
+        let right = try reader.camera(object["right"], at: "right")
+        let ext = try reader.object(object["extrinsics"], at: "extrinsics")
+        let rotationValues = try reader.numbers(ext["rotation"], at: "extrinsics.rotation", count: 9)
+        let translationValues = try reader.numbers(ext["translation"], at: "extrinsics.translation", count: 3)
+        let rotation = Matrix3x3(rowMajor: rotationValues)
+        // A rotation read from a file with a few digits is slightly off; far off is an error.
+        let orthogonalityError = (rotation * rotation.transposed - .identity).frobeniusNorm
+        guard orthogonalityError < 1e-3, rotation.determinant > 0 else {
+            throw .invalid(file: source, key: "extrinsics.rotation",
+                           message: "not a rotation matrix (‖R Rᵀ − I‖ = \(orthogonalityError), det = \(rotation.determinant))")
+        }
+        var extra: [String: JSONValue] = [:]
+        for (key, value) in object.pairs where !["format", "version", "left", "right", "extrinsics"].contains(key) {
+            extra[key] = value
+        }
+        self.init(left: left, right: right,
+                  extrinsics: RigidTransform(rotation: rotation,
+                                             translation: SIMD3(translationValues[0], translationValues[1], translationValues[2])),
+                  extra: extra)
+    }
+
+    /// Reads the calibration file at `path`.
+    public init(contentsOfFile path: String) throws(CalibrationFileError) {
+        let text: String
+        do { text = try FileAccess.readText(atPath: path) } catch { throw .unreadable(error) }
+        try self.init(jsonText: text, source: path)
+    }
+
+    /// The JSON text of this calibration.
+    public func jsonText() -> String {
+        func camera(_ c: CameraModel) -> JSONValue {
+            .object(JSONObject([
+                ("width", .number(Double(c.size.width))),
+                ("height", .number(Double(c.size.height))),
+                ("intrinsics", .object(JSONObject([
+                    ("fx", .number(c.intrinsics.fx)), ("fy", .number(c.intrinsics.fy)),
+                    ("cx", .number(c.intrinsics.cx)), ("cy", .number(c.intrinsics.cy)),
+                    ("skew", .number(c.intrinsics.skew)),
+                ]))),
+                ("distortion", .object(JSONObject([
+                    ("model", .string(c.distortion.modelName)),
+                    ("coefficients", .array(c.distortion.coefficients.map(JSONValue.number))),
+                ]))),
+            ]))
+        }
+        var root = JSONObject([
+            ("format", .string(Self.fileFormatName)),
+            ("version", .number(Double(Self.fileFormatVersion))),
+            ("left", camera(left)),
+            ("right", camera(right)),
+            ("extrinsics", .object(JSONObject([
+                ("rotation", .array(extrinsics.rotation.rowMajor.map(JSONValue.number))),
+                ("translation", .array([extrinsics.translation.x, extrinsics.translation.y, extrinsics.translation.z].map(JSONValue.number))),
+            ]))),
+        ])
+        for key in extra.keys.sorted() { root[key] = extra[key] }
+        return JSONValue.object(root).serialized() + "\n"
+    }
+
+    /// Writes the calibration to `path` atomically (no partial file on failure).
+    public func write(toFile path: String) throws(FileAccessError) {
+        try FileAccess.writeAtomically(jsonText(), toPath: path)
+    }
+}
+
+/// A calibration file that could not be read, with the file and the key at fault.
+public enum CalibrationFileError: Error, Hashable, Sendable, CustomStringConvertible {
+    case unreadable(FileAccessError)
+    case syntax(file: String, line: Int, column: Int, message: String)
+    case missing(file: String, key: String)
+    case invalid(file: String, key: String, message: String)
+    case unsupportedVersion(file: String, version: Int, newestSupported: Int)
+
+    public var description: String {
+        switch self {
+        case .unreadable(let e): return e.description
+        case .syntax(let f, let l, let c, let m): return "\(f):\(l):\(c): \(m)"
+        case .missing(let f, let k): return "\(f): missing key \"\(k)\""
+        case .invalid(let f, let k, let m): return "\(f): \"\(k)\": \(m)"
+        case .unsupportedVersion(let f, let v, let n):
+            return "\(f): file version \(v) is newer than this Parallax reads (up to \(n)); update Parallax"
+        }
+    }
+}
+
+/// Typed access to the fields of a parsed file, turning every mismatch into
+/// a ``CalibrationFileError`` that names the key path.
+private struct FieldReader {
+    let file: String
+
+    func object(_ v: JSONValue?, at key: String) throws(CalibrationFileError) -> JSONObject {
+        guard let v else { throw .missing(file: file, key: key) }
+        guard let o = v.object else { throw .invalid(file: file, key: key.isEmpty ? "(top level)" : key, message: "expected an object, found \(v.kindName)") }
+        return o
+    }
+
+    func string(_ v: JSONValue?, at key: String) throws(CalibrationFileError) -> String {
+        guard let v else { throw .missing(file: file, key: key) }
+        guard let s = v.string else { throw .invalid(file: file, key: key, message: "expected a string, found \(v.kindName)") }
+        return s
+    }
+
+    func number(_ v: JSONValue?, at key: String) throws(CalibrationFileError) -> Double {
+        guard let v else { throw .missing(file: file, key: key) }
+        guard let n = v.number, n.isFinite else { throw .invalid(file: file, key: key, message: "expected a finite number, found \(v.kindName)") }
+        return n
+    }
+
+    func numbers(_ v: JSONValue?, at key: String, count: Int? = nil) throws(CalibrationFileError) -> [Double] {
+        guard let v else { throw .missing(file: file, key: key) }
+        guard let items = v.array else { throw .invalid(file: file, key: key, message: "expected an array of numbers, found \(v.kindName)") }
+        var result: [Double] = []
+        for (i, item) in items.enumerated() {
+            guard let n = item.number, n.isFinite else {
+                throw .invalid(file: file, key: "\(key)[\(i)]", message: "expected a finite number, found \(item.kindName)")
+            }
+            result.append(n)
+        }
+        if let count, result.count != count {
+            throw .invalid(file: file, key: key, message: "expected \(count) numbers, found \(result.count)")
+        }
+        return result
+    }
+
+    func camera(_ v: JSONValue?, at key: String) throws(CalibrationFileError) -> CameraModel {
+        let o = try object(v, at: key)
+        let width = try number(o["width"], at: "\(key).width")
+        let height = try number(o["height"], at: "\(key).height")
+        guard width >= 1, height >= 1, width == width.rounded(), height == height.rounded(), width < 1e6, height < 1e6 else {
+            throw .invalid(file: file, key: "\(key).width", message: "image size must be positive whole numbers, found \(width)x\(height)")
+        }
+        let k = try object(o["intrinsics"], at: "\(key).intrinsics")
+        let fx = try number(k["fx"], at: "\(key).intrinsics.fx")
+        let fy = try number(k["fy"], at: "\(key).intrinsics.fy")
+        let cx = try number(k["cx"], at: "\(key).intrinsics.cx")
+        let cy = try number(k["cy"], at: "\(key).intrinsics.cy")
+        let skew = k["skew"] == nil ? 0 : try number(k["skew"], at: "\(key).intrinsics.skew")
+        guard fx > 0, fy > 0 else {
+            throw .invalid(file: file, key: "\(key).intrinsics", message: "focal lengths must be positive, found fx = \(fx), fy = \(fy)")
+        }
+        let d = try object(o["distortion"], at: "\(key).distortion")
+        let model = try string(d["model"], at: "\(key).distortion.model")
+        let coefficients = try numbers(d["coefficients"], at: "\(key).distortion.coefficients")
+        let distortion: LensDistortion
+        do {
+            distortion = try LensDistortion(modelName: model, coefficients: coefficients)
+        } catch {
+            throw .invalid(file: file, key: "\(key).distortion", message: error.description)
+        }
+        return CameraModel(size: ImageSize(width: Int(width), height: Int(height)),
+                           intrinsics: CameraIntrinsics(fx: fx, fy: fy, cx: cx, cy: cy, skew: skew),
+                           distortion: distortion)
+    }
+}

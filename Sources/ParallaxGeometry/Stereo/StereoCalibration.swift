@@ -1,0 +1,48 @@
+/// Everything the geometry needs to know about a stereo rig: both cameras and
+/// the motion from the left camera's frame to the right camera's frame.
+///
+/// `extrinsics` is OpenCV's (R, T): a point `X` in the left camera frame is at
+/// `R X + T` in the right camera frame. For a horizontal rig with the right
+/// camera to the right of the left one, `T.x` is negative (−baseline).
+/// Translation units are those of the calibration target (millimetres when
+/// the square size was given in millimetres); depth comes out in the same unit.
+public struct StereoCalibration: Hashable, Sendable {
+    public var left: CameraModel
+    public var right: CameraModel
+    /// Left camera frame → right camera frame.
+    public var extrinsics: RigidTransform
+    /// Keys from the file this value was read from that Parallax does not use,
+    /// kept so a read–write round trip loses nothing.
+    public var extra: [String: JSONValue]
+
+    public init(left: CameraModel, right: CameraModel, extrinsics: RigidTransform, extra: [String: JSONValue] = [:]) {
+        self.left = left
+        self.right = right
+        self.extrinsics = extrinsics
+        self.extra = extra
+    }
+
+    /// The distance between the two optical centres, in the translation's unit.
+    public var baseline: Double { length(extrinsics.translation) }
+
+    /// The right camera's optical centre in the left camera's frame.
+    public var rightCameraCentre: SIMD3<Double> { extrinsics.inverseOrigin }
+
+    /// The essential matrix `E = [T]× R`: `x₂ᵀ E x₁ = 0` for normalized points.
+    public var essentialMatrix: Matrix3x3 {
+        Matrix3x3.crossProductMatrix(extrinsics.translation) * extrinsics.rotation
+    }
+
+    /// The fundamental matrix `F = K₂⁻ᵀ E K₁⁻¹`: `p₂ᵀ F p₁ = 0` for pixels (of undistorted images).
+    public var fundamentalMatrix: Matrix3x3 {
+        right.intrinsics.inverseMatrix.transposed * essentialMatrix * left.intrinsics.inverseMatrix
+    }
+
+    /// The same rig with both cameras in another resolution of the same sensor area.
+    public func resized(to size: ImageSize) -> StereoCalibration {
+        var copy = self
+        copy.left = left.resized(to: size)
+        copy.right = right.resized(to: size)
+        return copy
+    }
+}

@@ -1,0 +1,17 @@
+import ArgumentParser
+
+@main
+struct ParallaxCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "parallax",
+        abstract: "Two cameras as one synchronized stereo device.",
+        discussion: """
+            Calibrate a stereo rig, pair and rectify its frames, and measure the pipeline. \
+            Run `parallax demo` to see every stage on a simulated rig, no hardware needed.
+            """,
+        subcommands: [
+            DemoCommand.self,
+            RectificationCommand.self,
+        ]
+    )
+}
