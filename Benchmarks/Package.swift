@@ -1,0 +1,33 @@
+// swift-tools-version: 6.1
+//
+// Parallax benchmarks, a package of their own so that users of the library
+// never build benchmark dependencies. Run from this folder:
+//
+//     swift package --allow-writing-to-package-directory benchmark
+//
+// `compare-opencv/run` measures Parallax against OpenCV side by side.
+
+import PackageDescription
+
+let benchmarkDependencies: [Target.Dependency] = [
+    .product(name: "Benchmark", package: "package-benchmark"),
+    .product(name: "Parallax", package: "Parallax"),
+]
+let benchmarkPlugins: [Target.PluginUsage] = [.plugin(name: "BenchmarkPlugin", package: "package-benchmark")]
+
+let package = Package(
+    name: "ParallaxBenchmarks",
+    platforms: [.macOS(.v14)],
+    dependencies: [
+        .package(path: ".."),
+        .package(url: "https://github.com/ordo-one/package-benchmark", from: "1.38.1", traits: ["MallocInterposer"]),
+    ],
+    targets: [
+        .executableTarget(
+            name: "RectificationBenchmarks", dependencies: benchmarkDependencies,
+            path: "Benchmarks/RectificationBenchmarks", plugins: benchmarkPlugins),
+        .executableTarget(
+            name: "SynchronizerBenchmarks", dependencies: benchmarkDependencies,
+            path: "Benchmarks/SynchronizerBenchmarks", plugins: benchmarkPlugins),
+    ]
+)
