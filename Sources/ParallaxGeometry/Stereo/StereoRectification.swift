@@ -21,11 +21,14 @@ public struct RectificationOptions: Hashable, Sendable {
     /// infinity have zero disparity (OpenCV's `CALIB_ZERO_DISPARITY`). When
     /// false only the coordinate across the baseline is shared.
     public var zeroDisparity: Bool
+    /// For fisheye rigs only: values above 1 widen the rectified view (OpenCV's `fov_scale`).
+    public var fisheyeFOVScale: Double
 
-    public init(alpha: Double? = nil, outputSize: ImageSize? = nil, zeroDisparity: Bool = true) {
+    public init(alpha: Double? = nil, outputSize: ImageSize? = nil, zeroDisparity: Bool = true, fisheyeFOVScale: Double = 1) {
         self.alpha = alpha
         self.outputSize = outputSize
         self.zeroDisparity = zeroDisparity
+        self.fisheyeFOVScale = fisheyeFOVScale
     }
 }
 
@@ -132,9 +135,17 @@ extension StereoCalibration {
     /// single precision, and the valid-area rectangles come from a 9 × 9 grid
     /// over the image. (The rectification maps themselves use the exact model.)
     ///
+    /// A rig with a fisheye camera is rectified by
+    /// ``fisheyeRectification(balance:fovScale:outputSize:zeroDisparity:)``
+    /// instead, with `alpha` as its balance (`nil` meaning 0).
+    ///
     /// - Throws: ``RectificationError`` for a zero baseline, different image
     ///   sizes or invalid intrinsics.
     public func rectification(_ options: RectificationOptions = RectificationOptions()) throws(RectificationError) -> StereoRectification {
+        if left.distortion.isFisheye || right.distortion.isFisheye {
+            return try fisheyeRectification(balance: options.alpha ?? 0, fovScale: options.fisheyeFOVScale,
+                                            outputSize: options.outputSize, zeroDisparity: options.zeroDisparity)
+        }
         guard left.size == right.size else { throw .sizeMismatch(left: left.size, right: right.size) }
         guard left.intrinsics.isValid else { throw .invalidIntrinsics(side: "left") }
         guard right.intrinsics.isValid else { throw .invalidIntrinsics(side: "right") }
