@@ -21,7 +21,7 @@ extension StereoCalibration {
         } catch {
             throw .syntax(file: source, line: error.line, column: error.column, message: error.message)
         }
-        var reader = FieldReader(file: source)
+        let reader = FieldReader(file: source)
         let object = try reader.object(root, at: "")
         let format = try reader.string(object["format"], at: "format")
         guard format == Self.fileFormatName else {
