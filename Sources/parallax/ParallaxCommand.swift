@@ -14,6 +14,8 @@ struct ParallaxCommand: AsyncParsableCommand {
             RectificationCommand.self,
             RectifyCommand.self,
             BenchCommand.self,
+            DevicesCommand.self,
+            CaptureCommand.self,
         ]
     )
 }

@@ -281,6 +281,7 @@ private struct CaptureContext: @unchecked Sendable {
                               camera: model, release: { session.requeue(index) })
             handler(.frame(frame))
         }
+        handler(.event(.stopped))
     }
 
     private func disconnect() {
