@@ -52,8 +52,12 @@ final class CaptureThread: Sendable {
     private let finished = Mutex<Bool>(false)
     private let condition = NSCondition()
 
+    /// The thread's pthread id, so a stop requested from the thread itself does not wait for itself.
+    private let runner = Mutex<pthread_t?>(nil)
+
     init(name: String, body: @escaping @Sendable (CaptureThread) -> Void) {
         let thread = Thread { [self] in
+            runner.withLock { $0 = pthread_self() }
             body(self)
             condition.lock()
             finished.withLock { $0 = true }
@@ -68,7 +72,7 @@ final class CaptureThread: Sendable {
     @discardableResult
     func stopAndJoin(timeoutSeconds: Double = 2) -> Bool {
         stopRequested.store(true, ordering: .releasing)
-        if Thread.current.name == currentName { return true }
+        if let runner = runner.withLock({ $0 }), pthread_equal(runner, pthread_self()) != 0 { return false }
         let deadline = Date(timeIntervalSinceNow: timeoutSeconds)
         condition.lock()
         defer { condition.unlock() }
@@ -78,7 +82,6 @@ final class CaptureThread: Sendable {
         return true
     }
 
-    private var currentName: String? { nil }
     var shouldStop: Bool { stopRequested.load(ordering: .acquiring) }
 }
 
