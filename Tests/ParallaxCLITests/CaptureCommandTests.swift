@@ -1,0 +1,72 @@
+import Foundation
+import Testing
+
+@Suite("parallax capture and devices")
+struct CaptureCommandTests {
+    static func temporaryDirectory() -> URL {
+        URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("parallax-capture-\(UUID().uuidString)")
+    }
+
+    @Test("capture --simulated --frames 60 writes 60 left and 60 right PNGs with their CSVs")
+    func simulatedCapture() throws {
+        let output = Self.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: output) }
+        // A small image keeps the debug build's renderer quick; the layout is what is tested.
+        let result = try ParallaxCLI.run(["capture", "--simulated", "--frames", "60", "--size", "160x120",
+                                          "--output", output.path], timeout: 120)
+        #expect(result.status == 0, "\(result.stderr)")
+        for camera in ["cam0", "cam1"] {
+            let folder = output.appendingPathComponent(camera)
+            let images = try FileManager.default.contentsOfDirectory(atPath: folder.appendingPathComponent("data").path)
+            #expect(images.count == 60)
+            #expect(images.allSatisfy { $0.hasSuffix(".png") })
+            let csv = try String(contentsOf: folder.appendingPathComponent("data.csv"), encoding: .utf8)
+            let lines = csv.split(separator: "\n")
+            #expect(lines.first == "#timestamp [ns],filename")
+            #expect(lines.count == 61)
+            // Every row names an image that exists, under its timestamp.
+            for line in lines.dropFirst() {
+                let fields = line.split(separator: ",")
+                #expect(fields.count == 2 && fields[1] == "\(fields[0]).png" && images.contains(String(fields[1])))
+            }
+            // A real PNG.
+            let first = try Data(contentsOf: folder.appendingPathComponent("data").appendingPathComponent(images[0]))
+            #expect(Array(first.prefix(4)) == [0x89, 0x50, 0x4E, 0x47])
+        }
+        #expect(result.stdout.contains("cam0 (left"))
+        #expect(result.stdout.contains("60 frames"))
+    }
+
+    @Test("capture without cameras or --simulated explains what to give")
+    func captureNeedsCameras() throws {
+        let result = try ParallaxCLI.run(["capture", "--frames", "5", "--output", Self.temporaryDirectory().path])
+        #expect(result.status != 0)
+        #expect(result.stderr.contains("--left") && result.stderr.contains("--simulated"))
+    }
+
+    @Test("capture of a missing device names it")
+    func captureMissingDevice() throws {
+        let output = Self.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: output) }
+        let result = try ParallaxCLI.run(["capture", "--left", "/dev/video98", "--right", "/dev/video99",
+                                          "--format", "640x480@30:YUYV", "--frames", "5", "--output", output.path])
+        #expect(result.status != 0)
+        #expect(result.stderr.contains("/dev/video98"))
+    }
+
+    @Test("devices on a machine without V4L2 says so and hints why, also as JSON")
+    func devicesWithoutV4L2() throws {
+        let empty = Self.temporaryDirectory()
+        try FileManager.default.createDirectory(at: empty, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: empty) }
+        let text = try ParallaxCLI.run(["devices", "--sysfs", empty.path, "--dev", empty.path])
+        #expect(text.status == 0)
+        #expect(text.stdout.contains("No V4L2 cameras found"))
+        #expect(text.stdout.contains("no V4L2 support"))
+        let json = try ParallaxCLI.run(["devices", "--json", "--sysfs", empty.path, "--dev", empty.path])
+        #expect(json.status == 0)
+        let object = try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any]
+        #expect((object?["cameras"] as? [Any])?.isEmpty == true)
+        #expect((object?["hint"] as? String)?.contains("no V4L2 support") == true)
+    }
+}
