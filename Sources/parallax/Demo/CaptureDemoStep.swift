@@ -16,13 +16,11 @@ struct CaptureDemoStep: DemoStep {
                                                dropProbability: 0.02),
             pace: .realTime)
         let recorder = try EuRoCRecorder(directory: folder, cameraCount: 2)
-        let started = Date()
         let summaries = try recordIndependently(device.cameras, frames: 30, into: recorder, timeoutSeconds: 20)
-        let seconds = Date().timeIntervalSince(started)
         for (index, summary) in summaries.enumerated() {
             let dropped = summary.drops.values.reduce(0, +)
             print("   cam\(index): \(summary.framesWritten) frames, \(dropped) dropped")
         }
-        print("   streamed 2 × 30 frames at 30 fps in \(String(format: "%.2f", seconds)) s; recorded to \(folder)/ (EuRoC layout)")
+        print("   right camera: 3 ms offset, 40 ppm drift, 2 % drops; recorded to \(folder)/ (EuRoC layout, cam0 left, cam1 right)")
     }
 }
