@@ -145,7 +145,8 @@ public final class SimulatedCamera: CaptureDevice, @unchecked Sendable {
     /// Ground truth: when frame `k` (its sequence number) was exposed, in nanoseconds on CLOCK_MONOTONIC.
     public func exposureTimeNanoseconds(ofFrame k: UInt64) -> Int64 {
         let interval = Double(state.withLock { $0.format.frameInterval.nanoseconds })
-        return epoch + timing.offsetNanoseconds + Int64((Double(k) * interval * (1 + timing.driftPPM * 1e-6)).rounded())
+        let period = interval * (1 + timing.driftPPM * 1e-6)  // the same expression the stream uses
+        return epoch + timing.offsetNanoseconds + Int64((Double(k) * period).rounded())
     }
 
     public func start(_ handler: @escaping @Sendable (CaptureOutput) -> Void) throws(CaptureError) {
@@ -190,27 +191,40 @@ public final class SimulatedCamera: CaptureDevice, @unchecked Sendable {
     fileprivate var seedValue: UInt64 { seed }
 }
 
-/// The streaming loop of one simulated camera.
-private struct SimulatedStream: @unchecked Sendable {
-    let camera: SimulatedCamera
+/// The streaming loop of one simulated camera. It holds the camera weakly,
+/// so a camera released while streaming stops instead of living on.
+private final class SimulatedStream: @unchecked Sendable {
+    weak var camera: SimulatedCamera?
     let pixels: SharedPixels
     let format: CaptureFormat
     let model: CameraModel
     let firstFrame: Int64
     let handler: @Sendable (CaptureOutput) -> Void
 
+    init(camera: SimulatedCamera, pixels: SharedPixels, format: CaptureFormat, model: CameraModel, firstFrame: Int64,
+         handler: @escaping @Sendable (CaptureOutput) -> Void) {
+        self.camera = camera
+        self.pixels = pixels
+        self.format = format
+        self.model = model
+        self.firstFrame = firstFrame
+        self.handler = handler
+    }
+
     func run(_ thread: CaptureThread) {
-        var random = SplitMix(seed: camera.seedValue)
+        guard let initial = camera else { return }
+        let pace = initial.pace, timing = initial.timing, epoch = initial.epochNanoseconds, identity = initial.identity
+        var random = SplitMix(seed: initial.seedValue)
         var k = firstFrame
-        if camera.pace == .realTime {
+        let period = Double(format.frameInterval.nanoseconds) * (1 + timing.driftPPM * 1e-6)
+        if pace == .realTime {
             // Join the shared clock where it is now: frames before the start are never seen.
-            let period = Double(format.frameInterval.nanoseconds) * (1 + camera.timing.driftPPM * 1e-6)
-            let elapsed = Double(monotonicNanoseconds() - camera.epochNanoseconds - camera.timing.offsetNanoseconds)
+            let elapsed = Double(monotonicNanoseconds() - epoch - timing.offsetNanoseconds)
             k = max(k, Int64((elapsed / period).rounded(.up)))
         }
-        while !thread.shouldStop {
-            let exposure = camera.exposureTimeNanoseconds(ofFrame: UInt64(k))
-            if camera.pace == .realTime {
+        while !thread.shouldStop, let camera {
+            let exposure = epoch + timing.offsetNanoseconds + Int64((Double(k) * period).rounded())
+            if pace == .realTime {
                 // Sleep in slices so stop() is honoured promptly.
                 while !thread.shouldStop {
                     let remaining = exposure - monotonicNanoseconds()
@@ -222,16 +236,16 @@ private struct SimulatedStream: @unchecked Sendable {
             let sequence = UInt64(k)
             k += 1
             camera.remember(nextFrame: k)
-            if camera.timing.dropProbability > 0 && random.nextUnit() < camera.timing.dropProbability {
+            if timing.dropProbability > 0 && random.nextUnit() < timing.dropProbability {
                 handler(.event(.dropped(count: 1, reason: .simulated)))
                 continue
             }
-            let jitter = camera.timing.jitterNanoseconds
+            let jitter = timing.jitterNanoseconds
             let noise = jitter > 0 ? Int64((random.nextUnit() * 2 - 1) * Double(jitter)) : 0
             let pixels = self.pixels
             let frame = Frame(image: pixels.view, payload: pixels.payload, format: format,
                               timestampNanoseconds: exposure + noise, timestampSource: .midExposure,
-                              sequence: sequence, source: camera.identity, exposureNanoseconds: nil, camera: model,
+                              sequence: sequence, source: identity, exposureNanoseconds: nil, camera: model,
                               release: { _ = pixels })
             handler(.frame(frame))
         }

@@ -188,38 +188,56 @@ extension V4L2Camera {
 }
 
 /// The capture thread's loop and its bookkeeping.
-private struct CaptureContext: @unchecked Sendable {
-    unowned let camera: V4L2Camera
+///
+/// It holds the camera weakly: a camera released while streaming stops (its
+/// `deinit` joins this thread, which sees the camera gone and ends) instead
+/// of being kept alive by its own thread.
+private final class CaptureContext: @unchecked Sendable {
+    weak var camera: V4L2Camera?
+    let path: String
+    let stallTimeoutNanoseconds: Int64
     let session: StreamSession
     let negotiation: FormatNegotiation
     let handler: @Sendable (CaptureOutput) -> Void
+    let frameContext: (identity: DeviceIdentity, calibration: CameraModel?, exposure: Int64?)
 
     init(camera: V4L2Camera, session: StreamSession, negotiation: FormatNegotiation,
          handler: @escaping @Sendable (CaptureOutput) -> Void) {
         self.camera = camera
+        self.path = camera.path
+        self.stallTimeoutNanoseconds = camera.options.stallTimeoutNanoseconds
+        self.frameContext = camera.frameContext
         self.session = session
         self.negotiation = negotiation
         self.handler = handler
     }
 
+    /// DQBUF straight through the seam (the camera may be going away).
+    private func dequeue(_ buffer: inout v4l2_buffer) -> V4L2Errno? {
+        let syscalls = session.syscalls, fd = session.fd
+        return withUnsafeMutableBytes(of: &buffer) { raw -> V4L2Errno? in
+            do throws(V4L2Errno) { try syscalls.ioctl(fd, CV4L2_VIDIOC_DQBUF, raw.baseAddress!); return nil } catch { return error }
+        }
+    }
+
     func run(_ thread: CaptureThread) {
         let syscalls = session.syscalls, fd = session.fd
         let frameNs = negotiation.actual.frameInterval.nanoseconds
-        let stallAfter = max(camera.options.stallTimeoutNanoseconds, 4 * frameNs)
+        let stallAfter = max(stallTimeoutNanoseconds, 4 * frameNs)
         // poll() in slices so stop() is honoured within one slice.
         let sliceMs = Int32(max(5, min(50, frameNs / 1_000_000)))
         var lastSequence: UInt32?
         var lastTimestamp: Int64?
         var lastFrameAt = monotonicNanoseconds()
         var stalled = false
-        let (identity, calibration, exposure) = camera.frameContext
+        let (identity, calibration, exposure) = frameContext
         let model = calibration.map { $0.size == negotiation.actual.size ? $0 : $0.resized(to: negotiation.actual.size) }
 
-        while !thread.shouldStop {
+        while !thread.shouldStop && camera != nil {
             let revents: Int16
             do { revents = try syscalls.poll(fd, events: Int16(POLLIN), timeoutMilliseconds: sliceMs) } catch {
                 if error.code == ENODEV { return disconnect() }
-                handler(.event(.recoverableError(.ioctlFailed(device: camera.path, request: "poll", errno: error.code))))
+                handler(.event(.recoverableError(.ioctlFailed(device: path, request: "poll", errno: error.code))))
                 continue
             }
             if revents & Int16(POLLERR | POLLHUP | POLLNVAL) != 0 { return disconnect() }
@@ -234,12 +252,12 @@ private struct CaptureContext: @unchecked Sendable {
             var buffer = v4l2_buffer()
             buffer.type = V4L2_BUF_TYPE_VIDEO_CAPTURE.rawValue
             buffer.memory = V4L2_MEMORY_MMAP.rawValue
-            if let error = camera.call(fd, CV4L2_VIDIOC_DQBUF, &buffer) {
+            if let error = dequeue(&buffer) {
                 switch error.code {
                 case EAGAIN, EINTR: continue  // a spurious wake-up: poll again
                 case ENODEV: return disconnect()
                 default:
-                    handler(.event(.recoverableError(.ioctlFailed(device: camera.path, request: "VIDIOC_DQBUF", errno: error.code))))
+                    handler(.event(.recoverableError(.ioctlFailed(device: path, request: "VIDIOC_DQBUF", errno: error.code))))
                     continue
                 }
             }
@@ -288,7 +306,9 @@ private struct CaptureContext: @unchecked Sendable {
     }
 
     private func disconnect() {
-        camera.tearDownAfterDisconnect(session)
+        // Without the camera (it is in deinit) its deinit closes the descriptor.
+        session.active.store(false, ordering: .releasing)
+        camera?.tearDownAfterDisconnect(session)
         handler(.event(.disconnected))
     }
 

@@ -12,6 +12,8 @@ public struct VirtualCameraSpec: Sendable {
         public var sizes: [ImageSize]
         /// Offered at every size.
         public var intervals: [FrameInterval]
+        /// Synthesised by (emulated) libv4l2 conversion rather than the camera.
+        var isEmulated = false
 
         public init(fourCC: FourCC, description: String? = nil, isCompressed: Bool? = nil,
                     sizes: [ImageSize], intervals: [FrameInterval]) {
@@ -69,6 +71,8 @@ public struct VirtualCameraSpec: Sendable {
     public var timestampJitterNanoseconds: Int64
     /// Seed for the jitter.
     public var seed: UInt64
+    /// Where the driver takes its timestamps (UVC: end of frame; some CSI drivers: start of exposure).
+    public var timestampSource: TimestampSource = .endOfFrame
 
     public init(path: String, card: String = "Virtual UVC Camera", driver: String = "uvcvideo",
                 busInfo: String = "usb-0000:00:14.0-1", formats: [Format] = VirtualCameraSpec.webcamFormats,

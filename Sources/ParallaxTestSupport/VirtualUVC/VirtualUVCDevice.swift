@@ -44,6 +44,8 @@ final class Device {
     var nextDue: Int64 = .max
     var sequence: UInt32 = 0
     var lastTimestamp: Int64 = 0
+    /// Raw timestamps of recent frames by sequence number (the last 1024).
+    var rawTimestamps: [UInt32: Int64] = [:]
     var random: UInt64
 
     var pendingIOErrors = 0
@@ -62,7 +64,25 @@ final class Device {
         for control in spec.controls { controls[control.id.rawID] = control.defaultValue }
     }
 
-    var format: VirtualCameraSpec.Format { spec.formats[formatIndex] }
+    /// Set by the driver before each call: whether the calling descriptor was opened with
+    /// libv4l2's conversion on, which adds the emulated RGB3/BGR3 formats as libv4l2 does.
+    var conversion = false
+
+    /// The formats the calling descriptor sees (native, then emulated ones when converting).
+    var allFormats: [VirtualCameraSpec.Format] {
+        guard conversion, let base = spec.formats.first(where: { !$0.isCompressed }) else { return spec.formats }
+        return spec.formats + [FourCC.rgb24, FourCC.bgr24].map {
+            var f = VirtualCameraSpec.Format(fourCC: $0, description: "\($0) (emulated)", isCompressed: false,
+                                             sizes: base.sizes, intervals: base.intervals)
+            f.isEmulated = true
+            return f
+        }
+    }
+
+    var format: VirtualCameraSpec.Format {
+        let formats = allFormats
+        return formats[min(formatIndex, formats.count - 1)]
+    }
     var bytesPerRow: Int { format.bytesPerPixel == 0 ? 0 : size.width * format.bytesPerPixel + spec.rowPadding }
     var imageSize: Int { format.bytesPerPixel == 0 ? size.width * size.height : bytesPerRow * size.height }
 
@@ -84,15 +104,15 @@ final class Device {
 
     func enumerateFormat(_ desc: UnsafeMutablePointer<v4l2_fmtdesc>) throws(V4L2Errno) {
         guard !spec.isMetadataNode, desc.pointee.type == V4L2_BUF_TYPE_VIDEO_CAPTURE.rawValue,
-              Int(desc.pointee.index) < spec.formats.count else { throw .invalidArgument }
-        let f = spec.formats[Int(desc.pointee.index)]
+              Int(desc.pointee.index) < allFormats.count else { throw .invalidArgument }
+        let f = allFormats[Int(desc.pointee.index)]
         desc.pointee.pixelformat = f.fourCC.rawValue
-        desc.pointee.flags = f.isCompressed ? UInt32(V4L2_FMT_FLAG_COMPRESSED) : 0
+        desc.pointee.flags = (f.isCompressed ? UInt32(V4L2_FMT_FLAG_COMPRESSED) : 0) | (f.isEmulated ? UInt32(V4L2_FMT_FLAG_EMULATED) : 0)
         copy(f.description, into: &desc.pointee.description)
     }
 
     func enumerateSize(_ e: UnsafeMutablePointer<v4l2_frmsizeenum>) throws(V4L2Errno) {
-        guard let f = spec.formats.first(where: { $0.fourCC.rawValue == e.pointee.pixel_format }),
+        guard let f = allFormats.first(where: { $0.fourCC.rawValue == e.pointee.pixel_format }),
               Int(e.pointee.index) < f.sizes.count else { throw .invalidArgument }
         let size = f.sizes[Int(e.pointee.index)]
         e.pointee.type = V4L2_FRMSIZE_TYPE_DISCRETE.rawValue
@@ -100,7 +120,7 @@ final class Device {
     }
 
     func enumerateInterval(_ e: UnsafeMutablePointer<v4l2_frmivalenum>) throws(V4L2Errno) {
-        guard let f = spec.formats.first(where: { $0.fourCC.rawValue == e.pointee.pixel_format }),
+        guard let f = allFormats.first(where: { $0.fourCC.rawValue == e.pointee.pixel_format }),
               f.sizes.contains(ImageSize(width: Int(e.pointee.width), height: Int(e.pointee.height))),
               Int(e.pointee.index) < f.intervals.count else { throw .invalidArgument }
         let interval = f.intervals[Int(e.pointee.index)]
@@ -115,9 +135,10 @@ final class Device {
     func setFormat(_ f: UnsafeMutablePointer<v4l2_format>, apply: Bool) throws(V4L2Errno) {
         guard f.pointee.type == V4L2_BUF_TYPE_VIDEO_CAPTURE.rawValue, !spec.formats.isEmpty else { throw .invalidArgument }
         if apply && !buffers.isEmpty { throw .busy }
-        let index = spec.formats.firstIndex(where: { $0.fourCC.rawValue == f.pointee.fmt.pix.pixelformat }) ?? 0
+        let formats = allFormats
+        let index = formats.firstIndex(where: { $0.fourCC.rawValue == f.pointee.fmt.pix.pixelformat }) ?? 0
         let wanted = ImageSize(width: Int(f.pointee.fmt.pix.width), height: Int(f.pointee.fmt.pix.height))
-        let chosen = spec.formats[index].sizes.min(by: {
+        let chosen = formats[index].sizes.min(by: {
             abs($0.width - wanted.width) + abs($0.height - wanted.height) < abs($1.width - wanted.width) + abs($1.height - wanted.height)
         }) ?? wanted
         if apply {
@@ -191,7 +212,8 @@ final class Device {
         b.pointee.m.offset = UInt32(buffer.offset)
         b.pointee.bytesused = UInt32(buffer.bytesUsed)
         b.pointee.field = V4L2_FIELD_NONE.rawValue
-        var flags = buffer.flags | UInt32(V4L2_BUF_FLAG_TIMESTAMP_MONOTONIC) | UInt32(V4L2_BUF_FLAG_TSTAMP_SRC_EOF)
+        let source = spec.timestampSource == .startOfExposure ? UInt32(V4L2_BUF_FLAG_TSTAMP_SRC_SOE) : UInt32(V4L2_BUF_FLAG_TSTAMP_SRC_EOF)
+        var flags = buffer.flags | UInt32(V4L2_BUF_FLAG_TIMESTAMP_MONOTONIC) | source
         if buffer.mapCount > 0 { flags |= UInt32(V4L2_BUF_FLAG_MAPPED) }
         if buffer.state == .queued { flags |= UInt32(V4L2_BUF_FLAG_QUEUED) }
         if buffer.state == .done { flags |= UInt32(V4L2_BUF_FLAG_DONE) }
@@ -285,6 +307,8 @@ final class Device {
             lastTimestamp = max(lastTimestamp, timestamp)
             buffer.sequence = sequence
             buffer.timestamp = timestamp
+            rawTimestamps[sequence] = timestamp
+            rawTimestamps[sequence &- 1024] = nil
             buffer.flags = 0
             if pendingErrorFlags > 0 {
                 pendingErrorFlags -= 1

@@ -17,6 +17,9 @@ import ParallaxGeometry
 /// on a CLOCK_MONOTONIC schedule at the configured interval, with jitter,
 /// sequence numbers, and a gap whenever no buffer was queued in time.
 ///
+/// A descriptor opened with conversion (`allowConversion`) also sees RGB3
+/// and BGR3 flagged `V4L2_FMT_FLAG_EMULATED`, as libv4l2 adds them.
+///
 /// Faults (``VirtualCameraFault``) are injected with ``inject(_:into:)``;
 /// ``unplug(_:)`` and ``replug(_:)`` remove and restore a camera.
 ///
@@ -26,7 +29,7 @@ import ParallaxGeometry
 public final class VirtualUVCDriver: V4L2Syscalls, @unchecked Sendable {
     private let lock = NSCondition()
     private var devices: [String: Device] = [:]
-    private var descriptors: [Int32: (path: String, generation: Int)] = [:]
+    private var descriptors: [Int32: (path: String, generation: Int, conversion: Bool)] = [:]
     private var nextDescriptor: Int32 = 1000
     /// Memory of buffer sets that were replaced while still mapped.
     private var retired: [UnsafeMutableRawPointer] = []
@@ -117,6 +120,13 @@ public final class VirtualUVCDriver: V4L2Syscalls, @unchecked Sendable {
         return Int(devices[path]?.sequence ?? 0)
     }
 
+    /// The timestamp the driver put on frame `sequence` (one of the last 1024), in nanoseconds
+    /// on CLOCK_MONOTONIC; the V4L2 buffer carries it with microsecond resolution.
+    public func driverTimestamp(_ path: String, sequence: UInt64) -> Int64? {
+        lock.lock(); defer { lock.unlock() }
+        return devices[path]?.rawTimestamps[UInt32(truncatingIfNeeded: sequence)]
+    }
+
     /// True while the camera streams.
     public func isStreaming(_ path: String) -> Bool {
         lock.lock(); defer { lock.unlock() }
@@ -136,7 +146,7 @@ public final class VirtualUVCDriver: V4L2Syscalls, @unchecked Sendable {
         guard let device = devices[path], device.connected else { throw V4L2Errno(ENOENT) }
         let fd = nextDescriptor
         nextDescriptor += 1
-        descriptors[fd] = (path, device.generation)
+        descriptors[fd] = (path, device.generation, allowConversion)
         return fd
     }
 
@@ -183,6 +193,7 @@ public final class VirtualUVCDriver: V4L2Syscalls, @unchecked Sendable {
     public func ioctl(_ fd: Int32, _ request: UInt, _ argument: UnsafeMutableRawPointer) throws(V4L2Errno) {
         lock.lock(); defer { lock.broadcast(); lock.unlock() }
         let device = try live(fd)
+        device.conversion = descriptors[fd]?.conversion ?? false
         switch request {
         case CV4L2_VIDIOC_QUERYCAP: device.queryCapabilities(argument.assumingMemoryBound(to: v4l2_capability.self))
         case CV4L2_VIDIOC_ENUM_FMT: try device.enumerateFormat(argument.assumingMemoryBound(to: v4l2_fmtdesc.self))

@@ -1,0 +1,73 @@
+import Foundation
+import ParallaxCapture
+import ParallaxGeometry
+import Testing
+
+@Suite("CaptureDevice.outputs as an AsyncSequence")
+struct CaptureOutputsTests {
+    /// Runs `body` but fails instead of hanging when it takes longer than `seconds`.
+    static func withDeadline<T: Sendable>(_ seconds: Double, _ body: @escaping @Sendable () async -> T) async throws -> T {
+        try await withThrowingTaskGroup(of: T?.self) { group in
+            group.addTask { await body() }
+            group.addTask {
+                try await Task.sleep(nanoseconds: UInt64(seconds * 1e9))
+                return nil
+            }
+            guard let first = try await group.next(), let value = first else {
+                group.cancelAll()
+                throw DeadlineExceeded()
+            }
+            group.cancelAll()
+            return value
+        }
+    }
+    struct DeadlineExceeded: Error {}
+
+    @Test("Frames arrive in order; a slow consumer sees the newest ones and the dropped ones free their buffers")
+    func newestWins() async throws {
+        let rig = SimulatedStereoRig.example(size: ImageSize(width: 16, height: 8))
+        let camera = SimulatedRigDevice(rig: rig, frameInterval: FrameInterval(numerator: 1, denominator: 1000),
+                                        pace: .realTime).left
+        let outputs = try camera.outputs(bufferingNewest: 2)
+        let sequences = try await Self.withDeadline(10) { () -> [UInt64] in
+            var seen: [UInt64] = []
+            for await output in outputs {
+                if case .frame(let frame) = output {
+                    seen.append(frame.sequence)
+                    // A consumer slower than the camera: 5 ms per frame at 1 kHz.
+                    try? await Task.sleep(nanoseconds: 5_000_000)
+                    if seen.count == 10 { break }
+                }
+            }
+            return seen
+        }
+        camera.stop()
+        #expect(sequences.count == 10)
+        #expect(zip(sequences, sequences.dropFirst()).allSatisfy { $0 < $1 })
+        // With two waiting at most, the consumer skips frames rather than falling behind.
+        #expect(sequences[9] - sequences[0] > 20)
+    }
+
+    @Test("The sequence ends after stop, with the stopped event")
+    func endsAfterStop() async throws {
+        let rig = SimulatedStereoRig.example(size: ImageSize(width: 16, height: 8))
+        let camera = SimulatedRigDevice(rig: rig, frameInterval: FrameInterval(numerator: 1, denominator: 200),
+                                        pace: .realTime).left
+        let outputs = try camera.outputs()
+        let last = try await Self.withDeadline(10) { () -> CaptureEvent? in
+            var frames = 0
+            var lastEvent: CaptureEvent?
+            for await output in outputs {
+                switch output {
+                case .frame:
+                    frames += 1
+                    if frames == 3 { camera.stop() }
+                case .event(let event):
+                    lastEvent = event
+                }
+            }
+            return lastEvent
+        }
+        #expect(last == .stopped)
+    }
+}

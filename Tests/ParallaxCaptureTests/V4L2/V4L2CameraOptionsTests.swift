@@ -1,0 +1,71 @@
+import Foundation
+import ParallaxCapture
+import ParallaxGeometry
+import ParallaxImage
+import ParallaxTestSupport
+import Testing
+
+@Suite("V4L2 camera options: conversion, timestamp sources, lifetime")
+struct V4L2CameraOptionsTests {
+    @Test("libv4l2's emulated formats appear only when asked for, flagged as emulated")
+    func emulatedFormatsAreOptIn() throws {
+        let driver = VirtualUVCDriver(cameras: [VirtualCameraSpec(path: "/dev/video0")])
+        let native = try V4L2Camera(path: "/dev/video0", syscalls: driver)
+        #expect(!native.formatDescriptions.contains { $0.isEmulated })
+        #expect(!native.formatDescriptions.contains { $0.fourCC == .rgb24 })
+        let converting = try V4L2Camera(path: "/dev/video0", syscalls: driver, options: .init(allowEmulatedFormats: true))
+        let emulated = converting.formatDescriptions.filter(\.isEmulated).map(\.fourCC)
+        #expect(emulated == [.rgb24, .bgr24])
+        let rgb = CaptureFormat(fourCC: .rgb24, size: ImageSize(width: 320, height: 240), frameInterval: FrameInterval(numerator: 1, denominator: 30))
+        let negotiated = try converting.negotiate(rgb)
+        #expect(negotiated.actual == rgb)
+        #expect(negotiated.bytesPerRow == 320 * 3)
+    }
+
+    @Test("Timestamps move to mid-exposure: start-of-exposure stamps gain half the exposure, end-of-frame stamps lose it")
+    func timestampsNormalisedToMidExposure() throws {
+        let interval = FrameInterval(numerator: 1, denominator: 1000)
+        var formats = [VirtualCameraSpec.Format(fourCC: .grey, sizes: [ImageSize(width: 16, height: 8)], intervals: [interval])]
+        formats += VirtualCameraSpec.webcamFormats
+        var soe = VirtualCameraSpec(path: "/dev/video0", formats: formats, timestampJitterNanoseconds: 0)
+        soe.timestampSource = .startOfExposure
+        let eof = VirtualCameraSpec(path: "/dev/video1", formats: formats, timestampJitterNanoseconds: 0)
+        let driver = VirtualUVCDriver(cameras: [soe, eof])
+        for (path, source) in [("/dev/video0", TimestampSource.startOfExposure), ("/dev/video1", .endOfFrame)] {
+            let camera = try V4L2Camera(path: path, syscalls: driver)
+            try camera.configure(CaptureFormat(fourCC: .grey, size: ImageSize(width: 16, height: 8), frameInterval: interval))
+            try camera.set(.exposureAbsolute, to: 40)  // 40 × 100 µs = 4 ms
+            let collector = FrameCollector()
+            try camera.start(collector.handler)
+            #expect(collector.waitForFrames(1, timeoutSeconds: 5))
+            camera.stop()
+            let frame = try #require(collector.frames.first)
+            #expect(frame.timestampSource == source)
+            #expect(frame.exposureNanoseconds == .some(Int64(4_000_000)))
+            // The buffer carries the driver's stamp in whole microseconds.
+            let raw = try #require(driver.driverTimestamp(path, sequence: frame.sequence)) / 1000 * 1000
+            let expected = source == .startOfExposure ? raw + 2_000_000 : raw - 2_000_000
+            #expect(frame.timestampNanoseconds == expected)
+        }
+    }
+
+    @Test("A camera released while streaming stops and closes its node")
+    func releasedWhileStreaming() throws {
+        let spec = VirtualCameraSpec(path: "/dev/video0", formats: [
+            .init(fourCC: .grey, sizes: [ImageSize(width: 16, height: 8)], intervals: [FrameInterval(numerator: 1, denominator: 500)]),
+        ])
+        let driver = VirtualUVCDriver(cameras: [spec])
+        let collector = FrameCollector(keepFrames: false)
+        do {
+            let camera = try V4L2Camera(path: "/dev/video0", syscalls: driver)
+            try camera.configure(CaptureFormat(fourCC: .grey, size: ImageSize(width: 16, height: 8),
+                                               frameInterval: FrameInterval(numerator: 1, denominator: 500)))
+            try camera.start(collector.handler)
+            #expect(collector.waitForFrames(3, timeoutSeconds: 5))
+        }
+        let deadline = Date(timeIntervalSinceNow: 5)
+        while (driver.isStreaming("/dev/video0") || driver.openDescriptors("/dev/video0") > 0) && Date() < deadline { usleep(1000) }
+        #expect(!driver.isStreaming("/dev/video0"))
+        #expect(driver.openDescriptors("/dev/video0") == 0)
+    }
+}
