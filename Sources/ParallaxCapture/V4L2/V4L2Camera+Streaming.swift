@@ -99,7 +99,14 @@ extension V4L2Camera {
         request.count = UInt32(options.bufferCount)
         request.type = V4L2_BUF_TYPE_VIDEO_CAPTURE.rawValue
         request.memory = V4L2_MEMORY_MMAP.rawValue
-        try xioctl(fd, CV4L2_VIDIOC_REQBUFS, "VIDIOC_REQBUFS", &request)
+        if let error = call(fd, CV4L2_VIDIOC_REQBUFS, &request) {
+            switch error.code {
+            case EBUSY:
+                throw .invalidState(device: path, reason: "frames from the previous stream are still held; release them before starting again")
+            case ENODEV: throw .disconnected(device: path)
+            default: throw .ioctlFailed(device: path, request: "VIDIOC_REQBUFS", errno: error.code)
+            }
+        }
         guard request.count >= 2 else {
             releaseBuffers(fd)
             throw .tooFewBuffers(device: path, granted: Int(request.count), needed: 2)

@@ -190,7 +190,8 @@ final class Device {
                         retired: inout [UnsafeMutableRawPointer]) throws(V4L2Errno) {
         guard r.pointee.memory == V4L2_MEMORY_MMAP.rawValue,
               r.pointee.type == V4L2_BUF_TYPE_VIDEO_CAPTURE.rawValue else { throw .invalidArgument }
-        if streaming { throw .busy }
+        // Like videobuf2: buffers still mapped (frames still held) cannot be reallocated.
+        if streaming || buffers.contains(where: { $0.mapCount > 0 }) { throw .busy }
         for buffer in buffers {
             if buffer.mapCount > 0 { retired.append(buffer.memory) } else { buffer.memory.deallocate() }
         }

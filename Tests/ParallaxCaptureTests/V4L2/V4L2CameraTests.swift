@@ -313,9 +313,24 @@ struct V4L2CameraTests {
         #expect(collector.waitForFrames(2, timeoutSeconds: 5))
         camera.stop()
         #expect(!driver.isStreaming(Self.path))
-        let frame = try #require(collector.frames.first)
-        #expect(frame.payload.bytes[0] == UInt8(truncatingIfNeeded: frame.sequence))
+        do {
+            let frame = try #require(collector.frames.first)
+            #expect(frame.payload.bytes[0] == UInt8(truncatingIfNeeded: frame.sequence))
+        }
         #expect(driver.liveMappings(Self.path) == 4)
+        // Restarting while the old stream's buffers are held is refused with the reason (videobuf2's EBUSY) ...
+        #expect {
+            try camera.start { _ in }
+        } throws: { error in
+            guard case CaptureError.invalidState(_, let reason) = error else { return false }
+            return reason.contains("still held")
+        }
+        // ... and works once they are released.
         collector.releaseFrames()
+        #expect(driver.liveMappings(Self.path) == 0)
+        let again = FrameCollector(keepFrames: false)
+        try camera.start(again.handler)
+        defer { camera.stop() }
+        #expect(again.waitForFrames(3, timeoutSeconds: 5))
     }
 }
