@@ -14,6 +14,10 @@ public struct VirtualCameraSpec: Sendable {
         public var intervals: [FrameInterval]
         /// Synthesised by (emulated) libv4l2 conversion rather than the camera.
         var isEmulated = false
+        /// A stepwise or continuous size range instead of `sizes` (as CSI and some USB cameras report).
+        public var sizeRange: V4L2Range<ImageSize>?
+        /// A stepwise or continuous interval range instead of `intervals`.
+        public var intervalRange: V4L2Range<FrameInterval>?
 
         public init(fourCC: FourCC, description: String? = nil, isCompressed: Bool? = nil,
                     sizes: [ImageSize], intervals: [FrameInterval]) {
@@ -22,6 +26,58 @@ public struct VirtualCameraSpec: Sendable {
             self.isCompressed = isCompressed ?? (fourCC == .mjpeg)
             self.sizes = sizes
             self.intervals = intervals
+        }
+
+        /// A format with a size range and an interval range (stepwise or continuous).
+        public init(fourCC: FourCC, description: String? = nil, sizeRange: V4L2Range<ImageSize>,
+                    intervalRange: V4L2Range<FrameInterval>) {
+            self.init(fourCC: fourCC, description: description, isCompressed: nil,
+                      sizes: sizeRange.representativeValues, intervals: intervalRange.representativeValues)
+            self.sizeRange = sizeRange
+            self.intervalRange = intervalRange
+        }
+
+        /// True when `size` can be set exactly.
+        func offers(_ size: ImageSize) -> Bool {
+            switch sizeRange {
+            case nil: return sizes.contains(size)
+            case .discrete(let list): return list.contains(size)
+            case .continuous(let lo, let hi):
+                return (lo.width...hi.width).contains(size.width) && (lo.height...hi.height).contains(size.height)
+            case .stepwise(let lo, let hi, let step):
+                return (lo.width...hi.width).contains(size.width) && (lo.height...hi.height).contains(size.height)
+                    && (size.width - lo.width) % max(1, step.width) == 0 && (size.height - lo.height) % max(1, step.height) == 0
+            }
+        }
+
+        /// The size a driver sets for a request: nearest offered size, or the request clamped and rounded to the step.
+        func nearestSize(to wanted: ImageSize) -> ImageSize {
+            func snap(_ value: Int, _ lo: Int, _ hi: Int, _ step: Int) -> Int {
+                let clamped = min(max(value, lo), hi)
+                let steps = (Double(clamped - lo) / Double(max(1, step))).rounded(.toNearestOrAwayFromZero)
+                return min(hi, lo + Int(steps) * max(1, step))
+            }
+            switch sizeRange {
+            case .continuous(let lo, let hi)?:
+                return ImageSize(width: snap(wanted.width, lo.width, hi.width, 1), height: snap(wanted.height, lo.height, hi.height, 1))
+            case .stepwise(let lo, let hi, let step)?:
+                return ImageSize(width: snap(wanted.width, lo.width, hi.width, step.width),
+                                 height: snap(wanted.height, lo.height, hi.height, step.height))
+            default:
+                return sizes.min(by: {
+                    abs($0.width - wanted.width) + abs($0.height - wanted.height) < abs($1.width - wanted.width) + abs($1.height - wanted.height)
+                }) ?? wanted
+            }
+        }
+
+        /// The interval a driver sets for a request.
+        func nearestInterval(to asked: FrameInterval) -> FrameInterval? {
+            switch intervalRange {
+            case .continuous(let lo, let hi)?, .stepwise(let lo, let hi, _)?:
+                return asked < lo ? lo : (hi < asked ? hi : asked)
+            default:
+                return intervals.min(by: { abs($0.seconds - asked.seconds) < abs($1.seconds - asked.seconds) })
+            }
         }
 
         /// Bytes per pixel of the first plane (MJPEG: 0, the payload size varies).

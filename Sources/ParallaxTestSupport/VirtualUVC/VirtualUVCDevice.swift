@@ -112,20 +112,46 @@ final class Device {
     }
 
     func enumerateSize(_ e: UnsafeMutablePointer<v4l2_frmsizeenum>) throws(V4L2Errno) {
-        guard let f = allFormats.first(where: { $0.fourCC.rawValue == e.pointee.pixel_format }),
-              Int(e.pointee.index) < f.sizes.count else { throw .invalidArgument }
-        let size = f.sizes[Int(e.pointee.index)]
-        e.pointee.type = V4L2_FRMSIZE_TYPE_DISCRETE.rawValue
-        e.pointee.discrete = v4l2_frmsize_discrete(width: UInt32(size.width), height: UInt32(size.height))
+        guard let f = allFormats.first(where: { $0.fourCC.rawValue == e.pointee.pixel_format }) else { throw .invalidArgument }
+        func stepwise(_ lo: ImageSize, _ hi: ImageSize, _ step: ImageSize) -> v4l2_frmsize_stepwise {
+            v4l2_frmsize_stepwise(min_width: UInt32(lo.width), max_width: UInt32(hi.width), step_width: UInt32(step.width),
+                                  min_height: UInt32(lo.height), max_height: UInt32(hi.height), step_height: UInt32(step.height))
+        }
+        switch f.sizeRange {
+        case .stepwise(let lo, let hi, let step)?:
+            guard e.pointee.index == 0 else { throw .invalidArgument }
+            e.pointee.type = V4L2_FRMSIZE_TYPE_STEPWISE.rawValue
+            e.pointee.stepwise = stepwise(lo, hi, step)
+        case .continuous(let lo, let hi)?:
+            guard e.pointee.index == 0 else { throw .invalidArgument }
+            e.pointee.type = V4L2_FRMSIZE_TYPE_CONTINUOUS.rawValue
+            e.pointee.stepwise = stepwise(lo, hi, ImageSize(width: 1, height: 1))
+        default:
+            guard Int(e.pointee.index) < f.sizes.count else { throw .invalidArgument }
+            let size = f.sizes[Int(e.pointee.index)]
+            e.pointee.type = V4L2_FRMSIZE_TYPE_DISCRETE.rawValue
+            e.pointee.discrete = v4l2_frmsize_discrete(width: UInt32(size.width), height: UInt32(size.height))
+        }
     }
 
     func enumerateInterval(_ e: UnsafeMutablePointer<v4l2_frmivalenum>) throws(V4L2Errno) {
         guard let f = allFormats.first(where: { $0.fourCC.rawValue == e.pointee.pixel_format }),
-              f.sizes.contains(ImageSize(width: Int(e.pointee.width), height: Int(e.pointee.height))),
-              Int(e.pointee.index) < f.intervals.count else { throw .invalidArgument }
-        let interval = f.intervals[Int(e.pointee.index)]
-        e.pointee.type = V4L2_FRMIVAL_TYPE_DISCRETE.rawValue
-        e.pointee.discrete = v4l2_fract(numerator: interval.numerator, denominator: interval.denominator)
+              f.offers(ImageSize(width: Int(e.pointee.width), height: Int(e.pointee.height))) else { throw .invalidArgument }
+        func fract(_ i: FrameInterval) -> v4l2_fract { v4l2_fract(numerator: i.numerator, denominator: i.denominator) }
+        switch f.intervalRange {
+        case .stepwise(let lo, let hi, let step)?:
+            guard e.pointee.index == 0 else { throw .invalidArgument }
+            e.pointee.type = V4L2_FRMIVAL_TYPE_STEPWISE.rawValue
+            e.pointee.stepwise = v4l2_frmival_stepwise(min: fract(lo), max: fract(hi), step: fract(step))
+        case .continuous(let lo, let hi)?:
+            guard e.pointee.index == 0 else { throw .invalidArgument }
+            e.pointee.type = V4L2_FRMIVAL_TYPE_CONTINUOUS.rawValue
+            e.pointee.stepwise = v4l2_frmival_stepwise(min: fract(lo), max: fract(hi), step: v4l2_fract(numerator: 1, denominator: 1))
+        default:
+            guard Int(e.pointee.index) < f.intervals.count else { throw .invalidArgument }
+            e.pointee.type = V4L2_FRMIVAL_TYPE_DISCRETE.rawValue
+            e.pointee.discrete = fract(f.intervals[Int(e.pointee.index)])
+        }
     }
 
     // MARK: Format
@@ -138,13 +164,11 @@ final class Device {
         let formats = allFormats
         let index = formats.firstIndex(where: { $0.fourCC.rawValue == f.pointee.fmt.pix.pixelformat }) ?? 0
         let wanted = ImageSize(width: Int(f.pointee.fmt.pix.width), height: Int(f.pointee.fmt.pix.height))
-        let chosen = formats[index].sizes.min(by: {
-            abs($0.width - wanted.width) + abs($0.height - wanted.height) < abs($1.width - wanted.width) + abs($1.height - wanted.height)
-        }) ?? wanted
+        let chosen = formats[index].nearestSize(to: wanted)
         if apply {
             formatIndex = index
             size = chosen
-            if !format.intervals.contains(interval), let first = format.intervals.first { interval = first }
+            if let nearest = format.nearestInterval(to: interval) { interval = nearest }
             getFormat(f)
         } else {
             let saved = (formatIndex, size)
@@ -169,11 +193,9 @@ final class Device {
     func setParameters(_ p: UnsafeMutablePointer<v4l2_streamparm>) throws(V4L2Errno) {
         guard p.pointee.type == V4L2_BUF_TYPE_VIDEO_CAPTURE.rawValue else { throw .invalidArgument }
         let asked = p.pointee.parm.capture.timeperframe
-        if asked.denominator != 0 {
-            let seconds = Double(asked.numerator) / Double(asked.denominator)
-            if let nearest = format.intervals.min(by: { abs($0.seconds - seconds) < abs($1.seconds - seconds) }) {
-                interval = nearest
-            }
+        if asked.denominator != 0,
+           let nearest = format.nearestInterval(to: FrameInterval(numerator: asked.numerator, denominator: asked.denominator)) {
+            interval = nearest
         }
         getParameters(p)
     }

@@ -49,6 +49,26 @@ struct V4L2CameraOptionsTests {
         }
     }
 
+    @Test("Stepwise sizes and continuous intervals are enumerated as ranges and negotiated to the driver's step")
+    func stepwiseAndContinuousRanges() throws {
+        let sizes = V4L2Range.stepwise(min: ImageSize(width: 160, height: 120), max: ImageSize(width: 1280, height: 960),
+                                       step: ImageSize(width: 16, height: 8))
+        let intervals = V4L2Range.continuous(min: FrameInterval(numerator: 1, denominator: 120), max: FrameInterval(numerator: 1, denominator: 1))
+        let spec = VirtualCameraSpec(path: "/dev/video0", driver: "unicam",
+                                     formats: [.init(fourCC: .grey, sizeRange: sizes, intervalRange: intervals)])
+        let camera = try V4L2Camera(path: "/dev/video0", syscalls: VirtualUVCDriver(cameras: [spec]))
+        let description = try #require(camera.formatDescriptions.first)
+        #expect(description.sizeRange == sizes)
+        #expect(description.sizes.map(\.size) == [ImageSize(width: 160, height: 120), ImageSize(width: 1280, height: 960)])
+        #expect(description.sizes.allSatisfy { $0.intervals == intervals })
+        // 1001 × 701 rounds onto the 16 × 8 grid from 160 × 120: 160 + 53·16 = 1008, 120 + 73·8 = 704.
+        let asked = CaptureFormat(fourCC: .grey, size: ImageSize(width: 1001, height: 701), frameInterval: FrameInterval(numerator: 1, denominator: 25))
+        let result = try camera.negotiate(asked)
+        #expect(result.actual.size == ImageSize(width: 1008, height: 704))
+        #expect(result.actual.frameInterval == FrameInterval(numerator: 1, denominator: 25))  // inside the continuous range
+        #expect(result.adjustments == ["size 1001x701 → 1008x704"])
+    }
+
     @Test("A camera released while streaming stops and closes its node")
     func releasedWhileStreaming() throws {
         let spec = VirtualCameraSpec(path: "/dev/video0", formats: [
