@@ -9,10 +9,13 @@ import ParallaxCapture
 public final class FrameCollector: @unchecked Sendable {
     /// What is remembered of every frame, even when the frame itself is released.
     public struct Record: Sendable {
+        /// The frame's sequence number.
         public var sequence: UInt64
+        /// The frame's timestamp.
         public var timestampNanoseconds: Int64
         /// The payload address, as an integer (compare with the driver's mapped addresses).
         public var baseAddress: UInt
+        /// The first payload byte (the virtual driver writes the sequence's low byte there).
         public var firstByte: UInt8
     }
 
@@ -24,6 +27,7 @@ public final class FrameCollector: @unchecked Sendable {
     /// Called on the device's thread for every frame, after recording it (for example to release it).
     private let onFrame: (@Sendable (Frame) -> Void)?
 
+    /// A collector; `onFrame` runs on the device thread while the frame is alive.
     public init(keepFrames: Bool = true, onFrame: (@Sendable (Frame) -> Void)? = nil) {
         self.keepFrames = keepFrames
         self.onFrame = onFrame

@@ -51,13 +51,16 @@ import Synchronization
 
 /// The outputs of a streaming device as an `AsyncSequence` (see ``CaptureDevice/outputs(bufferingNewest:)``).
 public struct CaptureOutputs: AsyncSequence, Sendable {
+    /// Frames and events, in order.
     public typealias Element = CaptureOutput
     let buffer: Buffer
     let stop: @Sendable () -> Void
 
+    /// Iterates the outputs; cancelling the task stops the device.
     public struct AsyncIterator: AsyncIteratorProtocol {
         let buffer: Buffer
         let stop: @Sendable () -> Void
+        /// The next output, or `nil` after the device stopped or disconnected.
         public mutating func next() async -> CaptureOutput? {
             let buffer = self.buffer, stop = self.stop
             return await withTaskCancellationHandler {
@@ -69,6 +72,7 @@ public struct CaptureOutputs: AsyncSequence, Sendable {
         }
     }
 
+    /// An iterator over the outputs.
     public func makeAsyncIterator() -> AsyncIterator { AsyncIterator(buffer: buffer, stop: stop) }
 
     /// A bounded, newest-wins queue of frames plus an unbounded queue position for events.

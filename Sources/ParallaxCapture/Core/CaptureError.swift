@@ -24,6 +24,7 @@ public enum CaptureError: Error, Hashable, Sendable, CustomStringConvertible {
     /// The simulated rig could not render.
     case simulation(device: String, reason: String)
 
+    /// A readable one-line description.
     public var description: String {
         switch self {
         case .cannotOpen(let d, let e): return "\(d): cannot open (\(Errno.describe(e)))"

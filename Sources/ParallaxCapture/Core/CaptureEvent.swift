@@ -25,6 +25,7 @@ public enum CaptureEvent: Hashable, Sendable, CustomStringConvertible {
     /// Streaming ended (``CaptureDevice/stop()``, end of a recording).
     case stopped
 
+    /// A readable one-line description.
     public var description: String {
         switch self {
         case .dropped(let n, let r): return "dropped \(n) frame(s): \(r.rawValue)"
@@ -39,6 +40,8 @@ public enum CaptureEvent: Hashable, Sendable, CustomStringConvertible {
 
 /// What a streaming device hands its consumer: a frame or an event, in order.
 public enum CaptureOutput: Sendable {
+    /// A frame (release it promptly: it holds a driver buffer).
     case frame(Frame)
+    /// Something else that happened.
     case event(CaptureEvent)
 }

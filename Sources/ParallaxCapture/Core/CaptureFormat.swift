@@ -4,7 +4,9 @@ import ParallaxImage
 /// A frame duration as a fraction of a second (V4L2's `v4l2_fract`,
 /// AVFoundation's frame duration): 1/30 is thirty frames per second.
 public struct FrameInterval: Hashable, Sendable, Comparable, CustomStringConvertible {
+    /// Seconds numerator.
     public var numerator: UInt32
+    /// Seconds denominator (frames per second when the numerator is 1).
     public var denominator: UInt32
 
     /// - Precondition: a non-zero denominator (programmer error otherwise).
@@ -31,10 +33,12 @@ public struct FrameInterval: Hashable, Sendable, Comparable, CustomStringConvert
     /// Frames per second.
     public var framesPerSecond: Double { Double(denominator) / Double(numerator) }
 
+    /// True when `a` is the shorter interval (the higher frame rate).
     public static func < (a: FrameInterval, b: FrameInterval) -> Bool {
         UInt64(a.numerator) * UInt64(b.denominator) < UInt64(b.numerator) * UInt64(a.denominator)
     }
 
+    /// A readable one-line description.
     public var description: String {
         let fps = framesPerSecond
         return fps == fps.rounded() ? "\(Int(fps)) fps" : "\(numerator)/\(denominator) s"
@@ -50,6 +54,7 @@ public struct CaptureFormat: Hashable, Sendable, CustomStringConvertible {
     /// The time between frames.
     public var frameInterval: FrameInterval
 
+    /// A format of `size` pixels in `fourCC` every `frameInterval`.
     public init(fourCC: FourCC, size: ImageSize, frameInterval: FrameInterval) {
         self.fourCC = fourCC
         self.size = size
@@ -98,6 +103,7 @@ public struct CaptureFormat: Hashable, Sendable, CustomStringConvertible {
         self.init(fourCC: FourCC(code), size: size, frameInterval: FrameInterval(framesPerSecond: fps))
     }
 
+    /// A readable one-line description.
     public var description: String { "\(size.width)x\(size.height)@\(frameInterval.framesPerSecond.formatted3):\(fourCC)" }
 }
 

@@ -13,12 +13,14 @@ public struct DeviceIdentity: Hashable, Sendable, Codable, CustomStringConvertib
     /// The node or folder the device was opened from, if any (`/dev/video0`).
     public var path: String?
 
+    /// An identity; `path` is the node or folder, when there is one.
     public init(stableID: String, name: String, path: String? = nil) {
         self.stableID = stableID
         self.name = name
         self.path = path
     }
 
+    /// A readable one-line description.
     public var description: String {
         if let path { return "\(name) [\(stableID)] at \(path)" }
         return "\(name) [\(stableID)]"

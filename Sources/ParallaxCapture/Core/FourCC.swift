@@ -4,6 +4,7 @@ public struct FourCC: RawRepresentable, Hashable, Sendable, CustomStringConverti
     /// The packed code as V4L2 stores it in `pixelformat`.
     public var rawValue: UInt32
 
+    /// The code as V4L2 stores it.
     public init(rawValue: UInt32) { self.rawValue = rawValue }
 
     /// The code of four ASCII characters; shorter strings are padded with spaces,
@@ -14,6 +15,7 @@ public struct FourCC: RawRepresentable, Hashable, Sendable, CustomStringConverti
         rawValue = UInt32(bytes[0]) | UInt32(bytes[1]) << 8 | UInt32(bytes[2]) << 16 | UInt32(bytes[3]) << 24
     }
 
+    /// A code written as its four characters, e.g. `"YUYV"`.
     public init(stringLiteral value: String) { self.init(value) }
 
     /// The four characters (non-printable bytes shown as `?`).
@@ -22,12 +24,19 @@ public struct FourCC: RawRepresentable, Hashable, Sendable, CustomStringConverti
         return String(decoding: bytes.map { (0x20...0x7e).contains($0) ? $0 : UInt8(ascii: "?") }, as: UTF8.self)
     }
 
+    /// Packed 4:2:2 `YUYV`, the common webcam format.
     public static let yuyv: FourCC = "YUYV"
+    /// Packed 4:2:2 `UYVY`.
     public static let uyvy: FourCC = "UYVY"
+    /// 8-bit luma `GREY`.
     public static let grey: FourCC = "GREY"
+    /// Motion-JPEG `MJPG` (compressed).
     public static let mjpeg: FourCC = "MJPG"
+    /// 24-bit `RGB3`.
     public static let rgb24: FourCC = "RGB3"
+    /// 24-bit `BGR3`.
     public static let bgr24: FourCC = "BGR3"
+    /// 4:2:0 `NV12` (Y plane, interleaved CbCr plane).
     public static let nv12: FourCC = "NV12"
     /// Planar 4:2:0 (`YU12`), one of libv4l2's emulated formats.
     public static let yuv420: FourCC = "YU12"

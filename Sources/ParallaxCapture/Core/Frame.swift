@@ -20,6 +20,7 @@ public struct FramePayload: @unchecked Sendable {
     /// Bytes used by this frame (V4L2 `bytesused`).
     public let count: Int
 
+    /// `count` bytes from `baseAddress`.
     public init(baseAddress: UnsafeRawPointer, count: Int) {
         self.baseAddress = baseAddress
         self.count = count

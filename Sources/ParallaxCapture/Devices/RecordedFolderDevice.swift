@@ -15,15 +15,19 @@ import Synchronization
 public final class RecordedFolderDevice: CaptureDevice, Sendable {
     /// One row of `data.csv`.
     public struct Entry: Hashable, Sendable {
+        /// The recorded timestamp (nanoseconds, the recording camera's clock).
         public var timestampNanoseconds: Int64
+        /// The image file name inside `camN/data/`.
         public var filename: String
     }
 
+    /// Who this device is.
     public let identity: DeviceIdentity
     /// `DIR/camN`.
     public let cameraFolder: String
     /// The rows, in timestamp order.
     public let entries: [Entry]
+    /// Real-time playback or as fast as frames decode.
     public let pace: SimulationPace
     private let recordedFormat: CaptureFormat
     private let thread = Mutex<CaptureThread?>(nil)
@@ -66,6 +70,7 @@ public final class RecordedFolderDevice: CaptureDevice, Sendable {
 
     /// The recorded format (size and pixel format of the images, median frame interval).
     public func supportedFormats() throws(CaptureError) -> [CaptureFormat] { [recordedFormat] }
+    /// The format in use (see ``CaptureDevice/activeFormat``).
     public var activeFormat: CaptureFormat? { recordedFormat }
 
     /// Accepts only the recorded size and pixel format (any interval: playback keeps the recorded times).
@@ -77,6 +82,7 @@ public final class RecordedFolderDevice: CaptureDevice, Sendable {
         return recordedFormat
     }
 
+    /// Starts streaming into `handler` (see ``CaptureDevice/start(_:)``).
     public func start(_ handler: @escaping @Sendable (CaptureOutput) -> Void) throws(CaptureError) {
         let entries = self.entries, folder = cameraFolder, identity = self.identity
         let format = recordedFormat, pace = self.pace
@@ -110,6 +116,7 @@ public final class RecordedFolderDevice: CaptureDevice, Sendable {
         thread.withLock { $0 = worker }
     }
 
+    /// Stops streaming and waits for the device thread, with a deadline (see ``CaptureDevice/stop()``).
     public func stop() {
         let worker = thread.withLock { t in defer { t = nil }; return t }
         worker?.stopAndJoin(timeoutSeconds: 5)

@@ -20,6 +20,7 @@ public final class SideBySideSplitter: Sendable {
     public let right: SideBySideView
     let hub: Hub
 
+    /// Splits `source`; configure it through either half.
     public init(source: any CaptureDevice) {
         self.source = source
         let hub = Hub(source: source)
@@ -110,6 +111,7 @@ public final class SideBySideView: CaptureDevice, Sendable {
         self.half = half
     }
 
+    /// Who this device is.
     public var identity: DeviceIdentity {
         let s = hub.source.identity
         return DeviceIdentity(stableID: s.stableID + "#\(half.rawValue)", name: s.name + " (\(half.rawValue) half)", path: s.path)
@@ -130,6 +132,7 @@ public final class SideBySideView: CaptureDevice, Sendable {
         }
     }
 
+    /// The format in use (see ``CaptureDevice/activeFormat``).
     public var activeFormat: CaptureFormat? {
         hub.source.activeFormat.flatMap { format in
             Self.halfSize(of: format).map { CaptureFormat(fourCC: format.fourCC, size: $0, frameInterval: format.frameInterval) }
@@ -148,6 +151,7 @@ public final class SideBySideView: CaptureDevice, Sendable {
         return CaptureFormat(fourCC: actual.fourCC, size: size, frameInterval: actual.frameInterval)
     }
 
+    /// Starts streaming into `handler` (see ``CaptureDevice/start(_:)``).
     public func start(_ handler: @escaping @Sendable (CaptureOutput) -> Void) throws(CaptureError) {
         guard let format = hub.source.activeFormat, Self.halfSize(of: format) != nil else {
             throw .invalidState(device: identity.name, reason: "the source's format cannot be split into halves (configure an uncompressed format of even width)")
@@ -155,5 +159,6 @@ public final class SideBySideView: CaptureDevice, Sendable {
         try hub.start(half, handler: handler)
     }
 
+    /// Stops streaming and waits for the device thread, with a deadline (see ``CaptureDevice/stop()``).
     public func stop() { hub.stop(half) }
 }

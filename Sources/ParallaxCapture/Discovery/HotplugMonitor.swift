@@ -3,7 +3,9 @@ import Synchronization
 
 /// A camera arriving or leaving.
 public enum HotplugEvent: Hashable, Sendable {
+    /// A camera whose identity was not present before.
     case arrived(DiscoveredCamera)
+    /// A camera that is no longer present.
     case left(DiscoveredCamera)
 }
 
@@ -23,11 +25,13 @@ public enum HotplugEvent: Hashable, Sendable {
 /// Reconnect by identity: on `.arrived` with a known `stableID`, open it
 /// again with ``V4L2Camera/open(stableID:discovery:syscalls:options:)``.
 public final class HotplugMonitor: Sendable {
+    /// Where cameras are looked for.
     public let discovery: V4L2Discovery
     /// Quiet time before a burst of changes is scanned.
     public let debounceNanoseconds: Int64
     private let thread: Mutex<CaptureThread?> = Mutex(nil)
 
+    /// A monitor; call ``start(_:)`` to begin watching.
     public init(discovery: V4L2Discovery = V4L2Discovery(), debounceNanoseconds: Int64 = 250_000_000) {
         self.discovery = discovery
         self.debounceNanoseconds = debounceNanoseconds

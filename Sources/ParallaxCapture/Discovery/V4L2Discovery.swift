@@ -8,10 +8,15 @@ public struct USBLocation: Hashable, Sendable, Codable {
     public var portPath: String
     /// Negotiated speed in Mbit/s (`speed`: 480 for USB 2 high speed, 5000 for USB 3).
     public var speedMbps: String?
+    /// USB vendor id (`idVendor`, hex).
     public var vendorID: String?
+    /// USB product id (`idProduct`, hex).
     public var productID: String?
+    /// The serial number string, if the camera has one.
     public var serial: String?
+    /// The manufacturer string.
     public var manufacturer: String?
+    /// The product string.
     public var product: String?
 
     /// The `by-path`-style port identity: `usb-<bus>-<port path>`.
@@ -46,6 +51,7 @@ public struct V4L2Discovery: Sendable {
     /// Where device nodes live (`/dev`).
     public var devRoot: String
 
+    /// Discovery under the given roots (the real ones by default).
     public init(sysfsRoot: String = "/sys", devRoot: String = "/dev") {
         self.sysfsRoot = sysfsRoot
         self.devRoot = devRoot

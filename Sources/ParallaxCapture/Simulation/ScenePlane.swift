@@ -16,6 +16,7 @@ public struct ScenePlane: Hashable, Sendable {
     /// A colour multiplier per channel (red, green, blue) for colour renders; gray renders ignore it.
     public var tint: SIMD3<Double>
 
+    /// A plane at `pose` (plane frame → world), `halfExtent` nil for an unbounded plane.
     public init(pose: RigidTransform, halfExtent: SIMD2<Double>? = nil, texture: SceneTexture,
                 tint: SIMD3<Double> = SIMD3(1, 1, 1)) {
         self.pose = pose
@@ -41,6 +42,7 @@ public struct PlacedTarget: Hashable, Sendable {
     /// so this is the board's pose in the left camera).
     public var pose: RigidTransform
 
+    /// `target` placed at `pose` (board frame → world).
     public init(target: ChessboardTarget, pose: RigidTransform) {
         self.target = target
         self.pose = pose

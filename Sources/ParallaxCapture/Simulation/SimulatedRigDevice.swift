@@ -15,6 +15,7 @@ public struct SimulatedCameraTiming: Hashable, Sendable {
     /// Probability that a frame is lost (reported as a ``DropReason/simulated`` drop and a sequence gap).
     public var dropProbability: Double
 
+    /// A timing; jitter is clamped to ≥ 0 and the drop probability to [0, 1].
     public init(offsetNanoseconds: Int64 = 0, driftPPM: Double = 0, jitterNanoseconds: Int64 = 0, dropProbability: Double = 0) {
         self.offsetNanoseconds = offsetNanoseconds
         self.driftPPM = driftPPM
@@ -72,6 +73,7 @@ public final class SimulatedRigDevice: Sendable {
 
 /// One camera of a ``SimulatedRigDevice``.
 public final class SimulatedCamera: CaptureDevice, @unchecked Sendable {
+    /// Who this device is.
     public let identity: DeviceIdentity
     /// Which camera of the rig.
     public let camera: RigCamera
@@ -118,6 +120,7 @@ public final class SimulatedCamera: CaptureDevice, @unchecked Sendable {
         }
     }
 
+    /// The format in use (see ``CaptureDevice/activeFormat``).
     public var activeFormat: CaptureFormat? { state.withLock { $0.format } }
 
     /// Accepts any size (the camera model is rescaled to it, as a sensor's scaled mode would be),
@@ -149,6 +152,7 @@ public final class SimulatedCamera: CaptureDevice, @unchecked Sendable {
         return epoch + timing.offsetNanoseconds + Int64((Double(k) * period).rounded())
     }
 
+    /// Starts streaming into `handler` (see ``CaptureDevice/start(_:)``).
     public func start(_ handler: @escaping @Sendable (CaptureOutput) -> Void) throws(CaptureError) {
         let pixels = try renderedPixels()
         let (format, first) = state.withLock { ($0.format, $0.nextFrame) }
@@ -163,6 +167,7 @@ public final class SimulatedCamera: CaptureDevice, @unchecked Sendable {
         }
     }
 
+    /// Stops streaming and waits for the device thread, with a deadline (see ``CaptureDevice/stop()``).
     public func stop() {
         let thread = state.withLock { s in defer { s.thread = nil }; return s.thread }
         thread?.stopAndJoin(timeoutSeconds: 5)

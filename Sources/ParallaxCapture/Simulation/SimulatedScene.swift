@@ -15,6 +15,7 @@ public struct SimulatedScene: Hashable, Sendable {
     /// The calibration target, if any.
     public var target: PlacedTarget?
 
+    /// A scene; `backgroundLevel` is 0–255.
     public init(backgroundLevel: Double = 128, planes: [ScenePlane] = [], target: PlacedTarget? = nil) {
         self.backgroundLevel = backgroundLevel
         self.planes = planes

@@ -3,7 +3,10 @@ import ParallaxImage
 
 /// One of the two cameras of a simulated rig.
 public enum RigCamera: String, Hashable, Sendable, CaseIterable {
-    case left, right
+    /// The left camera: the world frame's origin (cam0).
+    case left
+    /// The right camera, at the calibration's extrinsics (cam1).
+    case right
 }
 
 /// Two calibrated virtual cameras looking at one ``SimulatedScene``: the
@@ -24,6 +27,7 @@ public struct SimulatedStereoRig: Hashable, Sendable {
     /// How images are made.
     public var samplesPerAxis: Int
 
+    /// A rig seeing `scene`; `samplesPerAxis` is the renderer's supersampling at silhouettes and texture edges (≥ 1).
     public init(calibration: StereoCalibration, scene: SimulatedScene, samplesPerAxis: Int = 4) {
         self.calibration = calibration
         self.scene = scene

@@ -10,6 +10,7 @@ public enum SimulationError: Error, Hashable, Sendable, CustomStringConvertible 
     /// A parameter that must be positive or finite is not.
     case invalidParameter(String)
 
+    /// A readable one-line description.
     public var description: String {
         switch self {
         case .unsupportedFormat(let f):

@@ -89,6 +89,7 @@ extension V4L2Camera {
     /// Buffers held by live frames right now (0 once every frame is released).
     public var buffersHeldByFrames: Int { state.withLock { $0.session?.outstanding.load(ordering: .relaxed) ?? 0 } }
 
+    /// Starts streaming into `handler` (see ``CaptureDevice/start(_:)``).
     public func start(_ handler: @escaping @Sendable (CaptureOutput) -> Void) throws(CaptureError) {
         let (fd, negotiation, running) = state.withLock { ($0.fd, $0.negotiation, $0.session != nil) }
         guard fd >= 0 else { throw .disconnected(device: path) }
@@ -149,6 +150,7 @@ extension V4L2Camera {
         }
     }
 
+    /// Stops streaming and waits for the device thread, with a deadline (see ``CaptureDevice/stop()``).
     public func stop() {
         let (thread, session, fd) = state.withLock { s in
             defer { s.thread = nil; s.session = nil }

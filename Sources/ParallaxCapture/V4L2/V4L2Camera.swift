@@ -39,6 +39,7 @@ public final class V4L2Camera: CaptureDevice, @unchecked Sendable {
         /// uses the larger of this and four frame intervals.
         public var stallTimeoutNanoseconds: Int64
 
+        /// Options; fewer than 4 buffers are raised to 4.
         public init(bufferCount: Int = 4, allowEmulatedFormats: Bool = false,
                     stallTimeoutNanoseconds: Int64 = 500_000_000) {
             self.bufferCount = max(4, bufferCount)
@@ -90,6 +91,7 @@ public final class V4L2Camera: CaptureDevice, @unchecked Sendable {
         if fd >= 0 { syscalls.close(fd) }
     }
 
+    /// Who this device is.
     public var identity: DeviceIdentity { state.withLock { $0.identity } }
     /// What QUERYCAP reported.
     public var capabilities: V4L2Capabilities { state.withLock { $0.capabilities } }
@@ -97,6 +99,7 @@ public final class V4L2Camera: CaptureDevice, @unchecked Sendable {
     public var formatDescriptions: [V4L2FormatDescription] { state.withLock { $0.formats } }
     /// The last negotiation's outcome.
     public var negotiation: FormatNegotiation? { state.withLock { $0.negotiation } }
+    /// The format in use (see ``CaptureDevice/activeFormat``).
     public var activeFormat: CaptureFormat? { state.withLock { $0.negotiation?.actual } }
     /// True while the node is open (false after a disconnect until ``reopen()``).
     public var isOpen: Bool { state.withLock { $0.fd >= 0 } }
@@ -105,6 +108,7 @@ public final class V4L2Camera: CaptureDevice, @unchecked Sendable {
     /// frames then carry it rescaled to the active format.
     public func attach(calibration: CameraModel?) { state.withLock { $0.calibration = calibration } }
 
+    /// Every format the device can stream (see ``CaptureDevice/supportedFormats()``).
     public func supportedFormats() throws(CaptureError) -> [CaptureFormat] {
         state.withLock { $0.formats.flatMap(\.captureFormats) }
     }
@@ -272,6 +276,7 @@ public final class V4L2Camera: CaptureDevice, @unchecked Sendable {
 
     // MARK: Format
 
+    /// Sets `format` and returns what the device set (see ``negotiate(_:)`` for the details).
     @discardableResult
     public func configure(_ format: CaptureFormat) throws(CaptureError) -> CaptureFormat {
         try negotiate(format).actual

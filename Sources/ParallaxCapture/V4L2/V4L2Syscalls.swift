@@ -38,16 +38,26 @@ public protocol V4L2Syscalls: Sendable {
 
 /// An errno value from a V4L2 system call (`EIO`, `ENODEV`, `ENOSPC`, …).
 public struct V4L2Errno: Error, Hashable, Sendable, CustomStringConvertible {
+    /// The errno value.
     public var code: Int32
+    /// The error of an errno value.
     public init(_ code: Int32) { self.code = code }
+    /// A readable one-line description.
     public var description: String { Errno.describe(code) }
 
+    /// `EIO`: an I/O error (a USB transfer failed).
     public static let ioError = V4L2Errno(EIO)
+    /// `EAGAIN`: nothing ready on a non-blocking descriptor.
     public static let wouldBlock = V4L2Errno(EAGAIN)
+    /// `ENODEV`: the device is gone.
     public static let noDevice = V4L2Errno(ENODEV)
+    /// `ENOSPC`: no USB bandwidth left (at STREAMON).
     public static let noSpace = V4L2Errno(ENOSPC)
+    /// `EINVAL`: an invalid argument, or the end of an enumeration.
     public static let invalidArgument = V4L2Errno(EINVAL)
+    /// `EINTR`: interrupted by a signal.
     public static let interrupted = V4L2Errno(EINTR)
+    /// `EBUSY`: the resource is in use (buffers still mapped, streaming).
     public static let busy = V4L2Errno(EBUSY)
 }
 
@@ -58,8 +68,10 @@ public struct V4L2Errno: Error, Hashable, Sendable, CustomStringConvertible {
 /// formats (RGB24, BGR24, YUV420) exist only with conversion on, and are
 /// then produced by copying.
 public struct LibV4L2Syscalls: V4L2Syscalls {
+    /// The kernel through libv4l2.
     public init() {}
 
+    /// See ``V4L2Syscalls/open(_:allowConversion:)``.
     public func open(_ path: String, allowConversion: Bool) throws(V4L2Errno) -> Int32 {
         let raw = Glibc.open(path, O_RDWR | O_NONBLOCK | O_CLOEXEC)
         guard raw >= 0 else { throw V4L2Errno(errno) }
@@ -72,8 +84,10 @@ public struct LibV4L2Syscalls: V4L2Syscalls {
         return fd
     }
 
+    /// See ``V4L2Syscalls/close(_:)``.
     public func close(_ fd: Int32) { _ = cv4l2_close(fd) }
 
+    /// See ``V4L2Syscalls/ioctl(_:_:_:)``.
     public func ioctl(_ fd: Int32, _ request: UInt, _ argument: UnsafeMutableRawPointer) throws(V4L2Errno) {
         while true {
             if cv4l2_ioctl(fd, request, argument) >= 0 { return }
@@ -82,14 +96,17 @@ public struct LibV4L2Syscalls: V4L2Syscalls {
         }
     }
 
+    /// See ``V4L2Syscalls/mmap(_:length:offset:)``.
     public func mmap(_ fd: Int32, length: Int, offset: Int64) throws(V4L2Errno) -> UnsafeMutableRawPointer {
         let address = cv4l2_mmap(nil, length, PROT_READ | PROT_WRITE, MAP_SHARED, fd, offset)
         guard let address, address != UnsafeMutableRawPointer(bitPattern: -1) else { throw V4L2Errno(cv4l2_errno()) }
         return address
     }
 
+    /// See ``V4L2Syscalls/munmap(_:length:)``.
     public func munmap(_ address: UnsafeMutableRawPointer, length: Int) { _ = cv4l2_munmap(address, length) }
 
+    /// See ``V4L2Syscalls/poll(_:events:timeoutMilliseconds:)``.
     public func poll(_ fd: Int32, events: Int16, timeoutMilliseconds: Int32) throws(V4L2Errno) -> Int16 {
         var descriptor = pollfd(fd: fd, events: events, revents: 0)
         while true {

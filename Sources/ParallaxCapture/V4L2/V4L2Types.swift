@@ -42,12 +42,15 @@ public enum V4L2Range<Value: Hashable & Sendable>: Hashable, Sendable {
 
 /// One frame size and the frame intervals offered at it.
 public struct V4L2FrameSize: Hashable, Sendable {
+    /// The frame size in pixels.
     public var size: ImageSize
+    /// The frame intervals offered at this size.
     public var intervals: V4L2Range<FrameInterval>
 }
 
 /// One pixel format of a node, fully enumerated (ENUM_FMT, ENUM_FRAMESIZES, ENUM_FRAMEINTERVALS).
 public struct V4L2FormatDescription: Hashable, Sendable {
+    /// The pixel format code.
     public var fourCC: FourCC
     /// The driver's description (`YUYV 4:2:2`).
     public var name: String
@@ -58,6 +61,7 @@ public struct V4L2FormatDescription: Hashable, Sendable {
     /// Frame sizes: discrete ones each with their intervals, or a range
     /// (whose two ends are listed in `sizes` with their intervals).
     public var sizeRange: V4L2Range<ImageSize>
+    /// The sizes with their intervals (for a range: its two ends).
     public var sizes: [V4L2FrameSize]
 
     /// Every (size, interval) pair as capture formats (range ends for ranges).
@@ -95,6 +99,7 @@ public struct FormatNegotiation: Hashable, Sendable, CustomStringConvertible {
         return list
     }
 
+    /// A readable one-line description.
     public var description: String {
         wasAdjusted ? "\(actual) (driver adjusted: \(adjustments.joined(separator: ", ")))" : "\(actual)"
     }
@@ -102,8 +107,24 @@ public struct FormatNegotiation: Hashable, Sendable, CustomStringConvertible {
 
 /// Camera controls Parallax knows by name.
 public enum CameraControlID: String, CaseIterable, Hashable, Sendable {
-    case brightness, gain, autoGain, exposureAuto, exposureAbsolute
-    case whiteBalanceTemperature, autoWhiteBalance, focusAbsolute, autoFocus
+    /// `V4L2_CID_BRIGHTNESS`.
+    case brightness
+    /// `V4L2_CID_GAIN`.
+    case gain
+    /// `V4L2_CID_AUTOGAIN` (boolean).
+    case autoGain
+    /// `V4L2_CID_EXPOSURE_AUTO` (menu: 0 auto, 1 manual, 2 shutter priority, 3 aperture priority).
+    case exposureAuto
+    /// `V4L2_CID_EXPOSURE_ABSOLUTE`, in 100 µs units.
+    case exposureAbsolute
+    /// `V4L2_CID_WHITE_BALANCE_TEMPERATURE`, in kelvin.
+    case whiteBalanceTemperature
+    /// `V4L2_CID_AUTO_WHITE_BALANCE` (boolean).
+    case autoWhiteBalance
+    /// `V4L2_CID_FOCUS_ABSOLUTE`.
+    case focusAbsolute
+    /// `V4L2_CID_FOCUS_AUTO` (boolean).
+    case autoFocus
 
     /// The V4L2 control id.
     public var rawID: UInt32 {
@@ -129,12 +150,17 @@ public enum CameraControlID: String, CaseIterable, Hashable, Sendable {
 
 /// A control as QUERYCTRL describes it, with its current value.
 public struct CameraControl: Hashable, Sendable {
+    /// Which control.
     public var id: CameraControlID
     /// The driver's name for it.
     public var name: String
+    /// The smallest value.
     public var minimum: Int32
+    /// The largest value.
     public var maximum: Int32
+    /// Values are `minimum + k·step`.
     public var step: Int32
+    /// The driver's default.
     public var defaultValue: Int32
     /// The value read with G_CTRL.
     public var value: Int32

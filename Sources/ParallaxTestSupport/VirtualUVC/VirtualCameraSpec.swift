@@ -6,9 +6,13 @@ import ParallaxGeometry
 public struct VirtualCameraSpec: Sendable {
     /// One pixel format with its discrete frame sizes and intervals.
     public struct Format: Sendable {
+        /// The pixel format code.
         public var fourCC: FourCC
+        /// A readable one-line description.
         public var description: String
+        /// Compressed (MJPEG): frames of varying size, no stride.
         public var isCompressed: Bool
+        /// Discrete frame sizes.
         public var sizes: [ImageSize]
         /// Offered at every size.
         public var intervals: [FrameInterval]
@@ -19,6 +23,7 @@ public struct VirtualCameraSpec: Sendable {
         /// A stepwise or continuous interval range instead of `intervals`.
         public var intervalRange: V4L2Range<FrameInterval>?
 
+        /// A format with discrete sizes and intervals.
         public init(fourCC: FourCC, description: String? = nil, isCompressed: Bool? = nil,
                     sizes: [ImageSize], intervals: [FrameInterval]) {
             self.fourCC = fourCC
@@ -93,11 +98,16 @@ public struct VirtualCameraSpec: Sendable {
 
     /// One control (QUERYCTRL / G_CTRL / S_CTRL).
     public struct Control: Sendable {
+        /// Which control.
         public var id: CameraControlID
+        /// QUERYCTRL's name.
         public var name: String
+        /// Range, step and default, as QUERYCTRL reports them.
         public var minimum: Int32, maximum: Int32, step: Int32, defaultValue: Int32
+        /// A boolean control (an auto mode switch).
         public var isBoolean: Bool
 
+        /// A control with its range.
         public init(id: CameraControlID, name: String, minimum: Int32, maximum: Int32, step: Int32 = 1,
                     defaultValue: Int32, isBoolean: Bool = false) {
             self.id = id
@@ -115,7 +125,9 @@ public struct VirtualCameraSpec: Sendable {
     public var driver: String
     /// QUERYCAP `bus_info`.
     public var busInfo: String
+    /// The native formats, in ENUM_FMT order.
     public var formats: [Format]
+    /// The controls.
     public var controls: [Control]
     /// A metadata-only node (UVC creates one beside each video node).
     public var isMetadataNode: Bool
@@ -130,6 +142,7 @@ public struct VirtualCameraSpec: Sendable {
     /// Where the driver takes its timestamps (UVC: end of frame; some CSI drivers: start of exposure).
     public var timestampSource: TimestampSource = .endOfFrame
 
+    /// A camera at `path`; the defaults describe a typical UVC webcam.
     public init(path: String, card: String = "Virtual UVC Camera", driver: String = "uvcvideo",
                 busInfo: String = "usb-0000:00:14.0-1", formats: [Format] = VirtualCameraSpec.webcamFormats,
                 controls: [Control] = VirtualCameraSpec.webcamControls, isMetadataNode: Bool = false,

@@ -36,6 +36,7 @@ public final class VirtualUVCDriver: V4L2Syscalls, @unchecked Sendable {
     /// Devices that were unplugged, kept until the driver goes so late munmaps find their buffers.
     private var unplugged: [Device] = []
 
+    /// A driver serving these cameras, all plugged in.
     public init(cameras: [VirtualCameraSpec]) {
         for spec in cameras { devices[spec.path] = Device(spec: spec) }
     }
@@ -141,6 +142,7 @@ public final class VirtualUVCDriver: V4L2Syscalls, @unchecked Sendable {
 
     // MARK: V4L2Syscalls
 
+    /// See ``V4L2Syscalls/open(_:allowConversion:)``.
     public func open(_ path: String, allowConversion: Bool) throws(V4L2Errno) -> Int32 {
         lock.lock(); defer { lock.unlock() }
         guard let device = devices[path], device.connected else { throw V4L2Errno(ENOENT) }
@@ -150,6 +152,7 @@ public final class VirtualUVCDriver: V4L2Syscalls, @unchecked Sendable {
         return fd
     }
 
+    /// See ``V4L2Syscalls/close(_:)``.
     public func close(_ fd: Int32) {
         lock.lock(); defer { lock.broadcast(); lock.unlock() }
         guard let entry = descriptors.removeValue(forKey: fd), let device = devices[entry.path] else { return }
@@ -158,6 +161,7 @@ public final class VirtualUVCDriver: V4L2Syscalls, @unchecked Sendable {
         }
     }
 
+    /// See ``V4L2Syscalls/mmap(_:length:offset:)``.
     public func mmap(_ fd: Int32, length: Int, offset: Int64) throws(V4L2Errno) -> UnsafeMutableRawPointer {
         lock.lock(); defer { lock.unlock() }
         let device = try live(fd)
@@ -168,6 +172,7 @@ public final class VirtualUVCDriver: V4L2Syscalls, @unchecked Sendable {
         return buffer.memory
     }
 
+    /// See ``V4L2Syscalls/munmap(_:length:)``.
     public func munmap(_ address: UnsafeMutableRawPointer, length: Int) {
         lock.lock(); defer { lock.unlock() }
         for device in Array(devices.values) + unplugged {
@@ -175,6 +180,7 @@ public final class VirtualUVCDriver: V4L2Syscalls, @unchecked Sendable {
         }
     }
 
+    /// See ``V4L2Syscalls/poll(_:events:timeoutMilliseconds:)``.
     public func poll(_ fd: Int32, events: Int16, timeoutMilliseconds: Int32) throws(V4L2Errno) -> Int16 {
         let deadline = monotonicNanoseconds() + Int64(max(0, timeoutMilliseconds)) * 1_000_000
         lock.lock(); defer { lock.unlock() }
@@ -190,6 +196,7 @@ public final class VirtualUVCDriver: V4L2Syscalls, @unchecked Sendable {
         }
     }
 
+    /// See ``V4L2Syscalls/ioctl(_:_:_:)``.
     public func ioctl(_ fd: Int32, _ request: UInt, _ argument: UnsafeMutableRawPointer) throws(V4L2Errno) {
         lock.lock(); defer { lock.broadcast(); lock.unlock() }
         let device = try live(fd)
