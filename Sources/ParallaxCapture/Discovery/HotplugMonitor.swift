@@ -45,10 +45,13 @@ public final class HotplugMonitor: Sendable {
         stop()
         let discovery = self.discovery, debounce = debounceNanoseconds
         let devRoot = discovery.devRoot
+        // The watch is in place before the baseline scan, so nothing arriving after
+        // start() returns can slip between the two.
+        let fd = inotify_init1(Int32(IN_NONBLOCK | IN_CLOEXEC))
+        let watch = fd >= 0 ? inotify_add_watch(fd, devRoot, UInt32(IN_CREATE | IN_DELETE | IN_ATTRIB | IN_MOVED_TO | IN_MOVED_FROM)) : -1
+        let baseline = Dictionary(discovery.cameras().map { ($0.identity.stableID, $0) }, uniquingKeysWith: { a, _ in a })
         let worker = CaptureThread(name: "parallax.hotplug") { thread in
-            var known = Dictionary(discovery.cameras().map { ($0.identity.stableID, $0) }, uniquingKeysWith: { a, _ in a })
-            let fd = inotify_init1(Int32(IN_NONBLOCK | IN_CLOEXEC))
-            let watch = fd >= 0 ? inotify_add_watch(fd, devRoot, UInt32(IN_CREATE | IN_DELETE | IN_ATTRIB | IN_MOVED_TO | IN_MOVED_FROM)) : -1
+            var known = baseline
             defer { if fd >= 0 { close(fd) } }
             var pendingSince: Int64?
             var lastChange: Int64 = 0

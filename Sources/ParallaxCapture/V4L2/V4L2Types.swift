@@ -162,9 +162,9 @@ public struct CameraControl: Hashable, Sendable {
     public var step: Int32
     /// The driver's default.
     public var defaultValue: Int32
-    /// The value read with G_CTRL.
+    /// The value read with G_CTRL (exposure in units of 100 µs, per V4L2).
     public var value: Int32
-    /// Exposure (`exposureAbsolute`) is in units of 100 µs, per V4L2.
+    /// True for an on/off control (the auto modes).
     public var isBoolean: Bool
 }
 

@@ -53,7 +53,6 @@ struct DiscoveryTests {
         let log = EventLog()
         monitor.start { log.add($0) }
         defer { monitor.stop() }
-        usleep(100_000)  // let the watch be in place
         // Plug in: two nodes appear (a burst), one arrival is reported.
         try fake.addCamera(port: "4", serial: "NEW", videoNodes: [2, 3])
         #expect(log.wait(count: 1, timeoutSeconds: 5))
