@@ -55,10 +55,17 @@ final class CaptureThread: Sendable {
     /// The thread's pthread id, so a stop requested from the thread itself does not wait for itself.
     private let runner = Mutex<pthread_t?>(nil)
 
+    /// The work, taken (and released) by the thread so that nothing it captured,
+    /// such as a stream's mapped buffers, outlives the join.
+    private let body: Mutex<(@Sendable (CaptureThread) -> Void)?>
+
     init(name: String, body: @escaping @Sendable (CaptureThread) -> Void) {
+        self.body = Mutex(body)
         let thread = Thread { [self] in
             runner.withLock { $0 = pthread_self() }
-            body(self)
+            if let work = self.body.withLock({ b -> (@Sendable (CaptureThread) -> Void)? in defer { b = nil }; return b }) {
+                work(self)
+            }
             condition.lock()
             finished.withLock { $0 = true }
             condition.broadcast()
