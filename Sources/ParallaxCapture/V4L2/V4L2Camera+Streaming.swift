@@ -246,6 +246,7 @@ private final class CaptureContext: @unchecked Sendable {
         var lastTimestamp: Int64?
         var lastFrameAt = monotonicNanoseconds()
         var stalled = false
+        var warnedAboutClock = false
         let (identity, calibration, exposure) = frameContext
         let model = calibration.map { $0.size == negotiation.actual.size ? $0 : $0.resized(to: negotiation.actual.size) }
 
@@ -291,6 +292,12 @@ private final class CaptureContext: @unchecked Sendable {
                 session.requeue(buffer.index)
                 handler(.event(.dropped(count: 1, reason: .corruptBuffer)))
                 continue
+            }
+            if !warnedAboutClock && buffer.flags & UInt32(V4L2_BUF_FLAG_TIMESTAMP_MASK) != UInt32(V4L2_BUF_FLAG_TIMESTAMP_MONOTONIC) {
+                // Said once: frames still flow, but their times cannot be compared with another camera's.
+                warnedAboutClock = true
+                handler(.event(.recoverableError(.invalidState(
+                    device: path, reason: "the driver's buffer timestamps are not on CLOCK_MONOTONIC; they cannot be paired with another camera's"))))
             }
             let (timestamp, source) = Self.timestamp(of: buffer, exposure: exposure)
             if let last = lastTimestamp, timestamp <= last {

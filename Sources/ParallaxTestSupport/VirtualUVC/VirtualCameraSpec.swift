@@ -141,6 +141,8 @@ public struct VirtualCameraSpec: Sendable {
     public var seed: UInt64
     /// Where the driver takes its timestamps (UVC: end of frame; some CSI drivers: start of exposure).
     public var timestampSource: TimestampSource = .endOfFrame
+    /// False to flag timestamps as of an unknown clock (`V4L2_BUF_FLAG_TIMESTAMP_UNKNOWN`), as some old drivers do.
+    public var monotonicTimestamps = true
 
     /// A camera at `path`; the defaults describe a typical UVC webcam.
     public init(path: String, card: String = "Virtual UVC Camera", driver: String = "uvcvideo",

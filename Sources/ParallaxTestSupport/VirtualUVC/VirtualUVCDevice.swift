@@ -236,7 +236,8 @@ final class Device {
         b.pointee.bytesused = UInt32(buffer.bytesUsed)
         b.pointee.field = V4L2_FIELD_NONE.rawValue
         let source = spec.timestampSource == .startOfExposure ? UInt32(V4L2_BUF_FLAG_TSTAMP_SRC_SOE) : UInt32(V4L2_BUF_FLAG_TSTAMP_SRC_EOF)
-        var flags = buffer.flags | UInt32(V4L2_BUF_FLAG_TIMESTAMP_MONOTONIC) | source
+        let clock = spec.monotonicTimestamps ? UInt32(V4L2_BUF_FLAG_TIMESTAMP_MONOTONIC) : UInt32(V4L2_BUF_FLAG_TIMESTAMP_UNKNOWN)
+        var flags = buffer.flags | clock | source
         if buffer.mapCount > 0 { flags |= UInt32(V4L2_BUF_FLAG_MAPPED) }
         if buffer.state == .queued { flags |= UInt32(V4L2_BUF_FLAG_QUEUED) }
         if buffer.state == .done { flags |= UInt32(V4L2_BUF_FLAG_DONE) }

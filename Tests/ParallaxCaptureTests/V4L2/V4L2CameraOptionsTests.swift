@@ -69,6 +69,23 @@ struct V4L2CameraOptionsTests {
         #expect(result.adjustments == ["size 1001x701 → 1008x704"])
     }
 
+    @Test("Timestamps not on CLOCK_MONOTONIC are reported once; frames still flow")
+    func nonMonotonicClockReported() throws {
+        var spec = V4L2CameraTests.fastSpec()
+        spec.monotonicTimestamps = false
+        let driver = VirtualUVCDriver(cameras: [spec])
+        let camera = try V4L2CameraTests.openFast(driver)
+        let collector = FrameCollector(keepFrames: false)
+        try camera.start(collector.handler)
+        defer { camera.stop() }
+        #expect(collector.waitForFrames(20, timeoutSeconds: 5))
+        let warnings = collector.events.filter {
+            if case .recoverableError(.invalidState(_, let reason)) = $0 { return reason.contains("CLOCK_MONOTONIC") }
+            return false
+        }
+        #expect(warnings.count == 1)
+    }
+
     @Test("A camera released while streaming stops and closes its node")
     func releasedWhileStreaming() throws {
         let spec = VirtualCameraSpec(path: "/dev/video0", formats: [
