@@ -132,6 +132,8 @@ public final class V4L2Camera: CaptureDevice, @unchecked Sendable {
     private func open() throws(CaptureError) {
         let fd: Int32
         do { fd = try syscalls.open(path, allowConversion: options.allowEmulatedFormats) } catch {
+            // libv4l2 probes the node with QUERYCAP while wrapping it; ENOTTY means it is no V4L2 node.
+            if error.code == ENOTTY { throw .notACaptureDevice(device: path, reason: "not a V4L2 device (it does not answer VIDIOC_QUERYCAP)") }
             throw .cannotOpen(device: path, errno: error.code)
         }
         do throws(CaptureError) {
