@@ -1,3 +1,9 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
 /// Errors from capture devices. Each names the device (path, folder or
 /// simulated name) and says what to do where there is something to do.
 public enum CaptureError: Error, Hashable, Sendable, CustomStringConvertible {
@@ -27,10 +33,10 @@ public enum CaptureError: Error, Hashable, Sendable, CustomStringConvertible {
     /// A readable one-line description.
     public var description: String {
         switch self {
-        case .cannotOpen(let d, let e): return "\(d): cannot open (\(Errno.describe(e)))"
+        case .cannotOpen(let d, let e): return "\(d): cannot open (\(ErrnoText.describe(e)))"
         case .notACaptureDevice(let d, let r): return "\(d): not a video capture device: \(r)"
-        case .ioctlFailed(let d, let r, let e): return "\(d): \(r) failed (\(Errno.describe(e)))"
-        case .mappingFailed(let d, let e): return "\(d): cannot map a driver buffer (\(Errno.describe(e)))"
+        case .ioctlFailed(let d, let r, let e): return "\(d): \(r) failed (\(ErrnoText.describe(e)))"
+        case .mappingFailed(let d, let e): return "\(d): cannot map a driver buffer (\(ErrnoText.describe(e)))"
         case .tooFewBuffers(let d, let g, let n): return "\(d): the driver granted \(g) buffers, streaming needs at least \(n)"
         case .unsupportedFormat(let d, let r, let a):
             let list = a.prefix(12).map(\.description).joined(separator: ", ")
@@ -46,16 +52,10 @@ public enum CaptureError: Error, Hashable, Sendable, CustomStringConvertible {
     }
 }
 
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#endif
-
-/// errno helpers.
-public enum Errno {
+/// errno values as text (internal, so it never clashes with swift-system's `Errno`).
+enum ErrnoText {
     /// `"ENODEV: No such device"`-style text for an errno value.
-    public static func describe(_ code: Int32) -> String {
+    static func describe(_ code: Int32) -> String {
         let names: [Int32: String] = [
             EPERM: "EPERM", ENOENT: "ENOENT", EINTR: "EINTR", EIO: "EIO", EBADF: "EBADF", EAGAIN: "EAGAIN",
             ENOMEM: "ENOMEM", EACCES: "EACCES", EBUSY: "EBUSY", ENODEV: "ENODEV", EINVAL: "EINVAL",

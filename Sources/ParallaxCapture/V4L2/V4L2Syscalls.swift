@@ -43,7 +43,7 @@ public struct V4L2Errno: Error, Hashable, Sendable, CustomStringConvertible {
     /// The error of an errno value.
     public init(_ code: Int32) { self.code = code }
     /// A readable one-line description.
-    public var description: String { Errno.describe(code) }
+    public var description: String { ErrnoText.describe(code) }
 
     /// `EIO`: an I/O error (a USB transfer failed).
     public static let ioError = V4L2Errno(EIO)
