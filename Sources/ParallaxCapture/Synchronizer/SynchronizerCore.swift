@@ -27,11 +27,16 @@
 /// With a known frame interval the second case holds the moment the later frame of a pair
 /// arrives unless the skew exceeds about half the spacing, so pairs are released with no
 /// waiting; without it (s = 1 ns) a pair waits for the next frame of the partner's camera,
-/// as in message_filters. If the best waiting partner is farther than the maximum skew,
-/// `e` cannot pair with `h` or any later H frame, so it is dropped
-/// (``FrameDropReason/noMatchWithinSkew``). When one camera has no waiting frame, the other
-/// camera's head is dropped once `last + s` of the silent camera lies more than the maximum
-/// skew after it. Unproven pairs are released anyway after
+/// as in message_filters.
+///
+/// The maximum skew enters through one rule: when `h − e` exceeds it, `e` is farther than
+/// that from every frame that may still be its partner (`h` and later H frames), so `e` is
+/// dropped (``FrameDropReason/noMatchWithinSkew``) and no longer counts for contiguity.
+/// Otherwise the best partner of `h` is within the skew (it is at most `h − e` away). When
+/// one camera has no waiting frame, its next frame is at least `last + s`, so the other
+/// camera's head is dropped as soon as `last + s` lies more than the maximum skew after it.
+/// Each decision depends only on the timestamps, never on when frames arrived, so a live
+/// run and an offline replay of the same streams make the same pairs. Unproven pairs are released anyway after
 /// ``SynchronizerConfiguration/maximumLatencyNanoseconds`` (flagged
 /// ``SynchronizedPair/releasedOnDeadline``) or at ``finish(now:emit:)``.
 ///
@@ -278,6 +283,12 @@ public final class SynchronizerCore<Payload> {
         let candidates = queues[earlierSide.rawValue]
         let later = earlierSide == .left ? r : l
         let target = later.pairingTimestampNanoseconds
+        if target &- candidates[0].pairingTimestampNanoseconds > maxSkew {
+            // The earlier head is too far from the later head, hence from every frame that
+            // may still be its partner.
+            dropHead(earlierSide, .noMatchWithinSkew, emit)
+            return true
+        }
         var best = 0
         var bestDistance = distance(candidates[0].pairingTimestampNanoseconds, target)
         var walkStopped = false
@@ -292,10 +303,6 @@ public final class SynchronizerCore<Payload> {
                 break
             }
             index += 1
-        }
-        if bestDistance > maxSkew {
-            dropHead(earlierSide, .noMatchWithinSkew, emit)
-            return true
         }
         var proven = walkStopped || bestDistance == 0 || endOfStream
         if !proven, let last = lastPairing[earlierSide.rawValue] {
