@@ -163,8 +163,17 @@ public final class SynchronizerCore<Payload> {
     public func pushDamaged(
         _ side: StereoSide, timestampNanoseconds: Int64, sequence: UInt64, payload: Payload, emit: Emit
     ) {
+        reject(side, timestampNanoseconds: timestampNanoseconds, sequence: sequence, payload: payload, reason: .deviceError, emit: emit)
+    }
+
+    /// Counts a frame and drops it at once with `reason`, without looking at it (for frames
+    /// refused before pairing, such as after the streams finished).
+    public func reject(
+        _ side: StereoSide, timestampNanoseconds: Int64, sequence: UInt64, payload: Payload, reason: FrameDropReason,
+        emit: Emit
+    ) {
         framesPushed[side.rawValue] += 1
-        drop(side, timestampNanoseconds, sequence, payload, .deviceError, emit)
+        drop(side, timestampNanoseconds, sequence, payload, reason, emit)
     }
 
     /// Enables or disables one camera. While either camera is disabled no pair can be made:
