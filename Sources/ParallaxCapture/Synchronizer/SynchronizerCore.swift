@@ -34,7 +34,9 @@
 /// dropped (``FrameDropReason/noMatchWithinSkew``) and no longer counts for contiguity.
 /// Otherwise the best partner of `h` is within the skew (it is at most `h − e` away). When
 /// one camera has no waiting frame, its next frame is at least `last + s`, so the other
-/// camera's head is dropped as soon as `last + s` lies more than the maximum skew after it.
+/// camera's head is dropped as soon as `last + s` lies more than the maximum skew after it,
+/// or once it has waited the maximum latency with the other camera silent (its partner
+/// was lost; waiting longer would only hold a driver buffer).
 /// Each decision depends only on the timestamps, never on when frames arrived, so a live
 /// run and an offline replay of the same streams make the same pairs. Unproven pairs are released anyway after
 /// ``SynchronizerConfiguration/maximumLatencyNanoseconds`` (flagged
@@ -249,7 +251,7 @@ public final class SynchronizerCore<Payload> {
             let left = queues[0], right = queues[1]
             guard let l = left.first, let r = right.first else {
                 guard let waitingSide = left.isEmpty ? (right.isEmpty ? nil : StereoSide.right) : .left else { return }
-                if !resolveLone(waitingSide, endOfStream: endOfStream, maxSkew: maxSkew, emit) { return }
+                if !resolveLone(waitingSide, now: now, endOfStream: endOfStream, maxSkew: maxSkew, emit) { return }
                 continue
             }
             switch configuration.policy {
@@ -331,7 +333,7 @@ public final class SynchronizerCore<Payload> {
 
     /// `side` has frames and the other camera none: drops the head when no future frame of
     /// the other camera can be close enough. `false` when it must wait.
-    private func resolveLone(_ side: StereoSide, endOfStream: Bool, maxSkew: Int64, _ emit: Emit) -> Bool {
+    private func resolveLone(_ side: StereoSide, now: Int64, endOfStream: Bool, maxSkew: Int64, _ emit: Emit) -> Bool {
         guard let head = queues[side.rawValue].first else { return false }
         if endOfStream {
             dropHead(side, .noMatchWithinSkew, emit)
@@ -351,6 +353,12 @@ public final class SynchronizerCore<Payload> {
         case .exact(.sequence), .approximate: bound = maxSkew
         }
         if earliestFuture &- head.pairingTimestampNanoseconds > bound {
+            dropHead(side, .noMatchWithinSkew, emit)
+            return true
+        }
+        // The other camera has been silent for the whole maximum latency: its frame for this
+        // moment is lost or too late to matter, and this frame may be holding a driver buffer.
+        if now &- head.arrivalNanoseconds >= configuration.maximumLatencyNanoseconds {
             dropHead(side, .noMatchWithinSkew, emit)
             return true
         }
