@@ -68,11 +68,12 @@ func format(_ value: Double, _ digits: Int) -> String {
 ///
 /// Samples are kept in a preallocated ring; sums are updated incrementally and recomputed
 /// from the ring every `window` samples so rounding does not accumulate.
-final class ClockEstimator {
+@usableFromInline
+struct ClockEstimator {
     /// Pairs must span this long before a drift is reported or applied.
     static var minimumDriftSpanSeconds: Double { 1.0 }
 
-    private let samples: FrameRing<(x: Double, y: Double)>
+    private var samples: Ring<(x: Double, y: Double)>
     private let frameInterval: Double?
     private var referenceX: Int64 = 0
     private var referenceY: Int64 = 0
@@ -81,20 +82,20 @@ final class ClockEstimator {
     private var latestX = 0.0
 
     init(window: Int, frameIntervalNanoseconds: Int64?) {
-        samples = FrameRing(capacity: max(2, window))
+        samples = Ring(capacity: max(2, window))
         frameInterval = frameIntervalNanoseconds.map(Double.init)
     }
 
     var count: Int { samples.count }
 
-    func reset() {
+    mutating func reset() {
         samples.removeAll()
         sumX = 0; sumY = 0; sumXX = 0; sumXY = 0; sumYY = 0
         sinceRecompute = 0
     }
 
     /// Adds one matched pair (mid-exposure timestamps, nanoseconds).
-    func add(left: Int64, right: Int64) {
+    mutating func add(left: Int64, right: Int64) {
         if samples.isEmpty {
             referenceX = left
             referenceY = right &- left
@@ -116,7 +117,7 @@ final class ClockEstimator {
         if sinceRecompute >= samples.capacity { recomputeSums() }
     }
 
-    private func recomputeSums() {
+    private mutating func recomputeSums() {
         sumX = 0; sumY = 0; sumXX = 0; sumXY = 0; sumYY = 0
         for i in 0..<samples.count {
             let s = samples[i]

@@ -32,6 +32,7 @@ public struct DurationSummary: Sendable, Hashable, CustomStringConvertible {
 /// A fixed-size log-linear histogram of durations: values below 128 ns are counted
 /// exactly, larger ones in 64 bins per power of two, up to 2⁶² ns. Recording never
 /// allocates, which is why the synchronizer uses it instead of keeping the values.
+@usableFromInline
 struct DurationHistogram {
     private static let exactLimit: Int64 = 128
     private static let binsPerOctave = 64

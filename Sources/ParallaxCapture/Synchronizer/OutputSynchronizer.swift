@@ -30,10 +30,13 @@ public final class OutputSynchronizer<Payload: Sendable>: Sendable {
     private struct State: ~Copyable {
         let core: SynchronizerCore<Payload>
         /// Events for the handlers, filled under the lock, drained outside it.
-        let outbox: FrameRing<SynchronizerEvent<Payload>>
+        var outbox: Ring<SynchronizerEvent<Payload>>
         /// Pairs for the `AsyncSequence` consumer.
-        let output: FrameRing<SynchronizedPair<Payload>>
+        var output: Ring<SynchronizedPair<Payload>>
         var waiter: UnsafeContinuation<SynchronizedPair<Payload>?, Never>?
+        /// A pair for the waiting consumer, resumed once the lock is released. Kept here
+        /// rather than in a local variable, which the event router would capture in a heap box.
+        var handover: (UnsafeContinuation<SynchronizedPair<Payload>?, Never>, SynchronizedPair<Payload>)?
         var finished = false
         var outputOverflow: [Int] = [0, 0]
     }
@@ -69,8 +72,8 @@ public final class OutputSynchronizer<Payload: Sendable>: Sendable {
         state = Mutex(
             State(
                 core: SynchronizerCore(configuration: configuration),
-                outbox: FrameRing(capacity: 4 * queue + 4),
-                output: FrameRing(capacity: max(1, configuration.outputCapacity))))
+                outbox: Ring(capacity: 4 * queue + 4),
+                output: Ring(capacity: max(1, configuration.outputCapacity))))
     }
 
     // MARK: Input (camera threads)
@@ -188,7 +191,6 @@ public final class OutputSynchronizer<Payload: Sendable>: Sendable {
         delivery.withLock { _ in
             let time = now()
             let handover = state.withLock { state -> (UnsafeContinuation<SynchronizedPair<Payload>?, Never>, SynchronizedPair<Payload>)? in
-                var handover: (UnsafeContinuation<SynchronizedPair<Payload>?, Never>, SynchronizedPair<Payload>)?
                 let hasPairHandler = self.pairHandler != nil, hasDropHandler = self.dropHandler != nil
                 func overflowed(_ frame: SynchronizedFrame<Payload>) {
                     state.outputOverflow[frame.side.rawValue] += 1
@@ -203,9 +205,9 @@ public final class OutputSynchronizer<Payload: Sendable>: Sendable {
                     case .pair(let pair):
                         if hasPairHandler {
                             state.outbox.append(event)
-                        } else if let waiter = state.waiter, handover == nil {
+                        } else if let waiter = state.waiter, state.handover == nil {
                             state.waiter = nil
-                            handover = (waiter, pair)
+                            state.handover = (waiter, pair)
                         } else {
                             if state.output.isFull, let oldest = state.output.popFirst() {
                                 overflowed(oldest.left)
@@ -222,7 +224,8 @@ public final class OutputSynchronizer<Payload: Sendable>: Sendable {
                 } else {
                     body(state.core, time, emit)
                 }
-                return handover
+                defer { state.handover = nil }
+                return state.handover
             }
             if let (waiter, pair) = handover { waiter.resume(returning: pair) }
             while let event = state.withLock({ $0.outbox.popFirst() }) {

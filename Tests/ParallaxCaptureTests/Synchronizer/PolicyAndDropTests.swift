@@ -141,7 +141,7 @@ struct PolicyAndDropTests {
 
     @Test("the clock estimator recovers offset and drift from noiseless pairs")
     func clockEstimator() throws {
-        let estimator = ClockEstimator(window: 64, frameIntervalNanoseconds: ms(10))
+        var estimator = ClockEstimator(window: 64, frameIntervalNanoseconds: ms(10))
         // right − left = 3 ms + 50 ppm · t, sampled every 100 ms for 5 s (50 samples, all
         // inside the window of 64).
         for i in 0..<50 {
