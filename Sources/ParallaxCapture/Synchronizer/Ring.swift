@@ -79,14 +79,13 @@ struct PerSide<Value> {
         self.init(value, value)
     }
 
+    /// Get and set, deliberately not `_read`/`_modify`: those coroutines heap-allocate
+    /// their frames when not inlined. Use it for small values; rings are reached directly.
     @inlinable
     subscript(side: StereoSide) -> Value {
-        // Borrowed, not copied: a copy of a ring would retain and release its storage.
-        _read {
-            if side == .left { yield left } else { yield right }
-        }
-        _modify {
-            if side == .left { yield &left } else { yield &right }
+        get { side == .left ? left : right }
+        set {
+            if side == .left { left = newValue } else { right = newValue }
         }
     }
 }

@@ -32,7 +32,8 @@ enum EngineEvent {
 @usableFromInline
 struct SynchronizerEngine {
     @usableFromInline let configuration: SynchronizerConfiguration
-    private var queues: PerSide<Ring<EngineFrame>>
+    private var leftQueue: Ring<EngineFrame>
+    private var rightQueue: Ring<EngineFrame>
     /// Decisions since the owner last drained them; at most every waiting frame plus one.
     @usableFromInline var events: Ring<EngineEvent>
     /// Latest pairing timestamp pushed per side (consumed or not), for the spacing bound.
@@ -56,13 +57,14 @@ struct SynchronizerEngine {
     private var latencies = DurationHistogram()
 
     /// Frames that can be waiting at once: both queues full plus the one being pushed.
-    @usableFromInline var maximumLiveFrames: Int { 2 * queues.left.capacity + 1 }
+    @usableFromInline var maximumLiveFrames: Int { 2 * leftQueue.capacity + 1 }
 
     @usableFromInline
     init(configuration: SynchronizerConfiguration) {
         self.configuration = configuration
         let capacity = max(1, configuration.queueCapacity)
-        queues = PerSide(Ring(capacity: capacity), Ring(capacity: capacity))
+        leftQueue = Ring(capacity: capacity)
+        rightQueue = Ring(capacity: capacity)
         events = Ring(capacity: 2 * capacity + 2)
         spacing = configuration.minimumFrameSpacingNanoseconds
         estimatesClock = configuration.clockCorrection != .off
@@ -71,7 +73,7 @@ struct SynchronizerEngine {
             window: configuration.clockEstimatorWindow, frameIntervalNanoseconds: configuration.frameIntervalNanoseconds)
     }
 
-    @usableFromInline func waitingFrameCount(_ side: StereoSide) -> Int { queues[side].count }
+    @usableFromInline func waitingFrameCount(_ side: StereoSide) -> Int { side == .left ? leftQueue.count : rightQueue.count }
     @usableFromInline func isEnabled(_ side: StereoSide) -> Bool { enabled[side] }
 
     // MARK: Input
@@ -104,8 +106,8 @@ struct SynchronizerEngine {
         }
         // A correction that moved between frames must not make one camera's times go back.
         if let last = lastPairing[side], frame.pairing <= last { frame.pairing = last &+ 1 }
-        if queues[side].isFull { dropHead(side, .queueOverflow) }
-        queues[side].append(frame)
+        if side == .left ? leftQueue.isFull : rightQueue.isFull { dropHead(side, .queueOverflow) }
+        if side == .left { leftQueue.append(frame) } else { rightQueue.append(frame) }
         lastPairing[side] = frame.pairing
         lastMidExposure[side] = mid
         lastSequence[side] = sequence
@@ -180,9 +182,9 @@ struct SynchronizerEngine {
     private mutating func resolve(now: Int64, endOfStream: Bool) {
         let maxSkew = configuration.maximumSkewNanoseconds
         while true {
-            guard let l = queues.left.first, let r = queues.right.first else {
+            guard let l = leftQueue.first, let r = rightQueue.first else {
                 let waitingSide: StereoSide
-                if !queues.left.isEmpty { waitingSide = .left } else if !queues.right.isEmpty { waitingSide = .right } else { return }
+                if !leftQueue.isEmpty { waitingSide = .left } else if !rightQueue.isEmpty { waitingSide = .right } else { return }
                 if !resolveLone(waitingSide, now: now, endOfStream: endOfStream, maxSkew: maxSkew) { return }
                 continue
             }
@@ -234,10 +236,10 @@ struct SynchronizerEngine {
         var bestDistance = distance(head.pairing, target)
         var bestArrival = head.arrival
         var walkStopped = false
-        let count = queues[earlierSide].count
+        let count = waitingFrameCount(earlierSide)
         var index = 1
         while index < count {
-            let candidate = queues[earlierSide][index]
+            let candidate = earlierSide == .left ? leftQueue[index] : rightQueue[index]
             let d = distance(candidate.pairing, target)
             if d < bestDistance {
                 best = index
@@ -268,7 +270,7 @@ struct SynchronizerEngine {
     /// the other camera can be close enough, or when it waited the maximum latency.
     /// `false` when it must wait.
     private mutating func resolveLone(_ side: StereoSide, now: Int64, endOfStream: Bool, maxSkew: Int64) -> Bool {
-        guard let head = queues[side].first else { return false }
+        guard let head = first(side) else { return false }
         if endOfStream {
             dropHead(side, .noMatchWithinSkew)
             return true
@@ -302,14 +304,14 @@ struct SynchronizerEngine {
     /// dropping the partner camera's frames before it.
     private mutating func makePair(partnerSide: StereoSide, partnerIndex: Int, now: Int64, deadline: Bool) {
         let otherSide = partnerSide.opposite
-        guard let target = queues[otherSide].first?.pairing else { return }
+        guard let target = first(otherSide)?.pairing else { return }
         for _ in 0..<partnerIndex {
-            guard let skipped = queues[partnerSide].first else { return }
+            guard let skipped = first(partnerSide) else { return }
             let reason: FrameDropReason =
                 distance(skipped.pairing, target) <= configuration.maximumSkewNanoseconds ? .superseded : .noMatchWithinSkew
             dropHead(partnerSide, reason)
         }
-        guard let partner = queues[partnerSide].popFirst(), let other = queues[otherSide].popFirst() else { return }
+        guard let partner = popFirst(partnerSide), let other = popFirst(otherSide) else { return }
         let (left, right) = partnerSide == .left ? (partner, other) : (other, partner)
         pairCount += 1
         if deadline { deadlinePairCount += 1 }
@@ -320,7 +322,7 @@ struct SynchronizerEngine {
     }
 
     private mutating func dropHead(_ side: StereoSide, _ reason: FrameDropReason) {
-        guard let frame = queues[side].popFirst() else { return }
+        guard let frame = popFirst(side) else { return }
         events.append(.drop(side: side, frame: frame, reason: reason))
         count(side, reason)
     }
@@ -332,13 +334,21 @@ struct SynchronizerEngine {
     private mutating func flushWaiting(reason: FrameDropReason) {
         // Oldest first across both cameras, so drop events stay in time order.
         while true {
-            switch (queues.left.first, queues.right.first) {
+            switch (leftQueue.first, rightQueue.first) {
             case (nil, nil): return
             case (let l?, let r?): dropHead(l.pairing <= r.pairing ? .left : .right, reason)
             case (_?, nil): dropHead(.left, reason)
             case (nil, _?): dropHead(.right, reason)
             }
         }
+    }
+
+    @inline(__always)
+    private func first(_ side: StereoSide) -> EngineFrame? { side == .left ? leftQueue.first : rightQueue.first }
+
+    @inline(__always)
+    private mutating func popFirst(_ side: StereoSide) -> EngineFrame? {
+        side == .left ? leftQueue.popFirst() : rightQueue.popFirst()
     }
 
     @inline(__always)
