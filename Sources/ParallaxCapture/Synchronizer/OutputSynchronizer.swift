@@ -27,28 +27,39 @@ public final class OutputSynchronizer<Payload: Sendable>: Sendable {
     /// Receives each dropped frame (with its payload), on the pushing thread.
     public typealias DropHandler = @Sendable (FrameDrop, Payload) -> Void
 
-    private struct State: ~Copyable {
-        let core: SynchronizerCore<Payload>
+    @usableFromInline
+    struct State: ~Copyable {
+        @usableFromInline let core: SynchronizerCore<Payload>
         /// Events for the handlers, filled under the lock, drained outside it.
-        var outbox: Ring<SynchronizerEvent<Payload>>
+        @usableFromInline var outbox: Ring<SynchronizerEvent<Payload>>
         /// Pairs for the `AsyncSequence` consumer.
-        var output: Ring<SynchronizedPair<Payload>>
-        var waiter: UnsafeContinuation<SynchronizedPair<Payload>?, Never>?
+        @usableFromInline var output: Ring<SynchronizedPair<Payload>>
+        @usableFromInline var waiter: UnsafeContinuation<SynchronizedPair<Payload>?, Never>?
         /// A pair for the waiting consumer, resumed once the lock is released. Kept here
         /// rather than in a local variable, which the event router would capture in a heap box.
-        var handover: (UnsafeContinuation<SynchronizedPair<Payload>?, Never>, SynchronizedPair<Payload>)?
-        var finished = false
-        var outputOverflow: [Int] = [0, 0]
+        @usableFromInline var handover: (UnsafeContinuation<SynchronizedPair<Payload>?, Never>, SynchronizedPair<Payload>)?
+        @usableFromInline var finished = false
+        @usableFromInline var outputOverflow: [Int] = [0, 0]
+
+        @usableFromInline
+        init(
+            core: SynchronizerCore<Payload>, outbox: Ring<SynchronizerEvent<Payload>>,
+            output: Ring<SynchronizedPair<Payload>>
+        ) {
+            self.core = core
+            self.outbox = outbox
+            self.output = output
+        }
     }
 
     /// The configuration the synchronizer was made with.
     public let configuration: SynchronizerConfiguration
-    private let state: Mutex<State>
+    @usableFromInline let state: Mutex<State>
     /// Held while handlers run, so events reach them in order even when both cameras push.
-    private let delivery = Mutex<Void>(())
-    private let pairHandler: PairHandler?
-    private let dropHandler: DropHandler?
-    private let now: @Sendable () -> Int64
+    @usableFromInline let delivery = Mutex<Void>(())
+    @usableFromInline let pairHandler: PairHandler?
+    @usableFromInline let dropHandler: DropHandler?
+    @usableFromInline let now: @Sendable () -> Int64
 
     /// Creates a synchronizer.
     ///
@@ -82,6 +93,7 @@ public final class OutputSynchronizer<Payload: Sendable>: Sendable {
     /// ``SynchronizerCore/push(_:timestampNanoseconds:sequence:exposureNanoseconds:origin:payload:now:emit:)``
     /// for the meaning of each argument. Frames pushed after ``finish()`` are dropped with
     /// ``FrameDropReason/constituentDisabled``.
+    @inlinable
     public func push(
         _ side: StereoSide, timestampNanoseconds: Int64, sequence: UInt64, exposureNanoseconds: Int64? = nil,
         origin: TimestampOrigin = .endOfExposure, payload: Payload
@@ -98,6 +110,7 @@ public final class OutputSynchronizer<Payload: Sendable>: Sendable {
     }
 
     /// Reports a frame that arrived damaged (dropped with ``FrameDropReason/deviceError``).
+    @inlinable
     public func pushDamaged(_ side: StereoSide, timestampNanoseconds: Int64, sequence: UInt64, payload: Payload) {
         perform { core, _, emit in
             core.pushDamaged(side, timestampNanoseconds: timestampNanoseconds, sequence: sequence, payload: payload, emit: emit)
@@ -183,8 +196,10 @@ public final class OutputSynchronizer<Payload: Sendable>: Sendable {
     // MARK: Plumbing
 
     /// Runs `body` on the core under the lock, routes its events, then resumes the consumer
-    /// and calls the handlers outside the lock.
-    private func perform(
+    /// and calls the handlers outside the lock. Inlinable, like ``SynchronizerCore``, so
+    /// that it is specialized for the caller's payload type.
+    @inlinable
+    func perform(
         _ body: (SynchronizerCore<Payload>, Int64, SynchronizerCore<Payload>.Emit) -> Void,
         afterFinish: (SynchronizerCore<Payload>, SynchronizerCore<Payload>.Emit) -> Void
     ) {
@@ -256,7 +271,7 @@ public struct SynchronizedPairs<Payload: Sendable>: AsyncSequence, Sendable {
 }
 
 /// `CLOCK_MONOTONIC` in nanoseconds: the clock V4L2 stamps buffers with.
-@Sendable func monotonicNanoseconds() -> Int64 {
+@usableFromInline @Sendable func monotonicNanoseconds() -> Int64 {
     var time = timespec()
     clock_gettime(CLOCK_MONOTONIC, &time)
     return Int64(time.tv_sec) * 1_000_000_000 + Int64(time.tv_nsec)
