@@ -88,6 +88,10 @@ public enum ClockCorrection: Sendable, Hashable {
     case estimate
     /// As ``estimate``, and right-camera timestamps are mapped onto the left camera's
     /// clock with the current estimate before pairing (for cameras that stamp frames with
-    /// their own clocks). Needs the initial offset to be below half a frame interval.
+    /// their own clocks). The first pairs are made before anything is learned, so the
+    /// initial offset plus twice the timestamp jitter must stay below half a frame
+    /// interval. The correction changes slightly between frames; keep
+    /// ``SynchronizerConfiguration/timestampJitterNanoseconds`` non-zero so that the
+    /// spacing bound absorbs it.
     case apply
 }

@@ -49,7 +49,9 @@
 public final class SynchronizerCore<Payload> {
     /// The configuration the core was made with.
     public let configuration: SynchronizerConfiguration
-    /// Called for every pair and every dropped frame, in order.
+    /// Called for every pair and every dropped frame, in order. It may read the core's
+    /// statistics but must not push or otherwise change the core: the core is
+    /// single-threaded and not reentrant (a programmer error that stops on a precondition).
     public typealias Emit = (SynchronizerEvent<Payload>) -> Void
 
     /// The engine and the payload slab, in one value so that each call is one exclusive
