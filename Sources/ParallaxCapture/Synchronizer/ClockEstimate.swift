@@ -80,6 +80,9 @@ struct ClockEstimator {
     private var sumX = 0.0, sumY = 0.0, sumXX = 0.0, sumXY = 0.0, sumYY = 0.0
     private var sinceRecompute = 0
     private var latestX = 0.0
+    /// An offset (right − left, ns) known before any pair, from phase acquisition; the first
+    /// sample is unwrapped onto it and it is the prediction until then.
+    private var prior: Int64?
 
     init(window: Int, frameIntervalNanoseconds: Int64?) {
         samples = Ring(capacity: max(2, window))
@@ -88,7 +91,14 @@ struct ClockEstimator {
 
     var count: Int { samples.count }
 
+    /// Whether a prediction exists (a sample or a prior).
+    var hasReference: Bool { !samples.isEmpty || prior != nil }
+
+    /// Sets the offset to predict before the first pair.
+    mutating func seed(offsetNanoseconds: Int64) { prior = offsetNanoseconds }
+
     mutating func reset() {
+        prior = nil
         samples.removeAll()
         sumX = 0; sumY = 0; sumXX = 0; sumXY = 0; sumYY = 0
         sinceRecompute = 0
@@ -99,6 +109,10 @@ struct ClockEstimator {
         if samples.isEmpty {
             referenceX = left
             referenceY = right &- left
+            if let prior, let frameInterval {
+                let turns = (Double(prior &- referenceY) / frameInterval).rounded()
+                referenceY &+= Int64(turns * frameInterval)
+            }
         }
         let x = Double(left &- referenceX) * 1e-9  // seconds
         var y = Double((right &- left) &- referenceY)  // nanoseconds
@@ -150,7 +164,7 @@ struct ClockEstimator {
     /// The expected right-minus-left difference (nanoseconds) for a frame at `left`
     /// nanoseconds on the left clock, or `nil` before the first pair.
     func predictedOffset(atLeft left: Int64) -> Int64? {
-        guard !samples.isEmpty else { return nil }
+        guard !samples.isEmpty else { return prior }
         let x = Double(left &- referenceX) * 1e-9
         let y = predictedY(atX: x)
         guard y.isFinite, abs(y) < 9e18 else { return nil }

@@ -30,6 +30,15 @@ struct Ring<Element> {
         return storage[index].unsafelyUnwrapped
     }
 
+    /// Replaces the element `offset` places after the oldest one.
+    @inlinable
+    mutating func replace(at offset: Int, with element: Element) {
+        precondition(offset >= 0 && offset < count, "Ring index out of range")
+        var index = head + offset
+        if index >= storage.count { index -= storage.count }
+        storage[index] = element
+    }
+
     @inlinable var first: Element? { count == 0 ? nil : self[0] }
     @inlinable var last: Element? { count == 0 ? nil : self[count - 1] }
 

@@ -88,9 +88,11 @@ public enum ClockCorrection: Sendable, Hashable {
     case estimate
     /// As ``estimate``, and right-camera timestamps are mapped onto the left camera's
     /// clock with the current estimate before pairing (for cameras that stamp frames with
-    /// their own clocks). The first pairs are made before anything is learned, so the
-    /// initial offset plus twice the timestamp jitter must stay below half a frame
-    /// interval. The correction changes slightly between frames; keep
+    /// their own clocks). With a known frame interval, the first pair waits until a few
+    /// frames of each camera (8, or the queue capacity) have measured the offset modulo the
+    /// interval, so any initial offset below half an interval is found despite jitter;
+    /// without one, the initial offset plus twice the jitter must stay below half the
+    /// spacing of frames. The correction changes slightly between frames; keep
     /// ``SynchronizerConfiguration/timestampJitterNanoseconds`` non-zero so that the
     /// spacing bound absorbs it.
     case apply

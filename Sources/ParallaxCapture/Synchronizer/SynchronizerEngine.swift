@@ -1,3 +1,9 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
 /// A waiting frame as the engine sees it: timestamps and the payload's slot, no payload.
 @usableFromInline
 struct EngineFrame {
@@ -111,7 +117,59 @@ struct SynchronizerEngine {
         lastPairing[side] = frame.pairing
         lastMidExposure[side] = mid
         lastSequence[side] = sequence
+        if needsPhase && !leftQueue.isEmpty && !rightQueue.isEmpty {
+            // Hold decisions until both cameras have shown enough frames for the phase.
+            let enough = min(Self.phaseAcquisitionFrames, leftQueue.capacity)
+            guard (leftQueue.count >= enough && rightQueue.count >= enough) || leftQueue.isFull || rightQueue.isFull
+            else { return }
+            acquirePhase()
+        }
         resolve(now: now, endOfStream: false)
+    }
+
+    /// Frames per camera the phase is measured on before the first pair under
+    /// ``ClockCorrection/apply`` (capped by the queue capacity).
+    static var phaseAcquisitionFrames: Int { 8 }
+
+    /// Under ``ClockCorrection/apply`` with a known frame interval, nothing is known of the
+    /// clock offset before the first pair, and pairing raw timestamps would take the wrong
+    /// neighbour whenever offset plus jitter passes half an interval. The offset modulo the
+    /// interval (the phase) is unambiguous for any offset below half an interval, and a
+    /// circular mean over a few frames measures it well despite the jitter.
+    private var needsPhase: Bool {
+        appliesClock && configuration.frameIntervalNanoseconds != nil && !clock.hasReference
+    }
+
+    /// Measures the right camera's phase against the left one on the waiting frames (the
+    /// circular mean of right − nearest left, modulo the frame interval), seeds the clock
+    /// estimator with it and re-stamps the waiting right frames.
+    private mutating func acquirePhase() {
+        guard let interval = configuration.frameIntervalNanoseconds, interval > 0, !leftQueue.isEmpty else { return }
+        let period = Double(interval)
+        var sumCos = 0.0, sumSin = 0.0
+        var l = 0
+        for r in 0..<rightQueue.count {
+            let right = rightQueue[r].midExposure
+            while l + 1 < leftQueue.count,
+                distance(leftQueue[l + 1].midExposure, right) <= distance(leftQueue[l].midExposure, right)
+            {
+                l += 1
+            }
+            let angle = 2 * Double.pi * Double(right &- leftQueue[l].midExposure) / period
+            sumCos += cos(angle)
+            sumSin += sin(angle)
+        }
+        let phase = Int64((atan2(sumSin, sumCos) / (2 * Double.pi) * period).rounded())
+        clock.seed(offsetNanoseconds: phase)
+        var previous: Int64?
+        for r in 0..<rightQueue.count {
+            var frame = rightQueue[r]
+            frame.pairing = frame.midExposure &- phase
+            if let previous, frame.pairing <= previous { frame.pairing = previous &+ 1 }
+            previous = frame.pairing
+            rightQueue.replace(at: r, with: frame)
+        }
+        lastPairing.right = previous
     }
 
     @usableFromInline
@@ -133,10 +191,15 @@ struct SynchronizerEngine {
     }
 
     @usableFromInline
-    mutating func advance(to now: Int64) { resolve(now: now, endOfStream: false) }
+    mutating func advance(to now: Int64) {
+        // While the phase is being acquired with both cameras waiting, nothing is decided.
+        if needsPhase && !leftQueue.isEmpty && !rightQueue.isEmpty { return }
+        resolve(now: now, endOfStream: false)
+    }
 
     @usableFromInline
     mutating func finish(now: Int64) {
+        if needsPhase && !leftQueue.isEmpty && !rightQueue.isEmpty { acquirePhase() }
         resolve(now: now, endOfStream: true)
         forgetHistory()
     }
