@@ -60,6 +60,7 @@ struct PairingDemoStep: DemoStep {
         print("   \(moments) moments at \(Int(Self.framesPerSecond)) fps over \(Int(Self.seconds)) s; truth: right clock +\(Double(Self.offsetNanoseconds) / 1e6) ms, \(Self.driftPartsPerMillion) ppm fast, ±\(Double(Self.jitterNanoseconds) / 1e6) ms jitter, 3 % random drops + bursts")
         print("   pairs: \(pairs) of \(matchable) matchable, \(wrongPairs) wrong")
         for line in statistics.description.split(separator: "\n") { print("   \(line)") }
+        print("   (the latency maximum is the first pairs: they wait 8 frames while the clock phase is measured)")
         if let clock = statistics.clock {
             let trueOffset = Double(Self.offsetNanoseconds) + Self.driftPartsPerMillion * Self.seconds * 1e3
             print("   clock truth at the end: offset \(Int64(trueOffset)) ns, drift \(Self.driftPartsPerMillion) ppm; estimate off by \(clock.offsetNanoseconds - Int64(trueOffset)) ns, \(clock.driftPartsPerMillion.map { String(format: "%.2f", $0 - Self.driftPartsPerMillion) } ?? "?") ppm")

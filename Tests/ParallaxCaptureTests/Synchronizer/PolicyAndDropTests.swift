@@ -116,6 +116,48 @@ struct PolicyAndDropTests {
         #expect(TimestampOrigin.endOfExposure.midExposure(timestampNanoseconds: 100, exposureNanoseconds: nil) == 100)
     }
 
+    @Test("clock correction measures the phase first, even when the streams end during it")
+    func phaseAcquisition() {
+        // 10 ms frames; the right clock is 4.6 ms ahead and its stamps alternate ±0.8 ms, so
+        // every other right frame sits 5.4 ms after its left partner, nearer the next left
+        // frame (4.6 ms): raw pairing would take the wrong neighbour there. The phase, the
+        // circular mean of 5.4, 3.8, 5.4, 3.8 ms, is 4.6 ms.
+        var configuration = SynchronizerConfiguration(policy: .approximate, frameIntervalNanoseconds: ms(10))
+        configuration.clockCorrection = .apply
+        configuration.maximumSkewNanoseconds = ms(4.9)
+        let core = SynchronizerCore<Int>(configuration: configuration)
+        var pairs: [[Int]] = []
+        var drops = 0
+        let emit: SynchronizerCore<Int>.Emit = { event in
+            switch event {
+            case .pair(let pair): pairs.append([pair.left.payload, pair.right.payload])
+            case .drop: drops += 1
+            }
+        }
+        for k in 0..<4 {
+            let t = ms(1000) + Int64(k) * ms(10)
+            core.push(.left, timestampNanoseconds: t, sequence: UInt64(k), payload: k, now: t, emit: emit)
+            let jitter = k % 2 == 0 ? ms(0.8) : -ms(0.8)
+            core.push(.right, timestampNanoseconds: t + ms(4.6) + jitter, sequence: UInt64(k), payload: k, now: t, emit: emit)
+        }
+        #expect(pairs.isEmpty, "nothing is decided before the phase is measured")
+        core.finish(now: ms(2000), emit: emit)
+        #expect(pairs == [[0, 0], [1, 1], [2, 2], [3, 3]])
+        #expect(drops == 0)
+        // Four pairs over 30 ms: no drift yet, the offset is their mean difference.
+        #expect(core.clockEstimate?.offsetNanoseconds == ms(4.6))
+
+        // The same streams without correction pair the far frames with the wrong neighbour.
+        let raw = ScenarioRun.run(
+            SynchronizerConfiguration(policy: .approximate, frameIntervalNanoseconds: ms(10), maximumSkewNanoseconds: ms(4.9)),
+            frames: (0..<4).flatMap { k -> [(StereoSide, Int64, Int64)] in
+                let t = ms(1000) + Int64(k) * ms(10)
+                return [(.left, t, t), (.right, t + ms(4.6) + (k % 2 == 0 ? ms(0.8) : -ms(0.8)), t)]
+            }, finishAt: ms(2000))
+        // Right 0 (1005.4 ms) is 5.4 ms from left 0, beyond the 4.9 ms skew, and pairs with left 1.
+        #expect(raw.pairs.contains { $0.left == ms(1010) && $0.right == ms(1005.4) })
+    }
+
     @Test("the histogram's percentiles are within 1/128 of the exact ones")
     func histogram() {
         var histogram = DurationHistogram()
