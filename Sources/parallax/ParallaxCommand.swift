@@ -12,6 +12,7 @@ struct ParallaxCommand: AsyncParsableCommand {
         subcommands: [
             DemoCommand.self,
             RectificationCommand.self,
+            PairCommand.self,
         ]
     )
 }
