@@ -26,7 +26,7 @@ func Foundation_cos(_ x: Double) -> Double { cos(x) }
 
 /// A ground-truth stereo rig and board poses for solver tests.
 struct SyntheticRig {
-    let target = ChessboardTarget(columns: 11, rows: 8, squareSize: 30, unit: "mm")
+    let target = CalibrationBoard(columns: 11, rows: 8, squareSize: 30, unit: "mm")
     let size = ImageSize(width: 640, height: 480)
     let left = CameraModel(size: ImageSize(width: 640, height: 480),
                            intrinsics: CameraIntrinsics(fx: 520, fy: 515, cx: 322, cy: 236),

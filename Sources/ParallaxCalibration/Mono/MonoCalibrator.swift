@@ -29,7 +29,7 @@ public struct MonoCalibrationResult: Sendable {
 /// start, then Levenberg–Marquardt over intrinsics, distortion and every
 /// board pose, with a robust loss and rejection of views that do not fit.
 public struct MonoCalibrator: Sendable {
-    public var target: ChessboardTarget
+    public var target: CalibrationBoard
     public var model: LensModelKind
     /// The loss on each corner's error. Huber at 2 px leaves sub-pixel
     /// errors (all of a good calibration) in the least-squares regime.
@@ -41,7 +41,7 @@ public struct MonoCalibrator: Sendable {
     /// Fewest views a calibration accepts.
     public var minimumViews = 3
 
-    public init(target: ChessboardTarget, model: LensModelKind = .brown5) {
+    public init(target: CalibrationBoard, model: LensModelKind = .brown5) {
         self.target = target
         self.model = model
     }

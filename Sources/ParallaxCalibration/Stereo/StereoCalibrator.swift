@@ -77,7 +77,7 @@ public struct StereoCalibrationResult: Sendable {
 /// `R_r R_lᵀ`, `t_r − R t_l`, then one joint Levenberg–Marquardt over both
 /// cameras, the extrinsics and the board poses.
 public struct StereoCalibrator: Sendable {
-    public var target: ChessboardTarget
+    public var target: CalibrationBoard
     public var model: LensModelKind
     public var fixed: FixedIntrinsics = .none
     public var loss: RobustLoss = .huber(threshold: 2)
@@ -86,7 +86,7 @@ public struct StereoCalibrator: Sendable {
     public var outlierFloorPixels = 1.0
     public var minimumPairs = 3
 
-    public init(target: ChessboardTarget, model: LensModelKind = .brown5, fixed: FixedIntrinsics = .none) {
+    public init(target: CalibrationBoard, model: LensModelKind = .brown5, fixed: FixedIntrinsics = .none) {
         self.target = target
         self.model = model
         self.fixed = fixed

@@ -7,7 +7,7 @@ import ParallaxGeometry
 /// `columns` corners, y along the `rows` direction and z = 0 on the board, so
 /// corner `index = row * columns + column` sits at
 /// `(column · squareSize, row · squareSize, 0)`, OpenCV's object-point order.
-public struct ChessboardTarget: Hashable, Sendable, CustomStringConvertible {
+public struct CalibrationBoard: Hashable, Sendable, CustomStringConvertible {
     /// Inner corners along a row (OpenCV's `patternSize.width`).
     public var columns: Int
     /// Inner corners along a column (OpenCV's `patternSize.height`).

@@ -1,0 +1,120 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import ParallaxGeometry
+import ParallaxImage
+
+/// A single-channel image of `Float` levels (0–255 for 8-bit sources), row-major,
+/// the working copy every detection step reads.
+public struct GrayImage: Sendable, Equatable {
+    public let width: Int
+    public let height: Int
+    /// Levels, `width` per row.
+    public var pixels: [Float]
+
+    /// A `width` × `height` image filled with `value`.
+    public init(width: Int, height: Int, repeating value: Float = 0) {
+        precondition(width >= 0 && height >= 0, "image dimensions must not be negative")
+        self.width = width
+        self.height = height
+        self.pixels = Array(repeating: value, count: width * height)
+    }
+
+    /// An image from row-major levels.
+    public init(width: Int, height: Int, pixels: [Float]) {
+        precondition(pixels.count == width * height, "one level per pixel")
+        self.width = width
+        self.height = height
+        self.pixels = pixels
+    }
+
+    /// The luma of any ``ImageBuffer`` (converted to gray8 first when it is not gray).
+    public init(_ buffer: ImageBuffer) throws(ImageError) {
+        let gray = buffer.format == .gray8 ? buffer : try buffer.converted(to: .gray8)
+        self.init(width: gray.size.width, height: gray.size.height, pixels: gray.bytes.map(Float.init))
+    }
+
+    public var size: ImageSize { ImageSize(width: width, height: height) }
+
+    @inlinable
+    public subscript(x: Int, y: Int) -> Float {
+        get { pixels[y * width + x] }
+        set { pixels[y * width + x] = newValue }
+    }
+
+    /// Bilinear sample at (x, y) in pixel-centre coordinates, clamped to the image.
+    @inlinable
+    public func sample(_ x: Double, _ y: Double) -> Float {
+        let cx = min(max(x, 0), Double(width - 1)), cy = min(max(y, 0), Double(height - 1))
+        let x0 = min(Int(cx), width - 2), y0 = min(Int(cy), height - 2)
+        let fx = Float(cx - Double(x0)), fy = Float(cy - Double(y0))
+        let i = y0 * width + x0
+        let top = pixels[i] + (pixels[i + 1] - pixels[i]) * fx
+        let bottom = pixels[i + width] + (pixels[i + width + 1] - pixels[i + width]) * fx
+        return top + (bottom - top) * fy
+    }
+
+    /// This image blurred by a Gaussian of standard deviation `sigma` pixels
+    /// (separable kernel truncated at 3σ, borders replicated).
+    public func gaussianBlurred(sigma: Double) -> GrayImage {
+        guard sigma > 0, width > 0, height > 0 else { return self }
+        let radius = max(1, Int((3 * sigma).rounded(.up)))
+        var kernel = (-radius...radius).map { Float(exp(-Double($0 * $0) / (2 * sigma * sigma))) }
+        let total = kernel.reduce(0, +)
+        kernel = kernel.map { $0 / total }
+        var temp = [Float](repeating: 0, count: pixels.count)
+        var out = [Float](repeating: 0, count: pixels.count)
+        let w = width, h = height
+        pixels.withUnsafeBufferPointer { src in
+            temp.withUnsafeMutableBufferPointer { dst in
+                kernel.withUnsafeBufferPointer { k in
+                    for y in 0..<h {
+                        let row = y * w
+                        for x in 0..<w {
+                            var s: Float = 0
+                            if x >= radius && x < w - radius {
+                                for t in 0..<k.count { s += k[t] * src[row + x - radius + t] }
+                            } else {
+                                for t in 0..<k.count { s += k[t] * src[row + min(max(x - radius + t, 0), w - 1)] }
+                            }
+                            dst[row + x] = s
+                        }
+                    }
+                }
+            }
+        }
+        temp.withUnsafeBufferPointer { src in
+            out.withUnsafeMutableBufferPointer { dst in
+                kernel.withUnsafeBufferPointer { k in
+                    for y in 0..<h {
+                        for x in 0..<w {
+                            var s: Float = 0
+                            for t in 0..<k.count {
+                                let yy = min(max(y - radius + t, 0), h - 1)
+                                s += k[t] * src[yy * w + x]
+                            }
+                            dst[y * w + x] = s
+                        }
+                    }
+                }
+            }
+        }
+        return GrayImage(width: w, height: h, pixels: out)
+    }
+
+    /// Half the size in each dimension, each output pixel the mean of a 2 × 2 block.
+    public func halved() -> GrayImage {
+        let w = width / 2, h = height / 2
+        var out = GrayImage(width: w, height: h)
+        for y in 0..<h {
+            for x in 0..<w {
+                let i = 2 * y * width + 2 * x
+                out.pixels[y * w + x] = (pixels[i] + pixels[i + 1] + pixels[i + width] + pixels[i + width + 1]) * 0.25
+            }
+        }
+        return out
+    }
+}
+
