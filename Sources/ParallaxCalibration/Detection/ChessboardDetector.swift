@@ -104,7 +104,7 @@ public struct ChessboardDetector: Sendable {
         for seed in positions.indices {
             if late() { return .failure(.timeBudgetExceeded(seconds: timeBudgetSeconds)) }
             if seeded[seed] { continue }
-            guard let grid = growGrid(seed: seed, positions: positions, neighbours: neighbours, deadline: deadline, clock: clock) else { continue }
+            guard let grid = growGrid(seed: seed, positions: positions, responses: candidates.map(\.response), neighbours: neighbours, deadline: deadline, clock: clock) else { continue }
             for index in grid.values { seeded[index] = true }
             largest = max(largest, grid.count)
 
@@ -241,7 +241,7 @@ public struct ChessboardDetector: Sendable {
         func moved(_ di: Int, _ dj: Int) -> Cell { Cell(i: i + di, j: j + dj) }
     }
 
-    private func growGrid(seed: Int, positions: [SIMD2<Double>], neighbours: [[Int]],
+    private func growGrid(seed: Int, positions: [SIMD2<Double>], responses: [Float], neighbours: [[Int]],
                           deadline: ContinuousClock.Instant, clock: ContinuousClock) -> [Cell: Int]? {
         let p0 = positions[seed]
         guard let a = neighbours[seed].first else { return nil }
@@ -258,6 +258,9 @@ public struct ChessboardDetector: Sendable {
         guard let b else { return nil }
         var grid: [Cell: Int] = [Cell(i: 0, j: 0): seed, Cell(i: 1, j: 0): a, Cell(i: 0, j: 1): b]
         var used: Set<Int> = [seed, a, b]
+        // Corners of one board respond alike (within the lighting and blur across it); a candidate
+        // far weaker than the seed's neighbourhood is background texture.
+        let responseFloor = 0.1 * min(responses[seed], responses[a], responses[b])
         let maxExtent = max(board.columns, board.rows) + 2
 
         func position(_ c: Cell) -> SIMD2<Double>? { grid[c].map { positions[$0] } }
@@ -291,8 +294,8 @@ public struct ChessboardDetector: Sendable {
             changed = false
             if clock.now > deadline { return nil }
             let cells = Array(grid.keys)
-            let iRange = (cells.map(\.i).min() ?? 0, cells.map(\.i).max() ?? 0)
-            let jRange = (cells.map(\.j).min() ?? 0, cells.map(\.j).max() ?? 0)
+            var iLow = cells.map(\.i).min() ?? 0, iHigh = cells.map(\.i).max() ?? 0
+            var jLow = cells.map(\.j).min() ?? 0, jHigh = cells.map(\.j).max() ?? 0
             var frontier = Set<Cell>()
             for c in cells {
                 for (di, dj) in [(1, 0), (-1, 0), (0, 1), (0, -1)] {
@@ -301,13 +304,17 @@ public struct ChessboardDetector: Sendable {
                 }
             }
             for target in frontier.sorted(by: { ($0.j, $0.i) < ($1.j, $1.i) }) {
+                // Never let the grid span more than the board plus a stray row or column on each side.
+                if max(iHigh, target.i) - min(iLow, target.i) + 1 > maxExtent || max(jHigh, target.j) - min(jLow, target.j) + 1 > maxExtent {
+                    continue
+                }
                 guard let (guess, radius) = predict(target) else { continue }
                 var bestIndex: Int?
                 var bestDistance = radius
                 // Candidates near the guess: neighbours of the known cells around the target.
                 for (di, dj) in [(1, 0), (-1, 0), (0, 1), (0, -1)] {
                     guard let known = grid[target.moved(di, dj)] else { continue }
-                    for n in neighbours[known] where !used.contains(n) {
+                    for n in neighbours[known] where !used.contains(n) && responses[n] >= responseFloor {
                         let d = length(positions[n] - guess)
                         if d < bestDistance { bestDistance = d; bestIndex = n }
                     }
@@ -316,11 +323,10 @@ public struct ChessboardDetector: Sendable {
                     grid[target] = index
                     used.insert(index)
                     changed = true
+                    iLow = min(iLow, target.i); iHigh = max(iHigh, target.i)
+                    jLow = min(jLow, target.j); jHigh = max(jHigh, target.j)
                 }
             }
-            let spanI = max(iRange.1, grid.keys.map(\.i).max() ?? 0) - min(iRange.0, grid.keys.map(\.i).min() ?? 0) + 1
-            let spanJ = max(jRange.1, grid.keys.map(\.j).max() ?? 0) - min(jRange.0, grid.keys.map(\.j).min() ?? 0) + 1
-            if spanI > maxExtent || spanJ > maxExtent { return grid }
         }
         return grid
     }
@@ -329,27 +335,37 @@ public struct ChessboardDetector: Sendable {
 
     /// The corners in board order, or `nil` when the grid is not exactly the board.
     private func order(grid fullGrid: [Cell: Int], positions: [SIMD2<Double>], responses: [Float], image: GrayImage) -> [SIMD2<Double>]? {
-        guard fullGrid.count >= board.cornerCount else { return nil }
+        // A corner or two the candidate search missed (a blurred or glare-hit corner) may be filled by
+        // prediction from its neighbours; the refinement then finds it in the image.
+        let allowedHoles = 2
+        guard fullGrid.count >= board.cornerCount - allowedHoles else { return nil }
         // The board is the one completely filled window of its size; stray points that
         // joined the grid outside it (background texture near the board) are dropped.
         let iMinAll = fullGrid.keys.map(\.i).min() ?? 0, iMaxAll = fullGrid.keys.map(\.i).max() ?? 0
         let jMinAll = fullGrid.keys.map(\.j).min() ?? 0, jMaxAll = fullGrid.keys.map(\.j).max() ?? 0
-        var windows: [(i: Int, j: Int, ni: Int, nj: Int)] = []
+        var windows: [(i: Int, j: Int, ni: Int, nj: Int, holes: [Cell])] = []
         let shapes = board.columns == board.rows ? [(board.columns, board.rows)] : [(board.columns, board.rows), (board.rows, board.columns)]
         for (wi, wj) in shapes {
             guard iMaxAll - iMinAll + 1 >= wi, jMaxAll - jMinAll + 1 >= wj else { continue }
             for i0 in iMinAll...(iMaxAll - wi + 1) {
                 for j0 in jMinAll...(jMaxAll - wj + 1) {
-                    var full = true
-                    check: for j in j0..<(j0 + wj) { for i in i0..<(i0 + wi) where fullGrid[Cell(i: i, j: j)] == nil { full = false; break check } }
-                    if full { windows.append((i0, j0, wi, wj)) }
+                    var holes: [Cell] = []
+                    check: for j in j0..<(j0 + wj) {
+                        for i in i0..<(i0 + wi) where fullGrid[Cell(i: i, j: j)] == nil {
+                            holes.append(Cell(i: i, j: j))
+                            if holes.count > allowedHoles { break check }
+                        }
+                    }
+                    if holes.count <= allowedHoles { windows.append((i0, j0, wi, wj, holes)) }
                 }
             }
         }
+        let fewestHoles = windows.map(\.holes.count).min() ?? 0
+        windows = windows.filter { $0.holes.count == fewestHoles }
         // Several full windows: a row of T-junctions along the board's edge (where the outer squares meet a
         // frame) can pass for corners. Those respond far less than true X-corners, so the window with the
         // strongest total response wins if what it leaves out is clearly weaker than what it keeps.
-        func cells(_ w: (i: Int, j: Int, ni: Int, nj: Int)) -> [Int] {
+        func cells(_ w: (i: Int, j: Int, ni: Int, nj: Int, holes: [Cell])) -> [Int] {
             var out: [Int] = []
             for j in w.j..<(w.j + w.nj) { for i in w.i..<(w.i + w.ni) { if let index = fullGrid[Cell(i: i, j: j)] { out.append(index) } } }
             return out
@@ -363,12 +379,32 @@ public struct ChessboardDetector: Sendable {
             let others = Set(ranked.dropFirst().flatMap { cells($0.0) }).subtracting(kept)
             guard mean(Array(others)) < 0.5 * best.1 else { return nil }
         }
-        var grid: [Cell: Int] = [:]
-        for j in window.j..<(window.j + window.nj) { for i in window.i..<(window.i + window.ni) { grid[Cell(i: i, j: j)] = fullGrid[Cell(i: i, j: j)] } }
+        var points: [Cell: SIMD2<Double>] = [:]
+        for j in window.j..<(window.j + window.nj) {
+            for i in window.i..<(window.i + window.ni) {
+                if let index = fullGrid[Cell(i: i, j: j)] { points[Cell(i: i, j: j)] = positions[index] }
+            }
+        }
+        for hole in window.holes {
+            // Parallelogram or straight-line completion from known neighbours.
+            var guess: SIMD2<Double>?
+            for (di, dj) in [(1, 0), (-1, 0), (0, 1), (0, -1)] {
+                if let a = points[hole.moved(di, dj)], let b = points[hole.moved(2 * di, 2 * dj)] { guess = 2 * a - b; break }
+            }
+            if guess == nil {
+                for (di, dj) in [(1, 1), (1, -1), (-1, 1), (-1, -1)] {
+                    if let d = points[hole.moved(di, dj)], let a = points[hole.moved(di, 0)], let b = points[hole.moved(0, dj)] {
+                        guess = a + b - d; break
+                    }
+                }
+            }
+            guard let guess else { return nil }
+            points[hole] = guess
+        }
         let iMin = window.i, jMin = window.j, ni = window.ni, nj = window.nj
         // table[j][i] (j rows, i columns) in grid coordinates.
         var table = [[SIMD2<Double>]](repeating: [SIMD2<Double>](repeating: .zero, count: ni), count: nj)
-        for (cell, index) in grid { table[cell.j - jMin][cell.i - iMin] = positions[index] }
+        for (cell, point) in points { table[cell.j - jMin][cell.i - iMin] = point }
         var candidates: [[[SIMD2<Double>]]] = []
         // Every arrangement of the table with `columns` per row: identity/transposed × 4 rotations.
         var arrangements: [[[SIMD2<Double>]]] = []
