@@ -12,6 +12,8 @@ struct ParallaxCommand: AsyncParsableCommand {
         subcommands: [
             DemoCommand.self,
             RectificationCommand.self,
+            CalibrateCommand.self,
+            TargetCommand.self,
         ]
     )
 }

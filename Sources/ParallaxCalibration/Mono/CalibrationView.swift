@@ -19,10 +19,15 @@ public struct RejectedView: Hashable, Sendable, CustomStringConvertible {
     public var name: String
     /// Why, in words a user can act on.
     public var reason: String
+    /// For a stereo pair (or one file of it): the left and right files, when known.
+    public var left: String?
+    public var right: String?
 
-    public init(name: String, reason: String) {
+    public init(name: String, reason: String, left: String? = nil, right: String? = nil) {
         self.name = name
         self.reason = reason
+        self.left = left
+        self.right = right
     }
 
     public var description: String { "\(name): \(reason)" }

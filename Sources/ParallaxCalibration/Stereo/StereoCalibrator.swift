@@ -115,12 +115,12 @@ public struct StereoCalibrator: Sendable {
         for pair in input {
             guard let l = leftIndex[pair.left.name] else {
                 let reason = leftMono.rejected.first { $0.name == pair.left.name }?.reason ?? "left view rejected"
-                rejected.append(RejectedView(name: pair.name, reason: "left: \(reason)"))
+                rejected.append(RejectedView(name: pair.name, reason: "left: \(reason)", left: pair.left.name, right: pair.right.name))
                 continue
             }
             guard let r = rightIndex[pair.right.name] else {
                 let reason = rightMono.rejected.first { $0.name == pair.right.name }?.reason ?? "right view rejected"
-                rejected.append(RejectedView(name: pair.name, reason: "right: \(reason)"))
+                rejected.append(RejectedView(name: pair.name, reason: "right: \(reason)", left: pair.left.name, right: pair.right.name))
                 continue
             }
             pairs.append(pair)
@@ -159,7 +159,8 @@ public struct StereoCalibrator: Sendable {
                 rejected.append(RejectedView(
                     name: pairs[i].name,
                     reason: "outlier pair: stereo reprojection RMS \(formatPixels(pairRMS[i])) px is above \(formatPixels(limit)) px "
-                        + "(\(outlierFactor)× the median pair's \(formatPixels(median)) px); the two images may not be simultaneous"))
+                        + "(\(outlierFactor)× the median pair's \(formatPixels(median)) px); the two images may not be simultaneous",
+                    left: pairs[i].left.name, right: pairs[i].right.name))
                 pairs.remove(at: i)
                 state.poses.remove(at: i)
             }
