@@ -68,7 +68,7 @@ let package = Package(
         .testTarget(name: "ParallaxImageTests", dependencies: ["ParallaxImage", "ParallaxGeometry"]),
         .testTarget(name: "ParallaxCaptureTests", dependencies: ["ParallaxCapture", "ParallaxTestSupport"]),
         .testTarget(name: "ParallaxCalibrationTests", dependencies: ["ParallaxCalibration", "ParallaxTestSupport"]),
-        .testTarget(name: "ParallaxCLITests", dependencies: ["parallax"]),
+        .testTarget(name: "ParallaxCLITests", dependencies: ["parallax", "ParallaxGeometry"]),
     ],
     swiftLanguageModes: [.v6]
 )

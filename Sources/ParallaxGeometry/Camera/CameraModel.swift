@@ -161,36 +161,50 @@ public struct CameraModel: Hashable, Sendable {
     public func invertibility(samples: Int = 33) -> Invertibility {
         let n = max(samples, 2)
         var failures: [SIMD2<Double>] = []
-        var maxRadius = 0.0
+        var maxAngle = 0.0
         for j in 0..<n {
             for i in 0..<n {
                 let pixel = SIMD2(
                     -0.5 + Double(size.width) * Double(i) / Double(n - 1),
                     -0.5 + Double(size.height) * Double(j) / Double(n - 1))
                 do {
-                    let p = try normalizedCoordinates(ofPixel: pixel)
-                    maxRadius = max(maxRadius, length(p))
+                    let ray = try ray(throughPixel: pixel)
+                    maxAngle = max(maxAngle, _atan2(length(SIMD2(ray.x, ray.y)), ray.z))
                 } catch {
                     failures.append(pixel)
                 }
             }
         }
-        // Radial monotonicity along the axes' directions up to the largest radius used.
-        if failures.isEmpty, case .brownConrady(let model) = distortion {
+        // Monotonicity along rays from the centre, up to the widest angle used.
+        if failures.isEmpty {
             let steps = 256
-            for direction in [SIMD2(1.0, 0), SIMD2(0, 1.0), SIMD2(0.7071067811865476, 0.7071067811865476),
-                              SIMD2(-0.7071067811865476, 0.7071067811865476)] {
-                for s in 1...steps {
-                    let p = direction * (maxRadius * Double(s) / Double(steps))
-                    let (_, jx, jy) = model.distortWithJacobian(p)
-                    if jx.x * jy.y - jx.y * jy.x <= 0 {
-                        failures.append(pixel(fromNormalized: p))
-                        break
+            let diagonals = [SIMD2(1.0, 0), SIMD2(0, 1.0), SIMD2(-1.0, 0), SIMD2(0, -1.0),
+                             SIMD2(0.7071067811865476, 0.7071067811865476), SIMD2(-0.7071067811865476, 0.7071067811865476),
+                             SIMD2(0.7071067811865476, -0.7071067811865476), SIMD2(-0.7071067811865476, -0.7071067811865476)]
+            switch distortion {
+            case .none:
+                break
+            case .brownConrady(let model):
+                let maxRadius = _tan(min(maxAngle, 1.55))
+                for direction in diagonals {
+                    for s in 1...steps {
+                        let p = direction * (maxRadius * Double(s) / Double(steps))
+                        let (_, jx, jy) = model.distortWithJacobian(p)
+                        if jx.x * jy.y - jx.y * jy.x <= 0 {
+                            failures.append(pixel(fromNormalized: p))
+                            break
+                        }
                     }
+                }
+            case .kannalaBrandt(let model):
+                for s in 1...steps where model.distortedAngleDerivative(maxAngle * Double(s) / Double(steps)) <= 0 {
+                    let theta = maxAngle * Double(s) / Double(steps)
+                    failures.append(intrinsics.pixel(fromNormalized: SIMD2(model.distortedAngle(theta), 0)))
+                    break
                 }
             }
         }
-        return Invertibility(failingPixels: failures, maximumNormalizedRadius: maxRadius)
+        return Invertibility(failingPixels: failures, maximumAngle: maxAngle)
     }
 
     /// The field of view through the lens, from the rays through the middles
@@ -240,8 +254,8 @@ public struct CameraModel: Hashable, Sendable {
 public struct Invertibility: Hashable, Sendable {
     /// Sampled pixels where the model could not be inverted or folds.
     public var failingPixels: [SIMD2<Double>]
-    /// The largest undistorted normalized radius reached over the image.
-    public var maximumNormalizedRadius: Double
+    /// The largest angle, in radians, between the optical axis and a ray through a sampled pixel.
+    public var maximumAngle: Double
     /// True when no sample failed.
     public var isInvertible: Bool { failingPixels.isEmpty }
 }

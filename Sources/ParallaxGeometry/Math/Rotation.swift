@@ -37,25 +37,23 @@ extension Matrix3x3 {
             // θ ≈ 0: sin θ ≈ θ, so the antisymmetric part already is the vector.
             return antisymmetric
         }
-        // θ ≈ π: R ≈ 2 k kᵀ − I, so k kᵀ = (R + I) / 2.
-        let b = (self + .identity) * 0.5
-        var axis = SIMD3(b.row0.x, b.row1.y, b.row2.z).replacing(with: 0, where: SIMD3(b.row0.x, b.row1.y, b.row2.z) .< 0)
-        axis = SIMD3(axis.x.squareRoot(), axis.y.squareRoot(), axis.z.squareRoot())
-        // Fix relative signs from the off-diagonal terms, anchored on the largest component.
-        if axis.x >= axis.y && axis.x >= axis.z {
-            if b.row0.y < 0 { axis.y = -axis.y }
-            if b.row0.z < 0 { axis.z = -axis.z }
-        } else if axis.y >= axis.z {
-            if b.row0.y < 0 { axis.x = -axis.x }
-            if b.row1.z < 0 { axis.z = -axis.z }
-        } else {
-            if b.row0.z < 0 { axis.x = -axis.x }
-            if b.row1.z < 0 { axis.y = -axis.y }
-        }
+        // θ near π: the antisymmetric part vanishes, so take the axis from the
+        // symmetric part, R + Rᵀ = 2c I + 2(1 − c) k kᵀ. The largest diagonal
+        // term gives one component precisely; the off-diagonal terms give the
+        // others without a square root's loss of precision.
         let theta = _atan2(s, c)
-        // Keep the sign convention of the small antisymmetric part when it is informative.
+        let scale = 1 - c
+        let diagonal = SIMD3(row0.x - c, row1.y - c, row2.z - c) / scale
+        let j = diagonal.x >= diagonal.y && diagonal.x >= diagonal.z ? 0 : (diagonal.y >= diagonal.z ? 1 : 2)
+        var axis = SIMD3<Double>.zero
+        axis[j] = max(diagonal[j], 0).squareRoot()
+        for i in 0..<3 where i != j {
+            axis[i] = (self[i, j] + self[j, i]) * 0.5 / (scale * axis[j])
+        }
+        axis = normalize(axis)
+        // The sign of the axis is fixed by the (small) antisymmetric part.
         if dot(axis, antisymmetric) < 0 { axis = -axis }
-        return normalize(axis) * theta
+        return axis * theta
     }
 
     /// The rotation of `angle` radians about the x axis (right-handed).

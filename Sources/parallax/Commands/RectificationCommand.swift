@@ -1,17 +1,129 @@
 import ArgumentParser
+import Foundation
 import ParallaxGeometry
 
-/// `parallax rectification`: prints R1, R2, P1, P2, Q and the valid-pixel ROIs.
+/// `parallax rectification`: prints R1, R2, P1, P2, Q and the valid-pixel ROIs
+/// of a calibration, in OpenCV's conventions.
 struct RectificationCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "rectification",
-        abstract: "Compute the stereo rectification (R1, R2, P1, P2, Q, ROIs) of a calibration.")
+        abstract: "Compute the stereo rectification (R1, R2, P1, P2, Q, ROIs) of a calibration.",
+        discussion: """
+            The numbers follow OpenCV's stereoRectify (fisheye rigs: fisheye.stereoRectify), \
+            so they can be compared with it directly. Matrices print row-major.
+            """)
 
     @Option(name: .long, help: "Calibration file (Parallax JSON).")
     var calibration: String
 
-    func run() throws {
-        let calibration = try StereoCalibration(contentsOfFile: calibration)
-        print(calibration.baseline)
+    @Option(name: .long, help: "Free scaling: 0 keeps only valid pixels, 1 keeps all source pixels; omit for OpenCV's -1 (no scaling). Fisheye rigs: the balance.")
+    var alpha: Double?
+
+    @Option(name: .long, help: "Distance of the zero-parallax plane, in the calibration's units (for example 1500 for 1.5 m with a millimetre target). Accepts a unit suffix: 1.5m, 150cm, 1500mm.")
+    var convergence: String?
+
+    @Option(name: .long, help: "Rectified image size, WxH (default: the calibration's image size).")
+    var size: String?
+
+    @Flag(name: .long, help: "Keep each camera's own principal point across the baseline (OpenCV flags without CALIB_ZERO_DISPARITY).")
+    var noZeroDisparity = false
+
+    @Flag(name: .long, help: "Print one JSON object instead of a readable listing.")
+    var json = false
+
+    func validate() throws {
+        if let size, ImageSize(parsing: size) == nil {
+            throw ValidationError("--size must look like 1280x720, got '\(size)'")
+        }
+        if let alpha, !(alpha.isFinite) || (alpha < 0 && alpha != -1) {
+            throw ValidationError("--alpha must be between 0 and 1 (or -1 for no scaling), got \(alpha)")
+        }
+        if let convergence { _ = try Self.parseDistance(convergence) }
     }
+
+    func run() throws {
+        let calibration: StereoCalibration
+        do {
+            calibration = try StereoCalibration(contentsOfFile: self.calibration)
+        } catch {
+            throw CLIError(error.description)
+        }
+        let options = RectificationOptions(
+            alpha: alpha.flatMap { $0 < 0 ? nil : $0 },
+            outputSize: size.flatMap(ImageSize.init(parsing:)),
+            zeroDisparity: !noZeroDisparity)
+        var rectification: StereoRectification
+        do {
+            rectification = try calibration.rectification(options)
+        } catch {
+            throw CLIError("\(self.calibration): \(error)")
+        }
+        if let convergence {
+            rectification = rectification.converged(atDistance: try Self.parseDistance(convergence))
+        }
+        if json {
+            print(Self.jsonObject(rectification).serialized(indent: 0))
+        } else {
+            print(Self.readable(rectification, calibration: calibration))
+        }
+    }
+
+    /// A distance in the calibration's units; `m`, `cm` and `mm` suffixes
+    /// convert assuming the calibration is in millimetres, which is how
+    /// `parallax calibrate` writes it for a square size given in mm.
+    static func parseDistance(_ text: String) throws -> Double {
+        let units: [(String, Double)] = [("mm", 1), ("cm", 10), ("m", 1000)]
+        var value = text.trimmingCharacters(in: .whitespaces)
+        var factor = 1.0
+        for (suffix, f) in units where value.hasSuffix(suffix) {
+            value = String(value.dropLast(suffix.count))
+            factor = f
+            break
+        }
+        guard let number = Double(value), number.isFinite, number > 0 else {
+            throw ValidationError("--convergence must be a positive distance such as 1500, 1.5m or 150cm, got '\(text)'")
+        }
+        return number * factor
+    }
+
+    static func jsonObject(_ r: StereoRectification) -> JSONValue {
+        var object = JSONObject([
+            ("R1", .array(r.r1.rowMajor.map(JSONValue.number))),
+            ("R2", .array(r.r2.rowMajor.map(JSONValue.number))),
+            ("P1", .array(r.p1.rowMajor.map(JSONValue.number))),
+            ("P2", .array(r.p2.rowMajor.map(JSONValue.number))),
+            ("Q", .array(r.q.rowMajor.map(JSONValue.number))),
+            ("roi1", .array(r.roi1.array.map { .number(Double($0)) })),
+            ("roi2", .array(r.roi2.array.map { .number(Double($0)) })),
+            ("size", .array([.number(Double(r.size.width)), .number(Double(r.size.height))])),
+            ("layout", .string(r.layout.rawValue)),
+        ])
+        object["convergence_distance"] = r.convergenceDistance.map(JSONValue.number) ?? .null
+        return .object(object)
+    }
+
+    static func readable(_ r: StereoRectification, calibration: StereoCalibration) -> String {
+        func rows(_ values: [Double], columns: Int) -> String {
+            stride(from: 0, to: values.count, by: columns).map { start in
+                "  [" + values[start..<start + columns].map { String(format: "%14.6f", $0) }.joined(separator: " ") + " ]"
+            }.joined(separator: "\n")
+        }
+        var lines = [
+            "layout: \(r.layout.rawValue), rectified size \(r.size), focal length \(String(format: "%.3f", r.focalLength)) px, baseline \(String(format: "%.4f", abs(r.signedBaseline)))",
+        ]
+        if let d = r.convergenceDistance {
+            lines.append("convergence plane at \(d) (shift \(String(format: "%.3f", 2 * r.convergenceShift)) px in total)")
+        }
+        lines += ["R1 =", rows(r.r1.rowMajor, columns: 3), "R2 =", rows(r.r2.rowMajor, columns: 3),
+                  "P1 =", rows(r.p1.rowMajor, columns: 4), "P2 =", rows(r.p2.rowMajor, columns: 4),
+                  "Q =", rows(r.q.rowMajor, columns: 4),
+                  "roi1 = \(r.roi1.array)  (x, y, width, height)", "roi2 = \(r.roi2.array)"]
+        return lines.joined(separator: "\n")
+    }
+}
+
+/// A failure the CLI reports as one line on stderr, exiting with status 1.
+struct CLIError: Error, CustomStringConvertible {
+    let description: String
+    init(_ message: String) { description = message }
 }

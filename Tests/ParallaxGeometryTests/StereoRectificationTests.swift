@@ -1,0 +1,94 @@
+import ParallaxGeometry
+import Testing
+
+/// R1, R2, P1, P2, Q and ROIs against `cv2.stereoRectify` (fixture made by make_fixtures.py).
+@Suite struct StereoRectificationTests {
+    static let reference = Result { try Fixtures.json("stereo-rectify-reference") }
+
+    @Test func matchesOpenCVStereoRectifyForEveryRecordedCase() throws {
+        let reference = try Self.reference.get()
+        let cases = try #require(reference.object?["cases"]?.array)
+        #expect(cases.count >= 17)
+        for entry in cases {
+            let o = try #require(entry.object)
+            let rigName = try #require(o["rig"]?.string)
+            let calibration = try Fixtures.rig(rigName, in: reference)
+            let alpha = try #require(o["alpha"]?.number)
+            let newSize = try Fixtures.numbers(o["new_size"])
+            let options = RectificationOptions(
+                alpha: alpha < 0 ? nil : alpha,
+                outputSize: newSize[0] * newSize[1] > 0 ? ImageSize(width: Int(newSize[0]), height: Int(newSize[1])) : nil,
+                zeroDisparity: o["zero_disparity"] == .bool(true))
+            let r = try calibration.rectification(options)
+            let label = "\(rigName) alpha \(alpha) size \(newSize) zeroDisparity \(options.zeroDisparity)"
+            // 1e-6 relative per entry; entries that are zero in OpenCV's output
+            // (or tiny rotation terms) get a floor of 1e-6 of the matrix's unit scale.
+            expectClose(r.r1.rowMajor, try Fixtures.numbers(o["R1"]), relative: 1e-6, "\(label) R1")
+            expectClose(r.r2.rowMajor, try Fixtures.numbers(o["R2"]), relative: 1e-6, "\(label) R2")
+            expectClose(r.p1.rowMajor, try Fixtures.numbers(o["P1"]), relative: 1e-6, "\(label) P1")
+            expectClose(r.p2.rowMajor, try Fixtures.numbers(o["P2"]), relative: 1e-6, "\(label) P2")
+            expectClose(r.q.rowMajor, try Fixtures.numbers(o["Q"]), relative: 1e-6, floorScale: 1e-3, "\(label) Q")
+            for (mine, key) in [(r.roi1, "roi1"), (r.roi2, "roi2")] {
+                let expected = try Fixtures.numbers(o[key]).map { Int($0) }
+                for (a, e) in zip(mine.array, expected) {
+                    #expect(abs(a - e) <= 1, "\(label) \(key): \(mine.array) vs OpenCV \(expected)")
+                }
+            }
+        }
+    }
+
+    @Test func matchesOpenCVFisheyeStereoRectify() throws {
+        let reference = try Self.reference.get()
+        let cases = try #require(reference.object?["fisheye_cases"]?.array)
+        #expect(cases.count == 3)
+        let calibration = try Fixtures.rig("fisheye", in: reference)
+        for entry in cases {
+            let o = try #require(entry.object)
+            let balance = try #require(o["balance"]?.number)
+            let r = try calibration.rectification(RectificationOptions(alpha: balance))
+            expectClose(r.r1.rowMajor, try Fixtures.numbers(o["R1"]), relative: 1e-6, "fisheye \(balance) R1")
+            expectClose(r.r2.rowMajor, try Fixtures.numbers(o["R2"]), relative: 1e-6, "fisheye \(balance) R2")
+            expectClose(r.p1.rowMajor, try Fixtures.numbers(o["P1"]), relative: 1e-6, "fisheye \(balance) P1")
+            expectClose(r.p2.rowMajor, try Fixtures.numbers(o["P2"]), relative: 1e-6, "fisheye \(balance) P2")
+            expectClose(r.q.rowMajor, try Fixtures.numbers(o["Q"]), relative: 1e-6, floorScale: 1e-3, "fisheye \(balance) Q")
+        }
+    }
+
+    @Test func verticalRigIsDetectedAndRowsBecomeColumns() throws {
+        let calibration = try Fixtures.rig("vertical", in: try Self.reference.get())
+        let r = try calibration.rectification()
+        #expect(r.layout == .vertical)
+        // A point seen by both rectified cameras lands on the same column.
+        let point = SIMD3(120.0, -80, 1500)
+        let (l, rr) = try #require(r.project(r.r1 * point))
+        // r.project takes left-rectified-frame points; the right view is P2 applied to the same point.
+        #expect(abs(l.x - rr.x) < 1e-9)
+    }
+
+    @Test func rectifiedCorrespondencesShareARow() throws {
+        // Project scene points through the real (distorted) cameras, then map
+        // them through the exact undistortion and R/P: rows must agree.
+        let calibration = try Fixtures.rig("rotated", in: try Self.reference.get())
+        let r = try calibration.rectification(RectificationOptions(alpha: 0))
+        for point in [SIMD3(-200.0, -150, 1200), SIMD3(300, 100, 900), SIMD3(0, 0, 3000), SIMD3(150, 220, 1800)] {
+            let leftPixel = try #require(calibration.left.project(point))
+            let rightPixel = try #require(calibration.right.project(calibration.extrinsics.apply(point)))
+            let ln = try calibration.left.normalizedCoordinates(ofPixel: leftPixel)
+            let rn = try calibration.right.normalizedCoordinates(ofPixel: rightPixel)
+            let lr = r.p1.leftBlock * (r.r1 * ln.homogeneous)
+            let rr = r.p2.leftBlock * (r.r2 * rn.homogeneous)
+            #expect(abs(lr.y / lr.z - rr.y / rr.z) < 1e-6, "vertical disparity for \(point)")
+        }
+    }
+
+    @Test func zeroBaselineAndMismatchedSizesAreTypedErrors() throws {
+        let camera = CameraModel(size: ImageSize(width: 640, height: 480),
+                                 intrinsics: CameraIntrinsics(fx: 500, fy: 500, cx: 320, cy: 240))
+        let same = StereoCalibration(left: camera, right: camera, extrinsics: .identity)
+        #expect(throws: RectificationError.zeroBaseline) { try same.rectification() }
+        var other = camera
+        other.size = ImageSize(width: 320, height: 240)
+        let mixed = StereoCalibration(left: camera, right: other, extrinsics: RigidTransform(translation: SIMD3(-60, 0, 0)))
+        #expect(throws: RectificationError.sizeMismatch(left: camera.size, right: other.size)) { try mixed.rectification() }
+    }
+}
