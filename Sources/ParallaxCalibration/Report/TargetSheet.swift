@@ -1,7 +1,7 @@
 /// A printable chessboard as SVG at true physical size.
 ///
 /// The sheet is A4 or US Letter (portrait, or landscape when the board is wider
-/// than tall); the board is centred with a white margin of one square or more,
+/// than tall); the board is centred with a white margin of at least 6 mm,
 /// and a caption and a 50 mm check bar let the user verify the print scale (print
 /// at 100 %, "actual size"). The top-left square is dark, so the square between the
 /// first four inner corners is dark too — the colour rule the detector uses to
@@ -49,10 +49,12 @@ public enum TargetSheet {
         let s = board.squareSize * perUnit
         let squaresX = board.columns + 1, squaresY = board.rows + 1
         let boardW = Double(squaresX) * s, boardH = Double(squaresY) * s
-        let quiet = max(s, 8.0)  // white border the detector needs around the squares
+        // White border around the squares: the outer corners need light beyond them, and printers
+        // leave about 5 mm unprinted at the paper's edge.
+        let quiet = max(0.3 * s, 6.0)
         var (pw, ph) = paper.size
         if boardW > boardH { (pw, ph) = (ph, pw) }
-        let captionSpace = 16.0
+        let captionSpace = 8.0
         guard boardW + 2 * quiet <= pw, boardH + 2 * quiet + captionSpace <= ph else {
             throw .doesNotFit(boardWidth: boardW + 2 * quiet, boardHeight: boardH + 2 * quiet, paper: paper)
         }
@@ -65,7 +67,7 @@ public enum TargetSheet {
                 out += "<rect x=\"\(SVGDocument.f(x0 + Double(i) * s))\" y=\"\(SVGDocument.f(y0 + Double(j) * s))\" width=\"\(SVGDocument.f(s))\" height=\"\(SVGDocument.f(s))\" fill=\"black\"/>\n"
             }
         }
-        let cy = y0 + boardH + quiet * 0.5 + 6
+        let cy = y0 + boardH + 4.5
         let caption = "Parallax chessboard: \(board.columns)x\(board.rows) inner corners, square \(board.squareSize)\(board.unit). Print at 100 %; the bar is 50 mm."
         out += "<text x=\"\(SVGDocument.f(x0))\" y=\"\(SVGDocument.f(cy))\" font-family=\"sans-serif\" font-size=\"3.2\" fill=\"#444\">\(SVGDocument.escape(caption))</text>\n"
         out += "<rect x=\"\(SVGDocument.f(x0))\" y=\"\(SVGDocument.f(cy + 2))\" width=\"50\" height=\"1.5\" fill=\"#444\"/>\n"
