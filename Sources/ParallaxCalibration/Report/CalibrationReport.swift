@@ -18,8 +18,8 @@ public enum CalibrationReport {
     public static func residualsPerView(_ result: StereoCalibrationResult) -> String {
         let n = result.pairs.count
         let barWidth = 10.0, gap = 8.0
-        let margin = (left: 60.0, right: 20.0, top: 30.0, bottom: 120.0)
-        let plotWidth = max(Double(n) * (2 * barWidth + gap), 200)
+        let margin = (left: 60.0, right: 20.0, top: 46.0, bottom: 100.0)
+        let plotWidth = max(Double(n) * (2 * barWidth + gap), 480)
         let plotHeight = 260.0
         var svg = SVGDocument(width: margin.left + plotWidth + margin.right, height: margin.top + plotHeight + margin.bottom)
         let viewRMS: [(Double, Double)] = (0..<n).map { i in
@@ -28,7 +28,8 @@ public enum CalibrationReport {
         }
         let top = max(viewRMS.map { max($0.0, $0.1) }.max() ?? 0, result.rms) * 1.15 + 1e-9
         func y(_ v: Double) -> Double { margin.top + plotHeight * (1 - v / top) }
-        svg.text(margin.left, 18, "Reprojection RMS per pair (px): left (blue), right (orange); dashed: overall \(formatPixels(result.rms)) px", size: 13)
+        svg.text(margin.left, 18, "Reprojection RMS per pair (px)", size: 13)
+        svg.text(margin.left, 34, "left camera blue, right orange; dashed line: overall \(formatPixels(result.rms)) px", size: 11)
         svg.line(margin.left, margin.top, margin.left, margin.top + plotHeight, stroke: "#222")
         svg.line(margin.left, margin.top + plotHeight, margin.left + plotWidth, margin.top + plotHeight, stroke: "#222")
         for k in 0...4 {
