@@ -89,7 +89,9 @@ public struct ChessboardDetector: Sendable {
             working = working.halved()
             scale *= 2
         }
-        let blurred = working.gaussianBlurred(sigma: blurSigma)
+        // Truncating at 2.5σ loses 1 % of the kernel's weight, irrelevant for finding candidates
+        // (the sub-pixel stage blurs the original image itself) and saves a sixth of the work.
+        let blurred = working.gaussianBlurred(sigma: blurSigma, truncation: 2.5)
         if late() { return .failure(.timeBudgetExceeded(seconds: timeBudgetSeconds)) }
         let candidates = findCandidates(blurred)
         if late() { return .failure(.timeBudgetExceeded(seconds: timeBudgetSeconds)) }
@@ -153,6 +155,9 @@ public struct ChessboardDetector: Sendable {
             for x in (border + 1)..<(w - border - 1) {
                 let v = response[y * w + x]
                 if v < threshold { continue }
+                // Most pixels lose to a direct neighbour: test those before the whole window.
+                let i = y * w + x
+                if response[i - 1] > v || response[i + 1] > v || response[i - w] > v || response[i + w] > v { continue }
                 var isMax = true
                 outer: for dy in -radius...radius {
                     let yy = y + dy
@@ -182,14 +187,20 @@ public struct ChessboardDetector: Sendable {
     }
 
     /// Four alternating sectors, point-symmetric, with enough contrast.
+    /// Unit circle directions for the ring test, 16 of them.
+    private static let ring: [SIMD2<Double>] = (0..<16).map { k in
+        let a = 2 * Double.pi * Double(k) / 16
+        return SIMD2(cos(a), sin(a))
+    }
+
     private func passesRingTest(_ image: GrayImage, at p: SIMD2<Double>) -> Bool {
         for radius in [3.0, 5.0] {
-            let n = 16
+            let n = Self.ring.count
             var values = [Float](repeating: 0, count: n)
             var mean: Float = 0
             for k in 0..<n {
-                let a = 2 * Double.pi * Double(k) / Double(n)
-                values[k] = image.sample(p.x + radius * cos(a), p.y + radius * sin(a))
+                let d = Self.ring[k] * radius
+                values[k] = image.sample(p.x + d.x, p.y + d.y)
                 mean += values[k]
             }
             mean /= Float(n)

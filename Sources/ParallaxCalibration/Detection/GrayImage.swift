@@ -57,29 +57,34 @@ public struct GrayImage: Sendable, Equatable {
     }
 
     /// This image blurred by a Gaussian of standard deviation `sigma` pixels
-    /// (separable kernel truncated at 3σ, borders replicated).
-    public func gaussianBlurred(sigma: Double) -> GrayImage {
+    /// (separable kernel truncated at `truncation` σ, borders replicated).
+    public func gaussianBlurred(sigma: Double, truncation: Double = 3) -> GrayImage {
         guard sigma > 0, width > 0, height > 0 else { return self }
-        let radius = max(1, Int((3 * sigma).rounded(.up)))
+        let radius = max(1, Int((truncation * sigma).rounded(.up)))
         var kernel = (-radius...radius).map { Float(exp(-Double($0 * $0) / (2 * sigma * sigma))) }
         let total = kernel.reduce(0, +)
         kernel = kernel.map { $0 / total }
         var temp = [Float](repeating: 0, count: pixels.count)
         var out = [Float](repeating: 0, count: pixels.count)
-        let w = width, h = height
+        let w = width, h = height, taps = kernel.count
+        // Row-oriented passes: each tap adds a shifted row, a loop the compiler vectorises.
         pixels.withUnsafeBufferPointer { src in
             temp.withUnsafeMutableBufferPointer { dst in
                 kernel.withUnsafeBufferPointer { k in
                     for y in 0..<h {
                         let row = y * w
-                        for x in 0..<w {
-                            var s: Float = 0
-                            if x >= radius && x < w - radius {
-                                for t in 0..<k.count { s += k[t] * src[row + x - radius + t] }
-                            } else {
-                                for t in 0..<k.count { s += k[t] * src[row + min(max(x - radius + t, 0), w - 1)] }
+                        if w > 2 * radius {
+                            for t in 0..<taps {
+                                let c = k[t], shift = t - radius
+                                // Interior: x − radius + t stays inside [0, w).
+                                for x in radius..<(w - radius) { dst[row + x] += c * src[row + x + shift] }
                             }
-                            dst[row + x] = s
+                        }
+                        // Borders replicate the edge pixel.
+                        for x in 0..<w where x < radius || x >= w - radius {
+                            var sum: Float = 0
+                            for t in 0..<taps { sum += k[t] * src[row + min(max(x - radius + t, 0), w - 1)] }
+                            dst[row + x] = sum
                         }
                     }
                 }
@@ -89,19 +94,28 @@ public struct GrayImage: Sendable, Equatable {
             out.withUnsafeMutableBufferPointer { dst in
                 kernel.withUnsafeBufferPointer { k in
                     for y in 0..<h {
-                        for x in 0..<w {
-                            var s: Float = 0
-                            for t in 0..<k.count {
-                                let yy = min(max(y - radius + t, 0), h - 1)
-                                s += k[t] * src[yy * w + x]
-                            }
-                            dst[y * w + x] = s
+                        let row = y * w
+                        for t in 0..<taps {
+                            let c = k[t]
+                            let sourceRow = min(max(y - radius + t, 0), h - 1) * w
+                            for x in 0..<w { dst[row + x] += c * src[sourceRow + x] }
                         }
                     }
                 }
             }
         }
         return GrayImage(width: w, height: h, pixels: out)
+    }
+
+    /// The `width` × `height` region whose top-left pixel is (`x`, `y`); pixels outside this image
+    /// repeat its nearest edge pixel.
+    public func region(x: Int, y: Int, width: Int, height: Int) -> GrayImage {
+        var out = GrayImage(width: width, height: height)
+        for j in 0..<height {
+            let sy = min(max(y + j, 0), self.height - 1) * self.width
+            for i in 0..<width { out.pixels[j * width + i] = pixels[sy + min(max(x + i, 0), self.width - 1)] }
+        }
+        return out
     }
 
     /// Half the size in each dimension, each output pixel the mean of a 2 × 2 block.

@@ -33,28 +33,40 @@ public enum SubpixelRefinement {
                 if nearest.isFinite { local[k] = nearest }
             }
         }
-        let smooth = image.gaussianBlurred(sigma: 0.8)
-        // Central-difference gradients of the lightly smoothed image.
-        let w = image.width, h = image.height
-        var gx = [Float](repeating: 0, count: w * h), gy = [Float](repeating: 0, count: w * h)
-        for y in 1..<(h - 1) {
-            for x in 1..<(w - 1) {
-                let i = y * w + x
-                gx[i] = (smooth.pixels[i + 1] - smooth.pixels[i - 1]) * 0.5
-                gy[i] = (smooth.pixels[i + w] - smooth.pixels[i - w]) * 0.5
-            }
-        }
         return corners.indices.map { k in
             let start = corners[k]
             let spacing = local[k]
             let half = max(2, min(6, Int((spacing * 0.25).rounded())))
-            var q = saddle(start, smooth, half: 2) ?? start
-            if length(q - start) > spacing / 3 { q = start }
-            for _ in 0..<20 {
-                guard let next = gradientStep(q, gx: gx, gy: gy, width: w, height: h, half: half) else { break }
-                let moved = length(next - q)
-                q = next
-                if moved < 1e-3 { break }
+            var q = start
+            // Work on a small patch around the corner: blur and gradients only where they are used.
+            for attempt in 0..<3 {
+                let margin = half + 5
+                let ox = Int(q.x.rounded()) - margin, oy = Int(q.y.rounded()) - margin
+                let size = 2 * margin + 1
+                let patch = image.region(x: ox, y: oy, width: size, height: size).gaussianBlurred(sigma: 0.8)
+                var gx = [Float](repeating: 0, count: size * size), gy = gx
+                for y in 1..<(size - 1) {
+                    for x in 1..<(size - 1) {
+                        let i = y * size + x
+                        gx[i] = (patch.pixels[i + 1] - patch.pixels[i - 1]) * 0.5
+                        gy[i] = (patch.pixels[i + size] - patch.pixels[i - size]) * 0.5
+                    }
+                }
+                let offset = SIMD2(Double(ox), Double(oy))
+                var local = q - offset
+                if attempt == 0, let s = saddle(local, patch, half: 2), length(s - local) <= spacing / 3 { local = s }
+                var leftPatch = false
+                for _ in 0..<20 {
+                    guard let next = gradientStep(local, gx: gx, gy: gy, width: size, height: size, half: half) else {
+                        leftPatch = true
+                        break
+                    }
+                    let moved = length(next - local)
+                    local = next
+                    if moved < 1e-3 { break }
+                }
+                q = local + offset
+                if !leftPatch || length(q - start) > spacing / 3 { break }
             }
             return length(q - start) > spacing / 3 ? start : q
         }
