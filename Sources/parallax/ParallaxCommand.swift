@@ -12,6 +12,10 @@ struct ParallaxCommand: AsyncParsableCommand {
         subcommands: [
             DemoCommand.self,
             RectificationCommand.self,
+            RectifyCommand.self,
+            BenchCommand.self,
+            DevicesCommand.self,
+            CaptureCommand.self,
             CalibrateCommand.self,
             TargetCommand.self,
         ]

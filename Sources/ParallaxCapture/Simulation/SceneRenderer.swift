@@ -14,9 +14,11 @@ import ParallaxImage
 /// Textures with sharp edges (the chessboard) are then box-filtered over the
 /// sample's footprint on the surface, so an edge at any angle or phase gets
 /// its true coverage instead of a count of `samplesPerAxis` levels; that is
-/// what keeps rendered chessboard corners within a few hundredths of a pixel
-/// of ``CameraModel/project(_:)``. Silhouette edges between surfaces are
-/// anti-aliased by the samples alone.
+/// what keeps rendered chessboard corners within a few thousandths of a pixel
+/// of ``CameraModel/project(_:)``. A pixel whose four corners all see the
+/// same surface lies wholly on it and takes one sample box-filtered over the
+/// whole pixel (exact for the chessboard); only pixels on a silhouette edge
+/// between surfaces are supersampled, which is where samples are needed.
 ///
 /// A pixel's level is the mean over its samples (a box filter over the pixel
 /// area, as a sensor integrates), rounded to 8 bits.
@@ -94,6 +96,22 @@ public struct SceneRenderer: Sendable {
                        background: Double, samples n: Int) -> SIMD4<Double> {
         guard let r00 = upper.ray(x), let r10 = upper.ray(x + 1), let r01 = lower.ray(x), let r11 = lower.ray(x + 1)
         else { return SIMD4(background, background, background, background) }
+        // A pixel whose four corners see the same surface lies on it entirely
+        // (surfaces are planes; a silhouette edge would separate the corners).
+        // If no texture edge crosses it either (inside one chessboard square,
+        // or a smooth texture), one sample at its centre is its mean. Pixels on
+        // silhouettes and texture edges are supersampled.
+        let h00 = surfaces.nearest(r00)?.index, h10 = surfaces.nearest(r10)?.index
+        let h01 = surfaces.nearest(r01)?.index, h11 = surfaces.nearest(r11)?.index
+        if let k = h00, h10 == k, h01 == k, h11 == k {
+            let centre = (r00 + r10 + r01 + r11) * 0.25
+            let whole = surfaces.footprint(k, r00, r10, r01, r11, samples: 1)
+            if let hit = surfaces.nearest(centre), hit.index == k, !surfaces.hasEdge(hit, within: whole) {
+                let level = surfaces.level(hit, footprint: whole)
+                let tint = surfaces.tint(k)
+                return SIMD4(level * tint.x, level * tint.y, level * tint.z, level)
+            }
+        }
         // Per surface: sample footprint half-sizes in plane units, from the
         // pixel's corners on that plane (zero when a corner misses it).
         var footprints = [SIMD2<Double>](repeating: .zero, count: surfaces.count)
@@ -252,4 +270,25 @@ private struct Surfaces {
     }
 
     func tint(_ k: Int) -> SIMD3<Double> { entries[k].tint }
+
+    /// True when a sharp texture edge may cross the box `footprint` around the hit.
+    func hasEdge(_ hit: Hit, within footprint: SIMD2<Double>) -> Bool {
+        func crosses(_ period: Double, _ lo: Double, _ hi: Double) -> Bool {
+            (lo / period).rounded(.down) != (hi / period).rounded(.down)
+        }
+        let u0 = hit.u - footprint.x, u1 = hit.u + footprint.x, v0 = hit.v - footprint.y, v1 = hit.v + footprint.y
+        switch entries[hit.index].kind {
+        case .texture(.checkerboard(let period, _, _)):
+            return crosses(period, u0, u1) || crosses(period, v0, v1)
+        case .texture:
+            return false
+        case .board(let board):
+            let e = board.squaresExtent
+            let inside = u0 >= e.min.x && u1 <= e.max.x && v0 >= e.min.y && v1 <= e.max.y
+            let outside = u1 < e.min.x || u0 > e.max.x || v1 < e.min.y || v0 > e.max.y
+            if outside { return false }
+            if !inside { return true }
+            return crosses(board.squareSize, u0, u1) || crosses(board.squareSize, v0, v1)
+        }
+    }
 }

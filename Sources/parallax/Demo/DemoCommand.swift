@@ -16,6 +16,7 @@ struct DemoCommand: AsyncParsableCommand {
     static let steps: [any DemoStep] = [
         GeometryDemoStep(),
         CalibrationDemoStep(),
+        CaptureDemoStep(),
     ]
 
     func run() async throws {

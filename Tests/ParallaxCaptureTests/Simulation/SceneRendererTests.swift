@@ -8,15 +8,16 @@ import Testing
 /// projects them, since calibration and rectification tests take its ground
 /// truth on trust.
 ///
-/// Tolerance: the issue asks for 0.05 px. What limits the agreement is
-/// (a) 8-bit rounding: ±0.5 level on a 205-level edge with a gradient of
-/// about 205 levels/px moves an edge by ≤ 0.0025 px per sample, averaged
-/// over ~50 edge samples in the window; (b) the ray interpolation inside a
-/// pixel (exact for a pinhole, < 10⁻³ px for these lenses); (c) the
-/// refinement's own bias from bilinear resampling, which the point symmetry
-/// of the window mostly cancels. Together they stay an order of magnitude
-/// under 0.05 px, so the mean is held to 0.02 px as well, which would catch
-/// a systematic half-sample shift (1/8 px at 4 × 4 samples).
+/// Tolerance: the issue asks for 0.05 px. The instrument (``CornerFromEdges``)
+/// is exact for box-filtered straight edges, so what remains is (a) 8-bit
+/// rounding: ±0.5 level on a 205-level edge moves an edge point by at most
+/// 2·0.5/205 ≈ 0.005 px, and a fit through eight points averages it down;
+/// (b) the ray interpolation inside a pixel (exact for a pinhole, < 10⁻³ px
+/// for these lenses); (c) the footprint box being the bounding box of the
+/// sample's parallelogram, a symmetric blur that moves no edge. Together
+/// they stay an order of magnitude under 0.05 px, so the mean is held to
+/// 0.01 px as well, which would catch a systematic shift of a sixteenth of
+/// a sample (1/4 px at 4 × 4 samples).
 @Suite("Scene renderer")
 struct SceneRendererTests {
     static let size = ImageSize(width: 160, height: 120)
@@ -30,7 +31,21 @@ struct SceneRendererTests {
         return RigidTransform(rotation: rotation, translation: SIMD3(0, 0, distance) + offset - rotation * centre)
     }
 
-    /// Renders, refines every visible corner from the projected position and returns the errors in pixels.
+    /// Measures corner `index` from the image, starting half a pixel off its
+    /// projection; its neighbours' projections give the rough edge directions.
+    static func measure(_ image: ImageBuffer, truth: [SIMD2<Double>?], index: Int) -> SIMD2<Double>? {
+        guard let centre = truth[index] else { return nil }
+        let i = index % board.columns, j = index / board.columns
+        func corner(_ i: Int, _ j: Int) -> SIMD2<Double>? {
+            guard i >= 0, j >= 0, i < board.columns, j < board.rows else { return nil }
+            return truth[j * board.columns + i]
+        }
+        let along = (corner(i + 1, j) ?? centre) - (corner(i - 1, j) ?? centre)
+        let down = (corner(i, j + 1) ?? centre) - (corner(i, j - 1) ?? centre)
+        return CornerFromEdges.locate(image, near: centre + SIMD2(0.4, -0.3), directions: (along, down))
+    }
+
+    /// Renders, measures every visible corner and returns the errors in pixels.
     static func cornerErrors(camera: CameraModel, cameraFromWorld: RigidTransform = .identity,
                              pose: RigidTransform) throws -> [Double] {
         let placed = PlacedTarget(target: board, pose: pose)
@@ -38,10 +53,9 @@ struct SceneRendererTests {
         let image = try SceneRenderer(samplesPerAxis: 4).render(scene, camera: camera, cameraFromWorld: cameraFromWorld)
         let truth = SceneRenderer.projectedCorners(of: placed, camera: camera, cameraFromWorld: cameraFromWorld)
         var errors: [Double] = []
-        for case let expected? in truth {
-            // Start half a pixel off so the refinement has to find the corner itself.
-            let start = expected + SIMD2(0.4, -0.3)
-            let found = try #require(SaddlePointRefinement.refine(image, near: start))
+        for (index, expected) in truth.enumerated() {
+            guard let expected else { continue }
+            let found = try #require(measure(image, truth: truth, index: index))
             errors.append(length(found - expected))
         }
         return errors
@@ -52,7 +66,62 @@ struct SceneRendererTests {
         let worst = errors.max() ?? .infinity
         let mean = errors.reduce(0, +) / Double(max(errors.count, 1))
         #expect(worst < 0.05, "worst corner error \(worst) px")
-        #expect(mean < 0.02, "mean corner error \(mean) px")
+        #expect(mean < 0.01, "mean corner error \(mean) px")
+    }
+
+    @Test("Pinhole: corners of a tilted board land on their projections within 0.05 px")
+    func pinholeCorners() throws {
+        let camera = CameraModel(size: Self.size, intrinsics: CameraIntrinsics(fx: 150, fy: 152, cx: 80.3, cy: 59.6))
+        let errors = try Self.cornerErrors(camera: camera, pose: Self.pose(rodrigues: SIMD3(0.3, -0.4, 0.2), distance: 0.33))
+        Self.check(errors, expectedCount: 20)
+    }
+
+    @Test("Brown–Conrady lens: corners within 0.05 px of CameraModel.project")
+    func brownConradyCorners() throws {
+        let lens = LensDistortion.brownConrady(BrownConrady(k1: -0.25, k2: 0.08, p1: 0.001, p2: -0.0015, k3: 0))
+        let camera = CameraModel(size: Self.size, intrinsics: CameraIntrinsics(fx: 150, fy: 150, cx: 79.2, cy: 60.4),
+                                 distortion: lens)
+        let errors = try Self.cornerErrors(camera: camera,
+                                           pose: Self.pose(rodrigues: SIMD3(-0.2, 0.35, -0.1), distance: 0.3,
+                                                           offset: SIMD3(0.02, 0.01, 0)))
+        Self.check(errors, expectedCount: 20)
+    }
+
+    @Test("Fisheye lens: corners within 0.05 px of CameraModel.project")
+    func fisheyeCorners() throws {
+        let lens = LensDistortion.kannalaBrandt(KannalaBrandt(k1: 0.05, k2: -0.01, k3: 0.002, k4: 0))
+        let camera = CameraModel(size: Self.size, intrinsics: CameraIntrinsics(fx: 95, fy: 95, cx: 80, cy: 60),
+                                 distortion: lens)
+        let errors = try Self.cornerErrors(camera: camera,
+                                           pose: Self.pose(rodrigues: SIMD3(0.25, 0.3, 0.4), distance: 0.2,
+                                                           offset: SIMD3(-0.01, 0.005, 0)))
+        Self.check(errors, expectedCount: 20)
+    }
+
+    @Test("Right camera of a vertical-baseline rig sees the corners where the extrinsics put them")
+    func rightCameraOfVerticalRig() throws {
+        let camera = CameraModel(size: Self.size, intrinsics: CameraIntrinsics(fx: 150, fy: 150, cx: 80, cy: 60))
+        // Right camera 5 cm below the left one (y down), slightly rotated.
+        let extrinsics = RigidTransform(rodrigues: SIMD3(0.02, -0.01, 0.03), translation: SIMD3(0.001, -0.05, 0.002))
+        let rig = SimulatedStereoRig(
+            calibration: StereoCalibration(left: camera, right: camera, extrinsics: extrinsics),
+            scene: SimulatedScene(target: PlacedTarget(target: Self.board,
+                                                       pose: Self.pose(rodrigues: SIMD3(0.1, 0.2, 0), distance: 0.33,
+                                                                       offset: SIMD3(0, 0.025, 0)))))
+        let image = try rig.render(.right)
+        let truth = rig.projectedCorners(.right)
+        #expect(truth.compactMap { $0 }.count == 20)
+        var worst = 0.0
+        for (index, expected) in truth.enumerated() {
+            guard let expected else { continue }
+            let found = try #require(Self.measure(image, truth: truth, index: index))
+            worst = max(worst, length(found - expected))
+        }
+        #expect(worst < 0.05, "worst corner error \(worst) px")
+        // A camera 5 cm lower sees the board higher up by about f·B/Z = 150 · 0.05 / 0.33 ≈ 23 px,
+        // give or take f·ωx = 150 · 0.02 = 3 px from the rotation about x.
+        let leftFirst = try #require(rig.projectedCorners(.left)[0]), rightFirst = try #require(truth[0])
+        #expect(abs((leftFirst.y - rightFirst.y) - 150 * 0.05 / 0.33) < 3.5)
     }
 
     @Test("An edge inside a pixel is rendered with its exact coverage")
