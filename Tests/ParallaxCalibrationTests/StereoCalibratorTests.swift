@@ -77,3 +77,40 @@ struct StereoCalibratorTests {
         }
     }
 }
+
+@Suite("Stereo calibration of a fisheye rig")
+struct FisheyeStereoTests {
+    @Test func recoversAFisheyeRig() throws {
+        let lens = LensDistortion.kannalaBrandt(KannalaBrandt(k1: 0.04, k2: -0.01, k3: 0.001, k4: 0))
+        let size = ImageSize(width: 640, height: 480)
+        let truth = StereoCalibration(
+            left: CameraModel(size: size, intrinsics: CameraIntrinsics(fx: 320, fy: 320, cx: 321, cy: 238), distortion: lens),
+            right: CameraModel(size: size, intrinsics: CameraIntrinsics(fx: 318, fy: 319, cx: 317, cy: 243), distortion: lens),
+            extrinsics: RigidTransform(rodrigues: SIMD3(0.005, -0.01, 0.002), translation: SIMD3(-80, 0.5, 0.3)))
+        let board = CalibrationBoard(columns: 11, rows: 8, squareSize: 30)
+        var random = SeededRandom(seed: 17)
+        var views: [StereoView] = []
+        let centre = SIMD3(150.0, 105, 0)
+        while views.count < 12 {
+            let rotation = Matrix3x3(rodrigues: SIMD3(Double.random(in: -0.8...0.8, using: &random), Double.random(in: -0.8...0.8, using: &random),
+                                                      Double.random(in: -0.3...0.3, using: &random)))
+            let d = Double.random(in: 250...420, using: &random)
+            let pose = RigidTransform(rotation: rotation, translation: SIMD3(Double.random(in: -0.3...0.2, using: &random) * d,
+                                                                            Double.random(in: -0.2...0.2, using: &random) * d, d) - rotation * centre)
+            let right = truth.extrinsics.composed(after: pose)
+            let l = board.objectPoints.compactMap { truth.left.project(pose.apply($0)) }
+            let r = board.objectPoints.compactMap { truth.right.project(right.apply($0)) }
+            let inside = (l + r).allSatisfy { $0.x > 5 && $0.y > 5 && $0.x < 635 && $0.y < 475 }
+            guard l.count == board.cornerCount, r.count == board.cornerCount, inside else { continue }
+            func noisy(_ p: [SIMD2<Double>]) -> [SIMD2<Double>] { p.map { $0 + SIMD2(random.gaussian(), random.gaussian()) * 0.1 } }
+            views.append(StereoView(left: CalibrationView(name: "l\(views.count)", corners: noisy(l)),
+                                    right: CalibrationView(name: "r\(views.count)", corners: noisy(r))))
+        }
+        let result = try StereoCalibrator(target: board, model: .fisheye).calibrate(pairs: views, size: size)
+        #expect(result.calibration.left.distortion.isFisheye)
+        #expect(abs(result.calibration.baseline / truth.baseline - 1) < 0.005)
+        #expect(abs(result.calibration.left.intrinsics.fx / 320 - 1) < 0.005)
+        #expect(result.rms < 0.15)
+        #expect(result.rectifiedVerticalRMS < 0.2)
+    }
+}

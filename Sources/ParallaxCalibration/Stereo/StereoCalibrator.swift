@@ -229,7 +229,8 @@ public struct StereoCalibrator: Sendable {
         }
         let rectification: StereoRectification
         do {
-            rectification = try calibration.rectification()
+            // A fisheye rig is rectified the way cv::fisheye::stereoRectify does it.
+            rectification = model == .fisheye ? try calibration.fisheyeRectification() : try calibration.rectification()
         } catch {
             throw .degenerate("the calibrated rig cannot be rectified: \(error)")
         }
