@@ -36,7 +36,10 @@ public enum SubpixelRefinement {
         return corners.indices.map { k in
             let start = corners[k]
             let spacing = local[k]
-            let half = max(2, min(6, Int((spacing * 0.25).rounded())))
+            // A window of ±0.3 spacing sees the four edges well away from the next corners; larger
+            // windows average more edge pixels (blurred or upscaled images need that), capped so a
+            // coarse board in a big image stays cheap.
+            let half = max(2, min(12, Int((spacing * 0.3).rounded())))
             var q = start
             // Work on a small patch around the corner: blur and gradients only where they are used.
             for attempt in 0..<3 {
