@@ -59,6 +59,7 @@ public struct ChessboardDetection: Sendable {
 ///
 /// Every loop checks a deadline, so detection ends within its time budget.
 public struct ChessboardDetector: Sendable {
+    /// The board to find (its inner-corner counts decide the grid size and orientation).
     public var board: CalibrationBoard
     /// Wall-clock time allowed per image, in seconds.
     public var timeBudgetSeconds: Double = 2
@@ -67,6 +68,7 @@ public struct ChessboardDetector: Sendable {
     /// Images wider than this are detected on a halved copy, then refined at full resolution.
     public var maximumDetectionWidth = 1000
 
+    /// A detector for `board` with the default budget and blur.
     public init(board: CalibrationBoard) {
         self.board = board
     }
@@ -287,7 +289,8 @@ public struct ChessboardDetector: Sendable {
                     guess += (p1 - p2) - (p2 - p3)
                 }
                 let radius = 0.35 * length(step)
-                if best == nil || radius < best!.1 { best = (guess, radius) }
+                if let current = best, current.1 <= radius { continue }
+                best = (guess, radius)
             }
             if best != nil { return best }
             // Parallelogram completion from an L of three known cells.

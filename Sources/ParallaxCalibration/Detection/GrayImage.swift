@@ -9,7 +9,9 @@ import ParallaxImage
 /// A single-channel image of `Float` levels (0–255 for 8-bit sources), row-major,
 /// the working copy every detection step reads.
 public struct GrayImage: Sendable, Equatable {
+    /// Width in pixels.
     public let width: Int
+    /// Height in pixels.
     public let height: Int
     /// Levels, `width` per row.
     public var pixels: [Float]
@@ -36,9 +38,11 @@ public struct GrayImage: Sendable, Equatable {
         self.init(width: gray.size.width, height: gray.size.height, pixels: gray.bytes.map(Float.init))
     }
 
+    /// The size as an ``ImageSize``.
     public var size: ImageSize { ImageSize(width: width, height: height) }
 
     @inlinable
+    /// The level at column `x`, row `y` (no bounds beyond the array's own).
     public subscript(x: Int, y: Int) -> Float {
         get { pixels[y * width + x] }
         set { pixels[y * width + x] = newValue }

@@ -7,6 +7,7 @@ public struct CalibrationFormatError: Error, Hashable, Sendable, CustomStringCon
     /// What is wrong.
     public var message: String
 
+    /// An error in `file` at `line` (1-based, when known).
     public init(file: String, line: Int?, message: String) {
         self.file = file
         self.line = line

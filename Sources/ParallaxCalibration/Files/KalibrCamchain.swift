@@ -11,6 +11,7 @@ import ParallaxGeometry
 public enum KalibrCamchain {
     /// Why a calibration cannot be written exactly.
     public struct Warning: Hashable, Sendable, CustomStringConvertible {
+        /// What was lost.
         public var message: String
         public var description: String { message }
     }

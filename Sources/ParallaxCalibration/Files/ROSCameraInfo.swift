@@ -8,13 +8,16 @@ import ParallaxGeometry
 /// A stereo pair is two such files; the right one's projection matrix carries the
 /// baseline as `P[0][3] = −f·B` (or `P[1][3]` for a vertical rig).
 public struct ROSCameraInfo: Hashable, Sendable {
+    /// The `camera_name` field.
     public var cameraName: String
+    /// Size, intrinsics and distortion.
     public var camera: CameraModel
     /// R1 or R2: the rotation into the rectified frame (identity for a mono camera).
     public var rectification: Matrix3x3
     /// P1 or P2: the rectified camera's projection.
     public var projection: Matrix3x4
 
+    /// A camera_info; the projection defaults to `[K | 0]` (a mono camera).
     public init(cameraName: String, camera: CameraModel, rectification: Matrix3x3 = .identity, projection: Matrix3x4? = nil) {
         self.cameraName = cameraName
         self.camera = camera

@@ -7,6 +7,7 @@ public struct CalibrationView: Hashable, Sendable {
     /// Pixel positions of every inner corner, index `row * columns + column`.
     public var corners: [SIMD2<Double>]
 
+    /// A view called `name` with `corners` in board order.
     public init(name: String, corners: [SIMD2<Double>]) {
         self.name = name
         self.corners = corners
@@ -19,10 +20,12 @@ public struct RejectedView: Hashable, Sendable, CustomStringConvertible {
     public var name: String
     /// Why, in words a user can act on.
     public var reason: String
-    /// For a stereo pair (or one file of it): the left and right files, when known.
+    /// For a stereo pair (or one file of it): the left file, when known.
     public var left: String?
+    /// The right file, when known.
     public var right: String?
 
+    /// A rejection of `name` for `reason`; `left` and `right` name the files of a pair.
     public init(name: String, reason: String, left: String? = nil, right: String? = nil) {
         self.name = name
         self.reason = reason

@@ -5,6 +5,7 @@ public struct MonoCalibrationResult: Sendable {
     /// The fitted camera.
     public var camera: CameraModel
     /// The lens model that was fitted.
+    /// The lens model to fit.
     public var model: LensModelKind
     /// Names of the views used, in input order.
     public var viewNames: [String]
@@ -29,7 +30,9 @@ public struct MonoCalibrationResult: Sendable {
 /// start, then Levenberg–Marquardt over intrinsics, distortion and every
 /// board pose, with a robust loss and rejection of views that do not fit.
 public struct MonoCalibrator: Sendable {
+    /// The board seen in every view.
     public var target: CalibrationBoard
+    /// The lens model to fit.
     public var model: LensModelKind
     /// The loss on each corner's error. Huber at 2 px leaves sub-pixel
     /// errors (all of a good calibration) in the least-squares regime.
@@ -37,10 +40,12 @@ public struct MonoCalibrator: Sendable {
     /// A view whose RMS exceeds both `outlierFactor` × the median view RMS and
     /// `outlierFloorPixels` is rejected and the fit repeated without it.
     public var outlierFactor = 4.0
+    /// Views below this RMS (pixels) are never outliers.
     public var outlierFloorPixels = 1.0
     /// Fewest views a calibration accepts.
     public var minimumViews = 3
 
+    /// A calibrator for `target` fitting `model`.
     public init(target: CalibrationBoard, model: LensModelKind = .brown5) {
         self.target = target
         self.model = model

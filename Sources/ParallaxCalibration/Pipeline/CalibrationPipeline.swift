@@ -5,12 +5,16 @@ import ParallaxImage
 /// on both sides, sets aside pairs that cannot be used (with the reason and the
 /// file names), then runs ``StereoCalibrator`` on the rest.
 public struct CalibrationPipeline: Sendable {
+    /// The board in every image.
     public var board: CalibrationBoard
+    /// The lens model to fit.
     public var model: LensModelKind
+    /// Which cameras to hold fixed (their values come from `leftCamera` / `rightCamera` in ``run(pairs:unpaired:leftCamera:rightCamera:progress:)``).
     public var fixed: FixedIntrinsics
     /// Detection time budget per image, in seconds.
     public var timeBudgetSeconds: Double = 2
 
+    /// A pipeline for `board`, `model` and `fixed`.
     public init(board: CalibrationBoard, model: LensModelKind = .brown5, fixed: FixedIntrinsics = .none) {
         self.board = board
         self.model = model
@@ -19,6 +23,7 @@ public struct CalibrationPipeline: Sendable {
 
     /// What the pipeline produced.
     public struct Outcome: Sendable {
+        /// The calibration and its figures.
         public var result: StereoCalibrationResult
         /// Every pair that was not used (unreadable, no board, other size, unpaired, outlier), with the reason.
         public var rejected: [RejectedView]

@@ -7,8 +7,11 @@
 public enum ImagePairing {
     /// A left/right file pair.
     public struct Pair: Hashable, Sendable {
+        /// The left image file.
         public var left: String
+        /// The right image file.
         public var right: String
+        /// "left + right", for messages.
         public var name: String { "\(left) + \(right)" }
     }
 

@@ -10,6 +10,7 @@ public enum TargetSheet {
     /// Paper sizes in millimetres (portrait).
     public enum Paper: String, Sendable, CaseIterable {
         case a4, letter
+        /// Width and height in millimetres, portrait.
         public var size: (width: Double, height: Double) {
             switch self {
             case .a4: return (210, 297)

@@ -45,6 +45,7 @@ public struct BlockSparseProblem: Sendable {
     /// observed point; `nil` when a point cannot be projected (behind the camera).
     public var residuals: @Sendable (_ view: Int, _ global: [Double], _ block: [Double]) -> [Double]?
 
+    /// A problem; `globalFixed` defaults to every global parameter free.
     public init(global: [Double], globalFixed: [Bool]? = nil, blocks: [[Double]],
                 residuals: @escaping @Sendable (Int, [Double], [Double]) -> [Double]?) {
         self.global = global
@@ -56,7 +57,9 @@ public struct BlockSparseProblem: Sendable {
 
 /// What the solver found.
 public struct BlockSparseSolution: Sendable {
+    /// Global parameters at the solution.
     public var global: [Double]
+    /// Per-view blocks at the solution.
     public var blocks: [[Double]]
     /// Residuals per view at the solution (pixel pairs).
     public var residuals: [[Double]]
@@ -94,13 +97,16 @@ public enum SolverError: Error, Hashable, Sendable, CustomStringConvertible {
 /// damping, a ``RobustLoss`` through iteratively reweighted least squares and
 /// central-difference Jacobians per view.
 public struct BlockSparseLevenbergMarquardt: Sendable {
+    /// Most iterations (each one linearisation and as many damped tries as needed).
     public var maxIterations = 100
     /// Stop when the cost falls by less than this fraction in an accepted step.
     public var relativeCostTolerance = 1e-12
     /// Stop when every parameter changes by less than this fraction of its size.
     public var relativeStepTolerance = 1e-12
+    /// The loss on each point's error.
     public var loss: RobustLoss = .squared
 
+    /// A solver with `maxIterations` and `loss`.
     public init(maxIterations: Int = 100, loss: RobustLoss = .squared) {
         self.maxIterations = maxIterations
         self.loss = loss

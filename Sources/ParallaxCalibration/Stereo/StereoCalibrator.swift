@@ -19,6 +19,7 @@ public struct StereoView: Hashable, Sendable {
     /// The right view of the same board pose.
     public var right: CalibrationView
 
+    /// A pair of views of one board pose.
     public init(left: CalibrationView, right: CalibrationView) {
         self.left = left
         self.right = right
@@ -44,6 +45,7 @@ public struct StereoCalibrationResult: Sendable {
     public var poses: [RigidTransform]
     /// Per used pair: left residuals, then right residuals (projected − observed, pixels).
     public var leftResiduals: [[SIMD2<Double>]]
+    /// Per used pair, the right camera's residuals (projected − observed, pixels).
     public var rightResiduals: [[SIMD2<Double>]]
     /// RMS reprojection error over both cameras' corners: √(Σ|e|² / (2·corners)) as `cv::stereoCalibrate` returns it.
     public var rms: Double
@@ -51,6 +53,7 @@ public struct StereoCalibrationResult: Sendable {
     public var pairRMS: [Double]
     /// RMS over the left and right corners separately, at the joint solution.
     public var rmsLeft: Double
+    /// RMS over the right camera's corners, in pixels.
     public var rmsRight: Double
     /// Standard deviations of [left camera params, right camera params, rx, ry, rz, tx, ty, tz] (rotation in radians).
     public var standardDeviations: [Double]
@@ -77,15 +80,22 @@ public struct StereoCalibrationResult: Sendable {
 /// `R_r R_lᵀ`, `t_r − R t_l`, then one joint Levenberg–Marquardt over both
 /// cameras, the extrinsics and the board poses.
 public struct StereoCalibrator: Sendable {
+    /// The board seen in every pair.
     public var target: CalibrationBoard
+    /// The lens model fitted to both cameras.
     public var model: LensModelKind
+    /// Which cameras the joint refinement holds fixed.
     public var fixed: FixedIntrinsics = .none
+    /// The loss on each corner's error (Huber at 2 px by default).
     public var loss: RobustLoss = .huber(threshold: 2)
     /// A pair whose RMS exceeds both `outlierFactor` × the median pair and `outlierFloorPixels` is dropped.
     public var outlierFactor = 4.0
+    /// Pairs below this RMS (pixels) are never outliers, however small the median.
     public var outlierFloorPixels = 1.0
+    /// Fewest pairs a calibration accepts.
     public var minimumPairs = 3
 
+    /// A calibrator for `target` fitting `model`, holding `fixed`.
     public init(target: CalibrationBoard, model: LensModelKind = .brown5, fixed: FixedIntrinsics = .none) {
         self.target = target
         self.model = model
