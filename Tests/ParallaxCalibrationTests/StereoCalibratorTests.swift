@@ -18,6 +18,13 @@ struct StereoCalibratorTests {
         let views = rig.views(poses: poses, sigma: 0.2 / 2.0.squareRoot(), random: &random)
         let result = try StereoCalibrator(target: rig.target, model: .brown5).calibrate(pairs: views, size: rig.size)
         let c = result.calibration
+        let rotationError = length((c.extrinsics.rotation * rig.extrinsics.rotation.transposed).rodriguesVector) * 180 / Double.pi
+        print("synthetic rig, 20 views: focal error % L \(100 * (c.left.intrinsics.fx / rig.left.intrinsics.fx - 1)), "
+              + "\(100 * (c.left.intrinsics.fy / rig.left.intrinsics.fy - 1)) R \(100 * (c.right.intrinsics.fx / rig.right.intrinsics.fx - 1)), "
+              + "\(100 * (c.right.intrinsics.fy / rig.right.intrinsics.fy - 1)); principal point error px L "
+              + "\(length(SIMD2(c.left.intrinsics.cx - rig.left.intrinsics.cx, c.left.intrinsics.cy - rig.left.intrinsics.cy))) R "
+              + "\(length(SIMD2(c.right.intrinsics.cx - rig.right.intrinsics.cx, c.right.intrinsics.cy - rig.right.intrinsics.cy))); "
+              + "baseline error % \(100 * (c.baseline / rig.calibration.baseline - 1)); rotation error ° \(rotationError)")
         #expect(result.pairs.count == 20)
         #expect(result.rejected.isEmpty)
         for (estimated, truth) in [(c.left, rig.left), (c.right, rig.right)] {
