@@ -72,6 +72,19 @@ struct RenderedBoardTests {
         #expect(length(detection.corners[0] - truth[0]) < 0.2)
         #expect(truth[0].x > 160 && truth[0].y > 120)
     }
+
+    /// A board held in portrait (turned by 90°) is still numbered from its own origin along its rows.
+    @Test func portraitBoardKeepsItsNumbering() throws {
+        let (image, truth) = try Self.render(camera: Self.camera, pose: Self.pose(SIMD3(0, 0, Double.pi / 2), distance: 0.5),
+                                             blur: 0.7, noise: 1, seed: 10)
+        let result = ChessboardDetector(board: CalibrationBoard(columns: 9, rows: 6, squareSize: 0.025)).detect(in: image)
+        guard case .success(let detection) = result else {
+            Issue.record("\(result)")
+            return
+        }
+        let worst = zip(detection.corners, truth).map { length($0 - $1) }.max() ?? .infinity
+        #expect(worst < 0.2)
+    }
 }
 
 @inline(__always) func length_squared(_ v: SIMD2<Double>) -> Double { v.x * v.x + v.y * v.y }
