@@ -13,6 +13,12 @@ struct ParallaxCommand: AsyncParsableCommand {
             DemoCommand.self,
             RectificationCommand.self,
             PairCommand.self,
+            RectifyCommand.self,
+            BenchCommand.self,
+            DevicesCommand.self,
+            CaptureCommand.self,
+            CalibrateCommand.self,
+            TargetCommand.self,
         ]
     )
 }

@@ -16,6 +16,8 @@ struct DemoCommand: AsyncParsableCommand {
     static let steps: [any DemoStep] = [
         GeometryDemoStep(),
         PairingDemoStep(),
+        CalibrationDemoStep(),
+        CaptureDemoStep(),
     ]
 
     func run() async throws {

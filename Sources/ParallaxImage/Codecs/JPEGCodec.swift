@@ -1,0 +1,71 @@
+import CImageCodecs
+import ParallaxGeometry
+
+/// JPEG through the TurboJPEG API of libjpeg-turbo (which contains its own
+/// libjpeg longjmps and reports errors by return value).
+enum JPEGCodec {
+    static func decode(_ bytes: [UInt8], source: String) throws(ImageError) -> ImageBuffer {
+        guard let handle = tjInitDecompress() else {
+            throw .corruptFile(path: source, reason: "cannot initialise the JPEG decoder")
+        }
+        defer { tjDestroy(handle) }
+        var width: Int32 = 0, height: Int32 = 0, subsampling: Int32 = 0, colorspace: Int32 = 0
+        let headerStatus = bytes.withUnsafeBufferPointer { data in
+            tjDecompressHeader3(handle, data.baseAddress, UInt(data.count), &width, &height, &subsampling, &colorspace)
+        }
+        guard headerStatus == 0 else {
+            throw .corruptFile(path: source, reason: "corrupt or truncated JPEG: \(Self.message(handle))")
+        }
+        guard width > 0, height > 0, width <= 1 << 15, height <= 1 << 15 else {
+            throw .corruptFile(path: source, reason: "JPEG size \(width)x\(height) is not supported")
+        }
+        let isGray = colorspace == Int32(TJCS_GRAY.rawValue)
+        let format: PixelFormat = isGray ? .gray8 : .rgb8
+        let size = ImageSize(width: Int(width), height: Int(height))
+        var image = try ImageBuffer(format: format, size: size)
+        let pixelFormat = isGray ? TJPF_GRAY : TJPF_RGB
+        // Warnings (notably "premature end of data") become errors: a truncated file is not an image.
+        let flags = TJFLAG_STOPONWARNING
+        let status = image.withMutableView { view in
+            bytes.withUnsafeBufferPointer { data in
+                tjDecompress2(handle, data.baseAddress, UInt(data.count),
+                              view.plane0.assumingMemoryBound(to: UInt8.self), width, Int32(view.bytesPerRow0), height,
+                              Int32(pixelFormat.rawValue), flags)
+            }
+        }
+        guard status == 0 else {
+            throw .corruptFile(path: source, reason: "corrupt or truncated JPEG: \(Self.message(handle))")
+        }
+        return image
+    }
+
+    /// Encodes gray8 or rgb8 (the caller converts first), 4:2:0 for colour.
+    static func encode(_ image: ImageBuffer, quality: Int, destination: String) throws(ImageError) -> [UInt8] {
+        guard image.format == .gray8 || image.format == .rgb8 else {
+            throw .unsupportedFormat(image.format, operation: "JPEG encoding")
+        }
+        guard let handle = tjInitCompress() else {
+            throw .fileAccess(path: destination, reason: "cannot initialise the JPEG encoder")
+        }
+        defer { tjDestroy(handle) }
+        var jpeg: UnsafeMutablePointer<UInt8>?
+        var size: UInt = 0
+        let isGray = image.format == .gray8
+        let status = image.withView { view in
+            tjCompress2(handle, view.plane0.baseAddress.assumingMemoryBound(to: UInt8.self),
+                        Int32(image.size.width), Int32(view.plane0.bytesPerRow), Int32(image.size.height),
+                        Int32((isGray ? TJPF_GRAY : TJPF_RGB).rawValue), &jpeg, &size,
+                        Int32((isGray ? TJSAMP_GRAY : TJSAMP_420).rawValue), Int32(min(max(quality, 1), 100)), 0)
+        }
+        defer { if let jpeg { tjFree(jpeg) } }
+        guard status == 0, let jpeg else {
+            throw .fileAccess(path: destination, reason: "JPEG encoding failed: \(Self.message(handle))")
+        }
+        return Array(UnsafeBufferPointer(start: jpeg, count: Int(size)))
+    }
+
+    private static func message(_ handle: tjhandle) -> String {
+        guard let text = tjGetErrorStr2(handle) else { return "unknown error" }
+        return String(cString: text)
+    }
+}

@@ -1,0 +1,31 @@
+/// How a resampler reads between source pixels.
+///
+/// All three use fractional positions quantised to 1/32 pixel, the precision
+/// of OpenCV's fixed-point maps (`CV_16SC2` + `INTER_TAB_SIZE` 32), so
+/// results can be compared with `cv2.remap` level for level.
+public enum Interpolation: String, CaseIterable, Hashable, Codable, Sendable {
+    /// The nearest source pixel: fastest, blocky edges.
+    case nearest
+    /// A 2 × 2 weighted mean: the usual choice, identical in arithmetic to
+    /// OpenCV's `INTER_LINEAR` on fixed-point maps.
+    case bilinear
+    /// Cubic convolution over 4 × 4 pixels with a = −0.75 (OpenCV's
+    /// `INTER_CUBIC` kernel): sharpest, slowest.
+    case bicubic
+
+    /// The speed / balanced / quality names used by the CLI.
+    public static let speed = Interpolation.nearest
+    /// See ``speed``.
+    public static let balanced = Interpolation.bilinear
+    /// See ``speed``.
+    public static let quality = Interpolation.bicubic
+
+    /// Source pixels per axis that contribute to one output pixel.
+    var taps: Int {
+        switch self {
+        case .nearest: return 1
+        case .bilinear: return 2
+        case .bicubic: return 4
+        }
+    }
+}

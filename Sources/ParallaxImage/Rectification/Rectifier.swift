@@ -1,0 +1,271 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import ParallaxGeometry
+
+/// Rectifies stereo pairs: builds both maps once, then resamples each pair
+/// in one pass per image.
+///
+/// Camera formats are read directly: gray8, RGB/BGR, RGBA/BGRA, YUYV, UYVY
+/// and NV12 (chroma resampled on its own grid at its own resolution, with
+/// neutral chroma outside the source). Outputs have the input's format and
+/// the maps' output size; outside the source, luma and RGB are black (0).
+///
+/// The first pair of a given format and row stride compiles the float maps
+/// into compact fixed-point maps (4 bytes per output sample, see
+/// `CompiledMap`); every later pair of that layout reuses them. With
+/// destination buffers passed back in (``rectify(left:right:into:_:)``) a
+/// pair allocates nothing. Work is split into bands of rows spread over a
+/// persistent pool of threads.
+///
+/// Calls are serialised internally, so one rectifier may be shared between
+/// threads; use one per stream for parallel streams.
+public final class Rectifier: @unchecked Sendable {
+    /// The maps this rectifier resamples through.
+    public let maps: StereoRectificationMaps
+    /// The interpolation of every pair.
+    public let interpolation: Interpolation
+    /// The size of rectified images.
+    public var outputSize: ImageSize { maps.left.outputSize }
+    /// Threads used per pair, including the caller's.
+    public var threadCount: Int { pool.threadCount }
+
+    private let pool: WorkerPool
+    private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
+    // Guarded by `mutex`:
+    private var floatGrids: [GridKey: FloatGrid] = [:]
+    private var compiled: [CompileKey: CompiledMap] = [:]
+    private var plans: [PlanKey: PairPlan] = [:]
+
+    /// A rectifier for precomputed maps.
+    ///
+    /// - Parameters:
+    ///   - threads: threads per pair including the caller's; `nil` uses every
+    ///     online processor.
+    public init(maps: StereoRectificationMaps, interpolation: Interpolation = .bilinear, threads: Int? = nil) {
+        self.maps = maps
+        self.interpolation = interpolation
+        self.pool = WorkerPool(threadCount: threads ?? WorkerPool.processorCount)
+        pthread_mutex_init(mutex, nil)
+    }
+
+    /// A rectifier for a calibration: OpenCV-style rectification with
+    /// `options` (alpha, output size), the zero-parallax plane moved to
+    /// `convergenceDistance` (calibration units; `nil` keeps it at infinity),
+    /// and the output turned by `orientation`.
+    ///
+    /// - Throws: ``RectificationError`` when the calibration cannot be rectified.
+    public convenience init(calibration: StereoCalibration, convergenceDistance: Double? = nil,
+                            options: RectificationOptions = RectificationOptions(),
+                            orientation: OutputOrientation = .identity,
+                            interpolation: Interpolation = .bilinear, threads: Int? = nil) throws(RectificationError) {
+        var rectification = try calibration.rectification(options)
+        if let convergenceDistance { rectification = rectification.converged(atDistance: convergenceDistance) }
+        self.init(maps: calibration.rectificationMaps(for: rectification, orientation: orientation),
+                  interpolation: interpolation, threads: threads)
+    }
+
+    deinit {
+        pthread_mutex_destroy(mutex)
+        mutex.deallocate()
+    }
+
+    // MARK: Rectifying
+
+    /// Rectifies a pair into caller-owned memory (for example a display
+    /// buffer or a camera frame pool). Allocates nothing once the layout has
+    /// been seen.
+    ///
+    /// - Throws: ``ImageError/sizeMismatch(what:expected:actual:)`` when an
+    ///   input is not the calibrated size or an output is not ``outputSize``;
+    ///   ``ImageError/unsupportedFormat(_:operation:)`` when the formats differ;
+    ///   ``ImageError/invalidSize(_:format:reason:)`` when ``outputSize`` does
+    ///   not suit the format (odd width for YUYV, odd height for NV12).
+    public func rectify(left: ImageView, right: ImageView,
+                        into leftOutput: MutableImageView, _ rightOutput: MutableImageView) throws(ImageError) {
+        try validate(left: left, right: right)
+        for (name, output) in [("left output", leftOutput), ("right output", rightOutput)] {
+            guard output.size == outputSize else { throw .sizeMismatch(what: name, expected: outputSize, actual: output.size) }
+            guard output.format == left.format else {
+                throw .unsupportedFormat(output.format, operation: "rectifying \(left.format.rawValue) images into a \(name)")
+            }
+        }
+        perform(left: left, right: right, into: leftOutput, rightOutput)
+    }
+
+    /// The resampling itself, on validated views.
+    private func perform(left: ImageView, right: ImageView, into leftOutput: MutableImageView, _ rightOutput: MutableImageView) {
+        pthread_mutex_lock(mutex)
+        defer { pthread_mutex_unlock(mutex) }
+        let plan = self.plan(left: left, right: right)
+        pool.run(tasks: plan.bands.count) { index in
+            let band = plan.bands[index]
+            let job = plan.jobs[band.job]
+            let source = job.side == 0 ? left : right
+            let destination = job.side == 0 ? leftOutput : rightOutput
+            let (sourceBase, destinationBase, destinationRowBytes): (UnsafeRawPointer, UnsafeMutableRawPointer, Int)
+            if job.plane == 0 {
+                (sourceBase, destinationBase, destinationRowBytes) =
+                    (source.plane0.baseAddress, destination.plane0, destination.bytesPerRow0)
+            } else {
+                // Validated: NV12 views always carry both planes.
+                guard let chroma = source.plane1, let out = destination.plane1 else { return }
+                (sourceBase, destinationBase, destinationRowBytes) = (chroma.baseAddress, out, destination.bytesPerRow1)
+            }
+            RemapKernels.run(job.map, rows: band.rows, source: sourceBase,
+                             destination: destinationBase, destinationRowBytes: destinationRowBytes)
+        }
+    }
+
+    /// Rectifies a pair into reusable buffers: when `leftOutput` and
+    /// `rightOutput` already have the right format and size (and are not
+    /// shared), their memory is reused and nothing is allocated; otherwise
+    /// they are replaced by new buffers.
+    public func rectify(left: ImageView, right: ImageView,
+                        into leftOutput: inout ImageBuffer, _ rightOutput: inout ImageBuffer) throws(ImageError) {
+        try validate(left: left, right: right)
+        if leftOutput.format != left.format || leftOutput.size != outputSize {
+            leftOutput = try ImageBuffer(format: left.format, size: outputSize)
+        }
+        if rightOutput.format != left.format || rightOutput.size != outputSize {
+            rightOutput = try ImageBuffer(format: left.format, size: outputSize)
+        }
+        leftOutput.withMutableView { l in
+            rightOutput.withMutableView { r in
+                perform(left: left, right: right, into: l, r)
+            }
+        }
+    }
+
+    /// Rectifies a pair into new buffers (convenient; allocates two images).
+    public func rectify(left: ImageBuffer, right: ImageBuffer) throws(ImageError) -> (left: ImageBuffer, right: ImageBuffer) {
+        try validate(left.format, left.size, right.format, right.size)
+        var l = try ImageBuffer(format: left.format, size: outputSize)
+        var r = l
+        left.withView { lv in
+            right.withView { rv in
+                l.withMutableView { lo in r.withMutableView { ro in perform(left: lv, right: rv, into: lo, ro) } }
+            }
+        }
+        return (l, r)
+    }
+
+    /// Compiles the maps for packed images of `format` now, so the first
+    /// pair does not pay for it.
+    public func prepare(for format: PixelFormat) throws(ImageError) {
+        try format.validate(outputSize)
+        try format.validate(maps.left.sourceSize)
+        try format.validate(maps.right.sourceSize)
+        pthread_mutex_lock(mutex)
+        defer { pthread_mutex_unlock(mutex) }
+        let l = ImageBuffer.packedRowBytes(format, maps.left.sourceSize)
+        let r = ImageBuffer.packedRowBytes(format, maps.right.sourceSize)
+        _ = plan(key: PlanKey(format: format, left: l, right: r))
+    }
+
+    private func validate(left: ImageView, right: ImageView) throws(ImageError) {
+        try validate(left.format, left.size, right.format, right.size)
+    }
+
+    private func validate(_ leftFormat: PixelFormat, _ leftSize: ImageSize,
+                          _ rightFormat: PixelFormat, _ rightSize: ImageSize) throws(ImageError) {
+        guard leftSize == maps.left.sourceSize else {
+            throw .sizeMismatch(what: "left image", expected: maps.left.sourceSize, actual: leftSize)
+        }
+        guard rightSize == maps.right.sourceSize else {
+            throw .sizeMismatch(what: "right image", expected: maps.right.sourceSize, actual: rightSize)
+        }
+        guard rightFormat == leftFormat else {
+            throw .unsupportedFormat(rightFormat, operation: "rectifying a pair whose left image is \(leftFormat.rawValue)")
+        }
+        try leftFormat.validate(outputSize)
+    }
+
+    // MARK: Plans
+
+    private struct GridKey: Hashable { var side: Int; var grid: SampleGrid }
+    private struct CompileKey: Hashable { var side: Int; var grid: SampleGrid; var rowBytes: Int; var layout: SampleLayout }
+    private struct PlanKey: Hashable {
+        var format: PixelFormat
+        var left: SIMD2<Int>
+        var right: SIMD2<Int>
+    }
+
+    /// One plane of one image, compiled.
+    private struct Job { var side: Int; var plane: Int; var map: CompiledMap }
+    /// A band of rows of one job: the unit handed to a thread.
+    private struct Band { var job: Int; var rows: Range<Int> }
+    private final class PairPlan: @unchecked Sendable {
+        let jobs: [Job]
+        let bands: [Band]
+        init(jobs: [Job], bands: [Band]) { self.jobs = jobs; self.bands = bands }
+    }
+
+    private func plan(left: ImageView, right: ImageView) -> PairPlan {
+        plan(key: PlanKey(format: left.format,
+                          left: SIMD2(left.plane0.bytesPerRow, left.plane1?.bytesPerRow ?? 0),
+                          right: SIMD2(right.plane0.bytesPerRow, right.plane1?.bytesPerRow ?? 0)))
+    }
+
+    /// The cached plan for a layout, compiling what is missing. Mutex held.
+    private func plan(key: PlanKey) -> PairPlan {
+        if let plan = plans[key] { return plan }
+        var jobs: [Job] = []
+        var bands: [Band] = []
+        for side in 0..<2 {
+            let strides = side == 0 ? key.left : key.right
+            for entry in key.format.remapPlanes {
+                let map = compiledMap(side: side, grid: entry.grid, rowBytes: strides[entry.plane], layout: entry.layout)
+                jobs.append(Job(side: side, plane: entry.plane, map: map))
+                // Bands of 16–64 rows: several per thread for balance, small
+                // enough that a band's source rows stay in cache.
+                let rows = map.height
+                let bandRows = max(16, min(64, rows / max(1, pool.threadCount * 4)))
+                var start = 0
+                while start < rows {
+                    bands.append(Band(job: jobs.count - 1, rows: start..<min(rows, start + bandRows)))
+                    start += bandRows
+                }
+            }
+        }
+        let plan = PairPlan(jobs: jobs, bands: bands)
+        plans[key] = plan
+        return plan
+    }
+
+    private func compiledMap(side: Int, grid: SampleGrid, rowBytes: Int, layout: SampleLayout) -> CompiledMap {
+        let key = CompileKey(side: side, grid: grid, rowBytes: rowBytes, layout: layout)
+        if let map = compiled[key] { return map }
+        let floats = floatGrid(side: side, grid: grid)
+        let map = floats.xs.withUnsafeBufferPointer { xs in
+            floats.ys.withUnsafeBufferPointer { ys in
+                CompiledMap(xs: xs, ys: ys, width: floats.width, height: floats.height,
+                            sourceWidth: floats.sourceWidth, sourceHeight: floats.sourceHeight,
+                            sourceRowBytes: rowBytes, layout: layout, interpolation: interpolation)
+            }
+        }
+        compiled[key] = map
+        return map
+    }
+
+    private func floatGrid(side: Int, grid: SampleGrid) -> FloatGrid {
+        let key = GridKey(side: side, grid: grid)
+        if let floats = floatGrids[key] { return floats }
+        let full = FloatGrid(side == 0 ? maps.left : maps.right)
+        let floats = grid == .full ? full : FloatGrid(chromaOf: full, grid: grid)
+        floatGrids[key] = floats
+        return floats
+    }
+}
+
+extension ImageBuffer {
+    /// Row strides (plane 0, plane 1) of a packed image.
+    static func packedRowBytes(_ format: PixelFormat, _ size: ImageSize) -> SIMD2<Int> {
+        SIMD2(format.minimumBytesPerRow(width: size.width),
+              format.planeCount == 2 ? format.minimumBytesPerRow(width: size.width, plane: 1) : 0)
+    }
+}

@@ -1,0 +1,25 @@
+/// Where the channels of one sample grid sit in memory: the bytes between
+/// horizontally adjacent samples and the byte offset of each channel.
+///
+/// The luma of YUYV is a one-channel grid with a 2-byte step; its chroma is
+/// a two-channel grid (Cb at 1, Cr at 3) with a 4-byte step at half the width.
+struct SampleLayout: Hashable, Sendable {
+    /// Bytes from one sample to the next in a row.
+    var pixelStride: Int
+    /// Number of channels (1…4).
+    var channels: Int
+    /// Byte offsets of channels 0…3 within a sample (unused entries are 0).
+    var offsets: SIMD4<Int>
+    /// The value written where the source has no pixel (0 = black for luma
+    /// and RGB, 128 = neutral for chroma).
+    var border: UInt8
+
+    static func interleaved(_ channels: Int) -> SampleLayout {
+        SampleLayout(pixelStride: channels, channels: channels, offsets: SIMD4(0, 1, 2, 3), border: 0)
+    }
+
+    /// True when the channels are exactly bytes 0…3 of a 4-byte sample.
+    var isPacked4: Bool { pixelStride == 4 && channels == 4 }
+    /// True for a plain 8-bit gray plane.
+    var isGray: Bool { pixelStride == 1 && channels == 1 }
+}

@@ -1,0 +1,142 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// A fixed set of threads that run the bands of one job together with the
+/// calling thread.
+///
+/// The threads are created once and sleep on a condition variable between
+/// jobs, so a job costs two wake-ups rather than thread creation, and
+/// nothing is allocated per job. Tasks are handed out one at a time from a
+/// shared counter, which balances uneven bands (rows near a lens edge cost
+/// more than rows in the middle).
+final class WorkerPool: @unchecked Sendable {
+    /// Threads that work on a job, including the caller of ``run(tasks:_:)``.
+    let threadCount: Int
+    private let state: PoolState
+
+    /// - Parameter threadCount: total threads including the caller; values
+    ///   below 1 act as 1. With 1 no thread is created.
+    init(threadCount: Int) {
+        self.threadCount = max(1, threadCount)
+        self.state = PoolState()
+        for _ in 1..<self.threadCount {
+            let context = Unmanaged.passRetained(state).toOpaque()
+            var thread = pthread_t()
+            let created = pthread_create(&thread, nil, { raw in
+                // The thread owns one reference to the state, released when it exits.
+                guard let raw else { return nil }
+                let state = Unmanaged<PoolState>.fromOpaque(raw).takeRetainedValue()
+                state.workLoop()
+                return nil
+            }, context)
+            if created == 0 {
+                pthread_detach(thread)
+            } else {
+                // Fewer threads than asked: the job still completes, only slower.
+                Unmanaged<PoolState>.fromOpaque(context).release()
+            }
+        }
+    }
+
+    deinit {
+        state.shutDown()
+    }
+
+    /// The number of processors online, at least 1.
+    static var processorCount: Int { max(1, Int(sysconf(Int32(_SC_NPROCESSORS_ONLN)))) }
+
+    /// Runs `body(0) … body(tasks − 1)`, spread over the pool's threads and
+    /// the caller, and returns when all have finished. Calls must not overlap
+    /// (the owner serialises them).
+    func run(tasks: Int, _ body: (Int) -> Void) {
+        guard tasks > 0 else { return }
+        if threadCount == 1 || tasks == 1 {
+            for t in 0..<tasks { body(t) }
+            return
+        }
+        withoutActuallyEscaping(body) { escapable in
+            state.execute(tasks: tasks, escapable)
+        }
+    }
+}
+
+/// The shared part of a ``WorkerPool``: the job, a task counter and the
+/// synchronisation, all guarded by one mutex.
+private final class PoolState: @unchecked Sendable {
+    private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
+    private let wake = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
+    private let finished = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
+    private var job: ((Int) -> Void)?
+    private var generation = 0
+    private var taskCount = 0
+    private var nextTask = 0
+    private var unfinished = 0
+    private var stopping = false
+
+    init() {
+        pthread_mutex_init(mutex, nil)
+        pthread_cond_init(wake, nil)
+        pthread_cond_init(finished, nil)
+    }
+
+    deinit {
+        pthread_cond_destroy(finished)
+        pthread_cond_destroy(wake)
+        pthread_mutex_destroy(mutex)
+        finished.deallocate()
+        wake.deallocate()
+        mutex.deallocate()
+    }
+
+    func shutDown() {
+        pthread_mutex_lock(mutex)
+        stopping = true
+        pthread_cond_broadcast(wake)
+        pthread_mutex_unlock(mutex)
+    }
+
+    func execute(tasks: Int, _ body: @escaping (Int) -> Void) {
+        pthread_mutex_lock(mutex)
+        job = body
+        taskCount = tasks
+        nextTask = 0
+        unfinished = tasks
+        generation &+= 1
+        pthread_cond_broadcast(wake)
+        drainTasks()
+        while unfinished > 0 { pthread_cond_wait(finished, mutex) }
+        // Drop the closure before `withoutActuallyEscaping` checks that it did not escape.
+        job = nil
+        pthread_mutex_unlock(mutex)
+    }
+
+    /// Takes tasks until none are left. Called and returns with the mutex held.
+    private func drainTasks() {
+        while nextTask < taskCount, let body = job {
+            let task = nextTask
+            nextTask += 1
+            pthread_mutex_unlock(mutex)
+            body(task)
+            pthread_mutex_lock(mutex)
+            unfinished -= 1
+            if unfinished == 0 { pthread_cond_broadcast(finished) }
+        }
+    }
+
+    func workLoop() {
+        pthread_mutex_lock(mutex)
+        var seen = generation
+        while true {
+            while generation == seen && !stopping { pthread_cond_wait(wake, mutex) }
+            if stopping { break }
+            seen = generation
+            drainTasks()
+        }
+        pthread_mutex_unlock(mutex)
+    }
+}

@@ -1,0 +1,193 @@
+import ArgumentParser
+import Foundation
+import ParallaxGeometry
+import ParallaxImage
+
+/// `parallax bench`: measures the rectification engine on the benchmark rig.
+struct BenchCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "bench",
+        abstract: "Measure rectification speed on the synthetic benchmark rig.",
+        discussion: """
+            Uses StereoCalibration.benchmarkRig, the rig Benchmarks/compare-opencv also uses, so the \
+            numbers compare with OpenCV's. Build in release mode for meaningful figures.
+            """,
+        subcommands: [BenchRectifyCommand.self, BenchMapsCommand.self])
+}
+
+/// Options shared by the bench subcommands.
+struct BenchOptions: ParsableArguments {
+    @Option(name: .long, help: "Image size, WxH.")
+    var size: String = "1920x1080"
+
+    @Option(name: .long, help: "Pixel format: gray8, rgb8, bgr8, rgba8, bgra8, yuyv, uyvy or nv12.")
+    var format: String = "gray8"
+
+    @Option(name: .long, help: "Threads per pair, including the caller's.")
+    var threads: Int = 1
+
+    @Option(name: .long, help: "Timed repetitions (after warm-up).")
+    var iterations: Int = 50
+
+    @Flag(name: .long, help: "Print one JSON object.")
+    var json = false
+
+    func validate() throws {
+        guard ImageSize(parsing: size) != nil else { throw ValidationError("--size must look like 1920x1080, got '\(size)'") }
+        guard let format = PixelFormat(rawValue: format) else {
+            throw ValidationError("--format must be one of \(PixelFormat.allCases.map(\.rawValue).joined(separator: ", ")), got '\(format)'")
+        }
+        if let size = ImageSize(parsing: size) {
+            do { try format.validate(size) } catch { throw ValidationError("\(error)") }
+        }
+        guard threads >= 1 else { throw ValidationError("--threads must be at least 1") }
+        guard iterations >= 1 else { throw ValidationError("--iterations must be at least 1") }
+    }
+
+    var imageSize: ImageSize { ImageSize(parsing: size) ?? ImageSize(width: 1920, height: 1080) }
+    var pixelFormat: PixelFormat { PixelFormat(rawValue: format) ?? .gray8 }
+}
+
+/// Monotonic time in seconds.
+func monotonicSeconds() -> Double {
+    var ts = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &ts)
+    return Double(ts.tv_sec) + Double(ts.tv_nsec) * 1e-9
+}
+
+/// Median and minimum of timings in seconds, reported in milliseconds.
+func summarise(_ seconds: [Double]) -> (median: Double, min: Double) {
+    let sorted = seconds.sorted()
+    let mid = sorted.count / 2
+    let median = sorted.count % 2 == 1 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2
+    return (median * 1000, (sorted.first ?? 0) * 1000)
+}
+
+func formatNumber(_ value: Double) -> String { String(format: "%.4f", value) }
+
+/// `parallax bench rectify`: time per rectified pair.
+struct BenchRectifyCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "rectify",
+        abstract: "Time rectifying one pair (both images), bilinear by default.")
+
+    @OptionGroup var options: BenchOptions
+
+    @Option(name: .long, help: "nearest, bilinear or bicubic.")
+    var interpolation: String = "bilinear"
+
+    @Option(name: .long, help: "Also write the rig, maps and source images here (for Benchmarks/compare-opencv).")
+    var export: String?
+
+    func validate() throws {
+        guard RectifyCommand.interpolation(named: interpolation) != nil else {
+            throw ValidationError("--interpolation must be nearest, bilinear or bicubic, got '\(interpolation)'")
+        }
+    }
+
+    func run() throws {
+        let size = options.imageSize, format = options.pixelFormat
+        let calibration = StereoCalibration.benchmarkRig(size: size)
+        let rectifier = try Rectifier(calibration: calibration,
+                                      interpolation: RectifyCommand.interpolation(named: interpolation) ?? .bilinear,
+                                      threads: options.threads)
+        let left = try BenchImages.pattern(format, size: size, seed: 1)
+        let right = try BenchImages.pattern(format, size: size, seed: 2)
+        if let export { try BenchImages.export(to: export, calibration: calibration, rectifier: rectifier, left: left, right: right) }
+        try rectifier.prepare(for: format)
+        var outLeft = try ImageBuffer(format: format, size: rectifier.outputSize), outRight = outLeft
+        var timings: [Double] = []
+        timings.reserveCapacity(options.iterations)
+        try left.withView { (l: ImageView) throws in
+            try right.withView { (r: ImageView) throws in
+                // Warm-up: caches, page faults of the outputs, thread wake-up paths.
+                for _ in 0..<3 { try rectifier.rectify(left: l, right: r, into: &outLeft, &outRight) }
+                for _ in 0..<options.iterations {
+                    let start = monotonicSeconds()
+                    try rectifier.rectify(left: l, right: r, into: &outLeft, &outRight)
+                    timings.append(monotonicSeconds() - start)
+                }
+            }
+        }
+        let (median, minimum) = summarise(timings)
+        let megapixels = 2 * Double(size.area) / 1e6 / (median / 1000)
+        if options.json {
+            print("{\"operation\": \"rectify-pair\", \"size\": \"\(size)\", \"format\": \"\(format.rawValue)\", "
+                + "\"threads\": \(options.threads), \"iterations\": \(options.iterations), "
+                + "\"interpolation\": \"\(rectifier.interpolation.rawValue)\", "
+                + "\"ms_per_pair_median\": \(formatNumber(median)), \"ms_per_pair_min\": \(formatNumber(minimum)), "
+                + "\"megapixels_per_second\": \(formatNumber(megapixels))}")
+        } else {
+            print("rectify-pair \(size) \(format.rawValue) \(rectifier.interpolation.rawValue), \(options.threads) thread(s): "
+                + "median \(formatNumber(median)) ms, min \(formatNumber(minimum)) ms per pair, \(String(format: "%.1f", megapixels)) MP/s")
+        }
+    }
+}
+
+/// `parallax bench maps`: time to build both maps.
+struct BenchMapsCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "maps",
+        abstract: "Time building both rectification maps (float maps, then the fixed-point maps for --format).")
+
+    @OptionGroup var options: BenchOptions
+
+    func run() throws {
+        let size = options.imageSize, format = options.pixelFormat
+        let calibration = StereoCalibration.benchmarkRig(size: size)
+        var timings: [Double] = []
+        for _ in 0..<options.iterations {
+            let start = monotonicSeconds()
+            let rectifier = try Rectifier(calibration: calibration, threads: options.threads)
+            try rectifier.prepare(for: format)
+            timings.append(monotonicSeconds() - start)
+        }
+        let (median, minimum) = summarise(timings)
+        if options.json {
+            print("{\"operation\": \"build-maps\", \"size\": \"\(size)\", \"format\": \"\(format.rawValue)\", "
+                + "\"threads\": \(options.threads), \"iterations\": \(options.iterations), "
+                + "\"ms_median\": \(formatNumber(median)), \"ms_min\": \(formatNumber(minimum))}")
+        } else {
+            print("build-maps \(size) \(format.rawValue): median \(formatNumber(median)) ms, min \(formatNumber(minimum)) ms")
+        }
+    }
+}
+
+/// Deterministic source images and the export for compare-opencv.
+enum BenchImages {
+    /// Texture with every byte varying (content does not change the work, but
+    /// constant images could flatter caches).
+    static func pattern(_ format: PixelFormat, size: ImageSize, seed: UInt32) throws -> ImageBuffer {
+        let count = ImageBuffer.byteCount(format: format, size: size)
+        var bytes = [UInt8](repeating: 0, count: count)
+        var state: UInt32 = 2_463_534_242 &+ seed
+        for i in 0..<count {
+            state ^= state << 13; state ^= state >> 17; state ^= state << 5
+            bytes[i] = UInt8(truncatingIfNeeded: (i &* 3) &+ Int(state & 63))
+        }
+        return try ImageBuffer(format: format, size: size, bytes: bytes)
+    }
+
+    /// Writes `calibration.json`, `meta.json`, the float maps
+    /// (`left-x.f32` … little-endian float32, row-major, NaN where undefined)
+    /// and the raw source images (`left.raw`, `right.raw`, packed).
+    static func export(to folder: String, calibration: StereoCalibration, rectifier: Rectifier,
+                       left: ImageBuffer, right: ImageBuffer) throws {
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        func path(_ name: String) -> String { (folder as NSString).appendingPathComponent(name) }
+        try calibration.write(toFile: path("calibration.json"))
+        func floats(_ values: [Float]) -> [UInt8] {
+            values.withUnsafeBytes { Array($0) }  // little-endian on every platform Swift runs Parallax on
+        }
+        let maps = rectifier.maps
+        try FileAccess.writeAtomically(floats(maps.left.sourceX), toPath: path("left-x.f32"))
+        try FileAccess.writeAtomically(floats(maps.left.sourceY), toPath: path("left-y.f32"))
+        try FileAccess.writeAtomically(floats(maps.right.sourceX), toPath: path("right-x.f32"))
+        try FileAccess.writeAtomically(floats(maps.right.sourceY), toPath: path("right-y.f32"))
+        try FileAccess.writeAtomically(left.bytes, toPath: path("left.raw"))
+        try FileAccess.writeAtomically(right.bytes, toPath: path("right.raw"))
+        let meta = "{\"width\": \(left.size.width), \"height\": \(left.size.height), \"format\": \"\(left.format.rawValue)\", "
+            + "\"output_width\": \(rectifier.outputSize.width), \"output_height\": \(rectifier.outputSize.height)}\n"
+        try FileAccess.writeAtomically(meta, toPath: path("meta.json"))
+    }
+}

@@ -1,0 +1,126 @@
+import ArgumentParser
+import Foundation
+import ParallaxGeometry
+import ParallaxImage
+
+/// `parallax rectify`: rectifies one stereo pair of image files.
+struct RectifyCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "rectify",
+        abstract: "Rectify a stereo pair of image files with a calibration.",
+        discussion: """
+            Reads PNG, JPEG, PGM or PPM (chosen by content) and writes each output in the format its \
+            extension names. Rows of the rectified images are epipolar lines: a point appears on the \
+            same row in both. --preview shows the pair side by side with guide lines to check that by \
+            eye; --anaglyph overlays them in red and cyan so the convergence plane (where the two \
+            images coincide) can be seen.
+            """)
+
+    @Option(name: .long, help: "Calibration file (Parallax JSON).")
+    var calibration: String
+
+    @Option(name: .long, help: "Left image file.")
+    var left: String
+
+    @Option(name: .long, help: "Right image file.")
+    var right: String
+
+    @Option(name: .customLong("output-left"), help: "Where to write the rectified left image (.png, .jpg, .pgm, .ppm).")
+    var outputLeft: String
+
+    @Option(name: .customLong("output-right"), help: "Where to write the rectified right image.")
+    var outputRight: String
+
+    @Option(name: .long, help: "Distance of the zero-parallax plane, in the calibration's units (1.5m, 150cm, 1500mm convert assuming millimetres). Default: infinity.")
+    var convergence: String?
+
+    @Option(name: .long, help: "Free scaling: 0 keeps only valid pixels, 1 keeps all source pixels. Default: OpenCV's -1 (no scaling).")
+    var alpha: Double?
+
+    @Option(name: .long, help: "nearest, bilinear or bicubic (also: speed, balanced, quality).")
+    var interpolation: String = "bilinear"
+
+    @Option(name: .long, help: "Also write the pair side by side with horizontal guide lines (PNG recommended).")
+    var preview: String?
+
+    @Option(name: .long, help: "Also write a red-cyan anaglyph of the pair.")
+    var anaglyph: String?
+
+    @Option(name: .long, help: "Threads to use (default: all processors).")
+    var threads: Int?
+
+    func validate() throws {
+        guard Self.interpolation(named: interpolation) != nil else {
+            throw ValidationError("--interpolation must be nearest, bilinear or bicubic (or speed, balanced, quality), got '\(interpolation)'")
+        }
+        if let alpha, !alpha.isFinite || (alpha < 0 && alpha != -1) || alpha > 1 {
+            throw ValidationError("--alpha must be between 0 and 1 (or -1 for no scaling), got \(alpha)")
+        }
+        if let threads, threads < 1 { throw ValidationError("--threads must be at least 1, got \(threads)") }
+        if let convergence { _ = try RectificationCommand.parseDistance(convergence) }
+        for path in [outputLeft, outputRight] + [preview, anaglyph].compactMap({ $0 }) where ImageFileFormat(pathExtensionOf: path) == nil {
+            throw ValidationError("'\(path)' has no image extension the writer knows (.png, .jpg, .jpeg, .pgm, .ppm)")
+        }
+    }
+
+    static func interpolation(named name: String) -> Interpolation? {
+        switch name.lowercased() {
+        case "nearest", "speed": return .nearest
+        case "bilinear", "balanced": return .bilinear
+        case "bicubic", "quality": return .bicubic
+        default: return nil
+        }
+    }
+
+    func run() throws {
+        let calibration: StereoCalibration
+        do {
+            calibration = try StereoCalibration(contentsOfFile: self.calibration)
+        } catch {
+            throw CLIError(error.description)
+        }
+        let leftImage = try Self.read(left)
+        var rightImage = try Self.read(right)
+        for (path, image, camera) in [(left, leftImage, calibration.left), (right, rightImage, calibration.right)]
+        where image.size != camera.size {
+            throw CLIError("\(path): the image is \(image.size) but the calibration \(self.calibration) is for \(camera.size) images")
+        }
+        if rightImage.format != leftImage.format {
+            // One gray and one colour file: rectify both in colour.
+            rightImage = try rightImage.converted(to: leftImage.format)
+        }
+        let rectifier: Rectifier
+        do {
+            rectifier = try Rectifier(
+                calibration: calibration,
+                convergenceDistance: try convergence.map(RectificationCommand.parseDistance),
+                options: RectificationOptions(alpha: alpha.flatMap { $0 < 0 ? nil : $0 }),
+                interpolation: Self.interpolation(named: interpolation) ?? .bilinear,
+                threads: threads)
+        } catch {
+            throw CLIError("\(self.calibration): \(error)")
+        }
+        let (l, r) = try rectifier.rectify(left: leftImage, right: rightImage)
+        try l.write(toFile: outputLeft)
+        try r.write(toFile: outputRight)
+        var written = [outputLeft, outputRight]
+        if let preview {
+            try StereoPreview.sideBySide(left: l, right: r, layout: rectifier.maps.rectification.layout).write(toFile: preview)
+            written.append(preview)
+        }
+        if let anaglyph {
+            try StereoPreview.anaglyph(left: l, right: r).write(toFile: anaglyph)
+            written.append(anaglyph)
+        }
+        let plane = rectifier.maps.rectification.convergenceDistance.map { "convergence plane at \($0)" } ?? "convergence at infinity"
+        print("rectified \(leftImage.size) \(leftImage.format.rawValue) pair (\(plane)); wrote \(written.joined(separator: ", "))")
+    }
+
+    static func read(_ path: String) throws -> ImageBuffer {
+        do {
+            return try ImageBuffer(contentsOfFile: path)
+        } catch {
+            throw CLIError(error.description)
+        }
+    }
+}

@@ -1,0 +1,185 @@
+import Foundation
+import ParallaxGeometry
+import Testing
+@testable import ParallaxImage
+
+@Suite("Image codecs")
+struct CodecTests {
+    @Test("PNG round trip is lossless for gray, RGB and RGBA", arguments: [PixelFormat.gray8, .rgb8, .rgba8])
+    func pngRoundTrip(format: PixelFormat) throws {
+        let dir = TestImages.scratchDirectory()
+        let path = dir + "/image.png"
+        let image = TestImages.pattern(format, width: 33, height: 17)
+        try image.write(toFile: path)
+        let read = try ImageBuffer(contentsOfFile: path)
+        #expect(read == image)
+    }
+
+    @Test("PNG of BGR and BGRA stores RGB order")
+    func pngSwapsBGR() throws {
+        let dir = TestImages.scratchDirectory()
+        let bgra = TestImages.pattern(.bgra8, width: 8, height: 4)
+        try bgra.write(toFile: dir + "/a.png")
+        let read = try ImageBuffer(contentsOfFile: dir + "/a.png")
+        #expect(read.format == .rgba8)
+        #expect(read == (try bgra.converted(to: .rgba8)))
+        #expect(read.bytes[0] == bgra.bytes[2] && read.bytes[2] == bgra.bytes[0])
+    }
+
+    @Test("PGM and PPM round trips are lossless")
+    func netpbmRoundTrip() throws {
+        let dir = TestImages.scratchDirectory()
+        let gray = TestImages.pattern(.gray8, width: 13, height: 7)
+        try gray.write(toFile: dir + "/g.pgm")
+        #expect(try ImageBuffer(contentsOfFile: dir + "/g.pgm") == gray)
+        let rgb = TestImages.pattern(.rgb8, width: 13, height: 7, seed: 3)
+        try rgb.write(toFile: dir + "/c.ppm")
+        #expect(try ImageBuffer(contentsOfFile: dir + "/c.ppm") == rgb)
+    }
+
+    @Test("reading chooses the decoder by content, not by the file name")
+    func sniffsContent() throws {
+        let dir = TestImages.scratchDirectory()
+        let gray = TestImages.pattern(.gray8, width: 5, height: 5)
+        try gray.write(toFile: dir + "/real.png")
+        try FileManager.default.moveItem(atPath: dir + "/real.png", toPath: dir + "/lies.jpg")
+        #expect(try ImageBuffer(contentsOfFile: dir + "/lies.jpg") == gray)
+    }
+
+    @Test("JPEG round trip stays close for gray and colour", arguments: [PixelFormat.gray8, .rgb8])
+    func jpegRoundTrip(format: PixelFormat) throws {
+        let dir = TestImages.scratchDirectory()
+        let image = TestImages.smooth(format, width: 64, height: 48)
+        try image.write(toFile: dir + "/i.jpg", quality: 95)
+        let read = try ImageBuffer(contentsOfFile: dir + "/i.jpg")
+        #expect(read.format == format && read.size == image.size)
+        // Quality 95 quantises DCT coefficients by about 1–2 levels; on content
+        // without edges the mean error stays below 2 levels.
+        let diff = zip(read.bytes, image.bytes).map { abs(Int($0) - Int($1)) }
+        #expect(Double(diff.reduce(0, +)) / Double(diff.count) < 2)
+    }
+
+    @Test("OpenCV's sample JPEG decodes as 640x480 gray")
+    func opencvSample() throws {
+        let image = try ImageBuffer(contentsOfFile: TestImages.opencvData + "/left01.jpg")
+        #expect(image.format == .gray8)
+        #expect(image.size == ImageSize(width: 640, height: 480))
+        // A chessboard photo: both dark and bright squares are present.
+        #expect(image.bytes.min()! < 60 && image.bytes.max()! > 180)
+    }
+
+    @Test("16-bit PNG keeps the high byte; gray + alpha drops alpha; palettes expand")
+    func pngVariants() throws {
+        let g16 = try ImageBuffer(contentsOfFile: TestImages.fixtures + "/images/gray16.png")
+        #expect(g16.format == .gray8 && g16.size == ImageSize(width: 8, height: 4))
+        for y in 0..<4 {
+            for x in 0..<8 { #expect(g16.bytes[y * 8 + x] == UInt8((x * 4096 + y * 1000) >> 8)) }
+        }
+        let ga = try ImageBuffer(contentsOfFile: TestImages.fixtures + "/images/gray-alpha.png")
+        #expect(ga.format == .gray8)
+        var expectedGray: [UInt8] = []
+        for y in 0..<3 { for x in 0..<6 { expectedGray.append(UInt8(10 * x + 40 * y)) } }
+        #expect(ga.bytes == expectedGray)
+        let palette = try ImageBuffer(contentsOfFile: TestImages.fixtures + "/images/palette.png")
+        #expect(palette.format == .rgb8)
+        let colours: [[UInt8]] = [[255, 0, 0], [0, 255, 0], [0, 0, 255], [255, 255, 255]]
+        var expectedRGB: [UInt8] = []
+        for y in 0..<2 { for x in 0..<4 { expectedRGB += colours[(x + y) % 4] } }
+        #expect(palette.bytes == expectedRGB)
+    }
+
+    @Test("16-bit PGM is rescaled to 8 bits")
+    func pgm16() throws {
+        let image = try ImageBuffer(contentsOfFile: TestImages.fixtures + "/images/gray16.pgm")
+        #expect(image.size == ImageSize(width: 4, height: 2))
+        let expected: [UInt8] = (0..<8).map { (i: Int) -> UInt8 in
+            let scaled: Int = (7710 * i * 255 + 32767) / 65535
+            return UInt8(scaled)
+        }
+        #expect(image.bytes == expected)
+    }
+
+    // MARK: Damaged files
+
+    /// Writes `image` as `name`, then rewrites it through `damage`.
+    private func damagedFile(_ name: String, _ image: ImageBuffer, _ damage: ([UInt8]) -> [UInt8]) throws -> String {
+        let dir = TestImages.scratchDirectory()
+        let path = dir + "/" + name
+        try image.write(toFile: path)
+        let bytes = try FileAccess.readBytes(atPath: path)
+        try FileAccess.writeAtomically(damage(bytes), toPath: path)
+        return path
+    }
+
+    private func expectCorrupt(_ path: String, sourceLocation: SourceLocation = #_sourceLocation) {
+        do {
+            _ = try ImageBuffer(contentsOfFile: path)
+            Issue.record("\(path) decoded although damaged", sourceLocation: sourceLocation)
+        } catch {
+            guard case .corruptFile(let named, _) = error else {
+                Issue.record("expected corruptFile, got \(error)", sourceLocation: sourceLocation)
+                return
+            }
+            #expect(named == path, sourceLocation: sourceLocation)
+            #expect(error.description.hasPrefix(path), sourceLocation: sourceLocation)
+        }
+    }
+
+    @Test("truncated files are corruptFile errors naming the file", arguments: ["png", "jpg", "pgm", "ppm"])
+    func truncated(ext: String) throws {
+        let image = TestImages.smooth(ext == "pgm" ? .gray8 : .rgb8, width: 48, height: 32)
+        for keep in [0.3, 0.6, 0.95] {
+            let path = try damagedFile("t.\(ext)", image) { Array($0.prefix(Int(Double($0.count) * keep))) }
+            expectCorrupt(path)
+        }
+        // Cut inside the header too.
+        expectCorrupt(try damagedFile("h.\(ext)", image) { Array($0.prefix(10)) })
+    }
+
+    @Test("corrupt bytes are corruptFile errors naming the file", arguments: ["png", "jpg", "pgm"])
+    func corrupt(ext: String) throws {
+        let image = TestImages.smooth(ext == "pgm" ? .gray8 : .rgb8, width: 48, height: 32)
+        let path = try damagedFile("c.\(ext)", image) { bytes in
+            var b = bytes
+            switch ext {
+            case "png":
+                // Flip bits in the middle of the IDAT data: the chunk CRC no longer matches.
+                for i in stride(from: b.count / 2, to: b.count / 2 + 16, by: 1) { b[i] ^= 0x5A }
+            case "jpg":
+                // Replace the start-of-frame marker area: no frame header remains.
+                for i in 2..<min(b.count, 400) { b[i] = 0x00 }
+            default:
+                // A header whose maximum value is not a number.
+                b = Array("P5\n48 32\nabc\n".utf8) + b.suffix(48 * 32)
+            }
+            return b
+        }
+        expectCorrupt(path)
+    }
+
+    @Test("empty and unknown files are corruptFile; missing files are fileAccess")
+    func unknownAndMissing() throws {
+        let dir = TestImages.scratchDirectory()
+        try FileAccess.writeAtomically([UInt8](), toPath: dir + "/empty.png")
+        expectCorrupt(dir + "/empty.png")
+        try FileAccess.writeAtomically(Array("hello, not an image".utf8), toPath: dir + "/text.png")
+        expectCorrupt(dir + "/text.png")
+        #expect(throws: ImageError.fileAccess(path: dir + "/missing.png", reason: "\(dir)/missing.png: cannot open: No such file or directory")) {
+            try ImageBuffer(contentsOfFile: dir + "/missing.png")
+        }
+    }
+
+    @Test("writing is atomic: a failed write leaves the old file and no partial file")
+    func atomicWrite() throws {
+        let dir = TestImages.scratchDirectory()
+        let first = TestImages.pattern(.gray8, width: 4, height: 4)
+        try first.write(toFile: dir + "/x.png")
+        // PGM cannot hold colour; the encoder refuses before touching the disk.
+        #expect(throws: ImageError.self) { try TestImages.pattern(.rgb8, width: 4, height: 4).write(toFile: dir + "/x.pgm") }
+        #expect(throws: ImageError.self) { try first.write(toFile: dir + "/x.tiff") }
+        #expect(throws: ImageError.self) { try first.write(toFile: dir + "/no-such-folder/x.png") }
+        let names = try FileManager.default.contentsOfDirectory(atPath: dir)
+        #expect(names == ["x.png"])
+        #expect(try ImageBuffer(contentsOfFile: dir + "/x.png") == first)
+    }
+}
