@@ -15,6 +15,8 @@ struct DemoCommand: AsyncParsableCommand {
     /// The stages, in pipeline order.
     static let steps: [any DemoStep] = [
         GeometryDemoStep(),
+        PairingDemoStep(),
+        CalibrationDemoStep(),
         CaptureDemoStep(),
     ]
 
