@@ -7,7 +7,7 @@ struct CaptureCommandTests {
         URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("parallax-capture-\(UUID().uuidString)")
     }
 
-    @Test("capture --simulated --frames 60 writes 60 left and 60 right PNGs with their CSVs")
+    @Test("capture --simulated --frames 60 writes 60 synchronized pairs: 60 left and 60 right PNGs with their CSVs")
     func simulatedCapture() throws {
         let output = Self.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: output) }
@@ -33,8 +33,30 @@ struct CaptureCommandTests {
             let first = try Data(contentsOf: folder.appendingPathComponent("data").appendingPathComponent(images[0]))
             #expect(Array(first.prefix(4)) == [0x89, 0x50, 0x4E, 0x47])
         }
-        #expect(result.stdout.contains("cam0 (left"))
-        #expect(result.stdout.contains("60 frames"))
+        #expect(result.stdout.contains("60 pairs written"))
+        // Row k of both CSVs is one moment: the simulated cameras share a clock with no offset.
+        let left = try String(contentsOf: output.appendingPathComponent("cam0/data.csv"), encoding: .utf8)
+        let right = try String(contentsOf: output.appendingPathComponent("cam1/data.csv"), encoding: .utf8)
+        let leftStamps = left.split(separator: "\n").dropFirst().map { $0.split(separator: ",")[0] }
+        let rightStamps = right.split(separator: "\n").dropFirst().map { $0.split(separator: ",")[0] }
+        #expect(leftStamps == rightStamps)
+        // Consecutive frames: the recording is gapless at 30 fps (33 333 333 ns apart).
+        let values = leftStamps.compactMap { Int64($0) }
+        #expect(zip(values, values.dropFirst()).allSatisfy { $1 - $0 == 33_333_333 })
+    }
+
+    @Test("capture --independent records each camera on its own")
+    func independentCapture() throws {
+        let output = Self.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: output) }
+        let result = try ParallaxCLI.run(["capture", "--simulated", "--independent", "--frames", "5", "--size", "64x48",
+                                          "--output", output.path], timeout: 120)
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stdout.contains("cam0 (left") && result.stdout.contains("cam1 (right"))
+        for camera in ["cam0", "cam1"] {
+            let images = try FileManager.default.contentsOfDirectory(atPath: output.appendingPathComponent(camera + "/data").path)
+            #expect(images.count == 5)
+        }
     }
 
     @Test("capture without cameras or --simulated explains what to give")

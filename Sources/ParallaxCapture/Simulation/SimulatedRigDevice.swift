@@ -61,14 +61,23 @@ public final class SimulatedRigDevice: Sendable {
                 epochNanoseconds: Int64? = nil, seed: UInt64 = 1) {
         self.rig = rig
         let epoch = epochNanoseconds ?? monotonicNanoseconds()
+        let lockstep = Lockstep()
         left = SimulatedCamera(rig: rig, camera: .left, timing: leftTiming, interval: frameInterval, pixelFormat: pixelFormat,
-                               pace: pace, epoch: epoch, seed: seed)
+                               pace: pace, epoch: epoch, seed: seed, lockstep: lockstep)
         right = SimulatedCamera(rig: rig, camera: .right, timing: rightTiming, interval: frameInterval, pixelFormat: pixelFormat,
-                                pace: pace, epoch: epoch, seed: seed &+ 1)
+                                pace: pace, epoch: epoch, seed: seed &+ 1, lockstep: lockstep)
     }
 
     /// Both cameras, left first.
     public var cameras: [SimulatedCamera] { [left, right] }
+
+    /// Renders both views now (otherwise each camera renders when it starts). Call it
+    /// before starting cameras that run as fast as possible, so the first one does not race
+    /// ahead while the second renders.
+    public func prepare() throws(CaptureError) {
+        try left.prepare()
+        try right.prepare()
+    }
 }
 
 /// One camera of a ``SimulatedRigDevice``.
@@ -84,6 +93,7 @@ public final class SimulatedCamera: CaptureDevice, @unchecked Sendable {
     private let rig: SimulatedStereoRig
     private let epoch: Int64
     private let seed: UInt64
+    fileprivate let lockstep: Lockstep
     private let state: Mutex<State>
 
     private struct State: @unchecked Sendable {
@@ -94,7 +104,8 @@ public final class SimulatedCamera: CaptureDevice, @unchecked Sendable {
     }
 
     init(rig: SimulatedStereoRig, camera: RigCamera, timing: SimulatedCameraTiming, interval: FrameInterval,
-         pixelFormat: PixelFormat, pace: SimulationPace, epoch: Int64, seed: UInt64) {
+         pixelFormat: PixelFormat, pace: SimulationPace, epoch: Int64, seed: UInt64, lockstep: Lockstep) {
+        self.lockstep = lockstep
         self.rig = rig
         self.camera = camera
         self.timing = timing
@@ -175,6 +186,9 @@ public final class SimulatedCamera: CaptureDevice, @unchecked Sendable {
 
     fileprivate func remember(nextFrame: Int64) { state.withLock { $0.nextFrame = nextFrame } }
 
+    /// Renders the view for the active format now (``start(_:)`` does it otherwise).
+    public func prepare() throws(CaptureError) { _ = try renderedPixels() }
+
     private func renderedPixels() throws(CaptureError) -> SharedPixels {
         if let pixels = state.withLock({ $0.pixels }) { return pixels }
         let format = state.withLock { $0.format }
@@ -227,7 +241,14 @@ private final class SimulatedStream: @unchecked Sendable {
             let elapsed = Double(monotonicNanoseconds() - epoch - timing.offsetNanoseconds)
             k = max(k, Int64((elapsed / period).rounded(.up)))
         }
+        let side = initial.camera == .left ? 0 : 1
+        let lockstep = initial.lockstep
+        if pace == .asFastAsPossible { k = lockstep.join(side, at: k) }
+        defer { lockstep.leave(side) }
         while !thread.shouldStop, let camera {
+            // As fast as possible, but never more than a frame ahead of the other camera,
+            // so the two virtual timelines stay together and their frames can pair.
+            if pace == .asFastAsPossible && !lockstep.waitForTurn(side, frame: k, thread: thread) { break }
             let exposure = epoch + timing.offsetNanoseconds + Int64((Double(k) * period).rounded())
             if pace == .realTime {
                 // Sleep in slices so stop() is honoured promptly.
@@ -243,6 +264,7 @@ private final class SimulatedStream: @unchecked Sendable {
             camera.remember(nextFrame: k)
             if timing.dropProbability > 0 && random.nextUnit() < timing.dropProbability {
                 handler(.event(.dropped(count: 1, reason: .simulated)))
+                if pace == .asFastAsPossible { lockstep.advance(side, to: k) }
                 continue
             }
             let jitter = timing.jitterNanoseconds
@@ -253,8 +275,64 @@ private final class SimulatedStream: @unchecked Sendable {
                               sequence: sequence, source: identity, exposureNanoseconds: nil, camera: model,
                               release: { _ = pixels })
             handler(.frame(frame))
+            // Counted only once handed over, so the other camera never runs ahead of what
+            // a consumer (a synchronizer with a two-frame queue) has actually received.
+            if pace == .asFastAsPossible { lockstep.advance(side, to: k) }
         }
         handler(.event(.stopped))
+    }
+}
+
+/// Keeps two as-fast-as-possible cameras within one frame of each other.
+final class Lockstep: @unchecked Sendable {
+    private let condition = NSCondition()
+    private var running = [false, false]
+    /// The number of the next frame each camera will hand over.
+    private var next: [Int64] = [0, 0]
+
+    /// Registers a starting camera and returns the frame it starts at: where the other
+    /// camera is, when that one is already running (so the two meet at once instead of the
+    /// late one racing through frames the other left behind). A camera starting alone
+    /// gives its partner `partnerWaitSeconds` to start too, since the two are usually
+    /// started one after the other; a camera used on its own just starts that much later.
+    func join(_ side: Int, at frame: Int64, partnerWaitSeconds: Double = 0.2) -> Int64 {
+        condition.lock()
+        defer { condition.unlock() }
+        let start = running[1 - side] ? max(frame, next[1 - side]) : frame
+        running[side] = true
+        next[side] = start
+        condition.broadcast()
+        let deadline = Date(timeIntervalSinceNow: partnerWaitSeconds)
+        while !running[1 - side] {
+            if !condition.wait(until: deadline) { break }
+        }
+        return start
+    }
+
+    func leave(_ side: Int) {
+        condition.lock()
+        running[side] = false
+        condition.broadcast()
+        condition.unlock()
+    }
+
+    func advance(_ side: Int, to frame: Int64) {
+        condition.lock()
+        next[side] = frame
+        condition.broadcast()
+        condition.unlock()
+    }
+
+    /// Waits (in 50 ms slices, honouring stop) until the other camera has handed over the
+    /// frame before `frame`, or is not running. False when asked to stop.
+    func waitForTurn(_ side: Int, frame: Int64, thread: CaptureThread) -> Bool {
+        condition.lock()
+        defer { condition.unlock() }
+        while running[1 - side] && next[1 - side] < frame {
+            if thread.shouldStop { return false }
+            _ = condition.wait(until: Date(timeIntervalSinceNow: 0.05))
+        }
+        return !thread.shouldStop
     }
 }
 

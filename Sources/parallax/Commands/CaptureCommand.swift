@@ -7,11 +7,13 @@ import ParallaxGeometry
 struct CaptureCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "capture",
-        abstract: "Record frames from two cameras (or the simulated rig) in EuRoC layout.",
+        abstract: "Record synchronized frame pairs from two cameras (or the simulated rig) in EuRoC layout.",
         discussion: """
             Writes DIR/cam0 (left) and DIR/cam1 (right), each with data.csv \
             ("#timestamp [ns],filename") and its images in data/ as PNG (MJPEG frames as JPEG). \
-            Until the output synchronizer pairs frames, each camera's frames are recorded on their own.
+            Frames are paired by the output synchronizer (approximate policy, skew at most half a \
+            frame interval), so row k of both CSVs is one moment; --independent records each \
+            camera's frames on their own instead.
 
             Examples:
               parallax capture --simulated --frames 60 --output rec
@@ -33,8 +35,11 @@ struct CaptureCommand: ParsableCommand {
     @Option(name: .long, help: "Simulated image size WxH.")
     var size: String = "640x480"
 
-    @Option(name: .long, help: "Frames to record per camera.")
+    @Option(name: .long, help: "Frames to record per camera (pairs, unless --independent).")
     var frames: Int = 60
+
+    @Flag(name: .long, help: "Record each camera's frames on their own, without pairing.")
+    var independent = false
 
     @Option(name: .long, help: "Output folder (created if missing).")
     var output: String
@@ -68,6 +73,7 @@ struct CaptureCommand: ParsableCommand {
             let rig = SimulatedRigDevice(rig: .example(size: imageSize),
                                          frameInterval: requested?.frameInterval ?? FrameInterval(numerator: 1, denominator: 30),
                                          pace: realTime ? .realTime : .asFastAsPossible)
+            try rig.prepare()
             devices = rig.cameras
         } else {
             devices = try [left, right].compactMap { $0 }.map { try Self.openCamera($0, format: requested) }
@@ -75,6 +81,36 @@ struct CaptureCommand: ParsableCommand {
         let interval = devices.first?.activeFormat?.frameInterval.seconds ?? (1.0 / 30)
         let deadline = timeout ?? (Double(frames) * interval * 2 + 10)
         let recorder = try EuRoCRecorder(directory: output, cameraCount: 2)
+        if independent {
+            try recordEach(devices, into: recorder, deadline: deadline)
+        } else {
+            try recordPairs(devices, into: recorder, deadline: deadline)
+        }
+    }
+
+    private func recordPairs(_ devices: [any CaptureDevice], into recorder: EuRoCRecorder, deadline: Double) throws {
+        let summary = try recordSynchronizedPairs(left: devices[0], right: devices[1], pairs: frames, into: recorder,
+                                                  timeoutSeconds: deadline)
+        let stats = summary.statistics
+        print("\(summary.pairsWritten) pairs written; skew p50 \(Self.milliseconds(stats.skew.p50Nanoseconds)), "
+              + "max \(Self.milliseconds(stats.skew.maxNanoseconds))")
+        for reason in FrameDropReason.allCases {
+            let l = stats.drops(.left, reason: reason), r = stats.drops(.right, reason: reason)
+            if l + r > 0 { print("unpaired (\(reason)): left \(l), right \(r)") }
+        }
+        if summary.deviceDrops.contains(where: { $0 > 0 }) {
+            print("lost by the cameras: left \(summary.deviceDrops[0]), right \(summary.deviceDrops[1])")
+        }
+        for (index, gone) in summary.disconnected.enumerated() where gone { print("cam\(index) disconnected") }
+        if summary.pairsSkippedByWriter > 0 { print("pairs skipped while the disk caught up: \(summary.pairsSkippedByWriter)") }
+        if let error = summary.writeError { print("write error: \(error)") }
+        print("recorded to \(output)/cam0 (left) and \(output)/cam1 (right)")
+        if summary.pairsWritten < frames {
+            throw ValidationError("fewer than \(frames) pairs within \(Int(deadline)) s")
+        }
+    }
+
+    private func recordEach(_ devices: [any CaptureDevice], into recorder: EuRoCRecorder, deadline: Double) throws {
         let summaries = try recordIndependently(devices, frames: frames, into: recorder, timeoutSeconds: deadline)
         for (index, summary) in summaries.enumerated() {
             var line = "cam\(index) (\(index == 0 ? "left" : "right"), \(summary.identity.name)): \(summary.framesWritten) frames"
@@ -91,6 +127,8 @@ struct CaptureCommand: ParsableCommand {
             throw ValidationError("fewer than \(frames) frames per camera within \(Int(deadline)) s")
         }
     }
+
+    static func milliseconds(_ ns: Int64) -> String { String(format: "%.3f ms", Double(ns) / 1e6) }
 
     /// Opens a node path, or a stable identity through discovery, and sets the format.
     static func openCamera(_ name: String, format: CaptureFormat?) throws -> V4L2Camera {

@@ -2,7 +2,7 @@ import Foundation
 import ParallaxCapture
 import ParallaxGeometry
 
-/// Streams the simulated rig in real time and records what it captured.
+/// Streams the simulated rig in real time, pairs its frames and records the pairs.
 struct CaptureDemoStep: DemoStep {
     let title = "capture (simulated rig)"
 
@@ -15,12 +15,16 @@ struct CaptureDemoStep: DemoStep {
             rightTiming: SimulatedCameraTiming(offsetNanoseconds: 3_000_000, driftPPM: 40, jitterNanoseconds: 200_000,
                                                dropProbability: 0.02),
             pace: .realTime)
+        try device.prepare()
         let recorder = try EuRoCRecorder(directory: folder, cameraCount: 2)
-        let summaries = try recordIndependently(device.cameras, frames: 30, into: recorder, timeoutSeconds: 20)
-        for (index, summary) in summaries.enumerated() {
-            let dropped = summary.drops.values.reduce(0, +)
-            print("   cam\(index): \(summary.framesWritten) frames, \(dropped) dropped")
-        }
-        print("   right camera: 3 ms offset, 40 ppm drift, 2 % drops; recorded to \(folder)/ (EuRoC layout, cam0 left, cam1 right)")
+        let summary = try recordSynchronizedPairs(left: device.left, right: device.right, pairs: 30, into: recorder,
+                                                  timeoutSeconds: 20)
+        let stats = summary.statistics
+        print("   right camera: 3 ms offset, 40 ppm drift, ±0.2 ms jitter, 2 % drops")
+        print("   \(summary.pairsWritten) pairs; skew p50 \(String(format: "%.2f", Double(stats.skew.p50Nanoseconds) / 1e6)) ms, "
+              + "max \(String(format: "%.2f", Double(stats.skew.maxNanoseconds) / 1e6)) ms; "
+              + "lost by the cameras: left \(summary.deviceDrops[0]), right \(summary.deviceDrops[1]); "
+              + "unpaired: left \(stats.drops(.left)), right \(stats.drops(.right))")
+        print("   recorded to \(folder)/ (EuRoC layout, cam0 left, cam1 right)")
     }
 }

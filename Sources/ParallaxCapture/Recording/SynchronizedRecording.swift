@@ -1,0 +1,164 @@
+import Foundation
+import Synchronization
+
+/// What a synchronized recording produced.
+public struct PairRecordingSummary: Sendable {
+    /// Pairs written (cam0 and cam1 one image each).
+    public var pairsWritten: Int
+    /// The synchronizer's account when the last pair was made: frames in, drops by camera
+    /// and reason, skew and latency.
+    public var statistics: SynchronizerStatistics
+    /// Frames the devices reported lost before they reached the synchronizer, per camera (left, right).
+    public var deviceDrops: [Int]
+    /// Cameras that disconnected during the recording (left, right).
+    public var disconnected: [Bool]
+    /// Pairs the synchronizer released while the writer was still busy with earlier ones
+    /// (dropped so the cameras' buffers go back to the drivers; a slow disk shows up here).
+    public var pairsSkippedByWriter: Int
+    /// First error while writing, if any (the recording stopped there).
+    public var writeError: CaptureError?
+}
+
+/// Records synchronized left/right pairs in the EuRoC layout (left as cam0,
+/// right as cam1) until `pairs` pairs are written or the deadline passes.
+///
+/// Both devices must be configured. Their frames go to an
+/// ``OutputSynchronizer`` (`configuration`: by default the approximate policy
+/// with the devices' frame interval, a skew limit of half an interval, and at
+/// most two waiting frames per camera so a late camera never holds many
+/// driver buffers). Released pairs are written by a writer thread; at most
+/// two wait for it. When two wait, the thread that completed the next pair
+/// waits up to a second for room (back-pressure: simulated cameras running as
+/// fast as possible stay gapless, real ones lose frames in their drivers,
+/// reported as drops), then skips it and counts it
+/// (``PairRecordingSummary/pairsSkippedByWriter``). Each frame's buffer goes
+/// back to its driver once written.
+///
+/// - Throws: ``CaptureError`` when a device cannot start or the CSVs cannot be written.
+public func recordSynchronizedPairs(left: any CaptureDevice, right: any CaptureDevice, pairs: Int,
+                                    into recorder: EuRoCRecorder, configuration: SynchronizerConfiguration? = nil,
+                                    timeoutSeconds: Double) throws(CaptureError) -> PairRecordingSummary {
+    let interval = left.activeFormat?.frameInterval.nanoseconds ?? right.activeFormat?.frameInterval.nanoseconds
+    let settings = configuration ?? SynchronizerConfiguration(policy: .approximate, frameIntervalNanoseconds: interval,
+                                                              queueCapacity: 2)
+    struct Progress {
+        var written = 0
+        var waiting: [SynchronizedPair<Frame>] = []
+        /// Taken by the writer and not yet written.
+        var writing = 0
+        var skipped = 0
+        var capturing = true
+        var deviceDrops = [0, 0]
+        var disconnected = [false, false]
+        var writeError: CaptureError?
+    }
+    let progress = Mutex(Progress())
+    let condition = NSCondition()
+    @Sendable func wake() {
+        condition.lock()
+        condition.broadcast()
+        condition.unlock()
+    }
+    let synchronizer = OutputSynchronizer<Frame>(configuration: settings, pairHandler: { pair in
+        // Back-pressure: wait (up to a second) for the writer to take a pair, so cameras
+        // that run as fast as they are consumed stay gapless; a real camera held up here
+        // loses frames in its driver, which it reports as drops.
+        let deadline = Date(timeIntervalSinceNow: 1)
+        condition.lock()
+        defer { condition.unlock() }
+        while true {
+            let outcome = progress.withLock { p -> Bool? in
+                guard p.written + p.writing + p.waiting.count < pairs, p.writeError == nil else { return true }
+                if p.waiting.count < 2 {
+                    p.waiting.append(pair)
+                    return true
+                }
+                if Date() >= deadline {
+                    p.skipped += 1
+                    return false
+                }
+                return nil
+            }
+            if outcome != nil { break }
+            _ = condition.wait(until: deadline)
+        }
+        condition.broadcast()
+    })
+    // The writer: takes waiting pairs and writes them, off the cameras' threads.
+    let writer = CaptureThread(name: "parallax.recorder") { thread in
+        while true {
+            condition.lock()
+            var next: SynchronizedPair<Frame>?
+            while next == nil {
+                let (pair, stop) = progress.withLock { p -> (SynchronizedPair<Frame>?, Bool) in
+                    if !p.waiting.isEmpty {
+                        p.writing += 1
+                        return (p.waiting.removeFirst(), false)
+                    }
+                    return (nil, !p.capturing || thread.shouldStop)
+                }
+                if let pair { next = pair } else if stop { break } else {
+                    _ = condition.wait(until: Date(timeIntervalSinceNow: 0.05))
+                }
+            }
+            condition.unlock()
+            guard let pair = next else { return }
+            do throws(CaptureError) {
+                try recorder.record(pair.left.payload, camera: 0)
+                try recorder.record(pair.right.payload, camera: 1)
+                progress.withLock { $0.written += 1; $0.writing -= 1 }
+            } catch {
+                progress.withLock { $0.writeError = error; $0.writing -= 1 }
+            }
+            wake()
+        }
+    }
+    var started: [any CaptureDevice] = []
+    defer { for device in started { device.stop() } }
+    for (device, side) in [(left, StereoSide.left), (right, StereoSide.right)] {
+        try device.start { output in
+            switch output {
+            case .frame(let frame):
+                // Frame timestamps are already moved to mid-exposure by the device.
+                synchronizer.push(side, timestampNanoseconds: frame.timestampNanoseconds, sequence: frame.sequence,
+                                  origin: .midExposure, payload: frame)
+            case .event(.dropped(let count, _)):
+                progress.withLock { $0.deviceDrops[side.rawValue] += count }
+            case .event(.disconnected):
+                progress.withLock { $0.disconnected[side.rawValue] = true }
+                synchronizer.flush(reason: .deviceError)
+                wake()
+            case .event:
+                break
+            }
+        }
+        started.append(device)
+    }
+    let deadline = Date(timeIntervalSinceNow: timeoutSeconds)
+    condition.lock()
+    while true {
+        let done = progress.withLock { $0.written >= pairs || $0.writeError != nil || $0.disconnected.contains(true) }
+        if done || Date() >= deadline { break }
+        // Wake at least every 50 ms so a pair waiting on its latency deadline is released
+        // even while both cameras are quiet.
+        _ = condition.wait(until: min(deadline, Date(timeIntervalSinceNow: 0.05)))
+        condition.unlock()
+        synchronizer.releaseExpired()
+        condition.lock()
+    }
+    condition.unlock()
+    // The account of the recording itself, before stopping lets frames run on unpaired.
+    let statistics = synchronizer.statistics
+    for device in started { device.stop() }
+    started = []
+    synchronizer.finish()
+    // Let the writer finish what is waiting (bounded: at most two pairs), then stop it.
+    progress.withLock { $0.capturing = false }
+    wake()
+    writer.stopAndJoin(timeoutSeconds: 30)
+    try recorder.finish()
+    let final = progress.withLock { $0 }
+    return PairRecordingSummary(pairsWritten: final.written, statistics: statistics,
+                                deviceDrops: final.deviceDrops, disconnected: final.disconnected,
+                                pairsSkippedByWriter: final.skipped, writeError: final.writeError)
+}
