@@ -71,6 +71,8 @@ final class CompiledMap: @unchecked Sendable {
         var slow: [SlowSample] = []
 
         let taps = interpolation.taps
+        // Only the bilinear 3-byte kernel over-reads; other interpolations read byte by byte.
+        let spare = interpolation == .bilinear ? layout.spareColumns : 0
         let lead = interpolation == .bicubic ? 1 : 0
         var rowSamples = [SlowSample](repeating: .undefined, count: width)
         var inside = [Bool](repeating: false, count: width)
@@ -81,7 +83,7 @@ final class CompiledMap: @unchecked Sendable {
                 let sample = Self.quantise(xs[i], ys[i], interpolation: interpolation, lead: lead)
                 rowSamples[u] = sample
                 let x = Int(sample.x), y = Int(sample.y)
-                let isInside = sample.x != .min && x >= 0 && y >= 0 && x + taps <= sourceWidth && y + taps <= sourceHeight
+                let isInside = sample.x != .min && x >= 0 && y >= 0 && x + taps + spare <= sourceWidth && y + taps <= sourceHeight
                 inside[u] = isInside
                 if isInside { minY = min(minY, y) }
             }

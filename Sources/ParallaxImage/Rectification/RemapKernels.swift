@@ -50,6 +50,8 @@ enum RemapKernels {
                 case .bilinear:
                     if layout.isGray {
                         bilinearGray(entries, range: start..<end, base: base, rowBytes: map.sourceRowBytes, out: out, staging: staging)
+                    } else if layout.isPacked3 {
+                        bilinearPacked3(entries, range: start..<end, base: base, rowBytes: map.sourceRowBytes, out: out)
                     } else if layout.isPacked4 {
                         bilinearPacked4(entries, range: start..<end, base: base, rowBytes: map.sourceRowBytes, out: out,
                                         staging: staging)
@@ -152,29 +154,59 @@ enum RemapKernels {
         var u = range.lowerBound
         let end = range.upperBound
         while u + 4 <= end {
-            let e = UnsafeRawPointer(entries + u).loadUnaligned(as: SIMD4<UInt32>.self)
-            var a = SIMD4<UInt32>(), b = a, c = a, d = a
-            for k in 0..<4 {
-                let p = base + Int(e[k] >> 10)
-                a[k] = p.loadUnaligned(as: UInt32.self)
-                b[k] = p.loadUnaligned(fromByteOffset: 4, as: UInt32.self)
-                c[k] = p.loadUnaligned(fromByteOffset: rowBytes, as: UInt32.self)
-                d[k] = p.loadUnaligned(fromByteOffset: rowBytes + 4, as: UInt32.self)
-            }
-            // The fractions twice per pixel, one copy per 16-bit half of its 4 bytes.
-            let f = e & 0x3FF
-            let fractions = unsafeBitCast(f | f &<< 16, to: SIMD8<UInt16>.self)
-            let fx = fractions & 31, fy = shiftRight(fractions, 5) & 31
-            let p00 = unsafeBitCast(a, to: SIMD8<UInt16>.self), p01 = unsafeBitCast(b, to: SIMD8<UInt16>.self)
-            let p10 = unsafeBitCast(c, to: SIMD8<UInt16>.self), p11 = unsafeBitCast(d, to: SIMD8<UInt16>.self)
-            let low = blend(p00 & 0xFF, p01 & 0xFF, p10 & 0xFF, p11 & 0xFF, fx: fx, fy: fy)
-            let high = blend(shiftRight(p00, 8), shiftRight(p01, 8), shiftRight(p10, 8), shiftRight(p11, 8), fx: fx, fy: fy)
-            out.storeBytes(of: low | high &* 256, toByteOffset: u * 4, as: SIMD8<UInt16>.self)
+            let r = bilinearFour(entries + u, base: base, step: 4, rowBytes: rowBytes)
+            out.storeBytes(of: r, toByteOffset: u * 4, as: SIMD8<UInt16>.self)
             u += 4
         }
         if u < end {
             bilinearAny(entries, range: u..<end, base: base, rowBytes: rowBytes, layout: .interleaved(4), out: out)
         }
+    }
+
+    /// RGB / BGR: the 4-channel arithmetic on 4-byte loads whose fourth byte
+    /// belongs to the next pixel (the compiler keeps one spare source column
+    /// inside spans of 3-byte layouts, so those reads stay in the row).
+    /// Each result pixel is stored as 4 bytes, 3 apart; the spare byte is
+    /// overwritten by the next pixel, so the vector loop stops one pixel
+    /// before the span's end.
+    @inline(__always)
+    private static func bilinearPacked3(_ entries: UnsafePointer<UInt32>, range: Range<Int>, base: UnsafeRawPointer,
+                                        rowBytes: Int, out: UnsafeMutableRawPointer) {
+        var u = range.lowerBound
+        let end = range.upperBound
+        while u + 5 <= end {
+            let r = unsafeBitCast(bilinearFour(entries + u, base: base, step: 3, rowBytes: rowBytes), to: SIMD4<UInt32>.self)
+            for k in 0..<4 { out.storeBytes(of: r[k], toByteOffset: (u + k) * 3, as: UInt32.self) }
+            u += 4
+        }
+        if u < end {
+            bilinearAny(entries, range: u..<end, base: base, rowBytes: rowBytes, layout: .interleaved(3), out: out)
+        }
+    }
+
+    /// Four pixels of a 4-byte-load layout (`step` bytes apart): eight lanes
+    /// holding each pixel's 4 result bytes.
+    @inline(__always)
+    private static func bilinearFour(_ entries: UnsafePointer<UInt32>, base: UnsafeRawPointer, step: Int,
+                                     rowBytes: Int) -> SIMD8<UInt16> {
+        let e = UnsafeRawPointer(entries).loadUnaligned(as: SIMD4<UInt32>.self)
+        var a = SIMD4<UInt32>(), b = a, c = a, d = a
+        for k in 0..<4 {
+            let p = base + Int(e[k] >> 10)
+            a[k] = p.loadUnaligned(as: UInt32.self)
+            b[k] = p.loadUnaligned(fromByteOffset: step, as: UInt32.self)
+            c[k] = p.loadUnaligned(fromByteOffset: rowBytes, as: UInt32.self)
+            d[k] = p.loadUnaligned(fromByteOffset: rowBytes + step, as: UInt32.self)
+        }
+        // The fractions twice per pixel, one copy per 16-bit half of its 4 bytes.
+        let f = e & 0x3FF
+        let fractions = unsafeBitCast(f | f &<< 16, to: SIMD8<UInt16>.self)
+        let fx = fractions & 31, fy = shiftRight(fractions, 5) & 31
+        let p00 = unsafeBitCast(a, to: SIMD8<UInt16>.self), p01 = unsafeBitCast(b, to: SIMD8<UInt16>.self)
+        let p10 = unsafeBitCast(c, to: SIMD8<UInt16>.self), p11 = unsafeBitCast(d, to: SIMD8<UInt16>.self)
+        let low = blend(p00 & 0xFF, p01 & 0xFF, p10 & 0xFF, p11 & 0xFF, fx: fx, fy: fy)
+        let high = blend(shiftRight(p00, 8), shiftRight(p01, 8), shiftRight(p10, 8), shiftRight(p11, 8), fx: fx, fy: fy)
+        return low | high &* 256
     }
 
     /// Any layout, one channel at a time (RGB, YUV planes).

@@ -20,6 +20,11 @@ struct SampleLayout: Hashable, Sendable {
 
     /// True when the channels are exactly bytes 0…3 of a 4-byte sample.
     var isPacked4: Bool { pixelStride == 4 && channels == 4 }
+    /// True when the channels are exactly bytes 0…2 of a 3-byte sample.
+    var isPacked3: Bool { pixelStride == 3 && channels == 3 }
+    /// Source columns a span must keep free on the right: the 3-byte kernel
+    /// reads one byte past a sample's last channel.
+    var spareColumns: Int { isPacked3 ? 1 : 0 }
     /// True for a plain 8-bit gray plane.
     var isGray: Bool { pixelStride == 1 && channels == 1 }
 }
