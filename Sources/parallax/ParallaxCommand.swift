@@ -14,6 +14,7 @@ struct ParallaxCommand: AsyncParsableCommand {
             RectificationCommand.self,
             RectifyCommand.self,
             BenchCommand.self,
+            PairCommand.self,
         ]
     )
 }

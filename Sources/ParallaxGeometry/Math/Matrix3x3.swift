@@ -164,15 +164,7 @@ public struct Matrix3x3: Hashable, Sendable {
 extension Matrix3x3: Codable {
     /// Encoded as nine numbers in row-major order.
     public init(from decoder: Decoder) throws {
-        var container = try decoder.unkeyedContainer()
-        var values: [Double] = []
-        while !container.isAtEnd { values.append(try container.decode(Double.self)) }
-        guard values.count == 9 else {
-            throw DecodingError.dataCorrupted(
-                .init(codingPath: decoder.codingPath,
-                      debugDescription: "a 3x3 matrix needs 9 numbers in row-major order, found \(values.count)"))
-        }
-        self.init(rowMajor: values)
+        self.init(rowMajor: try decodeRowMajor(from: decoder, count: 9, shape: "3x3"))
     }
 
     public func encode(to encoder: Encoder) throws {

@@ -73,15 +73,7 @@ public struct Matrix3x4: Hashable, Sendable {
 extension Matrix3x4: Codable {
     /// Encoded as twelve numbers in row-major order.
     public init(from decoder: Decoder) throws {
-        var container = try decoder.unkeyedContainer()
-        var values: [Double] = []
-        while !container.isAtEnd { values.append(try container.decode(Double.self)) }
-        guard values.count == 12 else {
-            throw DecodingError.dataCorrupted(
-                .init(codingPath: decoder.codingPath,
-                      debugDescription: "a 3x4 matrix needs 12 numbers in row-major order, found \(values.count)"))
-        }
-        self.init(rowMajor: values)
+        self.init(rowMajor: try decodeRowMajor(from: decoder, count: 12, shape: "3x4"))
     }
 
     public func encode(to encoder: Encoder) throws {

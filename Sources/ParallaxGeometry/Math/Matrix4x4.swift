@@ -128,15 +128,7 @@ public struct Matrix4x4: Hashable, Sendable {
 extension Matrix4x4: Codable {
     /// Encoded as sixteen numbers in row-major order.
     public init(from decoder: Decoder) throws {
-        var container = try decoder.unkeyedContainer()
-        var values: [Double] = []
-        while !container.isAtEnd { values.append(try container.decode(Double.self)) }
-        guard values.count == 16 else {
-            throw DecodingError.dataCorrupted(
-                .init(codingPath: decoder.codingPath,
-                      debugDescription: "a 4x4 matrix needs 16 numbers in row-major order, found \(values.count)"))
-        }
-        self.init(rowMajor: values)
+        self.init(rowMajor: try decodeRowMajor(from: decoder, count: 16, shape: "4x4"))
     }
 
     public func encode(to encoder: Encoder) throws {

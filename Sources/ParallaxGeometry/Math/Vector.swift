@@ -37,3 +37,17 @@ extension SIMD2 where Scalar == Double {
     @inlinable
     public var homogeneous: SIMD3<Double> { SIMD3(x, y, 1) }
 }
+
+/// Decodes a matrix stored as a flat array of `count` numbers in row-major
+/// order, with an error that says what was expected.
+func decodeRowMajor(from decoder: Decoder, count: Int, shape: String) throws -> [Double] {
+    var container = try decoder.unkeyedContainer()
+    var values: [Double] = []
+    while !container.isAtEnd { values.append(try container.decode(Double.self)) }
+    guard values.count == count else {
+        throw DecodingError.dataCorrupted(
+            .init(codingPath: decoder.codingPath,
+                  debugDescription: "a \(shape) matrix needs \(count) numbers in row-major order, found \(values.count)"))
+    }
+    return values
+}

@@ -14,22 +14,9 @@ extension StereoCalibration {
     /// rigs, are computed from a 9 × 9 grid of exactly undistorted pixels.
     public func fisheyeRectification(balance: Double = 0, fovScale: Double = 1, outputSize: ImageSize? = nil,
                                      zeroDisparity: Bool = true) throws(RectificationError) -> StereoRectification {
-        guard left.size == right.size else { throw .sizeMismatch(left: left.size, right: right.size) }
-        guard left.intrinsics.isValid else { throw .invalidIntrinsics(side: "left") }
-        guard right.intrinsics.isValid else { throw .invalidIntrinsics(side: "right") }
-        let translation = extrinsics.translation
-        guard length(translation) > 0, length(translation).isFinite else { throw .zeroBaseline }
-        guard extrinsics.rotation.isFinite, abs(extrinsics.rotation.determinant - 1) < 1e-3 else { throw .invalidRotation }
-
-        let halfRotation = Matrix3x3(rodrigues: extrinsics.rotation.rodriguesVector * -0.5)
-        let aligned = halfRotation * translation
-        var turn = cross(aligned, SIMD3(aligned.x > 0 ? 1 : -1, 0, 0))
-        let turnLength = length(turn)
-        if turnLength > 0 { turn *= _acos(abs(aligned.x) / length(aligned)) / turnLength }
-        let baselineRotation = Matrix3x3(rodrigues: turn)
-        let r1 = baselineRotation * halfRotation.transposed
-        let r2 = baselineRotation * halfRotation
-        let rectifiedTranslation = r2 * translation
+        try validateForRectification()
+        let (r1, r2, _) = bouguetRotations(horizontalOnly: true)
+        let rectifiedTranslation = r2 * extrinsics.translation
 
         let b = min(max(balance, 0), 1)
         let k1 = try Self.fisheyeNewCamera(left, rotation: r1, balance: b, fovScale: fovScale, outputSize: outputSize)

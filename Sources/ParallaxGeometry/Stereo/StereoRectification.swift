@@ -146,34 +146,12 @@ extension StereoCalibration {
             return try fisheyeRectification(balance: options.alpha ?? 0, fovScale: options.fisheyeFOVScale,
                                             outputSize: options.outputSize, zeroDisparity: options.zeroDisparity)
         }
-        guard left.size == right.size else { throw .sizeMismatch(left: left.size, right: right.size) }
-        guard left.intrinsics.isValid else { throw .invalidIntrinsics(side: "left") }
-        guard right.intrinsics.isValid else { throw .invalidIntrinsics(side: "right") }
-        let translation = extrinsics.translation
-        guard length(translation) > 0, length(translation).isFinite else { throw .zeroBaseline }
-        guard extrinsics.rotation.isFinite, abs(extrinsics.rotation.determinant - 1) < 1e-3 else { throw .invalidRotation }
-
+        try validateForRectification()
         let imageSize = left.size
         let outputSize = options.outputSize ?? imageSize
-
-        // Split the relative rotation evenly between the two cameras.
-        let halfRotation = Matrix3x3(rodrigues: extrinsics.rotation.rodriguesVector * -0.5)
-        let alignedTranslation = halfRotation * translation
-        let axis = abs(alignedTranslation.x) > abs(alignedTranslation.y) ? 0 : 1
+        let (r1, r2, axis) = bouguetRotations(horizontalOnly: false)
         let layout: StereoLayout = axis == 0 ? .horizontal : .vertical
-
-        // Rotate both so the baseline points along its axis.
-        var target = SIMD3<Double>.zero
-        target[axis] = alignedTranslation[axis] > 0 ? 1 : -1
-        var turn = cross(alignedTranslation, target)
-        let turnLength = length(turn)
-        if turnLength > 0 {
-            turn *= _acos(abs(alignedTranslation[axis]) / length(alignedTranslation)) / turnLength
-        }
-        let baselineRotation = Matrix3x3(rodrigues: turn)
-        let r1 = baselineRotation * halfRotation.transposed
-        let r2 = baselineRotation * halfRotation
-        let rectifiedTranslation = r2 * translation
+        let rectifiedTranslation = r2 * extrinsics.translation
 
         // The focal length across the baseline, averaged and scaled to the output.
         let across = axis ^ 1
@@ -258,6 +236,37 @@ extension StereoCalibration {
             roi1: roi(areas1.inner, centres[0], scaledCentres[0]),
             roi2: roi(areas2.inner, centres[1], scaledCentres[1]),
             size: outputSize, layout: layout)
+    }
+
+    /// Checks what every rectification needs: one image size, usable
+    /// intrinsics, a proper rotation and a non-zero baseline.
+    func validateForRectification() throws(RectificationError) {
+        guard left.size == right.size else { throw .sizeMismatch(left: left.size, right: right.size) }
+        guard left.intrinsics.isValid else { throw .invalidIntrinsics(side: "left") }
+        guard right.intrinsics.isValid else { throw .invalidIntrinsics(side: "right") }
+        let baseline = length(extrinsics.translation)
+        guard baseline > 0, baseline.isFinite else { throw .zeroBaseline }
+        guard extrinsics.rotation.isFinite, abs(extrinsics.rotation.determinant - 1) < 1e-3 else { throw .invalidRotation }
+    }
+
+    /// Bouguet's rectifying rotations: each camera turns by half the relative
+    /// rotation so the optical axes become parallel, then both turn together
+    /// so the baseline lies along x, or along y when the rig's translation is
+    /// mostly vertical (unless `horizontalOnly`, as OpenCV's fisheye module does).
+    /// Returns R1, R2 and the baseline axis (0 = x, 1 = y).
+    func bouguetRotations(horizontalOnly: Bool) -> (r1: Matrix3x3, r2: Matrix3x3, axis: Int) {
+        let halfRotation = Matrix3x3(rodrigues: extrinsics.rotation.rodriguesVector * -0.5)
+        let aligned = halfRotation * extrinsics.translation
+        let axis = horizontalOnly || abs(aligned.x) > abs(aligned.y) ? 0 : 1
+        var target = SIMD3<Double>.zero
+        target[axis] = aligned[axis] > 0 ? 1 : -1
+        var turn = cross(aligned, target)
+        let turnLength = length(turn)
+        if turnLength > 0 {
+            turn *= _acos(abs(aligned[axis]) / length(aligned)) / turnLength
+        }
+        let baselineRotation = Matrix3x3(rodrigues: turn)
+        return (baselineRotation * halfRotation.transposed, baselineRotation * halfRotation, axis)
     }
 
     /// OpenCV's `undistortPoints` for one pixel: five fixed-point steps for

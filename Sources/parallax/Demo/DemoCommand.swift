@@ -16,6 +16,7 @@ struct DemoCommand: AsyncParsableCommand {
     static let steps: [any DemoStep] = [
         GeometryDemoStep(),
         RectifyDemoStep(),
+        PairingDemoStep(),
     ]
 
     func run() async throws {

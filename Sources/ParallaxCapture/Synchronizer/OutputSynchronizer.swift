@@ -1,0 +1,278 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import Synchronization
+
+/// Pairs the frames of two cameras as they arrive, from any threads, and hands the pairs
+/// to one consumer: an `AsyncSequence` (``pairs``) or a callback.
+///
+/// The capture layer calls ``push(_:timestampNanoseconds:sequence:exposureNanoseconds:origin:payload:)``
+/// from each camera's thread. Pairing is a ``SynchronizerCore`` behind a lock, so a push
+/// costs a few hundred nanoseconds and never waits for the consumer. Pairs wait for the
+/// consumer in a bounded queue (``SynchronizerConfiguration/outputCapacity``): when it is
+/// full the oldest pair is dropped (both frames reported with
+/// ``FrameDropReason/queueOverflow``) so the consumer always gets the newest moments and a
+/// slow consumer never holds the cameras' buffers.
+///
+/// Handlers run on the thread that pushed, in event order, after the lock is released;
+/// they may read ``statistics`` but must not push, or they wait for themselves.
+///
+/// Arrival and release times are read from `CLOCK_MONOTONIC` (the clock V4L2 stamps
+/// buffers with), unless another clock is injected for tests.
+public final class OutputSynchronizer<Payload: Sendable>: Sendable {
+    /// Receives each pair, on the pushing thread.
+    public typealias PairHandler = @Sendable (SynchronizedPair<Payload>) -> Void
+    /// Receives each dropped frame (with its payload), on the pushing thread.
+    public typealias DropHandler = @Sendable (FrameDrop, Payload) -> Void
+
+    @usableFromInline
+    struct State: ~Copyable {
+        @usableFromInline let core: SynchronizerCore<Payload>
+        /// Events for the handlers, filled under the lock, drained outside it.
+        @usableFromInline var outbox: Ring<SynchronizerEvent<Payload>>
+        /// Pairs for the `AsyncSequence` consumer.
+        @usableFromInline var output: Ring<SynchronizedPair<Payload>>
+        @usableFromInline var waiter: UnsafeContinuation<SynchronizedPair<Payload>?, Never>?
+        /// A pair for the waiting consumer, resumed once the lock is released. Kept here
+        /// rather than in a local variable, which the event router would capture in a heap box.
+        @usableFromInline var handover: (UnsafeContinuation<SynchronizedPair<Payload>?, Never>, SynchronizedPair<Payload>)?
+        @usableFromInline var finished = false
+        @usableFromInline var outputOverflow: [Int] = [0, 0]
+
+        @usableFromInline
+        init(
+            core: SynchronizerCore<Payload>, outbox: Ring<SynchronizerEvent<Payload>>,
+            output: Ring<SynchronizedPair<Payload>>
+        ) {
+            self.core = core
+            self.outbox = outbox
+            self.output = output
+        }
+    }
+
+    /// The configuration the synchronizer was made with.
+    public let configuration: SynchronizerConfiguration
+    @usableFromInline let state: Mutex<State>
+    /// Held while handlers run, so events reach them in order even when both cameras push.
+    @usableFromInline let delivery = Mutex<Void>(())
+    @usableFromInline let pairHandler: PairHandler?
+    @usableFromInline let dropHandler: DropHandler?
+    @usableFromInline let now: @Sendable () -> Int64
+
+    /// Creates a synchronizer.
+    ///
+    /// - Parameters:
+    ///   - configuration: the policy, frame interval, skew, latency and capacities.
+    ///   - pairHandler: when given, pairs go to it and ``pairs`` yields nothing; when `nil`,
+    ///     read pairs from ``pairs``.
+    ///   - dropHandler: called for every dropped frame, if given (they are always counted).
+    ///   - clock: current time in nanoseconds; `CLOCK_MONOTONIC` by default.
+    public init(
+        configuration: SynchronizerConfiguration, pairHandler: PairHandler? = nil, dropHandler: DropHandler? = nil,
+        clock: (@Sendable () -> Int64)? = nil
+    ) {
+        self.configuration = configuration
+        self.pairHandler = pairHandler
+        self.dropHandler = dropHandler
+        self.now = clock ?? monotonicNanoseconds
+        // Each frame produces one event at most once; a push can therefore decide at most
+        // every waiting frame plus itself, and output overflow adds two drops per pair.
+        let queue = max(1, configuration.queueCapacity)
+        state = Mutex(
+            State(
+                core: SynchronizerCore(configuration: configuration),
+                outbox: Ring(capacity: 4 * queue + 4),
+                output: Ring(capacity: max(1, configuration.outputCapacity))))
+    }
+
+    // MARK: Input (camera threads)
+
+    /// Hands one frame to the synchronizer; thread-safe. See
+    /// ``SynchronizerCore/push(_:timestampNanoseconds:sequence:exposureNanoseconds:origin:payload:now:emit:)``
+    /// for the meaning of each argument. Frames pushed after ``finish()`` are dropped with
+    /// ``FrameDropReason/constituentDisabled``.
+    @inlinable
+    public func push(
+        _ side: StereoSide, timestampNanoseconds: Int64, sequence: UInt64, exposureNanoseconds: Int64? = nil,
+        origin: TimestampOrigin = .endOfExposure, payload: Payload
+    ) {
+        perform { core, now, emit in
+            core.push(
+                side, timestampNanoseconds: timestampNanoseconds, sequence: sequence,
+                exposureNanoseconds: exposureNanoseconds, origin: origin, payload: payload, now: now, emit: emit)
+        } afterFinish: { core, emit in
+            core.reject(
+                side, timestampNanoseconds: timestampNanoseconds, sequence: sequence, payload: payload,
+                reason: .constituentDisabled, emit: emit)
+        }
+    }
+
+    /// Reports a frame that arrived damaged (dropped with ``FrameDropReason/deviceError``).
+    @inlinable
+    public func pushDamaged(_ side: StereoSide, timestampNanoseconds: Int64, sequence: UInt64, payload: Payload) {
+        perform { core, _, emit in
+            core.pushDamaged(side, timestampNanoseconds: timestampNanoseconds, sequence: sequence, payload: payload, emit: emit)
+        } afterFinish: { _, _ in }
+    }
+
+    /// Enables or disables one camera (see ``SynchronizerCore/setEnabled(_:for:emit:)``).
+    public func setEnabled(_ isEnabled: Bool, for side: StereoSide) {
+        perform { core, _, emit in core.setEnabled(isEnabled, for: side, emit: emit) } afterFinish: { _, _ in }
+    }
+
+    /// Drops every waiting frame with `reason`, for example ``FrameDropReason/deviceError``
+    /// when a camera failed.
+    public func flush(reason: FrameDropReason) {
+        perform { core, _, emit in core.flush(reason: reason, emit: emit) } afterFinish: { _, _ in }
+    }
+
+    /// Releases pairs whose maximum latency ran out. Pushes check deadlines too; call this
+    /// from a capture loop's poll timeout so that a pair is not held past its deadline
+    /// while both cameras are quiet.
+    public func releaseExpired() {
+        perform { core, now, emit in core.advance(to: now, emit: emit) } afterFinish: { _, _ in }
+    }
+
+    /// Ends the streams: waiting frames are decided (pairs released, the rest dropped), the
+    /// ``pairs`` sequence ends after the consumer has read what is queued, and later pushes
+    /// are dropped.
+    public func finish() {
+        perform { core, now, emit in core.finish(now: now, emit: emit) } afterFinish: { _, _ in }
+        let waiter = state.withLock { state -> UnsafeContinuation<SynchronizedPair<Payload>?, Never>? in
+            state.finished = true
+            defer { state.waiter = nil }
+            return state.output.isEmpty ? state.waiter : nil
+        }
+        waiter?.resume(returning: nil)
+    }
+
+    // MARK: Output
+
+    /// Counters, distributions and the clock estimate so far; thread-safe.
+    public var statistics: SynchronizerStatistics {
+        state.withLock { state in
+            var statistics = state.core.statistics
+            statistics.addDrops(.left, .queueOverflow, state.outputOverflow[0])
+            statistics.addDrops(.right, .queueOverflow, state.outputOverflow[1])
+            return statistics
+        }
+    }
+
+    /// The pairs, oldest first, for one consumer at a time. Ends after ``finish()``; yields
+    /// nothing when a pair handler was given.
+    public var pairs: SynchronizedPairs<Payload> { SynchronizedPairs(synchronizer: self) }
+
+    /// The next pair, waiting for one if none is queued; `nil` once finished and drained,
+    /// or when the task is cancelled.
+    func nextPair() async -> SynchronizedPair<Payload>? {
+        if let ready = state.withLock({ state -> SynchronizedPair<Payload>?? in
+            if let pair = state.output.popFirst() { return .some(pair) }
+            return state.finished ? .some(nil) : nil
+        }) {
+            return ready
+        }
+        return await withTaskCancellationHandler {
+            await withUnsafeContinuation { (continuation: UnsafeContinuation<SynchronizedPair<Payload>?, Never>) in
+                let immediate = state.withLock { state -> SynchronizedPair<Payload>?? in
+                    if let pair = state.output.popFirst() { return .some(pair) }
+                    if state.finished || Task.isCancelled { return .some(nil) }
+                    precondition(state.waiter == nil, "OutputSynchronizer.pairs supports one consumer at a time")
+                    state.waiter = continuation
+                    return nil
+                }
+                if let immediate { continuation.resume(returning: immediate) }
+            }
+        } onCancel: {
+            let waiter = state.withLock { state in
+                defer { state.waiter = nil }
+                return state.waiter
+            }
+            waiter?.resume(returning: nil)
+        }
+    }
+
+    // MARK: Plumbing
+
+    /// Runs `body` on the core under the lock, routes its events, then resumes the consumer
+    /// and calls the handlers outside the lock. Inlinable, like ``SynchronizerCore``, so
+    /// that it is specialized for the caller's payload type.
+    @inlinable
+    func perform(
+        _ body: (SynchronizerCore<Payload>, Int64, SynchronizerCore<Payload>.Emit) -> Void,
+        afterFinish: (SynchronizerCore<Payload>, SynchronizerCore<Payload>.Emit) -> Void
+    ) {
+        delivery.withLock { _ in
+            let time = now()
+            let handover = state.withLock { state -> (UnsafeContinuation<SynchronizedPair<Payload>?, Never>, SynchronizedPair<Payload>)? in
+                let hasPairHandler = self.pairHandler != nil, hasDropHandler = self.dropHandler != nil
+                func overflowed(_ frame: SynchronizedFrame<Payload>) {
+                    state.outputOverflow[frame.side.rawValue] += 1
+                    guard hasDropHandler else { return }
+                    let drop = FrameDrop(
+                        side: frame.side, timestampNanoseconds: frame.timestampNanoseconds, sequence: frame.sequence,
+                        reason: .queueOverflow)
+                    state.outbox.append(.drop(drop, payload: frame.payload))
+                }
+                func emit(_ event: SynchronizerEvent<Payload>) {
+                    switch event {
+                    case .pair(let pair):
+                        if hasPairHandler {
+                            state.outbox.append(event)
+                        } else if let waiter = state.waiter, state.handover == nil {
+                            state.waiter = nil
+                            state.handover = (waiter, pair)
+                        } else {
+                            if state.output.isFull, let oldest = state.output.popFirst() {
+                                overflowed(oldest.left)
+                                overflowed(oldest.right)
+                            }
+                            state.output.append(pair)
+                        }
+                    case .drop:
+                        if hasDropHandler { state.outbox.append(event) }
+                    }
+                }
+                if state.finished {
+                    afterFinish(state.core, emit)
+                } else {
+                    body(state.core, time, emit)
+                }
+                defer { state.handover = nil }
+                return state.handover
+            }
+            if let (waiter, pair) = handover { waiter.resume(returning: pair) }
+            while let event = state.withLock({ $0.outbox.popFirst() }) {
+                switch event {
+                case .pair(let pair): pairHandler?(pair)
+                case .drop(let drop, let payload): dropHandler?(drop, payload)
+                }
+            }
+        }
+    }
+}
+
+/// The pairs of an ``OutputSynchronizer`` as an `AsyncSequence`: bounded, newest wins.
+public struct SynchronizedPairs<Payload: Sendable>: AsyncSequence, Sendable {
+    /// A synchronized pair.
+    public typealias Element = SynchronizedPair<Payload>
+    let synchronizer: OutputSynchronizer<Payload>
+
+    /// Reads pairs as they are released.
+    public struct AsyncIterator: AsyncIteratorProtocol {
+        let synchronizer: OutputSynchronizer<Payload>
+        /// The next pair, or `nil` once the synchronizer finished and the queue is empty.
+        public mutating func next() async -> SynchronizedPair<Payload>? { await synchronizer.nextPair() }
+    }
+
+    /// Creates the iterator.
+    public func makeAsyncIterator() -> AsyncIterator { AsyncIterator(synchronizer: synchronizer) }
+}
+
+/// `CLOCK_MONOTONIC` in nanoseconds: the clock V4L2 stamps buffers with.
+@usableFromInline @Sendable func monotonicNanoseconds() -> Int64 {
+    var time = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &time)
+    return Int64(time.tv_sec) * 1_000_000_000 + Int64(time.tv_nsec)
+}

@@ -1,0 +1,76 @@
+/// What a synchronizer did so far: pairs, drops by camera and reason, skew and latency
+/// distributions, and the clock estimate.
+public struct SynchronizerStatistics: Sendable, Hashable, CustomStringConvertible {
+    /// Pairs released.
+    public var pairs: Int
+    /// Pairs released before their optimality was proven (maximum latency ran out, or the
+    /// stream ended).
+    public var pairsReleasedOnDeadline: Int
+    /// Frames the left camera handed in.
+    public var framesLeft: Int
+    /// Frames the right camera handed in.
+    public var framesRight: Int
+    /// Drop counters, indexed `side.rawValue * 6 + reason.rawValue`; read with ``drops(_:reason:)``.
+    private var dropCounts: [Int]
+    /// Times the streams were flushed because time went backwards or a sequence reset.
+    public var discontinuities: Int
+    /// Distribution of |skew| (nanoseconds) of the released pairs, on pairing timestamps.
+    public var skew: DurationSummary
+    /// Distribution of release latency (nanoseconds): from the arrival of a pair's later
+    /// frame to its release.
+    public var latency: DurationSummary
+    /// The clock offset and drift estimate, when estimation is on and a pair was matched.
+    public var clock: ClockEstimate?
+
+    /// Creates statistics; `dropCounts` has 12 entries indexed `side.rawValue * 6 + reason.rawValue`.
+    public init(
+        pairs: Int, pairsReleasedOnDeadline: Int, framesLeft: Int, framesRight: Int, dropCounts: [Int],
+        discontinuities: Int, skew: DurationSummary, latency: DurationSummary, clock: ClockEstimate?
+    ) {
+        precondition(dropCounts.count == 2 * FrameDropReason.caseCount, "dropCounts needs one entry per side and reason")
+        self.pairs = pairs
+        self.pairsReleasedOnDeadline = pairsReleasedOnDeadline
+        self.framesLeft = framesLeft
+        self.framesRight = framesRight
+        self.dropCounts = dropCounts
+        self.discontinuities = discontinuities
+        self.skew = skew
+        self.latency = latency
+        self.clock = clock
+    }
+
+    /// Frames of `side` dropped with `reason`, or for any reason when `reason` is `nil`.
+    public func drops(_ side: StereoSide, reason: FrameDropReason? = nil) -> Int {
+        let base = side.rawValue * FrameDropReason.caseCount
+        if let reason { return dropCounts[base + reason.rawValue] }
+        return dropCounts[base..<(base + FrameDropReason.caseCount)].reduce(0, +)
+    }
+
+    /// Frames of both cameras dropped with `reason`.
+    public func drops(reason: FrameDropReason) -> Int { drops(.left, reason: reason) + drops(.right, reason: reason) }
+
+    /// Frames handed in by `side`.
+    public func frames(_ side: StereoSide) -> Int { side == .left ? framesLeft : framesRight }
+
+    /// Adds `count` drops of `side` with `reason` (for drops decided outside the core, such as
+    /// output overflow in ``OutputSynchronizer``).
+    mutating func addDrops(_ side: StereoSide, _ reason: FrameDropReason, _ count: Int) {
+        dropCounts[side.rawValue * FrameDropReason.caseCount + reason.rawValue] += count
+    }
+
+    /// A multi-line report: frames, pairs, drops by reason and camera, skew, latency, clock.
+    public var description: String {
+        var lines = [
+            "frames: left \(framesLeft), right \(framesRight); pairs \(pairs) (\(pairsReleasedOnDeadline) on deadline)"
+        ]
+        for reason in FrameDropReason.allCases {
+            let l = drops(.left, reason: reason), r = drops(.right, reason: reason)
+            if l + r > 0 { lines.append("dropped \(reason): left \(l), right \(r)") }
+        }
+        if discontinuities > 0 { lines.append("discontinuities: \(discontinuities)") }
+        lines.append("skew: \(skew)")
+        lines.append("latency: \(latency)")
+        if let clock { lines.append("clock: \(clock)") }
+        return lines.joined(separator: "\n")
+    }
+}

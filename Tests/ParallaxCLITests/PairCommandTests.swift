@@ -1,0 +1,176 @@
+import Foundation
+import Testing
+@testable import parallax
+
+/// `parallax pair`, run as the built binary.
+@Suite("parallax pair")
+struct PairCommandTests {
+    struct Result {
+        var status: Int32
+        var standardOutput: String
+        var standardError: String
+    }
+
+    /// The `parallax` executable built next to the test bundle.
+    static func binary() throws -> URL {
+        var candidates: [URL] = []
+        let runner = URL(fileURLWithPath: CommandLine.arguments[0])
+        candidates.append(runner.deletingLastPathComponent())
+        candidates.append(Bundle.main.bundleURL)
+        candidates.append(Bundle.main.bundleURL.deletingLastPathComponent())
+        for bundle in Bundle.allBundles where bundle.bundlePath.hasSuffix(".xctest") {
+            candidates.append(bundle.bundleURL.deletingLastPathComponent())
+        }
+        for directory in candidates {
+            let url = directory.appendingPathComponent("parallax")
+            if FileManager.default.isExecutableFile(atPath: url.path) { return url }
+        }
+        throw CocoaError(.fileNoSuchFile, userInfo: [NSLocalizedDescriptionKey: "parallax binary not found near \(candidates)"])
+    }
+
+    /// Runs `parallax` with `arguments`; fails the test after 30 s.
+    static func run(_ arguments: [String], in directory: URL) throws -> Result {
+        let process = Process()
+        process.executableURL = try binary()
+        process.arguments = arguments
+        process.currentDirectoryURL = directory
+        let out = directory.appendingPathComponent("stdout-\(UUID().uuidString)")
+        let err = directory.appendingPathComponent("stderr-\(UUID().uuidString)")
+        _ = FileManager.default.createFile(atPath: out.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: err.path, contents: nil)
+        process.standardOutput = try FileHandle(forWritingTo: out)
+        process.standardError = try FileHandle(forWritingTo: err)
+        try process.run()
+        let deadline = Date().addingTimeInterval(30)
+        while process.isRunning && Date() < deadline { usleep(10_000) }
+        if process.isRunning {
+            process.terminate()
+            Issue.record("parallax \(arguments) did not finish within 30 s")
+        }
+        process.waitUntilExit()
+        defer {
+            try? FileManager.default.removeItem(at: out)
+            try? FileManager.default.removeItem(at: err)
+        }
+        return Result(
+            status: process.terminationStatus, standardOutput: try String(contentsOf: out, encoding: .utf8),
+            standardError: try String(contentsOf: err, encoding: .utf8))
+    }
+
+    static func temporaryDirectory() throws -> URL {
+        let url = FileManager.default.temporaryDirectory.appendingPathComponent("parallax-pair-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+        return url
+    }
+
+    /// Frames per camera in the logs: 2 s at 20 Hz, long enough for a drift estimate.
+    static let frameCount = 40
+
+    /// 20 Hz cameras: the right one 3 ms late, right frame 4 lost, left frame 7 lost.
+    static func writeLogs(in directory: URL, shuffleRight: Bool = false) throws {
+        var left = "#timestamp [ns],filename\n"
+        var rightLines: [String] = []
+        for k in 0..<Self.frameCount {
+            let t = Int64(1_403_636_579_000_000_000) + Int64(k) * 50_000_000
+            if k != 7 { left += "\(t),\(t).png\n" }
+            if k != 4 { rightLines.append("\(t + 3_000_000),\(t + 3_000_000).png") }
+        }
+        if shuffleRight { rightLines.swapAt(1, 5) }
+        try left.write(to: directory.appendingPathComponent("cam0.csv"), atomically: true, encoding: .utf8)
+        try ("#timestamp [ns],filename\r\n" + rightLines.joined(separator: "\r\n") + "\r\n")
+            .write(to: directory.appendingPathComponent("cam1.csv"), atomically: true, encoding: .utf8)
+    }
+
+    @Test("writes the pairs as CSV with the documented columns")
+    func csvOutput() throws {
+        let directory = try Self.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        try Self.writeLogs(in: directory)
+        let result = try Self.run(
+            ["pair", "--left", "cam0.csv", "--right", "cam1.csv", "--output", "pairs.csv", "--frame-interval", "50ms"],
+            in: directory)
+        #expect(result.status == 0, "\(result.standardError)")
+        let csv = try String(contentsOf: directory.appendingPathComponent("pairs.csv"), encoding: .utf8)
+        var expected = "left_timestamp_ns,right_timestamp_ns,left_filename,right_filename,skew_ns\n"
+        for k in 0..<Self.frameCount where k != 4 && k != 7 {
+            let t = Int64(1_403_636_579_000_000_000) + Int64(k) * 50_000_000
+            expected += "\(t),\(t + 3_000_000),\(t).png,\(t + 3_000_000).png,3000000\n"
+        }
+        #expect(csv == expected)
+        let leftovers = try FileManager.default.contentsOfDirectory(atPath: directory.path).filter { $0.contains("partial") }
+        #expect(leftovers.isEmpty)
+    }
+
+    @Test("--json prints the summary object with every documented key")
+    func jsonSummary() throws {
+        let directory = try Self.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        try Self.writeLogs(in: directory)
+        let result = try Self.run(["pair", "--left", "cam0.csv", "--right", "cam1.csv", "--json"], in: directory)
+        #expect(result.status == 0, "\(result.standardError)")
+        let object = try #require(
+            try JSONSerialization.jsonObject(with: Data(result.standardOutput.utf8)) as? [String: Any])
+        #expect(Set(object.keys) == [
+            "pairs", "left_frames", "right_frames", "dropped_left", "dropped_right", "drop_reasons", "skew_ns_p50",
+            "skew_ns_p99", "skew_ns_max", "estimated_offset_ns", "estimated_drift_ppm",
+        ])
+        #expect(object["pairs"] as? Int == Self.frameCount - 2)
+        #expect(object["left_frames"] as? Int == Self.frameCount - 1)
+        #expect(object["right_frames"] as? Int == Self.frameCount - 1)
+        // Left 4 and right 7 lost their partners; the median spacing (50 ms) gives a 25 ms
+        // maximum skew, and the neighbours are 47 ms and 53 ms away.
+        #expect(object["dropped_left"] as? Int == 1)
+        #expect(object["dropped_right"] as? Int == 1)
+        let reasons = try #require(object["drop_reasons"] as? [String: Int])
+        #expect(reasons["no_match_within_skew"] == 2)
+        #expect(reasons.count == 6)
+        #expect(object["skew_ns_p50"] as? Int == 3_000_000)
+        #expect(object["skew_ns_p99"] as? Int == 3_000_000)
+        #expect(object["skew_ns_max"] as? Int == 3_000_000)
+        #expect(object["estimated_offset_ns"] as? Int == 3_000_000)
+        let drift = try #require(object["estimated_drift_ppm"] as? Double)
+        #expect(abs(drift) < 1e-6)
+    }
+
+    @Test("malformed lines are reported with their line numbers and nothing is written")
+    func malformedLines() throws {
+        let directory = try Self.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        try Self.writeLogs(in: directory)
+        try "#timestamp [ns],filename\n100,a.png\n200;b.png\n\n-5,c.png\n300,d.png,extra\n400,\n"
+            .write(to: directory.appendingPathComponent("bad.csv"), atomically: true, encoding: .utf8)
+        let result = try Self.run(
+            ["pair", "--left", "bad.csv", "--right", "cam1.csv", "--output", "pairs.csv"], in: directory)
+        #expect(result.status != 0)
+        for line in [3, 5, 6, 7] { #expect(result.standardError.contains("line \(line):"), "\(result.standardError)") }
+        #expect(!result.standardError.contains("line 2:"))
+        #expect(!FileManager.default.fileExists(atPath: directory.appendingPathComponent("pairs.csv").path))
+    }
+
+    @Test("unsorted input is sorted, with a warning on standard error")
+    func unsortedInput() throws {
+        let directory = try Self.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        try Self.writeLogs(in: directory, shuffleRight: true)
+        let shuffled = try Self.run(["pair", "--left", "cam0.csv", "--right", "cam1.csv"], in: directory)
+        #expect(shuffled.status == 0)
+        #expect(shuffled.standardError.contains("cam1.csv") && shuffled.standardError.contains("sorted"))
+        try Self.writeLogs(in: directory)
+        let sorted = try Self.run(["pair", "--left", "cam0.csv", "--right", "cam1.csv"], in: directory)
+        #expect(sorted.standardError.isEmpty)
+        #expect(shuffled.standardOutput == sorted.standardOutput)
+        #expect(sorted.standardOutput.split(separator: "\n").count == Self.frameCount - 1)  // header + pairs
+    }
+
+    @Test("durations take ns, us, ms and s, with decimals")
+    func durations() {
+        #expect(DurationArgument(argument: "5ms")?.nanoseconds == 5_000_000)
+        #expect(DurationArgument(argument: "200us")?.nanoseconds == 200_000)
+        #expect(DurationArgument(argument: "33.3ms")?.nanoseconds == 33_300_000)
+        #expect(DurationArgument(argument: "1000000ns")?.nanoseconds == 1_000_000)
+        #expect(DurationArgument(argument: "0.5s")?.nanoseconds == 500_000_000)
+        for bad in ["5", "ms", "-5ms", "5xs", "1e3ms", "0ns", "nanms", "1.2.3ms"] {
+            #expect(DurationArgument(argument: bad) == nil, "\(bad)")
+        }
+    }
+}

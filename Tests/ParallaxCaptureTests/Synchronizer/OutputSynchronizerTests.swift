@@ -1,0 +1,125 @@
+import Foundation
+import Synchronization
+import Testing
+@testable import ParallaxCapture
+
+/// The thread-safe front: two camera threads push, a task consumes. Run under
+/// `swift test --sanitize=thread --filter OutputSynchronizerTests` to check for races.
+@Suite("OutputSynchronizer")
+struct OutputSynchronizerTests {
+    /// Pushes one camera's frames of `streams` from a thread of its own; both threads start
+    /// together. Returns when both are done (or after 20 s, a failure).
+    static func pushFromTwoThreads(_ synchronizer: OutputSynchronizer<Int>, _ frames: [GeneratedFrame]) -> Bool {
+        let done = DispatchSemaphore(value: 0)
+        let start = DispatchSemaphore(value: 0)
+        for side in StereoSide.allCases {
+            let mine = frames.filter { $0.side == side }
+            Thread.detachNewThread {
+                start.wait()
+                for frame in mine {
+                    synchronizer.push(
+                        side, timestampNanoseconds: frame.timestampNanoseconds, sequence: frame.sequence,
+                        payload: frame.moment)
+                }
+                done.signal()
+            }
+        }
+        start.signal()
+        start.signal()
+        return done.wait(timeout: .now() + 20) == .success && done.wait(timeout: .now() + 20) == .success
+    }
+
+    static let streams = TimestampStreamGenerator(
+        frameIntervalNanoseconds: ms(10), durationSeconds: 20, offsetNanoseconds: ms(1), jitterNanoseconds: ms(0.5),
+        dropProbability: 0.05, seed: 21
+    ).generate()
+
+    static var configuration: SynchronizerConfiguration {
+        var configuration = SynchronizerConfiguration(
+            policy: .approximate, frameIntervalNanoseconds: ms(10), timestampJitterNanoseconds: ms(0.5),
+            maximumLatencyNanoseconds: .max)
+        // Two threads race, so one camera may run far ahead of the other: room to wait.
+        configuration.queueCapacity = 4096
+        return configuration
+    }
+
+    @Test("callbacks from two camera threads: every frame is paired correctly or dropped with a reason")
+    func callbacksFromTwoThreads() {
+        let pairs = Mutex<[SynchronizedPair<Int>]>([])
+        let drops = Mutex<[FrameDrop]>([])
+        let synchronizer = OutputSynchronizer<Int>(
+            configuration: Self.configuration,
+            pairHandler: { pair in pairs.withLock { $0.append(pair) } },
+            dropHandler: { drop, _ in drops.withLock { $0.append(drop) } })
+        #expect(Self.pushFromTwoThreads(synchronizer, Self.streams.frames))
+        synchronizer.finish()
+        let got = pairs.withLock { $0 }
+        let dropped = drops.withLock { $0 }
+        #expect(got.allSatisfy { $0.left.payload == $0.right.payload }, "no wrong pair")
+        #expect(got.count * 2 + dropped.count == Self.streams.frames.count)
+        // Pairs are delivered in time order even though two threads deliver them.
+        #expect(zip(got, got.dropFirst()).allSatisfy { $0.left.timestampNanoseconds < $1.left.timestampNanoseconds })
+        #expect(got.count == Self.streams.matchableMoments.count)
+        let statistics = synchronizer.statistics
+        #expect(statistics.pairs == got.count)
+        #expect(statistics.drops(.left) + statistics.drops(.right) == dropped.count)
+    }
+
+    @Test("an AsyncSequence consumer reads pairs while two threads push; newest wins when it lags")
+    func asyncConsumer() async {
+        var configuration = Self.configuration
+        configuration.outputCapacity = 4
+        let synchronizer = OutputSynchronizer<Int>(configuration: configuration)
+        let consumer = Task { () -> [SynchronizedPair<Int>] in
+            var received: [SynchronizedPair<Int>] = []
+            for await pair in synchronizer.pairs {
+                received.append(pair)
+                if received.count % 50 == 0 { try? await Task.sleep(for: .milliseconds(1)) }  // lag at times
+            }
+            return received
+        }
+        let frames = Self.streams.frames
+        let pushed = await Task.detached { Self.pushFromTwoThreads(synchronizer, frames) }.value
+        #expect(pushed)
+        synchronizer.finish()
+        let received = await consumer.value
+        let statistics = synchronizer.statistics
+        #expect(received.allSatisfy { $0.left.payload == $0.right.payload })
+        // Pairs the consumer did not take in time were dropped as output overflow, both frames.
+        let overflow = statistics.drops(.left, reason: .queueOverflow)
+        #expect(statistics.drops(.right, reason: .queueOverflow) == overflow)
+        #expect(received.count + overflow == statistics.pairs)
+        #expect(zip(received, received.dropFirst()).allSatisfy { $0.left.timestampNanoseconds < $1.left.timestampNanoseconds })
+    }
+
+    @Test("a waiting consumer gets a pair as soon as it is released, and nil after finish")
+    func handover() async {
+        let synchronizer = OutputSynchronizer<Int>(
+            configuration: SynchronizerConfiguration(frameIntervalNanoseconds: ms(10)), clock: { 0 })
+        let consumer = Task { () -> [Int] in
+            var got: [Int] = []
+            for await pair in synchronizer.pairs { got.append(pair.left.payload) }
+            return got
+        }
+        try? await Task.sleep(for: .milliseconds(20))  // let the consumer wait
+        synchronizer.push(.left, timestampNanoseconds: ms(0), sequence: 0, payload: 7)
+        synchronizer.push(.right, timestampNanoseconds: ms(1), sequence: 0, payload: 7)
+        synchronizer.finish()
+        #expect(await consumer.value == [7])
+        synchronizer.push(.left, timestampNanoseconds: ms(10), sequence: 1, payload: 8)
+        #expect(synchronizer.statistics.drops(.left, reason: .constituentDisabled) == 1)
+    }
+
+    @Test("cancelling the consumer ends its wait")
+    func cancellation() async {
+        let synchronizer = OutputSynchronizer<Int>(configuration: SynchronizerConfiguration())
+        let consumer = Task { () -> Int in
+            var count = 0
+            for await _ in synchronizer.pairs { count += 1 }
+            return count
+        }
+        try? await Task.sleep(for: .milliseconds(20))
+        consumer.cancel()
+        #expect(await consumer.value == 0)
+    }
+}
