@@ -65,8 +65,47 @@ public final class Rectifier: @unchecked Sendable {
                             interpolation: Interpolation = .bilinear, threads: Int? = nil) throws(RectificationError) {
         var rectification = try calibration.rectification(options)
         if let convergenceDistance { rectification = rectification.converged(atDistance: convergenceDistance) }
-        self.init(maps: calibration.rectificationMaps(for: rectification, orientation: orientation),
-                  interpolation: interpolation, threads: threads)
+        let pool = WorkerPool(threadCount: threads ?? WorkerPool.processorCount)
+        self.init(maps: Self.buildMaps(calibration, rectification, orientation, pool: pool),
+                  interpolation: interpolation, pool: pool)
+    }
+
+    private init(maps: StereoRectificationMaps, interpolation: Interpolation, pool: WorkerPool) {
+        self.maps = maps
+        self.interpolation = interpolation
+        self.pool = pool
+        pthread_mutex_init(mutex, nil)
+    }
+
+    /// Both cameras' float maps, built at the same time on `pool`.
+    private static func buildMaps(_ calibration: StereoCalibration, _ rectification: StereoRectification,
+                                  _ orientation: OutputOrientation, pool: WorkerPool) -> StereoRectificationMaps {
+        struct Job {
+            let calibration: StereoCalibration
+            let rectification: StereoRectification
+            let orientation: OutputOrientation
+            let results: UnsafeMutablePointer<RectificationMap?>
+        }
+        let results = UnsafeMutablePointer<RectificationMap?>.allocate(capacity: 2)
+        results.initialize(repeating: nil, count: 2)
+        defer { results.deinitialize(count: 2); results.deallocate() }
+        withUnsafePointer(to: Job(calibration: calibration, rectification: rectification, orientation: orientation,
+                                  results: results)) { job in
+            pool.run(tasks: 2, context: UnsafeRawPointer(job)) { context, side in
+                let j = context.assumingMemoryBound(to: Job.self).pointee
+                let r = j.rectification
+                j.results[side] = side == 0
+                    ? RectificationMap(camera: j.calibration.left, rotation: r.r1, newCamera: r.leftIntrinsics,
+                                       size: r.size, orientation: j.orientation)
+                    : RectificationMap(camera: j.calibration.right, rotation: r.r2, newCamera: r.rightIntrinsics,
+                                       size: r.size, orientation: j.orientation)
+            }
+        }
+        guard let left = results[0], let right = results[1] else {
+            // Both tasks always run; this is the serial fallback the types ask for.
+            return calibration.rectificationMaps(for: rectification, orientation: orientation)
+        }
+        return StereoRectificationMaps(left: left, right: right, rectification: rectification)
     }
 
     deinit {
@@ -266,7 +305,7 @@ public final class Rectifier: @unchecked Sendable {
             floats.ys.withUnsafeBufferPointer { ys in
                 CompiledMap(xs: xs, ys: ys, width: floats.width, height: floats.height,
                             sourceWidth: floats.sourceWidth, sourceHeight: floats.sourceHeight,
-                            sourceRowBytes: rowBytes, layout: layout, interpolation: interpolation)
+                            sourceRowBytes: rowBytes, layout: layout, interpolation: interpolation, pool: pool)
             }
         }
         compiled[key] = map

@@ -50,6 +50,12 @@ enum RemapKernels {
                 case .bilinear:
                     if layout.isGray {
                         bilinearGray(entries, range: start..<end, base: base, rowBytes: map.sourceRowBytes, out: out, staging: staging)
+                    } else if layout.isLuma422 {
+                        bilinearLuma422(entries, range: start..<end, base: base, rowBytes: map.sourceRowBytes,
+                                        offset: layout.offsets[0], out: out)
+                    } else if layout.isChromaPair {
+                        bilinearChromaPair(entries, range: start..<end, base: base, rowBytes: map.sourceRowBytes,
+                                           layout: layout, out: out)
                     } else if layout.isPacked3 {
                         bilinearPacked3(entries, range: start..<end, base: base, rowBytes: map.sourceRowBytes, out: out)
                     } else if layout.isPacked4 {
@@ -181,6 +187,63 @@ enum RemapKernels {
         }
         if u < end {
             bilinearAny(entries, range: u..<end, base: base, rowBytes: rowBytes, layout: .interleaved(3), out: out)
+        }
+    }
+
+    /// YUYV / UYVY luma: the gray arithmetic, with each tap's two luma
+    /// samples (2 bytes apart) read by one 4-byte load. Only luma bytes are
+    /// written: the chroma band of the same rows may run on another thread.
+    @inline(__always)
+    private static func bilinearLuma422(_ entries: UnsafePointer<UInt32>, range: Range<Int>, base: UnsafeRawPointer,
+                                        rowBytes: Int, offset: Int, out: UnsafeMutableRawPointer) {
+        var u = range.lowerBound
+        let end = range.upperBound
+        let luma = base + offset
+        while u + 8 <= end {
+            let e = UnsafeRawPointer(entries + u).loadUnaligned(as: SIMD8<UInt32>.self)
+            var top = SIMD8<UInt16>(), bottom = SIMD8<UInt16>(), fractions = SIMD8<UInt16>()
+            for k in 0..<8 {
+                let p = luma + Int(e[k] >> 10)
+                let t = p.loadUnaligned(as: UInt32.self), b = p.loadUnaligned(fromByteOffset: rowBytes, as: UInt32.self)
+                // Bytes 0 and 2 are the two luma samples; pack them like a gray pair.
+                top[k] = UInt16(truncatingIfNeeded: (t & 0xFF) | ((t >> 8) & 0xFF00))
+                bottom[k] = UInt16(truncatingIfNeeded: (b & 0xFF) | ((b >> 8) & 0xFF00))
+                fractions[k] = UInt16(truncatingIfNeeded: e[k])
+            }
+            let r = blend(top & 0xFF, shiftRight(top, 8), bottom & 0xFF, shiftRight(bottom, 8),
+                          fx: fractions & 31, fy: shiftRight(fractions, 5) & 31)
+            for k in 0..<8 {
+                out.storeBytes(of: UInt8(truncatingIfNeeded: r[k]), toByteOffset: 2 * (u + k) + offset, as: UInt8.self)
+            }
+            u += 8
+        }
+        if u < end {
+            bilinearAny(entries, range: u..<end, base: base, rowBytes: rowBytes,
+                        layout: SampleLayout(pixelStride: 2, channels: 1, offsets: SIMD4(offset, 0, 0, 0), border: 0), out: out)
+        }
+    }
+
+    /// Two-channel chroma (YUYV / UYVY with a 4-byte step, NV12 with a
+    /// 2-byte step): the 4-channel arithmetic on 4-byte loads from the
+    /// sample's first byte; only the two chroma bytes of each result are stored.
+    @inline(__always)
+    private static func bilinearChromaPair(_ entries: UnsafePointer<UInt32>, range: Range<Int>, base: UnsafeRawPointer,
+                                           rowBytes: Int, layout: SampleLayout, out: UnsafeMutableRawPointer) {
+        var u = range.lowerBound
+        let end = range.upperBound
+        let step = layout.pixelStride
+        let first = layout.offsets[0], second = layout.offsets[1]
+        while u + 4 <= end {
+            let r = unsafeBitCast(bilinearFour(entries + u, base: base, step: step, rowBytes: rowBytes), to: SIMD4<UInt32>.self)
+            for k in 0..<4 {
+                let o = out + (u + k) * step
+                o.storeBytes(of: UInt8(truncatingIfNeeded: r[k] >> (8 * UInt32(first))), toByteOffset: first, as: UInt8.self)
+                o.storeBytes(of: UInt8(truncatingIfNeeded: r[k] >> (8 * UInt32(second))), toByteOffset: second, as: UInt8.self)
+            }
+            u += 4
+        }
+        if u < end {
+            bilinearAny(entries, range: u..<end, base: base, rowBytes: rowBytes, layout: layout, out: out)
         }
     }
 

@@ -139,7 +139,10 @@ private final class PoolState: @unchecked Sendable {
 
     func workLoop() {
         pthread_mutex_lock(mutex)
-        var seen = generation
+        // Start from the pool's first generation, not the current one: a job
+        // may have been posted before this thread got to run, and it must
+        // still help with it (finding no task left is harmless).
+        var seen = 0
         while true {
             while generation == seen && !stopping { pthread_cond_wait(wake, mutex) }
             if stopping { break }
