@@ -150,23 +150,75 @@ enum RemapKernels {
         return UInt8(truncatingIfNeeded: (t * (32 - fy) + b * fy + 512) >> 10)
     }
 
-    /// BGRA / RGBA: four pixels per step. The 16 bytes of four pixels, read
-    /// as eight 16-bit lanes, hold channels 0 and 2 in the low bytes and 1
-    /// and 3 in the high bytes; each half is blended on its own and the
-    /// halves recombine with a shift and an or.
+    /// BGRA / RGBA: one pixel per vector, the way SSE2's `pmaddwd` likes it.
+    /// A pixel's two horizontal neighbours are 8 adjacent bytes; they are
+    /// spread to 16-bit lanes pairing each channel of the left neighbour with
+    /// the same channel of the right one, and one multiply-add per row with
+    /// the weight pairs (w00, w01) and (w10, w11) gives Σ wᵢ pᵢ per channel in
+    /// 32-bit lanes, exactly as OpenCV computes it. (The optimiser turns the
+    /// pairwise lane loop in `multiplyAdd` into `pmaddwd`.)
     @inline(__always)
     private static func bilinearPacked4(_ entries: UnsafePointer<UInt32>, range: Range<Int>, base: UnsafeRawPointer,
                                         rowBytes: Int, out: UnsafeMutableRawPointer, staging: UnsafeMutableRawPointer) {
         var u = range.lowerBound
         let end = range.upperBound
-        while u + 4 <= end {
-            let r = bilinearFour(entries + u, base: base, step: 4, rowBytes: rowBytes)
-            out.storeBytes(of: r, toByteOffset: u * 4, as: SIMD8<UInt16>.self)
-            u += 4
+        bilinearWeights.withUnsafeBufferPointer { weights in
+            while u + 4 <= end {
+                let e0 = entries[u], e1 = entries[u + 1], e2 = entries[u + 2], e3 = entries[u + 3]
+                let r0 = blendPixel4(base + Int(e0 >> 10), rowBytes: rowBytes, weights: weights[Int(e0 & 1023)])
+                let r1 = blendPixel4(base + Int(e1 >> 10), rowBytes: rowBytes, weights: weights[Int(e1 & 1023)])
+                let r2 = blendPixel4(base + Int(e2 >> 10), rowBytes: rowBytes, weights: weights[Int(e2 & 1023)])
+                let r3 = blendPixel4(base + Int(e3 >> 10), rowBytes: rowBytes, weights: weights[Int(e3 & 1023)])
+                var bytes = SIMD16<UInt8>()
+                for c in 0..<4 {
+                    bytes[c] = UInt8(truncatingIfNeeded: r0[c])
+                    bytes[4 + c] = UInt8(truncatingIfNeeded: r1[c])
+                    bytes[8 + c] = UInt8(truncatingIfNeeded: r2[c])
+                    bytes[12 + c] = UInt8(truncatingIfNeeded: r3[c])
+                }
+                out.storeBytes(of: bytes, toByteOffset: u * 4, as: SIMD16<UInt8>.self)
+                u += 4
+            }
         }
         if u < end {
             bilinearAny(entries, range: u..<end, base: base, rowBytes: rowBytes, layout: .interleaved(4), out: out)
         }
+    }
+
+    /// The four bilinear weights of each 10-bit fraction index (fy << 5 | fx),
+    /// packed w00 | w01 << 16 | w10 << 32 | w11 << 48.
+    static let bilinearWeights: [UInt64] = (0..<1024).map { index in
+        let fx = UInt64(index & 31), fy = UInt64(index >> 5)
+        let w00 = (32 - fx) * (32 - fy), w01 = fx * (32 - fy), w10 = (32 - fx) * fy, w11 = fx * fy
+        return w00 | w01 << 16 | w10 << 32 | w11 << 48
+    }
+
+    /// One 4-byte pixel: `(Σ wᵢ pᵢ + 512) >> 10` for its four channels.
+    @inline(__always)
+    private static func blendPixel4(_ p: UnsafeRawPointer, rowBytes: Int, weights: UInt64) -> SIMD4<Int32> {
+        let w = unsafeBitCast(SIMD2<UInt64>(weights, 0), to: SIMD4<UInt32>.self)
+        let top = unsafeBitCast(SIMD4(repeating: w[0]), to: SIMD8<Int16>.self)
+        let bottom = unsafeBitCast(SIMD4(repeating: w[1]), to: SIMD8<Int16>.self)
+        let sum = multiplyAdd(pairChannels(p.loadUnaligned(as: SIMD8<UInt8>.self)), top)
+            &+ multiplyAdd(pairChannels(p.loadUnaligned(fromByteOffset: rowBytes, as: SIMD8<UInt8>.self)), bottom)
+        var result = SIMD4<Int32>()
+        for c in 0..<4 { result[c] = (sum[c] &+ 512) >> 10 }
+        return result
+    }
+
+    /// `[a0 a1 a2 a3 b0 b1 b2 b3]` → 16-bit lanes `[a0, b0, a1, b1, a2, b2, a3, b3]`.
+    @inline(__always)
+    private static func pairChannels(_ x: SIMD8<UInt8>) -> SIMD8<Int16> {
+        unsafeBitCast(SIMD16<UInt8>(x[0], 0, x[4], 0, x[1], 0, x[5], 0, x[2], 0, x[6], 0, x[3], 0, x[7], 0),
+                      to: SIMD8<Int16>.self)
+    }
+
+    /// Pairwise multiply-add of 16-bit lanes into 32-bit lanes (SSE2 `pmaddwd`).
+    @inline(__always)
+    private static func multiplyAdd(_ a: SIMD8<Int16>, _ b: SIMD8<Int16>) -> SIMD4<Int32> {
+        var r = SIMD4<Int32>()
+        for i in 0..<4 { r[i] = Int32(a[2 * i]) &* Int32(b[2 * i]) &+ Int32(a[2 * i + 1]) &* Int32(b[2 * i + 1]) }
+        return r
     }
 
     /// RGB / BGR: the 4-channel arithmetic on 4-byte loads whose fourth byte
@@ -233,6 +285,20 @@ enum RemapKernels {
         let end = range.upperBound
         let step = layout.pixelStride
         let first = layout.offsets[0], second = layout.offsets[1]
+        if step == 4 {
+            // 4:2:2: a chroma sample is a whole 4-byte group, like a BGRA pixel.
+            bilinearWeights.withUnsafeBufferPointer { weights in
+                while u < end {
+                    let e = entries[u]
+                    let r = blendPixel4(base + Int(e >> 10), rowBytes: rowBytes, weights: weights[Int(e & 1023)])
+                    let o = out + u * 4
+                    o.storeBytes(of: UInt8(truncatingIfNeeded: r[first]), toByteOffset: first, as: UInt8.self)
+                    o.storeBytes(of: UInt8(truncatingIfNeeded: r[second]), toByteOffset: second, as: UInt8.self)
+                    u += 1
+                }
+            }
+            return
+        }
         while u + 4 <= end {
             let r = unsafeBitCast(bilinearFour(entries + u, base: base, step: step, rowBytes: rowBytes), to: SIMD4<UInt32>.self)
             for k in 0..<4 {
