@@ -4,15 +4,21 @@
 /// Bilinear arithmetic equals OpenCV's fixed-point `INTER_LINEAR`: with
 /// fractions fx, fy in 1/32 pixel the four weights are
 /// (32−fx)(32−fy), fx(32−fy), (32−fx)fy, fx·fy (sum 1024) and the result is
-/// `(Σ wᵢ pᵢ + 512) >> 10`. The vector paths compute the same value in
-/// 16-bit lanes (SSE2 has 16-bit multiplies but no 32-bit ones) by splitting
-/// the row results t, b (≤ 8160) as 4q + r:
+/// `(Σ wᵢ pᵢ + 512) >> 10`. The 4-byte-pixel kernels get it from SSE2's
+/// 16 × 16 → 32-bit multiply-add (`pmaddwd`), as OpenCV does. The gray,
+/// RGB, luma and NV12-chroma kernels compute it in 16-bit lanes (SSE2 has
+/// 16-bit multiplies but no 32-bit ones) by splitting the row results t, b
+/// (≤ 8160) as 4q + r:
 ///
 ///     Σ wᵢ pᵢ = 4 (q_t gy + q_b fy) + (r_t gy + r_b fy)      (gy = 32 − fy)
 ///     (Σ + 512) >> 10 = (A + (B + 512) >> 2) >> 8
 ///
 /// with A ≤ 65 280 and B ≤ 96, exact because the dropped low bits of
 /// (B + 512) cannot carry into bit 10.
+///
+/// Only concrete SIMD types appear here: in generic code the standard
+/// library's SIMD operators and lane conversions run lane by lane, and the
+/// optimiser recovers vector code only in part (measured up to 2× slower).
 enum RemapKernels {
     /// Resamples rows `rows` of `map`'s output grid.
     ///
@@ -26,18 +32,6 @@ enum RemapKernels {
     /// check each tap.
     static func run(_ map: CompiledMap, rows: Range<Int>, source: UnsafeRawPointer,
                     destination: UnsafeMutableRawPointer, destinationRowBytes: Int) {
-        // 128 bytes on the stack for the vector kernels' gathers (no heap allocation).
-        withUnsafeTemporaryAllocation(byteCount: 128, alignment: 16) { buffer in
-            // Non-nil for a non-zero byte count.
-            guard let staging = buffer.baseAddress else { return }
-            runRows(map, rows: rows, source: source, destination: destination,
-                    destinationRowBytes: destinationRowBytes, staging: staging)
-        }
-    }
-
-    private static func runRows(_ map: CompiledMap, rows: Range<Int>, source: UnsafeRawPointer,
-                                destination: UnsafeMutableRawPointer, destinationRowBytes: Int,
-                                staging: UnsafeMutableRawPointer) {
         let layout = map.layout
         for v in rows {
             let start = Int(map.spanStart[v]), end = Int(map.spanEnd[v])
@@ -49,7 +43,7 @@ enum RemapKernels {
                 switch map.interpolation {
                 case .bilinear:
                     if layout.isGray {
-                        bilinearGray(entries, range: start..<end, base: base, rowBytes: map.sourceRowBytes, out: out, staging: staging)
+                        bilinearGray(entries, range: start..<end, base: base, rowBytes: map.sourceRowBytes, out: out)
                     } else if layout.isLuma422 {
                         bilinearLuma422(entries, range: start..<end, base: base, rowBytes: map.sourceRowBytes,
                                         offset: layout.offsets[0], out: out)
@@ -59,8 +53,7 @@ enum RemapKernels {
                     } else if layout.isPacked3 {
                         bilinearPacked3(entries, range: start..<end, base: base, rowBytes: map.sourceRowBytes, out: out)
                     } else if layout.isPacked4 {
-                        bilinearPacked4(entries, range: start..<end, base: base, rowBytes: map.sourceRowBytes, out: out,
-                                        staging: staging)
+                        bilinearPacked4(entries, range: start..<end, base: base, rowBytes: map.sourceRowBytes, out: out)
                     } else {
                         bilinearAny(entries, range: start..<end, base: base, rowBytes: map.sourceRowBytes, layout: layout, out: out)
                     }
@@ -82,7 +75,7 @@ enum RemapKernels {
     /// used: the standard library implements those lane by lane.
     @inline(__always)
     private static func bilinearGray(_ entries: UnsafePointer<UInt32>, range: Range<Int>, base: UnsafeRawPointer,
-                                     rowBytes: Int, out: UnsafeMutableRawPointer, staging: UnsafeMutableRawPointer) {
+                                     rowBytes: Int, out: UnsafeMutableRawPointer) {
         var u = range.lowerBound
         let end = range.upperBound
         while u + 8 <= end {
@@ -159,7 +152,7 @@ enum RemapKernels {
     /// pairwise lane loop in `multiplyAdd` into `pmaddwd`.)
     @inline(__always)
     private static func bilinearPacked4(_ entries: UnsafePointer<UInt32>, range: Range<Int>, base: UnsafeRawPointer,
-                                        rowBytes: Int, out: UnsafeMutableRawPointer, staging: UnsafeMutableRawPointer) {
+                                        rowBytes: Int, out: UnsafeMutableRawPointer) {
         var u = range.lowerBound
         let end = range.upperBound
         bilinearWeights.withUnsafeBufferPointer { weights in
