@@ -28,6 +28,9 @@ let package = Package(
             name: "RectificationBenchmarks", dependencies: benchmarkDependencies,
             path: "Benchmarks/RectificationBenchmarks", plugins: benchmarkPlugins),
         .executableTarget(
+            name: "CalibrationBenchmarks", dependencies: benchmarkDependencies,
+            path: "Benchmarks/CalibrationBenchmarks", plugins: benchmarkPlugins),
+        .executableTarget(
             name: "SynchronizerBenchmarks", dependencies: benchmarkDependencies,
             path: "Benchmarks/SynchronizerBenchmarks", plugins: benchmarkPlugins),
     ]

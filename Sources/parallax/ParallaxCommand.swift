@@ -12,9 +12,13 @@ struct ParallaxCommand: AsyncParsableCommand {
         subcommands: [
             DemoCommand.self,
             RectificationCommand.self,
+            PairCommand.self,
             RectifyCommand.self,
             BenchCommand.self,
-            PairCommand.self,
+            DevicesCommand.self,
+            CaptureCommand.self,
+            CalibrateCommand.self,
+            TargetCommand.self,
         ]
     )
 }

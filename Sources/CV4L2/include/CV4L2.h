@@ -53,6 +53,20 @@ extern const unsigned long CV4L2_VIDIOC_G_CTRL;
 extern const unsigned long CV4L2_VIDIOC_S_CTRL;
 extern const unsigned long CV4L2_VIDIOC_QUERYMENU;
 
+extern const unsigned long CV4L2_VIDIOC_ENUMINPUT;
+
+// Control ids built from other macros (imported unreliably as expressions).
+extern const uint32_t CV4L2_CID_BRIGHTNESS;
+extern const uint32_t CV4L2_CID_GAIN;
+extern const uint32_t CV4L2_CID_AUTOGAIN;
+extern const uint32_t CV4L2_CID_AUTO_WHITE_BALANCE;
+extern const uint32_t CV4L2_CID_WHITE_BALANCE_TEMPERATURE;
+extern const uint32_t CV4L2_CID_EXPOSURE_AUTO;
+extern const uint32_t CV4L2_CID_EXPOSURE_ABSOLUTE;
+extern const uint32_t CV4L2_CID_FOCUS_ABSOLUTE;
+extern const uint32_t CV4L2_CID_FOCUS_AUTO;
+extern const uint32_t CV4L2_CTRL_FLAG_NEXT_CTRL;
+
 #ifdef __cplusplus
 }
 #endif

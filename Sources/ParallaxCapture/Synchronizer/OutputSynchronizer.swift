@@ -269,10 +269,3 @@ public struct SynchronizedPairs<Payload: Sendable>: AsyncSequence, Sendable {
     /// Creates the iterator.
     public func makeAsyncIterator() -> AsyncIterator { AsyncIterator(synchronizer: synchronizer) }
 }
-
-/// `CLOCK_MONOTONIC` in nanoseconds: the clock V4L2 stamps buffers with.
-@usableFromInline @Sendable func monotonicNanoseconds() -> Int64 {
-    var time = timespec()
-    clock_gettime(CLOCK_MONOTONIC, &time)
-    return Int64(time.tv_sec) * 1_000_000_000 + Int64(time.tv_nsec)
-}

@@ -17,6 +17,8 @@ struct DemoCommand: AsyncParsableCommand {
         GeometryDemoStep(),
         RectifyDemoStep(),
         PairingDemoStep(),
+        CalibrationDemoStep(),
+        CaptureDemoStep(),
     ]
 
     func run() async throws {

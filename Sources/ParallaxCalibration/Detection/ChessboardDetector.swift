@@ -1,0 +1,454 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import ParallaxGeometry
+
+/// Why no board was returned for an image.
+public enum DetectionFailure: Error, Hashable, Sendable, CustomStringConvertible {
+    /// Too few chessboard-like corners at all: the board is not in the image (the fast rejection).
+    case noBoard(candidates: Int)
+    /// Corners were found but they never formed the full grid (board partly outside the image,
+    /// occluded, too blurred, or a board of another size).
+    case incompleteGrid(largest: Int, expected: Int)
+    /// The per-image time budget ran out first.
+    case timeBudgetExceeded(seconds: Double)
+
+    public var description: String {
+        switch self {
+        case .noBoard(let n):
+            return "no chessboard found (\(n) corner-like points)"
+        case .incompleteGrid(let largest, let expected):
+            return "the board is incomplete: the largest grid found has \(largest) of \(expected) inner corners "
+                + "(is the whole board in view, sharp, and the size right?)"
+        case .timeBudgetExceeded(let s):
+            return "detection stopped at its time budget of \(s) s"
+        }
+    }
+}
+
+/// A detected board: every inner corner in the board's order.
+public struct ChessboardDetection: Sendable {
+    /// Pixel positions (pixel-centre convention), index `row * columns + column`.
+    public var corners: [SIMD2<Double>]
+    /// Typical distance between neighbouring corners, in pixels.
+    public var cornerSpacing: Double
+}
+
+/// Finds a chessboard's inner corners in a gray image, written from first principles:
+///
+/// 1. **Saddle response.** After a Gaussian blur, a chessboard corner is a
+///    saddle of the intensity surface: the Hessian's determinant is strongly
+///    negative there and near zero along straight edges. Local maxima of
+///    `−det H` are the candidates.
+/// 2. **Ring test.** On a circle around a true corner the level alternates
+///    dark/light/dark/light, and is point-symmetric (lines through the corner
+///    stay lines under perspective): candidates that fail either are dropped.
+///    Too few survivors means no board: the image is rejected at this point.
+/// 3. **Grid growth.** From a seed and its two nearest non-collinear
+///    neighbours, the grid grows cell by cell, predicting each next corner by
+///    extrapolating along its row or column, until it stops; a grid of
+///    exactly columns × rows is the board.
+/// 4. **Ordering.** The grid is turned so rows run along the board's longer
+///    side as given, the grid is right-handed in the image (x right, y down
+///    for a board seen from the front), and the square between the first four
+///    corners is dark. For a board whose sides have an odd total of squares
+///    this fixes the origin even when the board is upside down.
+/// 5. **Sub-pixel refinement** (``SubpixelRefinement``).
+///
+/// Every loop checks a deadline, so detection ends within its time budget.
+public struct ChessboardDetector: Sendable {
+    /// The board to find (its inner-corner counts decide the grid size and orientation).
+    public var board: CalibrationBoard
+    /// Wall-clock time allowed per image, in seconds.
+    public var timeBudgetSeconds: Double = 2
+    /// Blur before the saddle response, in pixels of the detection scale.
+    public var blurSigma: Double = 1.5
+    /// Images wider than this are detected on a halved copy, then refined at full resolution.
+    public var maximumDetectionWidth = 1000
+
+    /// A detector for `board` with the default budget and blur.
+    public init(board: CalibrationBoard) {
+        self.board = board
+    }
+
+    private struct Candidate {
+        var position: SIMD2<Double>
+        var response: Float
+    }
+
+    /// Detects the board in `image`.
+    public func detect(in image: GrayImage) -> Result<ChessboardDetection, DetectionFailure> {
+        let clock = ContinuousClock()
+        let deadline = clock.now + .milliseconds(Int64(timeBudgetSeconds * 1000))
+        func late() -> Bool { clock.now > deadline }
+
+        guard image.width >= 16, image.height >= 16 else { return .failure(.noBoard(candidates: 0)) }
+        var working = image
+        var scale = 1.0
+        while working.width > maximumDetectionWidth {
+            working = working.halved()
+            scale *= 2
+        }
+        // Truncating at 2.5σ loses 1 % of the kernel's weight, irrelevant for finding candidates
+        // (the sub-pixel stage blurs the original image itself) and saves a sixth of the work.
+        let blurred = working.gaussianBlurred(sigma: blurSigma, truncation: 2.5)
+        if late() { return .failure(.timeBudgetExceeded(seconds: timeBudgetSeconds)) }
+        let candidates = findCandidates(blurred)
+        if late() { return .failure(.timeBudgetExceeded(seconds: timeBudgetSeconds)) }
+        let needed = board.cornerCount
+        guard candidates.count >= needed else { return .failure(.noBoard(candidates: candidates.count)) }
+
+        // Grow grids from seeds in order of response.
+        let positions = candidates.map(\.position)
+        let neighbours = nearestNeighbours(positions, count: 8)
+        var seeded = [Bool](repeating: false, count: positions.count)
+        var largest = 0
+        for seed in positions.indices {
+            if late() { return .failure(.timeBudgetExceeded(seconds: timeBudgetSeconds)) }
+            if seeded[seed] { continue }
+            guard let grid = growGrid(seed: seed, positions: positions, responses: candidates.map(\.response), neighbours: neighbours, deadline: deadline, clock: clock) else { continue }
+            for index in grid.values { seeded[index] = true }
+            largest = max(largest, grid.count)
+
+            guard let ordered = order(grid: grid, positions: positions, responses: candidates.map(\.response), image: blurred) else { continue }
+            // Back to full resolution (pixel centres: x_full = 2 x_half + 0.5 per halving).
+            var corners = ordered.map { p -> SIMD2<Double> in scale == 1 ? p : p * scale + SIMD2(repeating: (scale - 1) / 2) }
+            var spacing = 0.0
+            for r in 0..<board.rows { for c in 0..<(board.columns - 1) {
+                spacing += length(corners[r * board.columns + c + 1] - corners[r * board.columns + c])
+            } }
+            spacing /= Double(board.rows * (board.columns - 1))
+            corners = SubpixelRefinement.refine(corners, in: image, spacing: spacing, columns: board.columns)
+            return .success(ChessboardDetection(corners: corners, cornerSpacing: spacing))
+        }
+        if largest < 4 { return .failure(.noBoard(candidates: candidates.count)) }
+        return .failure(.incompleteGrid(largest: largest, expected: needed))
+    }
+
+    // MARK: Candidates
+
+    private func findCandidates(_ image: GrayImage) -> [Candidate] {
+        let w = image.width, h = image.height
+        var response = [Float](repeating: 0, count: w * h)
+        let border = 4
+        image.pixels.withUnsafeBufferPointer { p in
+            for y in border..<(h - border) {
+                for x in border..<(w - border) {
+                    let i = y * w + x
+                    // Second differences on the blurred image.
+                    let dxx = p[i - 1] - 2 * p[i] + p[i + 1]
+                    let dyy = p[i - w] - 2 * p[i] + p[i + w]
+                    let dxy = (p[i + w + 1] - p[i + w - 1] - p[i - w + 1] + p[i - w - 1]) * 0.25
+                    let s = dxy * dxy - dxx * dyy
+                    response[i] = s > 0 ? s : 0
+                }
+            }
+        }
+        // A saddle of a chessboard with contrast C blurred by σ has |det H| ≈ (C / (2πσ²))²;
+        // accept a fraction of that for a contrast of 20 levels.
+        let sigma2 = Float(blurSigma * blurSigma)
+        let floorContrast: Float = 20 / (2 * Float.pi * sigma2)
+        let threshold = 0.15 * floorContrast * floorContrast
+        var out: [Candidate] = []
+        let radius = 3
+        for y in (border + 1)..<(h - border - 1) {
+            for x in (border + 1)..<(w - border - 1) {
+                let v = response[y * w + x]
+                if v < threshold { continue }
+                // Most pixels lose to a direct neighbour: test those before the whole window.
+                let i = y * w + x
+                if response[i - 1] > v || response[i + 1] > v || response[i - w] > v || response[i + w] > v { continue }
+                var isMax = true
+                outer: for dy in -radius...radius {
+                    let yy = y + dy
+                    if yy < 0 || yy >= h { continue }
+                    for dx in -radius...radius where dx != 0 || dy != 0 {
+                        let xx = x + dx
+                        if xx < 0 || xx >= w { continue }
+                        let o = response[yy * w + xx]
+                        if o > v || (o == v && (dy < 0 || (dy == 0 && dx < 0))) { isMax = false; break outer }
+                    }
+                }
+                if !isMax { continue }
+                // Sub-pixel peak by a parabola on each axis, for better predictions while growing.
+                let l = response[y * w + x - 1], r = response[y * w + x + 1]
+                let u = response[(y - 1) * w + x], d = response[(y + 1) * w + x]
+                let ox = (l - r) / (2 * (l - 2 * v + r)), oy = (u - d) / (2 * (u - 2 * v + d))
+                let position = SIMD2(Double(x) + (ox.isFinite && abs(ox) < 1 ? Double(ox) : 0),
+                                     Double(y) + (oy.isFinite && abs(oy) < 1 ? Double(oy) : 0))
+                if passesRingTest(image, at: position) {
+                    out.append(Candidate(position: position, response: v))
+                }
+            }
+        }
+        out.sort { $0.response > $1.response }
+        // Keep the strongest; a board never needs more than a few times its corner count.
+        return Array(out.prefix(max(8 * board.cornerCount, 400)))
+    }
+
+    /// Four alternating sectors, point-symmetric, with enough contrast.
+    /// Unit circle directions for the ring test, 16 of them.
+    private static let ring: [SIMD2<Double>] = (0..<16).map { k in
+        let a = 2 * Double.pi * Double(k) / 16
+        return SIMD2(cos(a), sin(a))
+    }
+
+    private func passesRingTest(_ image: GrayImage, at p: SIMD2<Double>) -> Bool {
+        for radius in [3.0, 5.0] {
+            let n = Self.ring.count
+            var values = [Float](repeating: 0, count: n)
+            var mean: Float = 0
+            for k in 0..<n {
+                let d = Self.ring[k] * radius
+                values[k] = image.sample(p.x + d.x, p.y + d.y)
+                mean += values[k]
+            }
+            mean /= Float(n)
+            let lo = values.min() ?? 0, hi = values.max() ?? 0
+            if hi - lo < 12 { continue }
+            var asymmetry: Float = 0, spread: Float = 0
+            for k in 0..<(n / 2) { asymmetry += abs(values[k] - values[k + n / 2]) }
+            for k in 0..<n { spread += abs(values[k] - mean) }
+            if asymmetry > 0.5 * spread { continue }
+            // Sign changes around the circle with a dead band against noise.
+            let band = 0.15 * (hi - lo)
+            var signs: [Int] = []
+            for v in values {
+                if v > mean + band { signs.append(1) } else if v < mean - band { signs.append(-1) }
+            }
+            guard let first = signs.first else { continue }
+            var changes = 0
+            var previous = first
+            for s in signs.dropFirst() where s != previous { changes += 1; previous = s }
+            if previous != first { changes += 1 }
+            if changes == 4 { return true }
+        }
+        return false
+    }
+
+    private func nearestNeighbours(_ positions: [SIMD2<Double>], count: Int) -> [[Int]] {
+        // Bucket grid for the nearest-neighbour queries.
+        positions.indices.map { i in
+            var best: [(Double, Int)] = []
+            for j in positions.indices where j != i {
+                let d = length(positions[j] - positions[i])
+                if best.count < count {
+                    best.append((d, j))
+                    best.sort { $0.0 < $1.0 }
+                } else if let last = best.last, d < last.0 {
+                    best[best.count - 1] = (d, j)
+                    best.sort { $0.0 < $1.0 }
+                }
+            }
+            return best.map(\.1)
+        }
+    }
+
+    // MARK: Grid growth
+
+    private struct Cell: Hashable {
+        var i: Int
+        var j: Int
+        func moved(_ di: Int, _ dj: Int) -> Cell { Cell(i: i + di, j: j + dj) }
+    }
+
+    private func growGrid(seed: Int, positions: [SIMD2<Double>], responses: [Float], neighbours: [[Int]],
+                          deadline: ContinuousClock.Instant, clock: ContinuousClock) -> [Cell: Int]? {
+        let p0 = positions[seed]
+        guard let a = neighbours[seed].first else { return nil }
+        let va = positions[a] - p0
+        let la = length(va)
+        // The second axis: the nearest neighbour at 45–135° from the first, of comparable length.
+        var b: Int?
+        for n in neighbours[seed].dropFirst() {
+            let vb = positions[n] - p0
+            let lb = length(vb)
+            let cosine = dot(va, vb) / (la * lb)
+            if abs(cosine) < 0.7 && lb < 2.5 * la && la < 2.5 * lb { b = n; break }
+        }
+        guard let b else { return nil }
+        var grid: [Cell: Int] = [Cell(i: 0, j: 0): seed, Cell(i: 1, j: 0): a, Cell(i: 0, j: 1): b]
+        var used: Set<Int> = [seed, a, b]
+        // Corners of one board respond alike (within the lighting and blur across it); a candidate
+        // far weaker than the seed's neighbourhood is background texture.
+        let responseFloor = 0.1 * min(responses[seed], responses[a], responses[b])
+        let maxExtent = max(board.columns, board.rows) + 2
+
+        func position(_ c: Cell) -> SIMD2<Double>? { grid[c].map { positions[$0] } }
+        func predict(_ target: Cell) -> (SIMD2<Double>, Double)? {
+            // Along each of the four directions, extrapolate from the two (or three) known cells behind.
+            var best: (SIMD2<Double>, Double)?
+            for (di, dj) in [(1, 0), (-1, 0), (0, 1), (0, -1)] {
+                guard let p1 = position(target.moved(-di, -dj)), let p2 = position(target.moved(-2 * di, -2 * dj)) else { continue }
+                let step = p1 - p2
+                var guess = p1 + step
+                if let p3 = position(target.moved(-3 * di, -3 * dj)) {
+                    // Second-order term follows the perspective change of spacing.
+                    guess += (p1 - p2) - (p2 - p3)
+                }
+                let radius = 0.35 * length(step)
+                if let current = best, current.1 <= radius { continue }
+                best = (guess, radius)
+            }
+            if best != nil { return best }
+            // Parallelogram completion from an L of three known cells.
+            for (di, dj) in [(1, 1), (1, -1), (-1, 1), (-1, -1)] {
+                guard let pd = position(target.moved(-di, -dj)), let pi = position(target.moved(-di, 0)),
+                      let pj = position(target.moved(0, -dj)) else { continue }
+                let guess = pi + pj - pd
+                return (guess, 0.3 * min(length(pi - pd), length(pj - pd)))
+            }
+            return nil
+        }
+
+        var changed = true
+        while changed {
+            changed = false
+            if clock.now > deadline { return nil }
+            let cells = Array(grid.keys)
+            var iLow = cells.map(\.i).min() ?? 0, iHigh = cells.map(\.i).max() ?? 0
+            var jLow = cells.map(\.j).min() ?? 0, jHigh = cells.map(\.j).max() ?? 0
+            var frontier = Set<Cell>()
+            for c in cells {
+                for (di, dj) in [(1, 0), (-1, 0), (0, 1), (0, -1)] {
+                    let n = c.moved(di, dj)
+                    if grid[n] == nil { frontier.insert(n) }
+                }
+            }
+            for target in frontier.sorted(by: { ($0.j, $0.i) < ($1.j, $1.i) }) {
+                // Never let the grid span more than the board plus a stray row or column on each side.
+                if max(iHigh, target.i) - min(iLow, target.i) + 1 > maxExtent || max(jHigh, target.j) - min(jLow, target.j) + 1 > maxExtent {
+                    continue
+                }
+                guard let (guess, radius) = predict(target) else { continue }
+                var bestIndex: Int?
+                var bestDistance = radius
+                // Candidates near the guess: neighbours of the known cells around the target.
+                for (di, dj) in [(1, 0), (-1, 0), (0, 1), (0, -1)] {
+                    guard let known = grid[target.moved(di, dj)] else { continue }
+                    for n in neighbours[known] where !used.contains(n) && responses[n] >= responseFloor {
+                        let d = length(positions[n] - guess)
+                        if d < bestDistance { bestDistance = d; bestIndex = n }
+                    }
+                }
+                if let index = bestIndex {
+                    grid[target] = index
+                    used.insert(index)
+                    changed = true
+                    iLow = min(iLow, target.i); iHigh = max(iHigh, target.i)
+                    jLow = min(jLow, target.j); jHigh = max(jHigh, target.j)
+                }
+            }
+        }
+        return grid
+    }
+
+    // MARK: Ordering
+
+    /// The corners in board order, or `nil` when the grid is not exactly the board.
+    private func order(grid fullGrid: [Cell: Int], positions: [SIMD2<Double>], responses: [Float], image: GrayImage) -> [SIMD2<Double>]? {
+        // A corner or two the candidate search missed (a blurred or glare-hit corner) may be filled by
+        // prediction from its neighbours; the refinement then finds it in the image.
+        let allowedHoles = 2
+        guard fullGrid.count >= board.cornerCount - allowedHoles else { return nil }
+        // The board is the one completely filled window of its size; stray points that
+        // joined the grid outside it (background texture near the board) are dropped.
+        let iMinAll = fullGrid.keys.map(\.i).min() ?? 0, iMaxAll = fullGrid.keys.map(\.i).max() ?? 0
+        let jMinAll = fullGrid.keys.map(\.j).min() ?? 0, jMaxAll = fullGrid.keys.map(\.j).max() ?? 0
+        var windows: [(i: Int, j: Int, ni: Int, nj: Int, holes: [Cell])] = []
+        let shapes = board.columns == board.rows ? [(board.columns, board.rows)] : [(board.columns, board.rows), (board.rows, board.columns)]
+        for (wi, wj) in shapes {
+            guard iMaxAll - iMinAll + 1 >= wi, jMaxAll - jMinAll + 1 >= wj else { continue }
+            for i0 in iMinAll...(iMaxAll - wi + 1) {
+                for j0 in jMinAll...(jMaxAll - wj + 1) {
+                    var holes: [Cell] = []
+                    check: for j in j0..<(j0 + wj) {
+                        for i in i0..<(i0 + wi) where fullGrid[Cell(i: i, j: j)] == nil {
+                            holes.append(Cell(i: i, j: j))
+                            if holes.count > allowedHoles { break check }
+                        }
+                    }
+                    if holes.count <= allowedHoles { windows.append((i0, j0, wi, wj, holes)) }
+                }
+            }
+        }
+        let fewestHoles = windows.map(\.holes.count).min() ?? 0
+        windows = windows.filter { $0.holes.count == fewestHoles }
+        // Several full windows: a row of T-junctions along the board's edge (where the outer squares meet a
+        // frame) can pass for corners. Those respond far less than true X-corners, so the window with the
+        // strongest total response wins if what it leaves out is clearly weaker than what it keeps.
+        func cells(_ w: (i: Int, j: Int, ni: Int, nj: Int, holes: [Cell])) -> [Int] {
+            var out: [Int] = []
+            for j in w.j..<(w.j + w.nj) { for i in w.i..<(w.i + w.ni) { if let index = fullGrid[Cell(i: i, j: j)] { out.append(index) } } }
+            return out
+        }
+        func mean(_ indices: [Int]) -> Float { indices.isEmpty ? 0 : indices.reduce(Float(0)) { $0 + responses[$1] } / Float(indices.count) }
+        let ranked = windows.map { w in (w, mean(cells(w))) }.sorted { $0.1 > $1.1 }
+        guard let best = ranked.first else { return nil }
+        let window = best.0
+        if ranked.count > 1 {
+            let kept = Set(cells(window))
+            let others = Set(ranked.dropFirst().flatMap { cells($0.0) }).subtracting(kept)
+            guard mean(Array(others)) < 0.5 * best.1 else { return nil }
+        }
+        var points: [Cell: SIMD2<Double>] = [:]
+        for j in window.j..<(window.j + window.nj) {
+            for i in window.i..<(window.i + window.ni) {
+                if let index = fullGrid[Cell(i: i, j: j)] { points[Cell(i: i, j: j)] = positions[index] }
+            }
+        }
+        for hole in window.holes {
+            // Parallelogram or straight-line completion from known neighbours.
+            var guess: SIMD2<Double>?
+            for (di, dj) in [(1, 0), (-1, 0), (0, 1), (0, -1)] {
+                if let a = points[hole.moved(di, dj)], let b = points[hole.moved(2 * di, 2 * dj)] { guess = 2 * a - b; break }
+            }
+            if guess == nil {
+                for (di, dj) in [(1, 1), (1, -1), (-1, 1), (-1, -1)] {
+                    if let d = points[hole.moved(di, dj)], let a = points[hole.moved(di, 0)], let b = points[hole.moved(0, dj)] {
+                        guess = a + b - d; break
+                    }
+                }
+            }
+            guard let guess else { return nil }
+            points[hole] = guess
+        }
+        let iMin = window.i, jMin = window.j, ni = window.ni, nj = window.nj
+        // table[j][i] (j rows, i columns) in grid coordinates.
+        var table = [[SIMD2<Double>]](repeating: [SIMD2<Double>](repeating: .zero, count: ni), count: nj)
+        for (cell, point) in points { table[cell.j - jMin][cell.i - iMin] = point }
+        var candidates: [[[SIMD2<Double>]]] = []
+        // Every arrangement of the table with `columns` per row: identity/transposed × 4 rotations.
+        var arrangements: [[[SIMD2<Double>]]] = []
+        let transposed = (0..<ni).map { i in (0..<nj).map { j in table[j][i] } }
+        for base in [table, transposed] {
+            var t = base
+            for _ in 0..<4 {
+                arrangements.append(t)
+                // Rotate by 90°: new[r][c] = old[rows-1-c][r]
+                let rows = t.count, cols = t.first?.count ?? 0
+                t = (0..<cols).map { r in (0..<rows).map { c in t[rows - 1 - c][r] } }
+            }
+        }
+        for t in arrangements where t.count == board.rows && t.first?.count == board.columns {
+            // Right-handed in the image: x (along a row) × y (down the columns) points into the image.
+            let dx = t[0][1] - t[0][0], dy = t[1][0] - t[0][0]
+            guard dx.x * dy.y - dx.y * dy.x > 0 else { continue }
+            candidates.append(t)
+        }
+        guard !candidates.isEmpty else { return nil }
+        func firstSquareIsDark(_ t: [[SIMD2<Double>]]) -> Bool {
+            // Compare the square between the first four corners with its neighbour along the row.
+            let c0 = (t[0][0] + t[0][1] + t[1][0] + t[1][1]) / 4
+            let c1 = (t[0][1] + t[0][2 < t[0].count ? 2 : 1] + t[1][1] + t[1][2 < t[0].count ? 2 : 1]) / 4
+            return image.sample(c0.x, c0.y) < image.sample(c1.x, c1.y)
+        }
+        let dark = candidates.filter(firstSquareIsDark)
+        let pool = dark.isEmpty ? candidates : dark
+        // Ties (a colour-symmetric board): the origin nearest the image's top-left corner.
+        let chosen = pool.min { ($0[0][0].x + $0[0][0].y) < ($1[0][0].x + $1[0][0].y) } ?? pool[0]
+        return chosen.flatMap { $0 }
+    }
+}

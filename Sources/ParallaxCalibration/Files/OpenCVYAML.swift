@@ -1,0 +1,109 @@
+import ParallaxGeometry
+
+/// OpenCV FileStorage YAML for stereo calibrations, as OpenCV's `stereo_calib`
+/// sample writes them: `%YAML:1.0`, then `!!opencv-matrix` entries (rows, cols,
+/// dt, data) named M1, D1, M2, D2 (intrinsics and distortion), R, T (left → right),
+/// and R1, R2, P1, P2, Q (rectification).
+///
+/// One file holds everything when Parallax writes it, plus `image_width` and
+/// `image_height` (OpenCV's sample keeps the size out of the files). Reading also
+/// accepts the sample's two files (intrinsics.yml and extrinsics.yml) given together.
+/// A fisheye calibration adds `distortion_model: fisheye`, since OpenCV's file
+/// cannot otherwise tell four fisheye coefficients from four Brown ones.
+public enum OpenCVStereoFile {
+    /// The YAML text for `calibration`, with rectification when given.
+    public static func text(for calibration: StereoCalibration, rectification: StereoRectification?) -> String {
+        var out = "%YAML:1.0\n---\n"
+        out += "image_width: \(calibration.left.size.width)\n"
+        out += "image_height: \(calibration.left.size.height)\n"
+        if calibration.left.distortion.isFisheye { out += "distortion_model: fisheye\n" }
+        func matrix(_ name: String, rows: Int, cols: Int, _ values: [Double]) {
+            out += "\(name): !!opencv-matrix\n   rows: \(rows)\n   cols: \(cols)\n   dt: d\n   data: \(yamlList(values))\n"
+        }
+        let d1 = calibration.left.distortion.coefficients, d2 = calibration.right.distortion.coefficients
+        matrix("M1", rows: 3, cols: 3, calibration.left.intrinsics.matrix.rowMajor)
+        matrix("D1", rows: 1, cols: max(d1.count, 1), d1.isEmpty ? [0] : d1)
+        matrix("M2", rows: 3, cols: 3, calibration.right.intrinsics.matrix.rowMajor)
+        matrix("D2", rows: 1, cols: max(d2.count, 1), d2.isEmpty ? [0] : d2)
+        matrix("R", rows: 3, cols: 3, calibration.extrinsics.rotation.rowMajor)
+        let t = calibration.extrinsics.translation
+        matrix("T", rows: 3, cols: 1, [t.x, t.y, t.z])
+        if let r = rectification {
+            matrix("R1", rows: 3, cols: 3, r.r1.rowMajor)
+            matrix("R2", rows: 3, cols: 3, r.r2.rowMajor)
+            matrix("P1", rows: 3, cols: 4, r.p1.rowMajor)
+            matrix("P2", rows: 3, cols: 4, r.p2.rowMajor)
+            matrix("Q", rows: 4, cols: 4, r.q.rowMajor)
+        }
+        return out
+    }
+
+    /// Writes the file atomically (temporary file, then rename).
+    public static func write(_ calibration: StereoCalibration, rectification: StereoRectification?, toFile path: String) throws(FileAccessError) {
+        try FileAccess.writeAtomically(text(for: calibration, rectification: rectification), toPath: path)
+    }
+
+    /// Reads a calibration from OpenCV YAML text (one or more documents' keys merged).
+    ///
+    /// - Parameters:
+    ///   - texts: the file contents with their names (intrinsics and extrinsics may be separate files).
+    ///   - size: the image size when the files do not carry `image_width`/`image_height`.
+    /// - Throws: ``CalibrationFormatError`` with the file and line of the first problem.
+    public static func calibration(from texts: [(text: String, file: String)], size: ImageSize? = nil) throws(CalibrationFormatError) -> StereoCalibration {
+        let readers = try texts.map { (t) throws(CalibrationFormatError) -> YAMLReader in try YAMLReader(text: t.text, file: t.file) }
+        func reader(for key: String) throws(CalibrationFormatError) -> YAMLReader {
+            if let r = readers.first(where: { $0.node(key) != nil }) { return r }
+            throw CalibrationFormatError(file: texts.map(\.file).joined(separator: " + "), line: nil, message: "missing key '\(key)'")
+        }
+        var imageSize = size
+        if let r = readers.first(where: { $0.node("image_width") != nil }) {
+            imageSize = ImageSize(width: try r.integer("image_width"), height: try r.integer("image_height"))
+        }
+        guard let imageSize, !imageSize.isEmpty else {
+            throw CalibrationFormatError(file: texts.map(\.file).joined(separator: " + "), line: nil,
+                                         message: "no image size: the file has no image_width/image_height; give the size explicitly")
+        }
+        var fisheye = false
+        if let r = readers.first(where: { $0.node("distortion_model") != nil }) {
+            fisheye = try r.string("distortion_model").lowercased() == "fisheye"
+        }
+        func camera(_ m: String, _ d: String) throws(CalibrationFormatError) -> CameraModel {
+            let mr = try reader(for: m)
+            let k = try mr.matrix(m, shapes: [(3, 3)]).data
+            let dr = try reader(for: d)
+            let dm = try dr.matrix(d)
+            guard dm.rows == 1 || dm.cols == 1 else { throw dr.error(dr.node(d), "'\(d)' must be a row or column vector") }
+            let distortion: LensDistortion
+            do {
+                distortion = try LensDistortion(modelName: fisheye ? "fisheye" : "brown", coefficients: dm.data.count == 1 && dm.data[0] == 0 ? [0, 0, 0, 0] : dm.data)
+            } catch {
+                throw dr.error(dr.node(d), error.description)
+            }
+            let intrinsics = CameraIntrinsics(matrix: Matrix3x3(rowMajor: k))
+            guard intrinsics.isValid else { throw mr.error(mr.node(m), "'\(m)' is not a valid camera matrix") }
+            return CameraModel(size: imageSize, intrinsics: intrinsics, distortion: distortion)
+        }
+        let left = try camera("M1", "D1"), right = try camera("M2", "D2")
+        let rr = try reader(for: "R")
+        let r = try rr.matrix("R", shapes: [(3, 3), (3, 1), (1, 3)])
+        let rotation = r.data.count == 3 ? Matrix3x3(rodrigues: SIMD3(r.data[0], r.data[1], r.data[2])) : Matrix3x3(rowMajor: r.data)
+        guard abs(rotation.determinant - 1) < 1e-3 else { throw rr.error(rr.node("R"), "'R' is not a rotation (determinant \(rotation.determinant))") }
+        let tr = try reader(for: "T")
+        let t = try tr.matrix("T", shapes: [(3, 1), (1, 3)]).data
+        return StereoCalibration(left: left, right: right,
+                                 extrinsics: RigidTransform(rotation: rotation, translation: SIMD3(t[0], t[1], t[2])))
+    }
+
+    /// Reads `paths` (one file, or the intrinsics and extrinsics files of OpenCV's sample).
+    public static func calibration(contentsOfFiles paths: [String], size: ImageSize? = nil) throws(CalibrationFormatError) -> StereoCalibration {
+        var texts: [(text: String, file: String)] = []
+        for path in paths {
+            do {
+                texts.append((try FileAccess.readText(atPath: path), path))
+            } catch {
+                throw CalibrationFormatError(file: path, line: nil, message: error.description)
+            }
+        }
+        return try calibration(from: texts, size: size)
+    }
+}

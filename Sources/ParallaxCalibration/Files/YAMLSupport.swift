@@ -1,0 +1,117 @@
+import ParallaxGeometry
+import Yams
+
+/// Reading the YAML dialects of calibration files with Yams, keeping line numbers for errors.
+struct YAMLReader {
+    let file: String
+    let root: Node
+
+    /// Parses `text`. OpenCV's FileStorage writes a `%YAML:1.0` directive that YAML 1.1 parsers
+    /// reject (the colon), so it is blanked (keeping the line count) before parsing; its
+    /// `!!opencv-matrix` tags are ordinary tags to Yams and are read as mappings.
+    init(text: String, file: String) throws(CalibrationFormatError) {
+        self.file = file
+        var lines = text.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+        if let first = lines.first, first.hasPrefix("%YAML") { lines[0] = "# " + first }
+        let cleaned = lines.joined(separator: "\n")
+        let node: Node?
+        do {
+            node = try Yams.compose(yaml: cleaned)
+        } catch let error as YamlError {
+            throw Self.convert(error, file: file)
+        } catch {
+            throw CalibrationFormatError(file: file, line: nil, message: "\(error)")
+        }
+        guard let node, node.mapping != nil else {
+            throw CalibrationFormatError(file: file, line: node?.mark?.line ?? 1, message: "expected a mapping of keys at the top level")
+        }
+        root = node
+    }
+
+    static func convert(_ error: YamlError, file: String) -> CalibrationFormatError {
+        switch error {
+        case .scanner(let context, let problem, let mark, _), .parser(let context, let problem, let mark, _),
+             .composer(let context, let problem, let mark, _):
+            let detail = context.map { "\(problem) \($0.text)" } ?? problem
+            return CalibrationFormatError(file: file, line: mark.line, message: "not valid YAML: \(detail)")
+        default:
+            return CalibrationFormatError(file: file, line: nil, message: "not valid YAML: \(error)")
+        }
+    }
+
+    func error(_ node: Node?, _ message: String) -> CalibrationFormatError {
+        CalibrationFormatError(file: file, line: (node ?? root).mark?.line, message: message)
+    }
+
+    func node(_ key: String, in parent: Node? = nil) -> Node? { (parent ?? root)[key] }
+
+    func required(_ key: String, in parent: Node? = nil) throws(CalibrationFormatError) -> Node {
+        guard let n = node(key, in: parent) else { throw error(parent, "missing key '\(key)'") }
+        return n
+    }
+
+    func number(_ node: Node) throws(CalibrationFormatError) -> Double {
+        guard let text = node.scalar?.string else { throw error(node, "expected a number") }
+        let lowered = text.lowercased()
+        if let v = Double(text) { return v }
+        if lowered == ".nan" { return .nan }
+        if lowered == ".inf" || lowered == "+.inf" { return .infinity }
+        if lowered == "-.inf" { return -.infinity }
+        throw error(node, "'\(text)' is not a number")
+    }
+
+    func integer(_ key: String, in parent: Node? = nil) throws(CalibrationFormatError) -> Int {
+        let n = try required(key, in: parent)
+        guard let text = n.scalar?.string, let v = Int(text) else { throw error(n, "'\(key)' must be an integer") }
+        return v
+    }
+
+    func string(_ key: String, in parent: Node? = nil) throws(CalibrationFormatError) -> String {
+        let n = try required(key, in: parent)
+        guard let s = n.scalar?.string else { throw error(n, "'\(key)' must be a string") }
+        return s
+    }
+
+    func numbers(_ node: Node) throws(CalibrationFormatError) -> [Double] {
+        guard let seq = node.sequence else { throw error(node, "expected a list of numbers") }
+        var out: [Double] = []
+        for item in seq {
+            if item.sequence != nil { out += try numbers(item) } else { out.append(try number(item)) }
+        }
+        return out
+    }
+
+    /// A matrix written as a mapping with rows, cols and data (OpenCV's `!!opencv-matrix` and ROS's layout).
+    /// - Returns: row-major values, checked against rows × cols and, when given, the expected shape(s).
+    func matrix(_ key: String, in parent: Node? = nil, shapes: [(Int, Int)]? = nil) throws(CalibrationFormatError) -> (rows: Int, cols: Int, data: [Double]) {
+        let n = try required(key, in: parent)
+        guard n.mapping != nil else { throw error(n, "'\(key)' must be a matrix (rows, cols, data)") }
+        let rows = try integer("rows", in: n), cols = try integer("cols", in: n)
+        let dataNode = try required("data", in: n)
+        let data = try numbers(dataNode)
+        guard data.count == rows * cols else {
+            throw error(dataNode, "'\(key)' declares \(rows)×\(cols) but has \(data.count) values")
+        }
+        if let shapes, !shapes.contains(where: { $0.0 == rows && $0.1 == cols }) {
+            let allowed = shapes.map { "\($0.0)×\($0.1)" }.joined(separator: " or ")
+            throw error(n, "'\(key)' is \(rows)×\(cols), expected \(allowed)")
+        }
+        guard data.allSatisfy(\.isFinite) else { throw error(dataNode, "'\(key)' contains a value that is not finite") }
+        return (rows, cols, data)
+    }
+}
+
+/// Formatting numbers for calibration files: the shortest text that reads back to the same
+/// double, always with a decimal point so YAML 1.1 readers (PyYAML in ROS tools) see a float
+/// rather than a string (`1e-05` is a string to them, `1.0e-05` a float).
+func yamlNumber(_ v: Double) -> String {
+    var text = "\(v)"
+    if !text.contains(".") && v.isFinite {
+        if let e = text.firstIndex(of: "e") { text.insert(contentsOf: ".0", at: e) } else { text += ".0" }
+    }
+    return text
+}
+
+func yamlList(_ values: [Double]) -> String {
+    "[ " + values.map(yamlNumber).joined(separator: ", ") + " ]"
+}

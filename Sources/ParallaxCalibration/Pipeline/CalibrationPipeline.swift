@@ -1,0 +1,140 @@
+import ParallaxGeometry
+import ParallaxImage
+
+/// Image files in, stereo calibration out: reads each pair, detects the board
+/// on both sides, sets aside pairs that cannot be used (with the reason and the
+/// file names), then runs ``StereoCalibrator`` on the rest.
+public struct CalibrationPipeline: Sendable {
+    /// The board in every image.
+    public var board: CalibrationBoard
+    /// The lens model to fit.
+    public var model: LensModelKind
+    /// Which cameras to hold fixed (their values come from `leftCamera` / `rightCamera` in ``run(pairs:unpaired:leftCamera:rightCamera:progress:)``).
+    public var fixed: FixedIntrinsics
+    /// Detection time budget per image, in seconds.
+    public var timeBudgetSeconds: Double = 2
+
+    /// A pipeline for `board`, `model` and `fixed`.
+    public init(board: CalibrationBoard, model: LensModelKind = .brown5, fixed: FixedIntrinsics = .none) {
+        self.board = board
+        self.model = model
+        self.fixed = fixed
+    }
+
+    /// What the pipeline produced.
+    public struct Outcome: Sendable {
+        /// The calibration and its figures.
+        public var result: StereoCalibrationResult
+        /// Every pair that was not used (unreadable, no board, other size, unpaired, outlier), with the reason.
+        public var rejected: [RejectedView]
+        /// Pairs offered (including unpaired files, each counted once).
+        public var pairsTotal: Int
+        /// The image size calibrated.
+        public var size: ImageSize
+        /// Detection seconds per image read.
+        public var detectionSeconds: [Double]
+        /// Seconds in the stereo solve.
+        public var solveSeconds: Double
+        /// Corners found per image file.
+        public var corners: [String: [SIMD2<Double>]]
+    }
+
+    /// A pair's detection, on the way to the solver.
+    private struct Detected {
+        var pair: ImagePairing.Pair
+        var size: ImageSize
+        var left: [SIMD2<Double>]
+        var right: [SIMD2<Double>]
+    }
+
+    /// Runs on `pairs`; `unpaired` files are reported as rejected. `progress` receives one line per pair.
+    ///
+    /// - Throws: ``CalibrationError/notEnoughViews(usable:needed:rejected:)`` listing every file that
+    ///   was set aside when too few pairs remain.
+    public func run(pairs: [ImagePairing.Pair], unpaired: [RejectedView] = [],
+                    leftCamera: CameraModel? = nil, rightCamera: CameraModel? = nil,
+                    progress: (String) -> Void = { _ in }) throws(CalibrationError) -> Outcome {
+        var rejected = unpaired
+        var detected: [Detected] = []
+        var detectionSeconds: [Double] = []
+        var corners: [String: [SIMD2<Double>]] = [:]
+        var detector = ChessboardDetector(board: board)
+        detector.timeBudgetSeconds = timeBudgetSeconds
+        let clock = ContinuousClock()
+        for (index, pair) in pairs.enumerated() {
+            let prefix = "[\(index + 1)/\(pairs.count)] \(pair.name):"
+            var found: [(corners: [SIMD2<Double>], size: ImageSize)] = []
+            var failure: String?
+            for (side, path) in [("left", pair.left), ("right", pair.right)] {
+                let image: GrayImage
+                do {
+                    image = try GrayImage(ImageBuffer(contentsOfFile: path))
+                } catch {
+                    failure = "\(side) image \(path) is unreadable: \(error)"
+                    break
+                }
+                let start = clock.now
+                let result = detector.detect(in: image)
+                detectionSeconds.append((clock.now - start).seconds)
+                switch result {
+                case .success(let d):
+                    found.append((d.corners, image.size))
+                    corners[path] = d.corners
+                case .failure(let reason):
+                    failure = "\(side) image \(path): \(reason)"
+                }
+                if failure != nil { break }
+            }
+            if let failure {
+                rejected.append(RejectedView(name: pair.name, reason: failure, left: pair.left, right: pair.right))
+                progress("\(prefix) skipped: \(failure)")
+                continue
+            }
+            guard found[0].size == found[1].size else {
+                let reason = "the images differ in size: \(pair.left) is \(found[0].size), \(pair.right) is \(found[1].size)"
+                rejected.append(RejectedView(name: pair.name, reason: reason, left: pair.left, right: pair.right))
+                progress("\(prefix) skipped: \(reason)")
+                continue
+            }
+            detected.append(Detected(pair: pair, size: found[0].size, left: found[0].corners, right: found[1].corners))
+            progress("\(prefix) \(found[0].corners.count) + \(found[1].corners.count) corners")
+        }
+        // Mixed resolutions: calibrate the most common size, name the others.
+        var counts: [ImageSize: Int] = [:]
+        for d in detected { counts[d.size, default: 0] += 1 }
+        guard let size = counts.max(by: { $0.value < $1.value || ($0.value == $1.value && $0.key.area < $1.key.area) })?.key else {
+            throw .notEnoughViews(usable: 0, needed: 3, rejected: rejected)
+        }
+        var views: [StereoView] = []
+        for d in detected {
+            if d.size != size {
+                rejected.append(RejectedView(name: d.pair.name, reason: "image size \(d.size) differs from the \(size) of the other pairs",
+                                             left: d.pair.left, right: d.pair.right))
+                continue
+            }
+            views.append(StereoView(left: CalibrationView(name: d.pair.left, corners: d.left),
+                                    right: CalibrationView(name: d.pair.right, corners: d.right)))
+        }
+        progress("solving: \(views.count) pairs, model \(model.rawValue)")
+        let start = clock.now
+        let result: StereoCalibrationResult
+        do {
+            result = try StereoCalibrator(target: board, model: model, fixed: fixed)
+                .calibrate(pairs: views, size: size, leftCamera: leftCamera, rightCamera: rightCamera)
+        } catch {
+            if case .notEnoughViews(let usable, let needed, let more) = error {
+                throw .notEnoughViews(usable: usable, needed: needed, rejected: rejected + more)
+            }
+            throw error
+        }
+        let solveSeconds = (clock.now - start).seconds
+        rejected += result.rejected
+        return Outcome(result: result, rejected: rejected, pairsTotal: pairs.count + unpaired.count, size: size,
+                       detectionSeconds: detectionSeconds, solveSeconds: solveSeconds, corners: corners)
+    }
+}
+
+extension Duration {
+    /// The duration in seconds.
+    var seconds: Double { Double(components.seconds) + Double(components.attoseconds) * 1e-18 }
+}

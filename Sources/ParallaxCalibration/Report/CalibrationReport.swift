@@ -1,0 +1,137 @@
+import ParallaxGeometry
+import ParallaxImage
+
+/// The diagnostic files of `parallax calibrate --report DIR`:
+///
+/// - `residuals-per-view.svg`: each pair's RMS reprojection error, left and right bars, with the overall RMS;
+/// - `residual-scatter.svg`: every corner's residual vector (projected − observed), left and right, with the RMS circle;
+/// - `coverage.svg`: where the corners of all used views fall in each image, the board outlines per view;
+/// - `rectified-best.png` / `rectified-worst.png`: the pair with the smallest and largest vertical
+///   disparity after rectification, side by side with horizontal guide lines: a feature must lie on
+///   the same row in both halves;
+/// - `index.html`: the above on one page with the figures.
+public enum CalibrationReport {
+    /// Colours of the left and right camera in every chart.
+    static let leftColour = "#1f77b4", rightColour = "#ff7f0e"
+
+    /// The per-pair RMS bar chart.
+    public static func residualsPerView(_ result: StereoCalibrationResult) -> String {
+        let n = result.pairs.count
+        let barWidth = 10.0, gap = 8.0
+        let margin = (left: 60.0, right: 20.0, top: 46.0, bottom: 100.0)
+        let plotWidth = max(Double(n) * (2 * barWidth + gap), 480)
+        let plotHeight = 260.0
+        var svg = SVGDocument(width: margin.left + plotWidth + margin.right, height: margin.top + plotHeight + margin.bottom)
+        let viewRMS: [(Double, Double)] = (0..<n).map { i in
+            func rms(_ r: [SIMD2<Double>]) -> Double { (r.reduce(0) { $0 + dot($1, $1) } / Double(max(r.count, 1))).squareRoot() }
+            return (rms(result.leftResiduals[i]), rms(result.rightResiduals[i]))
+        }
+        let top = max(viewRMS.map { max($0.0, $0.1) }.max() ?? 0, result.rms) * 1.15 + 1e-9
+        func y(_ v: Double) -> Double { margin.top + plotHeight * (1 - v / top) }
+        svg.text(margin.left, 18, "Reprojection RMS per pair (px)", size: 13)
+        svg.text(margin.left, 34, "left camera blue, right orange; dashed line: overall \(formatPixels(result.rms)) px", size: 11)
+        svg.line(margin.left, margin.top, margin.left, margin.top + plotHeight, stroke: "#222")
+        svg.line(margin.left, margin.top + plotHeight, margin.left + plotWidth, margin.top + plotHeight, stroke: "#222")
+        for k in 0...4 {
+            let v = top * Double(k) / 4
+            svg.line(margin.left - 4, y(v), margin.left + plotWidth, y(v), stroke: "#ddd")
+            svg.text(margin.left - 6, y(v) + 4, "\(formatPixels(v))", size: 10, anchor: "end")
+        }
+        for i in 0..<n {
+            let x = margin.left + Double(i) * (2 * barWidth + gap) + gap / 2
+            svg.rect(x, y(viewRMS[i].0), barWidth, y(0) - y(viewRMS[i].0), fill: leftColour,
+                     title: "\(result.pairs[i].left.name): \(formatPixels(viewRMS[i].0)) px")
+            svg.rect(x + barWidth, y(viewRMS[i].1), barWidth, y(0) - y(viewRMS[i].1), fill: rightColour,
+                     title: "\(result.pairs[i].right.name): \(formatPixels(viewRMS[i].1)) px")
+            let label = result.pairs[i].left.name.split(separator: "/").last.map(String.init) ?? ""
+            svg.text(x + barWidth, margin.top + plotHeight + 8, label, size: 9, anchor: "end", rotate: true)
+        }
+        svg.line(margin.left, y(result.rms), margin.left + plotWidth, y(result.rms), stroke: "#c00", dash: true)
+        return svg.text
+    }
+
+    /// The residual scatter plot.
+    public static func residualScatter(_ result: StereoCalibrationResult) -> String {
+        let size = 420.0, margin = 40.0
+        var svg = SVGDocument(width: size + 2 * margin, height: size + 2 * margin + 20)
+        let all = (result.leftResiduals + result.rightResiduals).flatMap { $0 }
+        let extent = max(all.map { max(abs($0.x), abs($0.y)) }.max() ?? 1, 3 * result.rms, 1e-6) * 1.05
+        let centre = margin + size / 2
+        func p(_ v: SIMD2<Double>) -> SIMD2<Double> { SIMD2(centre + v.x / extent * size / 2, 20 + centre + v.y / extent * size / 2) }
+        svg.text(margin, 16, "Residuals (projected − observed), ±\(formatPixels(extent)) px; circle: RMS \(formatPixels(result.rms)) px", size: 13)
+        svg.rect(margin, margin + 20, size, size, fill: "none", stroke: "#222")
+        svg.line(centre, margin + 20, centre, margin + 20 + size, stroke: "#ccc")
+        svg.line(margin, centre + 20, margin + size, centre + 20, stroke: "#ccc")
+        for r in result.leftResiduals.flatMap({ $0 }) { let q = p(r); svg.circle(q.x, q.y, 1.6, fill: leftColour, opacity: 0.5) }
+        for r in result.rightResiduals.flatMap({ $0 }) { let q = p(r); svg.circle(q.x, q.y, 1.6, fill: rightColour, opacity: 0.5) }
+        svg.circle(centre, centre + 20, result.rms / extent * size / 2, fill: "none", stroke: "#c00")
+        return svg.text
+    }
+
+    /// The coverage map: corners of every used view over both images.
+    public static func coverage(_ result: StereoCalibrationResult, columns: Int, rows: Int) -> String {
+        let size = result.calibration.left.size
+        let scale = 400.0 / Double(max(size.width, 1))
+        let w = Double(size.width) * scale, h = Double(size.height) * scale
+        let margin = 20.0
+        var svg = SVGDocument(width: 2 * w + 3 * margin, height: h + 2 * margin + 20)
+        svg.text(margin, 16, "Corner coverage: left (blue) and right (orange) images, \(result.pairs.count) pairs", size: 13)
+        for (panel, colour) in [(0, leftColour), (1, rightColour)] {
+            let x0 = margin + Double(panel) * (w + margin), y0 = margin + 20
+            svg.rect(x0, y0, w, h, fill: "#f6f6f6", stroke: "#222")
+            for pair in result.pairs {
+                let corners = panel == 0 ? pair.left.corners : pair.right.corners
+                guard corners.count == columns * rows else { continue }
+                let outline = [0, columns - 1, columns * rows - 1, columns * (rows - 1)].map { corners[$0] * scale + SIMD2(x0, y0) }
+                svg.polygon(outline, stroke: colour, fill: colour, opacity: 0.08)
+                for c in corners { svg.circle(x0 + c.x * scale, y0 + c.y * scale, 1.2, fill: colour, opacity: 0.7) }
+            }
+        }
+        return svg.text
+    }
+
+    /// A side-by-side rectified gray image of one pair with guide lines every `spacing` rows.
+    public static func rectifiedPreview(left: GrayImage, right: GrayImage, calibration: StereoCalibration,
+                                        rectification: StereoRectification, spacing: Int = 32) throws(ImageError) -> ImageBuffer {
+        let maps = calibration.rectificationMaps(for: rectification)
+        let l = ReferenceRemap.bilinear(left.pixels.map { UInt8(min(max($0.rounded(), 0), 255)) }, channels: 1, map: maps.left)
+        let r = ReferenceRemap.bilinear(right.pixels.map { UInt8(min(max($0.rounded(), 0), 255)) }, channels: 1, map: maps.right)
+        let w = maps.left.outputSize.width, h = maps.left.outputSize.height
+        var rgb = [UInt8](repeating: 0, count: 2 * w * h * 3)
+        for y in 0..<h {
+            let guide = y % spacing == spacing / 2
+            for x in 0..<(2 * w) {
+                let v = x < w ? l[y * w + x] : r[y * w + x - w]
+                let o = (y * 2 * w + x) * 3
+                if guide {
+                    (rgb[o], rgb[o + 1], rgb[o + 2]) = (0, 220, 0)
+                } else {
+                    (rgb[o], rgb[o + 1], rgb[o + 2]) = (v, v, v)
+                }
+            }
+        }
+        return try ImageBuffer(format: .rgb8, size: ImageSize(width: 2 * w, height: h), bytes: rgb)
+    }
+
+    /// The HTML page that shows the figures with the summary numbers.
+    public static func indexPage(_ result: StereoCalibrationResult, best: String?, worst: String?) -> String {
+        func row(_ k: String, _ v: String) -> String { "<tr><td>\(SVGDocument.escape(k))</td><td>\(SVGDocument.escape(v))</td></tr>" }
+        var html = "<!doctype html><html><head><meta charset=\"utf-8\"><title>Parallax calibration report</title></head><body style=\"font-family:sans-serif\">"
+        html += "<h1>Stereo calibration report</h1><table>"
+        html += row("pairs used", "\(result.pairs.count)")
+        html += row("rms stereo", "\(formatPixels(result.rms)) px")
+        html += row("rms left / right", "\(formatPixels(result.rmsLeft)) / \(formatPixels(result.rmsRight)) px")
+        html += row("epipolar error (mean)", "\(formatPixels(result.epipolarErrorMean)) px")
+        html += row("rectified vertical rms", "\(formatPixels(result.rectifiedVerticalRMS)) px")
+        html += row("baseline", "\(result.calibration.baseline)")
+        html += "</table>"
+        if !result.rejected.isEmpty {
+            html += "<h2>Rejected</h2><ul>" + result.rejected.map { "<li>\(SVGDocument.escape($0.description))</li>" }.joined() + "</ul>"
+        }
+        html += "<h2>Per pair</h2><img src=\"residuals-per-view.svg\"><h2>Residuals</h2><img src=\"residual-scatter.svg\">"
+        html += "<h2>Coverage</h2><img src=\"coverage.svg\">"
+        if let best { html += "<h2>Best rectified pair: \(SVGDocument.escape(best))</h2><img src=\"rectified-best.png\" style=\"max-width:100%\">" }
+        if let worst { html += "<h2>Worst rectified pair: \(SVGDocument.escape(worst))</h2><img src=\"rectified-worst.png\" style=\"max-width:100%\">" }
+        return html + "</body></html>\n"
+    }
+}

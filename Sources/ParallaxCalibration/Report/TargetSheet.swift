@@ -1,0 +1,78 @@
+/// A printable chessboard as SVG at true physical size.
+///
+/// The sheet is A4 or US Letter (portrait, or landscape when the board is wider
+/// than tall); the board is centred with a white margin of at least 6 mm,
+/// and a caption and a 50 mm check bar let the user verify the print scale (print
+/// at 100 %, "actual size"). The top-left square is dark, so the square between the
+/// first four inner corners is dark too — the colour rule the detector uses to
+/// find the board's origin.
+public enum TargetSheet {
+    /// Paper sizes in millimetres (portrait).
+    public enum Paper: String, Sendable, CaseIterable {
+        case a4, letter
+        /// Width and height in millimetres, portrait.
+        public var size: (width: Double, height: Double) {
+            switch self {
+            case .a4: return (210, 297)
+            case .letter: return (215.9, 279.4)
+            }
+        }
+    }
+
+    /// Why no sheet could be drawn.
+    public enum Failure: Error, Hashable, Sendable, CustomStringConvertible {
+        case noUnit
+        case doesNotFit(boardWidth: Double, boardHeight: Double, paper: Paper)
+        public var description: String {
+            switch self {
+            case .noUnit:
+                return "the square size needs a unit to print at true size (e.g. 25mm, 2.5cm, 1in)"
+            case .doesNotFit(let w, let h, let paper):
+                return "a \(Int(w.rounded())) × \(Int(h.rounded())) mm board (with its white border) does not fit on \(paper.rawValue) paper; use smaller squares or fewer corners"
+            }
+        }
+    }
+
+    /// Millimetres per unit of `board.unit`.
+    public static func millimetres(perUnit unit: String) -> Double? {
+        switch unit {
+        case "mm": return 1
+        case "cm": return 10
+        case "m": return 1000
+        case "in": return 25.4
+        default: return nil
+        }
+    }
+
+    /// The SVG text for `board` on `paper`.
+    public static func svg(for board: CalibrationBoard, paper: Paper) throws(Failure) -> String {
+        guard let perUnit = millimetres(perUnit: board.unit) else { throw .noUnit }
+        let s = board.squareSize * perUnit
+        let squaresX = board.columns + 1, squaresY = board.rows + 1
+        let boardW = Double(squaresX) * s, boardH = Double(squaresY) * s
+        // White border around the squares: the outer corners need light beyond them, and printers
+        // leave about 5 mm unprinted at the paper's edge.
+        let quiet = max(0.3 * s, 6.0)
+        var (pw, ph) = paper.size
+        if boardW > boardH { (pw, ph) = (ph, pw) }
+        let captionSpace = 8.0
+        guard boardW + 2 * quiet <= pw, boardH + 2 * quiet + captionSpace <= ph else {
+            throw .doesNotFit(boardWidth: boardW + 2 * quiet, boardHeight: boardH + 2 * quiet, paper: paper)
+        }
+        let x0 = (pw - boardW) / 2, y0 = (ph - boardH - captionSpace) / 2
+        var out = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+        out += "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"\(SVGDocument.f(pw))mm\" height=\"\(SVGDocument.f(ph))mm\" viewBox=\"0 0 \(SVGDocument.f(pw)) \(SVGDocument.f(ph))\">\n"
+        out += "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
+        for j in 0..<squaresY {
+            for i in 0..<squaresX where (i + j) % 2 == 0 {
+                out += "<rect x=\"\(SVGDocument.f(x0 + Double(i) * s))\" y=\"\(SVGDocument.f(y0 + Double(j) * s))\" width=\"\(SVGDocument.f(s))\" height=\"\(SVGDocument.f(s))\" fill=\"black\"/>\n"
+            }
+        }
+        let cy = y0 + boardH + 4.5
+        let caption = "Parallax chessboard: \(board.columns)x\(board.rows) inner corners, square \(board.squareSize)\(board.unit). Print at 100 %; the bar is 50 mm."
+        out += "<text x=\"\(SVGDocument.f(x0))\" y=\"\(SVGDocument.f(cy))\" font-family=\"sans-serif\" font-size=\"3.2\" fill=\"#444\">\(SVGDocument.escape(caption))</text>\n"
+        out += "<rect x=\"\(SVGDocument.f(x0))\" y=\"\(SVGDocument.f(cy + 2))\" width=\"50\" height=\"1.5\" fill=\"#444\"/>\n"
+        out += "</svg>\n"
+        return out
+    }
+}

@@ -1,0 +1,131 @@
+import ParallaxGeometry
+import ParallaxImage
+
+/// Where a frame's timestamp was taken, from the V4L2 buffer flags.
+public enum TimestampSource: String, Hashable, Sendable {
+    /// At the start of exposure (`V4L2_BUF_FLAG_TSTAMP_SRC_SOE`).
+    case startOfExposure
+    /// When the last pixel arrived (`V4L2_BUF_FLAG_TSTAMP_SRC_EOF`, UVC's usual case).
+    case endOfFrame
+    /// A model value: the middle of exposure by construction (simulated and recorded devices).
+    case midExposure
+}
+
+/// The bytes of a frame as the device delivered them, valid while the
+/// ``Frame`` is alive. For compressed formats (MJPEG) this is the only view
+/// of the data.
+public struct FramePayload: @unchecked Sendable {
+    /// First byte.
+    public let baseAddress: UnsafeRawPointer
+    /// Bytes used by this frame (V4L2 `bytesused`).
+    public let count: Int
+
+    public init(baseAddress: UnsafeRawPointer, count: Int) {
+        self.baseAddress = baseAddress
+        self.count = count
+    }
+
+    /// The bytes as a buffer pointer (valid while the frame is alive).
+    public var bytes: UnsafeRawBufferPointer { UnsafeRawBufferPointer(start: baseAddress, count: count) }
+}
+
+/// One captured image and what is known about it.
+///
+/// A frame *borrows* its pixels: for a V4L2 camera they are the driver's
+/// mapped buffer itself, for the simulated rig a shared rendered image. The
+/// buffer goes back to the driver when the last reference to the frame goes
+/// away, so holding frames too long starves the camera; that shows up as
+/// drop events, never as a hang. Copy the pixels (`ImageBuffer(copying:)`)
+/// to keep them longer.
+public final class Frame: Sendable {
+    /// The pixels, for uncompressed formats; `nil` for MJPEG (see ``payload``).
+    /// Valid while this frame is alive.
+    public let image: ImageView?
+    /// The raw bytes as delivered.
+    public let payload: FramePayload
+    /// The format the device was streaming.
+    public let format: CaptureFormat
+    /// When the frame was exposed: nanoseconds on CLOCK_MONOTONIC, normalised
+    /// to the middle of exposure when the exposure time and timestamp source allow it.
+    public let timestampNanoseconds: Int64
+    /// Where the driver took its timestamp (before normalisation).
+    public let timestampSource: TimestampSource
+    /// The device's frame counter (V4L2 `sequence`); gaps mean frames were lost.
+    public let sequence: UInt64
+    /// The device that captured it.
+    public let source: DeviceIdentity
+    /// The exposure time in nanoseconds, when the device reports it.
+    public let exposureNanoseconds: Int64?
+    /// The camera model for the active format, when a calibration is attached to the device.
+    public let camera: CameraModel?
+    /// Runs once, when the frame is freed (re-queues the driver buffer).
+    private let release: @Sendable () -> Void
+
+    /// A frame over memory that `release` gives back.
+    ///
+    /// - Parameters:
+    ///   - release: called exactly once, from `deinit`, on whichever thread drops the last reference.
+    public init(image: ImageView?, payload: FramePayload, format: CaptureFormat, timestampNanoseconds: Int64,
+                timestampSource: TimestampSource, sequence: UInt64, source: DeviceIdentity,
+                exposureNanoseconds: Int64? = nil, camera: CameraModel? = nil,
+                release: @escaping @Sendable () -> Void) {
+        self.image = image
+        self.payload = payload
+        self.format = format
+        self.timestampNanoseconds = timestampNanoseconds
+        self.timestampSource = timestampSource
+        self.sequence = sequence
+        self.source = source
+        self.exposureNanoseconds = exposureNanoseconds
+        self.camera = camera
+        self.release = release
+    }
+
+    deinit { release() }
+
+    /// The intrinsics for the active format, when a calibration is attached.
+    public var intrinsics: CameraIntrinsics? { camera?.intrinsics }
+
+    /// An owned copy of the pixels (uncompressed formats only).
+    public func copyImage() -> ImageBuffer? { image.map { ImageBuffer(copying: $0) } }
+}
+
+/// Immutable pixels that frames can share without copying (rendered or decoded images).
+public final class SharedPixels: Sendable {
+    /// The owned image.
+    public let buffer: ImageBuffer
+    private let storage: UnsafeMutableRawBufferPointerBox
+
+    /// Copies `buffer` once into memory that stays put for the lifetime of this object.
+    public init(_ buffer: ImageBuffer) {
+        self.buffer = buffer
+        let bytes = buffer.bytes
+        let memory = UnsafeMutableRawBufferPointer.allocate(byteCount: max(bytes.count, 1), alignment: 64)
+        bytes.withUnsafeBytes { memory.copyMemory(from: $0) }
+        self.storage = UnsafeMutableRawBufferPointerBox(memory)
+    }
+
+    deinit { storage.memory.deallocate() }
+
+    /// A view of the pixels, valid while this object is alive.
+    public var view: ImageView {
+        let format = buffer.format, size = buffer.size
+        let base = UnsafeRawPointer(storage.memory.baseAddress!)
+        let stride0 = format.minimumBytesPerRow(width: size.width)
+        let chroma = format.planeCount == 2
+            ? ImagePlane(baseAddress: base + stride0 * size.height, bytesPerRow: format.minimumBytesPerRow(width: size.width, plane: 1))
+            : nil
+        return ImageView(unchecked: format, size: size, plane0: ImagePlane(baseAddress: base, bytesPerRow: stride0), plane1: chroma)
+    }
+
+    /// The whole buffer as a payload.
+    public var payload: FramePayload {
+        FramePayload(baseAddress: UnsafeRawPointer(storage.memory.baseAddress!), count: buffer.bytes.count)
+    }
+}
+
+/// Memory that is written once at creation and only read afterwards.
+private struct UnsafeMutableRawBufferPointerBox: @unchecked Sendable {
+    let memory: UnsafeMutableRawBufferPointer
+    init(_ memory: UnsafeMutableRawBufferPointer) { self.memory = memory }
+}

@@ -1,0 +1,117 @@
+import Foundation
+import ParallaxGeometry
+import ParallaxImage
+import Synchronization
+
+/// Plays back one camera of a recording in the EuRoC / ASL layout
+/// (`DIR/camN/data.csv` with `#timestamp [ns],filename`, images in
+/// `DIR/camN/data/`), as written by ``EuRoCRecorder``.
+///
+/// Frames carry the recorded timestamps and their row number as sequence.
+/// With ``SimulationPace/realTime`` the gaps between timestamps are kept;
+/// otherwise frames come as fast as they decode. A ``CaptureEvent/stopped``
+/// event follows the last frame. An image that cannot be read is a
+/// recoverable error event (naming the file) and is skipped.
+public final class RecordedFolderDevice: CaptureDevice, Sendable {
+    /// One row of `data.csv`.
+    public struct Entry: Hashable, Sendable {
+        public var timestampNanoseconds: Int64
+        public var filename: String
+    }
+
+    public let identity: DeviceIdentity
+    /// `DIR/camN`.
+    public let cameraFolder: String
+    /// The rows, in timestamp order.
+    public let entries: [Entry]
+    public let pace: SimulationPace
+    private let recordedFormat: CaptureFormat
+    private let thread = Mutex<CaptureThread?>(nil)
+
+    /// Reads `DIR/cam<camera>/data.csv` and the first image (for the format).
+    ///
+    /// - Throws: ``CaptureError/recording(path:reason:)`` naming the file and line at fault.
+    public init(directory: String, camera: Int, pace: SimulationPace = .asFastAsPossible) throws(CaptureError) {
+        cameraFolder = directory + "/cam\(camera)"
+        self.pace = pace
+        let csv = cameraFolder + "/data.csv"
+        let text: String
+        do { text = try FileAccess.readText(atPath: csv) } catch { throw .recording(path: csv, reason: "\(error)") }
+        var rows: [Entry] = []
+        for (number, raw) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+            let line = raw.trimmingCharacters(in: .whitespacesAndNewlines)
+            if line.isEmpty || line.hasPrefix("#") { continue }
+            let fields = line.split(separator: ",", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces) }
+            guard fields.count == 2, let timestamp = Int64(fields[0]), !fields[1].isEmpty else {
+                throw .recording(path: csv, reason: "line \(number + 1): expected `timestamp_ns,filename`, found `\(line)`")
+            }
+            rows.append(Entry(timestampNanoseconds: timestamp, filename: fields[1]))
+        }
+        guard let first = rows.first else { throw .recording(path: csv, reason: "lists no images") }
+        entries = rows.sorted { $0.timestampNanoseconds < $1.timestampNanoseconds }
+        let firstPath = cameraFolder + "/data/" + first.filename
+        let image: ImageBuffer
+        do { image = try ImageBuffer(contentsOfFile: firstPath) } catch { throw .recording(path: firstPath, reason: "\(error)") }
+        guard let fourCC = CaptureFormat.fourCC(of: image.format) else {
+            throw .recording(path: firstPath, reason: "pixel format \(image.format.rawValue) has no V4L2 code")
+        }
+        let steps = zip(entries, entries.dropFirst()).map { $1.timestampNanoseconds - $0.timestampNanoseconds }.sorted()
+        let median = steps.isEmpty ? 33_333_333 : max(1, steps[steps.count / 2])
+        recordedFormat = CaptureFormat(fourCC: fourCC, size: image.size,
+                                       frameInterval: FrameInterval(framesPerSecond: 1e9 / Double(median)))
+        identity = DeviceIdentity(stableID: "recording:\(cameraFolder)", name: "recording cam\(camera)", path: cameraFolder)
+    }
+
+    deinit { stop() }
+
+    /// The recorded format (size and pixel format of the images, median frame interval).
+    public func supportedFormats() throws(CaptureError) -> [CaptureFormat] { [recordedFormat] }
+    public var activeFormat: CaptureFormat? { recordedFormat }
+
+    /// Accepts only the recorded size and pixel format (any interval: playback keeps the recorded times).
+    @discardableResult
+    public func configure(_ format: CaptureFormat) throws(CaptureError) -> CaptureFormat {
+        guard format.size == recordedFormat.size, format.fourCC == recordedFormat.fourCC else {
+            throw .unsupportedFormat(device: cameraFolder, requested: format, available: [recordedFormat])
+        }
+        return recordedFormat
+    }
+
+    public func start(_ handler: @escaping @Sendable (CaptureOutput) -> Void) throws(CaptureError) {
+        let entries = self.entries, folder = cameraFolder, identity = self.identity
+        let format = recordedFormat, pace = self.pace
+        let worker = CaptureThread(name: "parallax.recording \(folder)") { thread in
+            let startedAt = monotonicNanoseconds()
+            let t0 = entries.first?.timestampNanoseconds ?? 0
+            for (row, entry) in entries.enumerated() {
+                if thread.shouldStop { break }
+                if pace == .realTime {
+                    let due = startedAt + (entry.timestampNanoseconds - t0)
+                    while !thread.shouldStop, monotonicNanoseconds() < due {
+                        usleep(UInt32(min(20_000, max(1, (due - monotonicNanoseconds()) / 1000))))
+                    }
+                }
+                let path = folder + "/data/" + entry.filename
+                do {
+                    let image = try ImageBuffer(contentsOfFile: path)
+                    let pixels = SharedPixels(image)
+                    var frameFormat = format
+                    frameFormat.size = image.size
+                    if let code = CaptureFormat.fourCC(of: image.format) { frameFormat.fourCC = code }
+                    handler(.frame(Frame(image: pixels.view, payload: pixels.payload, format: frameFormat,
+                                         timestampNanoseconds: entry.timestampNanoseconds, timestampSource: .midExposure,
+                                         sequence: UInt64(row), source: identity, release: { _ = pixels })))
+                } catch {
+                    handler(.event(.recoverableError(.recording(path: path, reason: "\(error)"))))
+                }
+            }
+            handler(.event(.stopped))
+        }
+        thread.withLock { $0 = worker }
+    }
+
+    public func stop() {
+        let worker = thread.withLock { t in defer { t = nil }; return t }
+        worker?.stopAndJoin(timeoutSeconds: 5)
+    }
+}

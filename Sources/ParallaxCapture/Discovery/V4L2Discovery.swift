@@ -1,0 +1,137 @@
+import Foundation
+
+/// Where a USB camera is plugged in, read from sysfs.
+public struct USBLocation: Hashable, Sendable, Codable {
+    /// USB bus number (`busnum`).
+    public var bus: Int
+    /// Port chain on that bus (`devpath`, e.g. `1.2`: port 2 of the hub on port 1).
+    public var portPath: String
+    /// Negotiated speed in Mbit/s (`speed`: 480 for USB 2 high speed, 5000 for USB 3).
+    public var speedMbps: String?
+    public var vendorID: String?
+    public var productID: String?
+    public var serial: String?
+    public var manufacturer: String?
+    public var product: String?
+
+    /// The `by-path`-style port identity: `usb-<bus>-<port path>`.
+    public var portIdentity: String { "usb-\(bus)-\(portPath)" }
+}
+
+/// A video node found in sysfs.
+public struct DiscoveredCamera: Hashable, Sendable, Codable {
+    /// The device node (`/dev/video0`).
+    public var devicePath: String
+    /// The sysfs name (the card name, as the driver reports it).
+    public var name: String
+    /// The kernel driver (`uvcvideo`), when sysfs links one.
+    public var driver: String?
+    /// The node's index within its device (UVC: 0 is the video node, 1 the metadata node).
+    public var nodeIndex: Int
+    /// USB details, for USB cameras.
+    public var usb: USBLocation?
+    /// The stable identity (serial when unique, else port path; see ``DeviceIdentity``).
+    public var identity: DeviceIdentity
+}
+
+/// Finds V4L2 video nodes through sysfs (`/sys/class/video4linux`), without
+/// opening them.
+///
+/// The roots are parameters so tests can point them at a fake tree. Only a
+/// device's first node (index 0) is listed by ``cameras()``: UVC drivers add a
+/// metadata node beside each video node, and that one cannot stream images.
+public struct V4L2Discovery: Sendable {
+    /// Where sysfs is mounted (`/sys`).
+    public var sysfsRoot: String
+    /// Where device nodes live (`/dev`).
+    public var devRoot: String
+
+    public init(sysfsRoot: String = "/sys", devRoot: String = "/dev") {
+        self.sysfsRoot = sysfsRoot
+        self.devRoot = devRoot
+    }
+
+    /// True when the kernel has video4linux at all (`/sys/class/video4linux` exists).
+    public var kernelHasV4L2: Bool {
+        FileManager.default.fileExists(atPath: sysfsRoot + "/class/video4linux")
+    }
+
+    /// Every video node, including metadata nodes, sorted by device path.
+    public func allNodes() -> [DiscoveredCamera] {
+        let classDir = sysfsRoot + "/class/video4linux"
+        guard let entries = try? FileManager.default.contentsOfDirectory(atPath: classDir) else { return [] }
+        var found: [DiscoveredCamera] = []
+        for entry in entries where entry.hasPrefix("video") {
+            let node = classDir + "/" + entry
+            let devicePath = devRoot + "/" + entry
+            guard FileManager.default.fileExists(atPath: devicePath) else { continue }
+            let name = Self.read(node + "/name") ?? entry
+            let index = Self.read(node + "/index").flatMap(Int.init) ?? 0
+            let deviceDir = Self.resolve(node + "/device")
+            let driver = deviceDir.flatMap { Self.resolve($0 + "/driver") }.map { ($0 as NSString).lastPathComponent }
+            let usb = deviceDir.flatMap(Self.usbLocation(from:))
+            let fallback = deviceDir.map { "platform-" + ($0 as NSString).lastPathComponent } ?? entry
+            found.append(DiscoveredCamera(devicePath: devicePath, name: name, driver: driver, nodeIndex: index, usb: usb,
+                                          identity: DeviceIdentity(stableID: usb?.portIdentity ?? fallback, name: name,
+                                                                   path: devicePath)))
+        }
+        // The serial is the identity only when no other camera shares it (cheap cameras
+        // often report the same serial, or none); otherwise the port path is.
+        let serials = found.filter { $0.nodeIndex == 0 }.compactMap { $0.usb?.serial }.filter { !$0.isEmpty }
+        for i in found.indices {
+            if let serial = found[i].usb?.serial, !serial.isEmpty, serials.filter({ $0 == serial }).count == 1 {
+                let vendor = found[i].usb?.vendorID ?? "", product = found[i].usb?.productID ?? ""
+                found[i].identity.stableID = "usb-\(vendor):\(product)-\(serial)"
+            }
+        }
+        return found.sorted { Self.nodeNumber($0.devicePath) < Self.nodeNumber($1.devicePath) }
+    }
+
+    /// The capture nodes (index 0 of each device), sorted by device path.
+    public func cameras() -> [DiscoveredCamera] { allNodes().filter { $0.nodeIndex == 0 } }
+
+    /// The camera with this stable identity, wherever it is plugged in now.
+    public func camera(withStableID id: String) -> DiscoveredCamera? { cameras().first { $0.identity.stableID == id } }
+
+    private static func nodeNumber(_ path: String) -> Int {
+        Int(path.reversed().prefix(while: \.isNumber).reversed().map(String.init).joined()) ?? Int.max
+    }
+
+    static func read(_ path: String) -> String? {
+        guard let data = FileManager.default.contents(atPath: path) else { return nil }
+        return String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
+    static func resolve(_ path: String) -> String? {
+        guard let resolved = realpath(path, nil) else { return nil }
+        defer { free(resolved) }
+        return String(cString: resolved)
+    }
+
+    /// Walks up from the interface directory to the USB device directory (the one with `busnum` and `devpath`).
+    static func usbLocation(from deviceDir: String) -> USBLocation? {
+        var dir = deviceDir
+        for _ in 0..<4 {
+            if let bus = read(dir + "/busnum").flatMap(Int.init), let port = read(dir + "/devpath") {
+                return USBLocation(bus: bus, portPath: port, speedMbps: read(dir + "/speed"), vendorID: read(dir + "/idVendor"),
+                                   productID: read(dir + "/idProduct"), serial: read(dir + "/serial"),
+                                   manufacturer: read(dir + "/manufacturer"), product: read(dir + "/product"))
+            }
+            dir = (dir as NSString).deletingLastPathComponent
+            if dir == "/" || dir.isEmpty { break }
+        }
+        return nil
+    }
+}
+
+extension V4L2Camera {
+    /// Opens the camera with this stable identity wherever it is plugged in now
+    /// (reconnecting after a replug that gave it another `/dev/videoN`).
+    ///
+    /// - Throws: ``CaptureError/cannotOpen(device:errno:)`` (ENOENT) when no such camera is present.
+    public static func open(stableID: String, discovery: V4L2Discovery = V4L2Discovery(),
+                            syscalls: any V4L2Syscalls = LibV4L2Syscalls(), options: Options = Options()) throws(CaptureError) -> V4L2Camera {
+        guard let found = discovery.camera(withStableID: stableID) else { throw .cannotOpen(device: stableID, errno: ENOENT) }
+        return try V4L2Camera(path: found.devicePath, syscalls: syscalls, options: options, stableID: stableID)
+    }
+}

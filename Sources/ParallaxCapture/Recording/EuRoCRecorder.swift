@@ -1,0 +1,82 @@
+import Foundation
+import ParallaxGeometry
+import ParallaxImage
+import Synchronization
+
+/// Writes frames in the EuRoC / ASL dataset layout, the one
+/// ``RecordedFolderDevice`` reads:
+///
+///     DIR/cam0/data.csv        #timestamp [ns],filename
+///     DIR/cam0/data/<ns>.png
+///     DIR/cam1/...
+///
+/// Each image is written atomically (temporary file, then rename) as soon as
+/// it is recorded; each `data.csv` is written atomically by ``finish()``
+/// (and ``flush()``), so an interrupted recording never leaves a
+/// half-written file, only images the CSV does not list yet. Compressed
+/// frames (MJPEG) are stored as they came, as `.jpg`.
+public final class EuRoCRecorder: Sendable {
+    /// The dataset folder.
+    public let directory: String
+    /// File extension for uncompressed frames (`png` by default; `pgm` and `ppm` also work).
+    public let imageExtension: String
+    private let rows: Mutex<[[(Int64, String)]]>
+
+    /// Creates `DIR/camN/data/` for `cameraCount` cameras.
+    ///
+    /// - Throws: ``CaptureError/recording(path:reason:)`` when a folder cannot be created.
+    public init(directory: String, cameraCount: Int = 2, imageExtension: String = "png") throws(CaptureError) {
+        self.directory = directory
+        self.imageExtension = imageExtension
+        self.rows = Mutex(Array(repeating: [], count: max(1, cameraCount)))
+        for index in 0..<max(1, cameraCount) {
+            let folder = Self.dataFolder(directory, index)
+            do {
+                try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+            } catch {
+                throw .recording(path: folder, reason: "cannot create the folder: \(error.localizedDescription)")
+            }
+        }
+    }
+
+    static func cameraFolder(_ directory: String, _ index: Int) -> String { directory + "/cam\(index)" }
+    static func dataFolder(_ directory: String, _ index: Int) -> String { cameraFolder(directory, index) + "/data" }
+
+    /// Writes one frame of camera `index` (0 = left) and remembers it for the CSV.
+    ///
+    /// - Throws: ``CaptureError/recording(path:reason:)`` naming the image file.
+    public func record(_ frame: Frame, camera index: Int) throws(CaptureError) {
+        let count = rows.withLock { $0.count }
+        guard index >= 0 && index < count else {
+            throw .recording(path: directory, reason: "camera index \(index) outside 0..<\(count)")
+        }
+        let compressed = frame.format.pixelFormat == nil
+        let name = "\(frame.timestampNanoseconds).\(compressed ? "jpg" : imageExtension)"
+        let path = Self.dataFolder(directory, index) + "/" + name
+        if let image = frame.copyImage() {
+            do { try image.write(toFile: path) } catch { throw .recording(path: path, reason: "\(error)") }
+        } else {
+            do { try FileAccess.writeAtomically(Array(frame.payload.bytes), toPath: path) } catch {
+                throw .recording(path: path, reason: "\(error)")
+            }
+        }
+        rows.withLock { $0[index].append((frame.timestampNanoseconds, name)) }
+    }
+
+    /// Number of frames recorded per camera.
+    public var frameCounts: [Int] { rows.withLock { $0.map(\.count) } }
+
+    /// Writes every camera's `data.csv` (atomically) for what is recorded so far.
+    public func flush() throws(CaptureError) {
+        let snapshot = rows.withLock { $0 }
+        for (index, entries) in snapshot.enumerated() {
+            let path = Self.cameraFolder(directory, index) + "/data.csv"
+            var text = "#timestamp [ns],filename\n"
+            for (timestamp, name) in entries.sorted(by: { $0.0 < $1.0 }) { text += "\(timestamp),\(name)\n" }
+            do { try FileAccess.writeAtomically(text, toPath: path) } catch { throw .recording(path: path, reason: "\(error)") }
+        }
+    }
+
+    /// Writes the CSVs; the recording is complete afterwards.
+    public func finish() throws(CaptureError) { try flush() }
+}

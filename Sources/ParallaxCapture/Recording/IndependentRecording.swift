@@ -1,0 +1,75 @@
+import Foundation
+import Synchronization
+
+/// What one camera contributed to a recording.
+public struct CameraRecordingSummary: Hashable, Sendable {
+    /// The camera.
+    public var identity: DeviceIdentity
+    /// Frames written.
+    public var framesWritten: Int
+    /// Frames reported lost, by reason.
+    public var drops: [DropReason: Int]
+    /// True when the camera disconnected during the recording.
+    public var disconnected: Bool
+    /// First error while writing, if any (recording of that camera stopped there).
+    public var writeError: CaptureError?
+}
+
+/// Records each device's frames on its own (no pairing) until every device
+/// has `frames` frames or the deadline passes: the recording the CLI does
+/// before a synchronizer pairs frames.
+///
+/// Devices must be configured. Frames are written on the devices' threads,
+/// which for simulated devices running as fast as possible paces them to the disk.
+///
+/// - Parameters:
+///   - devices: camera `i` is written as `cam{i}`.
+///   - timeoutSeconds: the deadline for the whole recording.
+/// - Returns: one summary per device; the CSVs are written before returning.
+/// - Throws: ``CaptureError`` when a device cannot start or the CSVs cannot be written.
+public func recordIndependently(_ devices: [any CaptureDevice], frames: Int, into recorder: EuRoCRecorder,
+                                timeoutSeconds: Double) throws(CaptureError) -> [CameraRecordingSummary] {
+    let condition = NSCondition()
+    let summaries = Mutex(devices.map { CameraRecordingSummary(identity: $0.identity, framesWritten: 0, drops: [:],
+                                                               disconnected: false, writeError: nil) })
+    func finished() -> Bool {
+        summaries.withLock { $0.allSatisfy { $0.framesWritten >= frames || $0.disconnected || $0.writeError != nil } }
+    }
+    var started: [any CaptureDevice] = []
+    defer { for device in started { device.stop() } }
+    for (index, device) in devices.enumerated() {
+        try device.start { output in
+            switch output {
+            case .frame(let frame):
+                let done = summaries.withLock { $0[index].framesWritten >= frames || $0[index].writeError != nil }
+                if done { return }
+                do throws(CaptureError) {
+                    try recorder.record(frame, camera: index)
+                    summaries.withLock { $0[index].framesWritten += 1 }
+                } catch {
+                    summaries.withLock { $0[index].writeError = error }
+                }
+            case .event(.dropped(let count, let reason)):
+                summaries.withLock { $0[index].drops[reason, default: 0] += count }
+            case .event(.disconnected):
+                summaries.withLock { $0[index].disconnected = true }
+            case .event:
+                break
+            }
+            condition.lock()
+            condition.broadcast()
+            condition.unlock()
+        }
+        started.append(device)
+    }
+    let deadline = Date(timeIntervalSinceNow: timeoutSeconds)
+    condition.lock()
+    while !finished() {
+        if !condition.wait(until: deadline) { break }
+    }
+    condition.unlock()
+    for device in started { device.stop() }
+    started = []
+    try recorder.finish()
+    return summaries.withLock { $0 }
+}

@@ -1,0 +1,332 @@
+import CV4L2
+import Foundation
+import ParallaxGeometry
+import ParallaxImage
+import Synchronization
+
+/// A V4L2 video capture node (a UVC webcam, a CSI camera), through libv4l2.
+///
+/// Opening the camera opens the node non-blocking, checks with QUERYCAP that
+/// it captures video and streams (metadata-only nodes are refused), and
+/// enumerates and caches every format, frame size and frame interval.
+/// ``configure(_:)`` sets the format with S_FMT and the frame interval with
+/// S_PARM, reading both back: drivers round to what they support, and
+/// ``negotiate(_:)`` reports what changed. ``start(_:)`` maps
+/// ``Options/bufferCount`` (≥ 4) MMAP buffers and runs one capture thread
+/// that waits in `poll()` with a deadline — never in a blocking DQBUF.
+///
+/// Frames borrow the mapped driver buffer (zero copy) and queue it back when
+/// released. Buffers the driver flags as corrupt and gaps in its sequence
+/// counter become ``CaptureEvent/dropped(count:reason:)``; ENOSPC at STREAMON
+/// is ``CaptureError/insufficientBandwidth(device:format:)``; ENODEV, POLLERR
+/// or POLLHUP tear the stream down cleanly and report
+/// ``CaptureEvent/disconnected``. After a replug, ``reopen()`` (or a new
+/// camera from ``V4L2Discovery``) opens the node again.
+///
+/// Every system call goes through a ``V4L2Syscalls`` value, so tests run this
+/// exact code against `VirtualUVCDriver` from ParallaxTestSupport.
+public final class V4L2Camera: CaptureDevice, @unchecked Sendable {
+    /// How the camera is opened and streamed.
+    public struct Options: Hashable, Sendable {
+        /// Driver buffers to request (at least 4: one being filled, one with the
+        /// consumer, spares so a short hiccup costs no frame).
+        public var bufferCount: Int
+        /// Open with libv4l2's conversion on, which adds the emulated formats
+        /// (RGB24, BGR24, YUV420) at the price of a copy per frame. Off by
+        /// default: native formats stream zero-copy.
+        public var allowEmulatedFormats: Bool
+        /// How long without a frame counts as a stall, at least; the camera
+        /// uses the larger of this and four frame intervals.
+        public var stallTimeoutNanoseconds: Int64
+
+        public init(bufferCount: Int = 4, allowEmulatedFormats: Bool = false,
+                    stallTimeoutNanoseconds: Int64 = 500_000_000) {
+            self.bufferCount = max(4, bufferCount)
+            self.allowEmulatedFormats = allowEmulatedFormats
+            self.stallTimeoutNanoseconds = stallTimeoutNanoseconds
+        }
+    }
+
+    /// The node's path (`/dev/video0`).
+    public let path: String
+    /// How it was opened.
+    public let options: Options
+    let syscalls: any V4L2Syscalls
+    let state: Mutex<State>
+
+    struct State: @unchecked Sendable {
+        var fd: Int32 = -1
+        var capabilities = V4L2Capabilities(driver: "", card: "", busInfo: "", deviceCapabilities: 0)
+        var formats: [V4L2FormatDescription] = []
+        var negotiation: FormatNegotiation?
+        var session: StreamSession?
+        var thread: CaptureThread?
+        var identity: DeviceIdentity
+        var calibration: CameraModel?
+        var exposureNanoseconds: Int64?
+    }
+
+    /// Opens `path`, queries it and enumerates its formats.
+    ///
+    /// - Parameter stableID: the identity to report (from ``V4L2Discovery``); the bus info when omitted.
+    /// - Throws: ``CaptureError/cannotOpen(device:errno:)``, ``CaptureError/notACaptureDevice(device:reason:)``.
+    public init(path: String, syscalls: any V4L2Syscalls = LibV4L2Syscalls(), options: Options = Options(),
+                stableID: String? = nil) throws(CaptureError) {
+        self.path = path
+        self.options = options
+        self.syscalls = syscalls
+        self.state = Mutex(State(identity: DeviceIdentity(stableID: stableID ?? path, name: path, path: path)))
+        try open()
+        if stableID == nil {
+            state.withLock { s in
+                if !s.capabilities.busInfo.isEmpty { s.identity.stableID = s.capabilities.busInfo }
+            }
+        }
+    }
+
+    deinit {
+        stop()
+        let fd = state.withLock { s -> Int32 in defer { s.fd = -1 }; return s.fd }
+        if fd >= 0 { syscalls.close(fd) }
+    }
+
+    public var identity: DeviceIdentity { state.withLock { $0.identity } }
+    /// What QUERYCAP reported.
+    public var capabilities: V4L2Capabilities { state.withLock { $0.capabilities } }
+    /// The cached format enumeration.
+    public var formatDescriptions: [V4L2FormatDescription] { state.withLock { $0.formats } }
+    /// The last negotiation's outcome.
+    public var negotiation: FormatNegotiation? { state.withLock { $0.negotiation } }
+    public var activeFormat: CaptureFormat? { state.withLock { $0.negotiation?.actual } }
+    /// True while the node is open (false after a disconnect until ``reopen()``).
+    public var isOpen: Bool { state.withLock { $0.fd >= 0 } }
+
+    /// Attaches this camera's calibration (for any resolution of the sensor);
+    /// frames then carry it rescaled to the active format.
+    public func attach(calibration: CameraModel?) { state.withLock { $0.calibration = calibration } }
+
+    public func supportedFormats() throws(CaptureError) -> [CaptureFormat] {
+        state.withLock { $0.formats.flatMap(\.captureFormats) }
+    }
+
+    // MARK: Opening
+
+    /// Opens the node again after a disconnect (same path), re-reading
+    /// capabilities and formats and re-applying the last format.
+    ///
+    /// - Throws: ``CaptureError`` as ``init(path:syscalls:options:stableID:)`` does.
+    public func reopen() throws(CaptureError) {
+        stop()
+        let old = state.withLock { s -> Int32 in defer { s.fd = -1 }; return s.fd }
+        if old >= 0 { syscalls.close(old) }
+        try open()
+        if let last = state.withLock({ $0.negotiation }) {
+            try negotiate(last.requested)
+        }
+    }
+
+    private func open() throws(CaptureError) {
+        let fd: Int32
+        do { fd = try syscalls.open(path, allowConversion: options.allowEmulatedFormats) } catch {
+            throw .cannotOpen(device: path, errno: error.code)
+        }
+        do throws(CaptureError) {
+            let capabilities = try queryCapabilities(fd)
+            guard !capabilities.isMetadataOnly else {
+                throw CaptureError.notACaptureDevice(device: path, reason: "a metadata node (its video node is a neighbour)")
+            }
+            guard capabilities.isVideoCapture else {
+                throw CaptureError.notACaptureDevice(device: path, reason: "no video capture capability")
+            }
+            guard capabilities.canStream else {
+                throw CaptureError.notACaptureDevice(device: path, reason: "no streaming (mmap) I/O")
+            }
+            let formats = try enumerateFormats(fd)
+            let exposure = try? readControl(fd, .exposureAbsolute)
+            state.withLock { s in
+                s.fd = fd
+                s.capabilities = capabilities
+                s.formats = formats
+                s.identity.name = capabilities.card.isEmpty ? path : capabilities.card
+                s.exposureNanoseconds = exposure.map { Int64($0) * 100_000 }
+            }
+        } catch {
+            syscalls.close(fd)
+            throw error
+        }
+    }
+
+    // MARK: ioctl marshalling
+
+    /// Runs one ioctl on `value`'s bytes; the raw errno on failure.
+    func call<T>(_ fd: Int32, _ request: UInt, _ value: inout T) -> V4L2Errno? {
+        let syscalls = self.syscalls
+        return withUnsafeMutableBytes(of: &value) { raw -> V4L2Errno? in
+            guard let base = raw.baseAddress else { return .invalidArgument }
+            do throws(V4L2Errno) { try syscalls.ioctl(fd, request, base); return nil } catch { return error }
+        }
+    }
+
+    /// Runs one ioctl and turns a failure into a ``CaptureError`` naming the request.
+    func xioctl<T>(_ fd: Int32, _ request: UInt, _ name: String, _ value: inout T) throws(CaptureError) {
+        if let error = call(fd, request, &value) {
+            if error.code == ENODEV { throw .disconnected(device: path) }
+            throw .ioctlFailed(device: path, request: name, errno: error.code)
+        }
+    }
+
+    private func queryCapabilities(_ fd: Int32) throws(CaptureError) -> V4L2Capabilities {
+        var cap = v4l2_capability()
+        try xioctl(fd, CV4L2_VIDIOC_QUERYCAP, "VIDIOC_QUERYCAP", &cap)
+        let caps = cap.capabilities & UInt32(V4L2_CAP_DEVICE_CAPS) != 0 ? cap.device_caps : cap.capabilities
+        return V4L2Capabilities(driver: String(cArray: cap.driver), card: String(cArray: cap.card),
+                                busInfo: String(cArray: cap.bus_info), deviceCapabilities: caps)
+    }
+
+    private func enumerateFormats(_ fd: Int32) throws(CaptureError) -> [V4L2FormatDescription] {
+        var result: [V4L2FormatDescription] = []
+        var index: UInt32 = 0
+        while index < 256 {
+            var desc = v4l2_fmtdesc()
+            desc.index = index
+            desc.type = V4L2_BUF_TYPE_VIDEO_CAPTURE.rawValue
+            if let error = call(fd, CV4L2_VIDIOC_ENUM_FMT, &desc) {
+                if error.code == EINVAL { break }
+                if error.code == ENODEV { throw .disconnected(device: path) }
+                throw .ioctlFailed(device: path, request: "VIDIOC_ENUM_FMT", errno: error.code)
+            }
+            let fourCC = FourCC(rawValue: desc.pixelformat)
+            let (range, sizes) = try enumerateSizes(fd, fourCC)
+            result.append(V4L2FormatDescription(
+                fourCC: fourCC, name: String(cArray: desc.description),
+                isCompressed: desc.flags & UInt32(V4L2_FMT_FLAG_COMPRESSED) != 0,
+                isEmulated: desc.flags & UInt32(V4L2_FMT_FLAG_EMULATED) != 0,
+                sizeRange: range, sizes: sizes))
+            index += 1
+        }
+        return result
+    }
+
+    private func enumerateSizes(_ fd: Int32, _ fourCC: FourCC) throws(CaptureError) -> (V4L2Range<ImageSize>, [V4L2FrameSize]) {
+        var discrete: [ImageSize] = []
+        var index: UInt32 = 0
+        while index < 1024 {
+            var e = v4l2_frmsizeenum()
+            e.index = index
+            e.pixel_format = fourCC.rawValue
+            if let error = call(fd, CV4L2_VIDIOC_ENUM_FRAMESIZES, &e) {
+                if error.code == EINVAL || error.code == ENOTTY { break }
+                throw .ioctlFailed(device: path, request: "VIDIOC_ENUM_FRAMESIZES", errno: error.code)
+            }
+            if e.type == V4L2_FRMSIZE_TYPE_DISCRETE.rawValue {
+                discrete.append(ImageSize(width: Int(e.discrete.width), height: Int(e.discrete.height)))
+                index += 1
+                continue
+            }
+            let s = e.stepwise
+            let min = ImageSize(width: Int(s.min_width), height: Int(s.min_height))
+            let max = ImageSize(width: Int(s.max_width), height: Int(s.max_height))
+            let range: V4L2Range<ImageSize> = e.type == V4L2_FRMSIZE_TYPE_CONTINUOUS.rawValue
+                ? .continuous(min: min, max: max)
+                : .stepwise(min: min, max: max, step: ImageSize(width: Int(s.step_width), height: Int(s.step_height)))
+            var sizes: [V4L2FrameSize] = []
+            for size in range.representativeValues {
+                sizes.append(V4L2FrameSize(size: size, intervals: try enumerateIntervals(fd, fourCC, size)))
+            }
+            return (range, sizes)
+        }
+        var sizes: [V4L2FrameSize] = []
+        for size in discrete {
+            sizes.append(V4L2FrameSize(size: size, intervals: try enumerateIntervals(fd, fourCC, size)))
+        }
+        return (.discrete(discrete), sizes)
+    }
+
+    private func enumerateIntervals(_ fd: Int32, _ fourCC: FourCC, _ size: ImageSize) throws(CaptureError) -> V4L2Range<FrameInterval> {
+        var discrete: [FrameInterval] = []
+        var index: UInt32 = 0
+        func fraction(_ f: v4l2_fract) -> FrameInterval? {
+            f.denominator == 0 ? nil : FrameInterval(numerator: f.numerator, denominator: f.denominator)
+        }
+        while index < 256 {
+            var e = v4l2_frmivalenum()
+            e.index = index
+            e.pixel_format = fourCC.rawValue
+            e.width = UInt32(size.width)
+            e.height = UInt32(size.height)
+            if let error = call(fd, CV4L2_VIDIOC_ENUM_FRAMEINTERVALS, &e) {
+                if error.code == EINVAL || error.code == ENOTTY { break }
+                throw .ioctlFailed(device: path, request: "VIDIOC_ENUM_FRAMEINTERVALS", errno: error.code)
+            }
+            if e.type == V4L2_FRMIVAL_TYPE_DISCRETE.rawValue {
+                if let f = fraction(e.discrete) { discrete.append(f) }
+                index += 1
+                continue
+            }
+            guard let min = fraction(e.stepwise.min), let max = fraction(e.stepwise.max) else { break }
+            if e.type == V4L2_FRMIVAL_TYPE_CONTINUOUS.rawValue { return .continuous(min: min, max: max) }
+            return .stepwise(min: min, max: max, step: fraction(e.stepwise.step) ?? min)
+        }
+        return .discrete(discrete)
+    }
+
+    // MARK: Format
+
+    @discardableResult
+    public func configure(_ format: CaptureFormat) throws(CaptureError) -> CaptureFormat {
+        try negotiate(format).actual
+    }
+
+    /// Sets `format` with S_FMT then S_PARM, reads both back and reports what the driver changed.
+    ///
+    /// Size and frame-interval adjustments are accepted (see
+    /// ``FormatNegotiation/adjustments``); a different pixel format is not,
+    /// since the caller's code expects the layout it asked for.
+    ///
+    /// - Throws: ``CaptureError/unsupportedFormat(device:requested:available:)`` when the
+    ///   pixel format is not offered (emulated formats need ``Options/allowEmulatedFormats``),
+    ///   ``CaptureError/invalidState(device:reason:)`` while streaming.
+    @discardableResult
+    public func negotiate(_ requested: CaptureFormat) throws(CaptureError) -> FormatNegotiation {
+        let (fd, streaming, formats) = state.withLock { ($0.fd, $0.session != nil, $0.formats) }
+        guard fd >= 0 else { throw .disconnected(device: path) }
+        guard !streaming else { throw .invalidState(device: path, reason: "cannot change the format while streaming; stop first") }
+        guard formats.contains(where: { $0.fourCC == requested.fourCC }) else {
+            throw .unsupportedFormat(device: path, requested: requested, available: formats.flatMap(\.captureFormats))
+        }
+        var format = v4l2_format()
+        format.type = V4L2_BUF_TYPE_VIDEO_CAPTURE.rawValue
+        format.fmt.pix.width = UInt32(requested.size.width)
+        format.fmt.pix.height = UInt32(requested.size.height)
+        format.fmt.pix.pixelformat = requested.fourCC.rawValue
+        format.fmt.pix.field = V4L2_FIELD_NONE.rawValue
+        try xioctl(fd, CV4L2_VIDIOC_S_FMT, "VIDIOC_S_FMT", &format)
+        let pix = format.fmt.pix
+        let actualFourCC = FourCC(rawValue: pix.pixelformat)
+        let actualSize = ImageSize(width: Int(pix.width), height: Int(pix.height))
+
+        var parm = v4l2_streamparm()
+        parm.type = V4L2_BUF_TYPE_VIDEO_CAPTURE.rawValue
+        parm.parm.capture.timeperframe = v4l2_fract(numerator: requested.frameInterval.numerator,
+                                                    denominator: requested.frameInterval.denominator)
+        try xioctl(fd, CV4L2_VIDIOC_S_PARM, "VIDIOC_S_PARM", &parm)
+        var interval = parm.parm.capture.timeperframe
+        if interval.denominator == 0 {
+            // Some drivers leave S_PARM's answer empty; G_PARM has the truth.
+            var current = v4l2_streamparm()
+            current.type = V4L2_BUF_TYPE_VIDEO_CAPTURE.rawValue
+            try xioctl(fd, CV4L2_VIDIOC_G_PARM, "VIDIOC_G_PARM", &current)
+            interval = current.parm.capture.timeperframe
+        }
+        let actualInterval = interval.denominator == 0
+            ? requested.frameInterval : FrameInterval(numerator: interval.numerator, denominator: interval.denominator)
+        let actual = CaptureFormat(fourCC: actualFourCC, size: actualSize, frameInterval: actualInterval)
+        guard actualFourCC == requested.fourCC else {
+            throw .unsupportedFormat(device: path, requested: requested, available: formats.flatMap(\.captureFormats))
+        }
+        let negotiation = FormatNegotiation(requested: requested, actual: actual,
+                                            bytesPerRow: Int(pix.bytesperline), bufferSize: Int(pix.sizeimage))
+        state.withLock { $0.negotiation = negotiation }
+        return negotiation
+    }
+}

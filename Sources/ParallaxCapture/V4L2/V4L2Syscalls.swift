@@ -1,0 +1,101 @@
+import CV4L2
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// The system calls the V4L2 backend makes, as one small protocol: the seam
+/// between Parallax's V4L2 code and the kernel.
+///
+/// Like swift-system's mocking layer, each call is outlined once so a test
+/// can stand in for the kernel: ``LibV4L2Syscalls`` goes to the kernel
+/// through libv4l2, `VirtualUVCDriver` (in ParallaxTestSupport) is an
+/// in-process UVC camera with fault injection. Everything above the seam —
+/// the ioctl structures, their marshalling, buffer handling, the capture
+/// thread — is the same code in both cases.
+///
+/// Errors are the raw errno values; the camera turns them into ``CaptureError``s
+/// that name the device and the request.
+public protocol V4L2Syscalls: Sendable {
+    /// Opens the node read-write and non-blocking. With `allowConversion`
+    /// false, libv4l2's format conversion is off (`V4L2_DISABLE_CONVERSION`)
+    /// so native formats stream zero-copy.
+    func open(_ path: String, allowConversion: Bool) throws(V4L2Errno) -> Int32
+    /// Closes a descriptor from ``open(_:allowConversion:)``.
+    func close(_ fd: Int32)
+    /// `ioctl(fd, request, argument)`; `argument` points at the request's structure.
+    func ioctl(_ fd: Int32, _ request: UInt, _ argument: UnsafeMutableRawPointer) throws(V4L2Errno)
+    /// Maps `length` bytes of driver buffer memory at `offset` (from QUERYBUF) read-write, shared.
+    func mmap(_ fd: Int32, length: Int, offset: Int64) throws(V4L2Errno) -> UnsafeMutableRawPointer
+    /// Unmaps a mapping from ``mmap(_:length:offset:)``.
+    func munmap(_ address: UnsafeMutableRawPointer, length: Int)
+    /// Waits up to `timeoutMilliseconds` for `events` (POLLIN, …) on `fd`;
+    /// returns the `revents` (0 on timeout).
+    func poll(_ fd: Int32, events: Int16, timeoutMilliseconds: Int32) throws(V4L2Errno) -> Int16
+}
+
+/// An errno value from a V4L2 system call (`EIO`, `ENODEV`, `ENOSPC`, …).
+public struct V4L2Errno: Error, Hashable, Sendable, CustomStringConvertible {
+    public var code: Int32
+    public init(_ code: Int32) { self.code = code }
+    public var description: String { Errno.describe(code) }
+
+    public static let ioError = V4L2Errno(EIO)
+    public static let wouldBlock = V4L2Errno(EAGAIN)
+    public static let noDevice = V4L2Errno(ENODEV)
+    public static let noSpace = V4L2Errno(ENOSPC)
+    public static let invalidArgument = V4L2Errno(EINVAL)
+    public static let interrupted = V4L2Errno(EINTR)
+    public static let busy = V4L2Errno(EBUSY)
+}
+
+/// The kernel, through libv4l2 (the real conformance of ``V4L2Syscalls``).
+///
+/// libv4l2 wraps every descriptor it opens; with conversion disabled it
+/// passes buffers straight through, so frames stay zero-copy. Its emulated
+/// formats (RGB24, BGR24, YUV420) exist only with conversion on, and are
+/// then produced by copying.
+public struct LibV4L2Syscalls: V4L2Syscalls {
+    public init() {}
+
+    public func open(_ path: String, allowConversion: Bool) throws(V4L2Errno) -> Int32 {
+        let raw = Glibc.open(path, O_RDWR | O_NONBLOCK | O_CLOEXEC)
+        guard raw >= 0 else { throw V4L2Errno(errno) }
+        let fd = cv4l2_fd_open(raw, allowConversion ? 0 : CV4L2_DISABLE_CONVERSION)
+        guard fd >= 0 else {
+            let code = cv4l2_errno()
+            _ = Glibc.close(raw)
+            throw V4L2Errno(code)
+        }
+        return fd
+    }
+
+    public func close(_ fd: Int32) { _ = cv4l2_close(fd) }
+
+    public func ioctl(_ fd: Int32, _ request: UInt, _ argument: UnsafeMutableRawPointer) throws(V4L2Errno) {
+        while true {
+            if cv4l2_ioctl(fd, request, argument) >= 0 { return }
+            let code = cv4l2_errno()
+            if code != EINTR { throw V4L2Errno(code) }
+        }
+    }
+
+    public func mmap(_ fd: Int32, length: Int, offset: Int64) throws(V4L2Errno) -> UnsafeMutableRawPointer {
+        let address = cv4l2_mmap(nil, length, PROT_READ | PROT_WRITE, MAP_SHARED, fd, offset)
+        guard let address, address != UnsafeMutableRawPointer(bitPattern: -1) else { throw V4L2Errno(cv4l2_errno()) }
+        return address
+    }
+
+    public func munmap(_ address: UnsafeMutableRawPointer, length: Int) { _ = cv4l2_munmap(address, length) }
+
+    public func poll(_ fd: Int32, events: Int16, timeoutMilliseconds: Int32) throws(V4L2Errno) -> Int16 {
+        var descriptor = pollfd(fd: fd, events: events, revents: 0)
+        while true {
+            let n = Glibc.poll(&descriptor, 1, timeoutMilliseconds)
+            if n >= 0 { return n == 0 ? 0 : descriptor.revents }
+            if errno != EINTR { throw V4L2Errno(errno) }
+        }
+    }
+}

@@ -1,0 +1,128 @@
+import ParallaxCapture
+import ParallaxGeometry
+
+/// How a virtual UVC camera presents itself: identity, formats, controls
+/// and the habits of a real driver.
+public struct VirtualCameraSpec: Sendable {
+    /// One pixel format with its discrete frame sizes and intervals.
+    public struct Format: Sendable {
+        public var fourCC: FourCC
+        public var description: String
+        public var isCompressed: Bool
+        public var sizes: [ImageSize]
+        /// Offered at every size.
+        public var intervals: [FrameInterval]
+
+        public init(fourCC: FourCC, description: String? = nil, isCompressed: Bool? = nil,
+                    sizes: [ImageSize], intervals: [FrameInterval]) {
+            self.fourCC = fourCC
+            self.description = description ?? fourCC.description
+            self.isCompressed = isCompressed ?? (fourCC == .mjpeg)
+            self.sizes = sizes
+            self.intervals = intervals
+        }
+
+        /// Bytes per pixel of the first plane (MJPEG: 0, the payload size varies).
+        var bytesPerPixel: Int {
+            switch fourCC {
+            case .grey: return 1
+            case .yuyv, .uyvy: return 2
+            case .rgb24, .bgr24: return 3
+            default: return 0
+            }
+        }
+    }
+
+    /// One control (QUERYCTRL / G_CTRL / S_CTRL).
+    public struct Control: Sendable {
+        public var id: CameraControlID
+        public var name: String
+        public var minimum: Int32, maximum: Int32, step: Int32, defaultValue: Int32
+        public var isBoolean: Bool
+
+        public init(id: CameraControlID, name: String, minimum: Int32, maximum: Int32, step: Int32 = 1,
+                    defaultValue: Int32, isBoolean: Bool = false) {
+            self.id = id
+            self.name = name
+            (self.minimum, self.maximum, self.step, self.defaultValue) = (minimum, maximum, step, defaultValue)
+            self.isBoolean = isBoolean
+        }
+    }
+
+    /// The node path (`/dev/video0`).
+    public var path: String
+    /// QUERYCAP `card`.
+    public var card: String
+    /// QUERYCAP `driver`.
+    public var driver: String
+    /// QUERYCAP `bus_info`.
+    public var busInfo: String
+    public var formats: [Format]
+    public var controls: [Control]
+    /// A metadata-only node (UVC creates one beside each video node).
+    public var isMetadataNode: Bool
+    /// Extra bytes at the end of every row (drivers align rows; the stride is then larger than the width).
+    public var rowPadding: Int
+    /// Most buffers the driver hands out at REQBUFS.
+    public var maximumBuffers: Int
+    /// Uniform timestamp jitter, ± this many nanoseconds.
+    public var timestampJitterNanoseconds: Int64
+    /// Seed for the jitter.
+    public var seed: UInt64
+
+    public init(path: String, card: String = "Virtual UVC Camera", driver: String = "uvcvideo",
+                busInfo: String = "usb-0000:00:14.0-1", formats: [Format] = VirtualCameraSpec.webcamFormats,
+                controls: [Control] = VirtualCameraSpec.webcamControls, isMetadataNode: Bool = false,
+                rowPadding: Int = 0, maximumBuffers: Int = 32, timestampJitterNanoseconds: Int64 = 50_000,
+                seed: UInt64 = 1) {
+        self.path = path
+        self.card = card
+        self.driver = driver
+        self.busInfo = busInfo
+        self.formats = formats
+        self.controls = controls
+        self.isMetadataNode = isMetadataNode
+        self.rowPadding = rowPadding
+        self.maximumBuffers = maximumBuffers
+        self.timestampJitterNanoseconds = timestampJitterNanoseconds
+        self.seed = seed
+    }
+
+    /// A typical webcam: YUYV at 640×480 and 320×240 (30, 15 fps), MJPEG up to
+    /// 1280×720 (30 fps), GREY at 320×240 (60, 30 fps).
+    public static let webcamFormats: [Format] = [
+        Format(fourCC: .yuyv, description: "YUYV 4:2:2", sizes: [ImageSize(width: 640, height: 480), ImageSize(width: 320, height: 240)],
+               intervals: [FrameInterval(numerator: 1, denominator: 30), FrameInterval(numerator: 1, denominator: 15)]),
+        Format(fourCC: .mjpeg, description: "Motion-JPEG", sizes: [ImageSize(width: 1280, height: 720), ImageSize(width: 640, height: 480)],
+               intervals: [FrameInterval(numerator: 1, denominator: 30)]),
+        Format(fourCC: .grey, description: "8-bit Greyscale", sizes: [ImageSize(width: 320, height: 240)],
+               intervals: [FrameInterval(numerator: 1, denominator: 60), FrameInterval(numerator: 1, denominator: 30)]),
+    ]
+
+    /// Exposure (100 µs units), its auto mode, gain and white balance.
+    public static let webcamControls: [Control] = [
+        Control(id: .exposureAuto, name: "Auto Exposure", minimum: 0, maximum: 3, defaultValue: 3),
+        Control(id: .exposureAbsolute, name: "Exposure Time, Absolute", minimum: 3, maximum: 2047, defaultValue: 100),
+        Control(id: .gain, name: "Gain", minimum: 0, maximum: 255, defaultValue: 32),
+        Control(id: .autoWhiteBalance, name: "White Balance, Automatic", minimum: 0, maximum: 1, defaultValue: 1, isBoolean: true),
+        Control(id: .whiteBalanceTemperature, name: "White Balance Temperature", minimum: 2800, maximum: 6500, step: 10, defaultValue: 4600),
+    ]
+}
+
+/// A fault the virtual driver can be told to produce.
+public enum VirtualCameraFault: Hashable, Sendable {
+    /// The next `count` DQBUFs fail with EIO.
+    case ioError(count: Int)
+    /// The next `count` polls report data that DQBUF then does not have (EAGAIN).
+    case spuriousWakeups(count: Int)
+    /// The next STREAMON fails with ENOSPC (not enough USB bandwidth).
+    case noSpaceAtStreamOn
+    /// The next `count` frames come back with V4L2_BUF_FLAG_ERROR.
+    case errorFlaggedBuffers(count: Int)
+    /// The sequence counter skips `frames` before the next frame.
+    case sequenceGap(frames: Int)
+    /// The next frame's timestamp is `nanoseconds` before the previous one.
+    case timestampBackwards(nanoseconds: Int64)
+    /// No frames for `nanoseconds` (nil: until ``VirtualUVCDriver/clearStall(_:)``).
+    case stall(nanoseconds: Int64?)
+}

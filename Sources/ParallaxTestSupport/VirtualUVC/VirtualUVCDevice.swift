@@ -1,0 +1,349 @@
+import CV4L2
+import Foundation
+import ParallaxCapture
+import ParallaxGeometry
+
+/// One virtual camera's driver state. Only touched under the driver's lock.
+final class Device {
+    enum BufferState { case dequeued, queued, done }
+
+    final class Buffer {
+        let index: UInt32
+        let memory: UnsafeMutableRawPointer
+        let length: Int
+        let offset: Int64
+        var state = BufferState.dequeued
+        var mapCount = 0
+        var sequence: UInt32 = 0
+        var timestamp: Int64 = 0
+        var flags: UInt32 = 0
+        var bytesUsed = 0
+
+        init(index: UInt32, length: Int) {
+            self.index = index
+            self.length = length
+            // Page-aligned like real driver memory; offsets are cookies for mmap, as in the kernel.
+            self.memory = UnsafeMutableRawPointer.allocate(byteCount: max(length, 1), alignment: 4096)
+            self.offset = Int64(index) * 0x10_0000
+        }
+    }
+
+    let spec: VirtualCameraSpec
+    var connected = true
+    var generation = 0
+    var formatIndex = 0
+    var size: ImageSize
+    var interval: FrameInterval
+    var controls: [UInt32: Int32] = [:]
+    var buffers: [Buffer] = []
+    var done: [Int] = []
+    /// Queued empty buffers in QBUF order: the driver fills the oldest first.
+    var queue: [Int] = []
+    var streaming = false
+    var streamOwner: Int32 = -1
+    var nextDue: Int64 = .max
+    var sequence: UInt32 = 0
+    var lastTimestamp: Int64 = 0
+    var random: UInt64
+
+    var pendingIOErrors = 0
+    var pendingSpurious = 0
+    var failNextStreamOn = false
+    var pendingErrorFlags = 0
+    var pendingGap = 0
+    var pendingBackwards: Int64?
+    var stallUntil: Int64?
+
+    init(spec: VirtualCameraSpec) {
+        self.spec = spec
+        self.size = spec.formats.first?.sizes.first ?? ImageSize(width: 640, height: 480)
+        self.interval = spec.formats.first?.intervals.first ?? FrameInterval(numerator: 1, denominator: 30)
+        self.random = spec.seed | 1
+        for control in spec.controls { controls[control.id.rawID] = control.defaultValue }
+    }
+
+    var format: VirtualCameraSpec.Format { spec.formats[formatIndex] }
+    var bytesPerRow: Int { format.bytesPerPixel == 0 ? 0 : size.width * format.bytesPerPixel + spec.rowPadding }
+    var imageSize: Int { format.bytesPerPixel == 0 ? size.width * size.height : bytesPerRow * size.height }
+
+    // MARK: Identity and enumeration
+
+    func queryCapabilities(_ cap: UnsafeMutablePointer<v4l2_capability>) {
+        cap.pointee = v4l2_capability()
+        copy(spec.driver, into: &cap.pointee.driver)
+        copy(spec.card, into: &cap.pointee.card)
+        copy(spec.busInfo, into: &cap.pointee.bus_info)
+        cap.pointee.version = 0x06_01_00
+        let nodeCaps = spec.isMetadataNode
+            ? UInt32(V4L2_CAP_META_CAPTURE) | UInt32(V4L2_CAP_STREAMING)
+            : UInt32(V4L2_CAP_VIDEO_CAPTURE) | UInt32(V4L2_CAP_STREAMING)
+        cap.pointee.device_caps = nodeCaps
+        cap.pointee.capabilities = UInt32(V4L2_CAP_VIDEO_CAPTURE) | UInt32(V4L2_CAP_META_CAPTURE)
+            | UInt32(V4L2_CAP_STREAMING) | UInt32(V4L2_CAP_DEVICE_CAPS)
+    }
+
+    func enumerateFormat(_ desc: UnsafeMutablePointer<v4l2_fmtdesc>) throws(V4L2Errno) {
+        guard !spec.isMetadataNode, desc.pointee.type == V4L2_BUF_TYPE_VIDEO_CAPTURE.rawValue,
+              Int(desc.pointee.index) < spec.formats.count else { throw .invalidArgument }
+        let f = spec.formats[Int(desc.pointee.index)]
+        desc.pointee.pixelformat = f.fourCC.rawValue
+        desc.pointee.flags = f.isCompressed ? UInt32(V4L2_FMT_FLAG_COMPRESSED) : 0
+        copy(f.description, into: &desc.pointee.description)
+    }
+
+    func enumerateSize(_ e: UnsafeMutablePointer<v4l2_frmsizeenum>) throws(V4L2Errno) {
+        guard let f = spec.formats.first(where: { $0.fourCC.rawValue == e.pointee.pixel_format }),
+              Int(e.pointee.index) < f.sizes.count else { throw .invalidArgument }
+        let size = f.sizes[Int(e.pointee.index)]
+        e.pointee.type = V4L2_FRMSIZE_TYPE_DISCRETE.rawValue
+        e.pointee.discrete = v4l2_frmsize_discrete(width: UInt32(size.width), height: UInt32(size.height))
+    }
+
+    func enumerateInterval(_ e: UnsafeMutablePointer<v4l2_frmivalenum>) throws(V4L2Errno) {
+        guard let f = spec.formats.first(where: { $0.fourCC.rawValue == e.pointee.pixel_format }),
+              f.sizes.contains(ImageSize(width: Int(e.pointee.width), height: Int(e.pointee.height))),
+              Int(e.pointee.index) < f.intervals.count else { throw .invalidArgument }
+        let interval = f.intervals[Int(e.pointee.index)]
+        e.pointee.type = V4L2_FRMIVAL_TYPE_DISCRETE.rawValue
+        e.pointee.discrete = v4l2_fract(numerator: interval.numerator, denominator: interval.denominator)
+    }
+
+    // MARK: Format
+
+    /// S_FMT as UVC does it: an unknown pixel format becomes the first one,
+    /// the size snaps to the nearest offered size, and stride and image size are filled in.
+    func setFormat(_ f: UnsafeMutablePointer<v4l2_format>, apply: Bool) throws(V4L2Errno) {
+        guard f.pointee.type == V4L2_BUF_TYPE_VIDEO_CAPTURE.rawValue, !spec.formats.isEmpty else { throw .invalidArgument }
+        if apply && !buffers.isEmpty { throw .busy }
+        let index = spec.formats.firstIndex(where: { $0.fourCC.rawValue == f.pointee.fmt.pix.pixelformat }) ?? 0
+        let wanted = ImageSize(width: Int(f.pointee.fmt.pix.width), height: Int(f.pointee.fmt.pix.height))
+        let chosen = spec.formats[index].sizes.min(by: {
+            abs($0.width - wanted.width) + abs($0.height - wanted.height) < abs($1.width - wanted.width) + abs($1.height - wanted.height)
+        }) ?? wanted
+        if apply {
+            formatIndex = index
+            size = chosen
+            if !format.intervals.contains(interval), let first = format.intervals.first { interval = first }
+            getFormat(f)
+        } else {
+            let saved = (formatIndex, size)
+            (formatIndex, size) = (index, chosen)
+            getFormat(f)
+            (formatIndex, size) = saved
+        }
+    }
+
+    func getFormat(_ f: UnsafeMutablePointer<v4l2_format>) {
+        f.pointee.type = V4L2_BUF_TYPE_VIDEO_CAPTURE.rawValue
+        f.pointee.fmt.pix.width = UInt32(size.width)
+        f.pointee.fmt.pix.height = UInt32(size.height)
+        f.pointee.fmt.pix.pixelformat = format.fourCC.rawValue
+        f.pointee.fmt.pix.field = V4L2_FIELD_NONE.rawValue
+        f.pointee.fmt.pix.bytesperline = UInt32(bytesPerRow)
+        f.pointee.fmt.pix.sizeimage = UInt32(imageSize)
+        f.pointee.fmt.pix.colorspace = V4L2_COLORSPACE_SRGB.rawValue
+    }
+
+    /// S_PARM: the nearest offered frame interval.
+    func setParameters(_ p: UnsafeMutablePointer<v4l2_streamparm>) throws(V4L2Errno) {
+        guard p.pointee.type == V4L2_BUF_TYPE_VIDEO_CAPTURE.rawValue else { throw .invalidArgument }
+        let asked = p.pointee.parm.capture.timeperframe
+        if asked.denominator != 0 {
+            let seconds = Double(asked.numerator) / Double(asked.denominator)
+            if let nearest = format.intervals.min(by: { abs($0.seconds - seconds) < abs($1.seconds - seconds) }) {
+                interval = nearest
+            }
+        }
+        getParameters(p)
+    }
+
+    func getParameters(_ p: UnsafeMutablePointer<v4l2_streamparm>) {
+        p.pointee.parm.capture.capability = UInt32(V4L2_CAP_TIMEPERFRAME)
+        p.pointee.parm.capture.timeperframe = v4l2_fract(numerator: interval.numerator, denominator: interval.denominator)
+        p.pointee.parm.capture.readbuffers = 0
+    }
+
+    // MARK: Buffers
+
+    func requestBuffers(_ r: UnsafeMutablePointer<v4l2_requestbuffers>, owner: Int32,
+                        retired: inout [UnsafeMutableRawPointer]) throws(V4L2Errno) {
+        guard r.pointee.memory == V4L2_MEMORY_MMAP.rawValue,
+              r.pointee.type == V4L2_BUF_TYPE_VIDEO_CAPTURE.rawValue else { throw .invalidArgument }
+        if streaming { throw .busy }
+        for buffer in buffers {
+            if buffer.mapCount > 0 { retired.append(buffer.memory) } else { buffer.memory.deallocate() }
+        }
+        buffers = []
+        done = []
+        queue = []
+        let count = r.pointee.count == 0 ? 0 : min(max(Int(r.pointee.count), 2), spec.maximumBuffers)
+        let length = imageSize
+        buffers = (0..<count).map { Buffer(index: UInt32($0), length: length) }
+        r.pointee.count = UInt32(count)
+        streamOwner = owner
+    }
+
+    func describe(_ buffer: Buffer, into b: UnsafeMutablePointer<v4l2_buffer>) {
+        b.pointee.index = buffer.index
+        b.pointee.type = V4L2_BUF_TYPE_VIDEO_CAPTURE.rawValue
+        b.pointee.memory = V4L2_MEMORY_MMAP.rawValue
+        b.pointee.length = UInt32(buffer.length)
+        b.pointee.m.offset = UInt32(buffer.offset)
+        b.pointee.bytesused = UInt32(buffer.bytesUsed)
+        b.pointee.field = V4L2_FIELD_NONE.rawValue
+        var flags = buffer.flags | UInt32(V4L2_BUF_FLAG_TIMESTAMP_MONOTONIC) | UInt32(V4L2_BUF_FLAG_TSTAMP_SRC_EOF)
+        if buffer.mapCount > 0 { flags |= UInt32(V4L2_BUF_FLAG_MAPPED) }
+        if buffer.state == .queued { flags |= UInt32(V4L2_BUF_FLAG_QUEUED) }
+        if buffer.state == .done { flags |= UInt32(V4L2_BUF_FLAG_DONE) }
+        b.pointee.flags = flags
+        b.pointee.sequence = buffer.sequence
+        b.pointee.timestamp = timeval(tv_sec: Int(buffer.timestamp / 1_000_000_000),
+                                      tv_usec: Int((buffer.timestamp % 1_000_000_000) / 1000))
+    }
+
+    func queryBuffer(_ b: UnsafeMutablePointer<v4l2_buffer>) throws(V4L2Errno) {
+        guard Int(b.pointee.index) < buffers.count else { throw .invalidArgument }
+        describe(buffers[Int(b.pointee.index)], into: b)
+    }
+
+    func queueBuffer(_ b: UnsafeMutablePointer<v4l2_buffer>) throws(V4L2Errno) {
+        guard Int(b.pointee.index) < buffers.count, b.pointee.memory == V4L2_MEMORY_MMAP.rawValue else { throw .invalidArgument }
+        let buffer = buffers[Int(b.pointee.index)]
+        guard buffer.state == .dequeued else { throw .invalidArgument }
+        buffer.state = .queued
+        buffer.flags = 0
+        queue.append(Int(buffer.index))
+    }
+
+    func dequeueBuffer(_ b: UnsafeMutablePointer<v4l2_buffer>) throws(V4L2Errno) {
+        guard streaming else { throw .invalidArgument }
+        if pendingIOErrors > 0 {
+            pendingIOErrors -= 1
+            throw .ioError
+        }
+        if pendingSpurious > 0 {
+            pendingSpurious -= 1
+            throw .wouldBlock
+        }
+        produce(until: monotonicNanoseconds())
+        guard !done.isEmpty else { throw .wouldBlock }
+        let buffer = buffers[done.removeFirst()]
+        buffer.state = .dequeued
+        describe(buffer, into: b)
+    }
+
+    func streamOn(owner: Int32) throws(V4L2Errno) {
+        if failNextStreamOn {
+            failNextStreamOn = false
+            throw .noSpace
+        }
+        guard !buffers.isEmpty else { throw .invalidArgument }
+        if streaming { return }
+        streaming = true
+        streamOwner = owner
+        sequence = 0
+        nextDue = monotonicNanoseconds() + interval.nanoseconds
+    }
+
+    func stopStreaming() {
+        streaming = false
+        nextDue = .max
+        done = []
+        queue = []
+        for buffer in buffers { buffer.state = .dequeued }
+    }
+
+    // MARK: Frames
+
+    /// Produces every frame due by `now`: into the oldest queued buffer, or
+    /// lost (a sequence gap) when the application has queued none.
+    func produce(until now: Int64) {
+        guard streaming else { return }
+        while nextDue <= now {
+            let due = nextDue
+            nextDue += interval.nanoseconds
+            if let until = stallUntil {
+                if due < until { continue }
+                stallUntil = nil
+            }
+            if pendingGap > 0 {
+                sequence &+= UInt32(pendingGap)
+                pendingGap = 0
+            }
+            guard !queue.isEmpty else {
+                sequence &+= 1  // no buffer: the frame is lost, as in a real driver
+                continue
+            }
+            let buffer = buffers[queue.removeFirst()]
+            var timestamp = due + jitter()
+            if let back = pendingBackwards {
+                timestamp = lastTimestamp - back
+                pendingBackwards = nil
+            } else {
+                timestamp = max(timestamp, lastTimestamp + 1)
+            }
+            lastTimestamp = max(lastTimestamp, timestamp)
+            buffer.sequence = sequence
+            buffer.timestamp = timestamp
+            buffer.flags = 0
+            if pendingErrorFlags > 0 {
+                pendingErrorFlags -= 1
+                buffer.flags = UInt32(V4L2_BUF_FLAG_ERROR)
+            }
+            fill(buffer)
+            buffer.state = .done
+            done.append(Int(buffer.index))
+            sequence &+= 1
+        }
+    }
+
+    private func fill(_ buffer: Buffer) {
+        let used = format.isCompressed ? min(buffer.length, 4096 + Int(sequence % 512)) : imageSize
+        buffer.memory.initializeMemory(as: UInt8.self, repeating: UInt8(truncatingIfNeeded: sequence), count: used)
+        buffer.memory.storeBytes(of: UInt64(sequence).littleEndian, as: UInt64.self)
+        buffer.bytesUsed = used
+    }
+
+    private func jitter() -> Int64 {
+        let amplitude = spec.timestampJitterNanoseconds
+        guard amplitude > 0 else { return 0 }
+        random ^= random << 13
+        random ^= random >> 7
+        random ^= random << 17
+        return Int64(random % UInt64(2 * amplitude + 1)) - amplitude
+    }
+
+    // MARK: Controls
+
+    func queryControl(_ q: UnsafeMutablePointer<v4l2_queryctrl>) throws(V4L2Errno) {
+        guard let control = spec.controls.first(where: { $0.id.rawID == q.pointee.id }) else { throw .invalidArgument }
+        q.pointee.type = control.isBoolean ? V4L2_CTRL_TYPE_BOOLEAN.rawValue : V4L2_CTRL_TYPE_INTEGER.rawValue
+        copy(control.name, into: &q.pointee.name)
+        q.pointee.minimum = control.minimum
+        q.pointee.maximum = control.maximum
+        q.pointee.step = control.step
+        q.pointee.default_value = control.defaultValue
+        q.pointee.flags = 0
+    }
+
+    func getControl(_ c: UnsafeMutablePointer<v4l2_control>) throws(V4L2Errno) {
+        guard let value = controls[c.pointee.id] else { throw .invalidArgument }
+        c.pointee.value = value
+    }
+
+    /// S_CTRL: clamped to the range and rounded to the step, as drivers do.
+    func setControl(_ c: UnsafeMutablePointer<v4l2_control>) throws(V4L2Errno) {
+        guard let control = spec.controls.first(where: { $0.id.rawID == c.pointee.id }) else { throw .invalidArgument }
+        let clamped = min(max(c.pointee.value, control.minimum), control.maximum)
+        let step = max(1, control.step)
+        controls[c.pointee.id] = control.minimum + (clamped - control.minimum) / step * step
+    }
+}
+
+/// Copies `text` into a fixed C character array (imported as a tuple), NUL-terminated and truncated to fit.
+func copy<T>(_ text: String, into array: inout T) {
+    withUnsafeMutableBytes(of: &array) { raw in
+        raw.initializeMemory(as: UInt8.self, repeating: 0)
+        for (i, byte) in text.utf8.prefix(raw.count - 1).enumerated() { raw[i] = byte }
+    }
+}

@@ -1,0 +1,218 @@
+import CV4L2
+import Foundation
+import ParallaxCapture
+import ParallaxGeometry
+
+/// An in-process UVC camera driver behind the ``V4L2Syscalls`` seam, for
+/// testing V4L2 code without hardware (this is how Parallax tests its own
+/// `V4L2Camera`; your tests can do the same).
+///
+/// It answers the V4L2 ioctls a UVC driver answers, with the real structures
+/// from `linux/videodev2.h`: QUERYCAP, ENUM_FMT / ENUM_FRAMESIZES /
+/// ENUM_FRAMEINTERVALS, S_FMT / G_FMT (rounding the size to the nearest
+/// offered one and an unknown pixel format to the first, as drivers do),
+/// S_PARM / G_PARM (nearest offered interval), REQBUFS / QUERYBUF / QBUF /
+/// DQBUF with page-aligned buffers handed out by ``mmap(_:length:offset:)``,
+/// STREAMON / STREAMOFF, QUERYCTRL / G_CTRL / S_CTRL. Frames are produced
+/// on a CLOCK_MONOTONIC schedule at the configured interval, with jitter,
+/// sequence numbers, and a gap whenever no buffer was queued in time.
+///
+/// Faults (``VirtualCameraFault``) are injected with ``inject(_:into:)``;
+/// ``unplug(_:)`` and ``replug(_:)`` remove and restore a camera.
+///
+/// Each frame's first 8 bytes hold its sequence number (little-endian) and
+/// the rest of the image is filled with the low byte of the sequence, so a
+/// test can check both where pixels live and what they are.
+public final class VirtualUVCDriver: V4L2Syscalls, @unchecked Sendable {
+    private let lock = NSCondition()
+    private var devices: [String: Device] = [:]
+    private var descriptors: [Int32: (path: String, generation: Int)] = [:]
+    private var nextDescriptor: Int32 = 1000
+    /// Memory of buffer sets that were replaced while still mapped.
+    private var retired: [UnsafeMutableRawPointer] = []
+    /// Devices that were unplugged, kept until the driver goes so late munmaps find their buffers.
+    private var unplugged: [Device] = []
+
+    public init(cameras: [VirtualCameraSpec]) {
+        for spec in cameras { devices[spec.path] = Device(spec: spec) }
+    }
+
+    deinit {
+        for device in devices.values { for buffer in device.buffers { buffer.memory.deallocate() } }
+        for device in unplugged { for buffer in device.buffers { buffer.memory.deallocate() } }
+        for memory in retired { memory.deallocate() }
+    }
+
+    // MARK: Test controls
+
+    /// Adds a camera (a new node appearing).
+    public func add(_ spec: VirtualCameraSpec) {
+        lock.lock(); defer { lock.unlock() }
+        devices[spec.path] = Device(spec: spec)
+    }
+
+    /// Queues a fault for the camera at `path`.
+    public func inject(_ fault: VirtualCameraFault, into path: String) {
+        lock.lock(); defer { lock.broadcast(); lock.unlock() }
+        guard let device = devices[path] else { return }
+        switch fault {
+        case .ioError(let n): device.pendingIOErrors += n
+        case .spuriousWakeups(let n): device.pendingSpurious += n
+        case .noSpaceAtStreamOn: device.failNextStreamOn = true
+        case .errorFlaggedBuffers(let n): device.pendingErrorFlags += n
+        case .sequenceGap(let n): device.pendingGap += n
+        case .timestampBackwards(let ns): device.pendingBackwards = ns
+        case .stall(let ns): device.stallUntil = ns.map { monotonicNanoseconds() + $0 } ?? Int64.max
+        }
+    }
+
+    /// Ends a stall started with `.stall(nanoseconds: nil)`.
+    public func clearStall(_ path: String) {
+        lock.lock(); defer { lock.broadcast(); lock.unlock() }
+        devices[path]?.stallUntil = nil
+    }
+
+    /// Unplugs the camera: open descriptors die (ENODEV, POLLERR | POLLHUP) and the node disappears.
+    public func unplug(_ path: String) {
+        lock.lock(); defer { lock.broadcast(); lock.unlock() }
+        guard let device = devices[path] else { return }
+        device.connected = false
+        device.generation += 1
+        device.streaming = false
+    }
+
+    /// Plugs the camera back in as a fresh device (default format, no buffers):
+    /// the node can be opened again; old descriptors stay dead.
+    public func replug(_ path: String) {
+        lock.lock(); defer { lock.broadcast(); lock.unlock() }
+        guard let old = devices[path], !old.connected else { return }
+        unplugged.append(old)
+        let fresh = Device(spec: old.spec)
+        fresh.generation = old.generation + 1
+        devices[path] = fresh
+    }
+
+    /// The buffer addresses ``mmap(_:length:offset:)`` has handed out for the camera's current buffers.
+    public func mappedAddresses(_ path: String) -> [UnsafeRawPointer] {
+        lock.lock(); defer { lock.unlock() }
+        return devices[path]?.buffers.filter { $0.mapCount > 0 }.map { UnsafeRawPointer($0.memory) } ?? []
+    }
+
+    /// How many of the camera's buffers are queued to the driver (empty and waiting, or filled and not yet dequeued).
+    public func buffersOwnedByDriver(_ path: String) -> Int {
+        lock.lock(); defer { lock.unlock() }
+        return devices[path]?.buffers.filter { $0.state != .dequeued }.count ?? 0
+    }
+
+    /// Number of live mappings of the camera's buffers (0 once everything is unmapped).
+    public func liveMappings(_ path: String) -> Int {
+        lock.lock(); defer { lock.unlock() }
+        let all = (devices[path].map { [$0] } ?? []) + unplugged.filter { $0.spec.path == path }
+        return all.reduce(0) { total, device in device.buffers.reduce(total) { $0 + $1.mapCount } }
+    }
+
+    /// Frames the camera has produced since STREAMON (its sequence counter).
+    public func framesProduced(_ path: String) -> Int {
+        lock.lock(); defer { lock.unlock() }
+        return Int(devices[path]?.sequence ?? 0)
+    }
+
+    /// True while the camera streams.
+    public func isStreaming(_ path: String) -> Bool {
+        lock.lock(); defer { lock.unlock() }
+        return devices[path]?.streaming ?? false
+    }
+
+    /// Descriptors currently open on the camera.
+    public func openDescriptors(_ path: String) -> Int {
+        lock.lock(); defer { lock.unlock() }
+        return descriptors.values.filter { $0.path == path }.count
+    }
+
+    // MARK: V4L2Syscalls
+
+    public func open(_ path: String, allowConversion: Bool) throws(V4L2Errno) -> Int32 {
+        lock.lock(); defer { lock.unlock() }
+        guard let device = devices[path], device.connected else { throw V4L2Errno(ENOENT) }
+        let fd = nextDescriptor
+        nextDescriptor += 1
+        descriptors[fd] = (path, device.generation)
+        return fd
+    }
+
+    public func close(_ fd: Int32) {
+        lock.lock(); defer { lock.broadcast(); lock.unlock() }
+        guard let entry = descriptors.removeValue(forKey: fd), let device = devices[entry.path] else { return }
+        if entry.generation == device.generation && device.streamOwner == fd {
+            device.stopStreaming()
+        }
+    }
+
+    public func mmap(_ fd: Int32, length: Int, offset: Int64) throws(V4L2Errno) -> UnsafeMutableRawPointer {
+        lock.lock(); defer { lock.unlock() }
+        let device = try live(fd)
+        guard let buffer = device.buffers.first(where: { $0.offset == offset }), length <= buffer.length else {
+            throw .invalidArgument
+        }
+        buffer.mapCount += 1
+        return buffer.memory
+    }
+
+    public func munmap(_ address: UnsafeMutableRawPointer, length: Int) {
+        lock.lock(); defer { lock.unlock() }
+        for device in Array(devices.values) + unplugged {
+            if let buffer = device.buffers.first(where: { $0.memory == address }) { buffer.mapCount -= 1 }
+        }
+    }
+
+    public func poll(_ fd: Int32, events: Int16, timeoutMilliseconds: Int32) throws(V4L2Errno) -> Int16 {
+        let deadline = monotonicNanoseconds() + Int64(max(0, timeoutMilliseconds)) * 1_000_000
+        lock.lock(); defer { lock.unlock() }
+        while true {
+            guard let device = try? live(fd) else { return Int16(POLLERR | POLLHUP) }
+            guard device.streaming else { return Int16(POLLERR) }
+            let now = monotonicNanoseconds()
+            device.produce(until: now)
+            if device.pendingSpurious > 0 || !device.done.isEmpty { return Int16(POLLIN | POLLRDNORM) }
+            if now >= deadline { return 0 }
+            let wake = min(deadline, device.nextDue)
+            _ = lock.wait(until: Date(timeIntervalSinceNow: Double(max(0, wake - now)) / 1e9))
+        }
+    }
+
+    public func ioctl(_ fd: Int32, _ request: UInt, _ argument: UnsafeMutableRawPointer) throws(V4L2Errno) {
+        lock.lock(); defer { lock.broadcast(); lock.unlock() }
+        let device = try live(fd)
+        switch request {
+        case CV4L2_VIDIOC_QUERYCAP: device.queryCapabilities(argument.assumingMemoryBound(to: v4l2_capability.self))
+        case CV4L2_VIDIOC_ENUM_FMT: try device.enumerateFormat(argument.assumingMemoryBound(to: v4l2_fmtdesc.self))
+        case CV4L2_VIDIOC_ENUM_FRAMESIZES: try device.enumerateSize(argument.assumingMemoryBound(to: v4l2_frmsizeenum.self))
+        case CV4L2_VIDIOC_ENUM_FRAMEINTERVALS: try device.enumerateInterval(argument.assumingMemoryBound(to: v4l2_frmivalenum.self))
+        case CV4L2_VIDIOC_S_FMT, CV4L2_VIDIOC_TRY_FMT:
+            try device.setFormat(argument.assumingMemoryBound(to: v4l2_format.self), apply: request == CV4L2_VIDIOC_S_FMT)
+        case CV4L2_VIDIOC_G_FMT: device.getFormat(argument.assumingMemoryBound(to: v4l2_format.self))
+        case CV4L2_VIDIOC_S_PARM: try device.setParameters(argument.assumingMemoryBound(to: v4l2_streamparm.self))
+        case CV4L2_VIDIOC_G_PARM: device.getParameters(argument.assumingMemoryBound(to: v4l2_streamparm.self))
+        case CV4L2_VIDIOC_REQBUFS:
+            try device.requestBuffers(argument.assumingMemoryBound(to: v4l2_requestbuffers.self), owner: fd, retired: &retired)
+        case CV4L2_VIDIOC_QUERYBUF: try device.queryBuffer(argument.assumingMemoryBound(to: v4l2_buffer.self))
+        case CV4L2_VIDIOC_QBUF: try device.queueBuffer(argument.assumingMemoryBound(to: v4l2_buffer.self))
+        case CV4L2_VIDIOC_DQBUF: try device.dequeueBuffer(argument.assumingMemoryBound(to: v4l2_buffer.self))
+        case CV4L2_VIDIOC_STREAMON: try device.streamOn(owner: fd)
+        case CV4L2_VIDIOC_STREAMOFF: device.stopStreaming()
+        case CV4L2_VIDIOC_QUERYCTRL: try device.queryControl(argument.assumingMemoryBound(to: v4l2_queryctrl.self))
+        case CV4L2_VIDIOC_G_CTRL: try device.getControl(argument.assumingMemoryBound(to: v4l2_control.self))
+        case CV4L2_VIDIOC_S_CTRL: try device.setControl(argument.assumingMemoryBound(to: v4l2_control.self))
+        default: throw V4L2Errno(ENOTTY)
+        }
+    }
+
+    /// The device behind a descriptor that is still valid (same plug generation).
+    private func live(_ fd: Int32) throws(V4L2Errno) -> Device {
+        guard let entry = descriptors[fd] else { throw V4L2Errno(EBADF) }
+        guard let device = devices[entry.path], device.connected, device.generation == entry.generation else {
+            throw .noDevice
+        }
+        return device
+    }
+}

@@ -1,0 +1,265 @@
+import ArgumentParser
+import Foundation
+import ParallaxCalibration
+import ParallaxGeometry
+import ParallaxImage
+
+/// `parallax calibrate`: stereo calibration from chessboard image pairs.
+struct CalibrateCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "calibrate",
+        abstract: "Calibrate a stereo rig from pairs of chessboard images.",
+        discussion: """
+            Files pair by the number in their names (left07.png with right07.png), or in sorted order when \
+            the names carry no numbers. Pairs where an image cannot be read, the board is not found on both \
+            sides, or the size differs are set aside with the reason; the command fails only when fewer than \
+            3 usable pairs remain. Progress goes to stderr; every output is written only once the \
+            calibration has succeeded, each file atomically.
+
+            Example:
+              parallax calibrate --left 'left*.jpg' --right 'right*.jpg' --board 9x6 --square 25mm \\
+                  --output rig.json --opencv-yaml rig.yml --ros-dir ros --report report
+            """)
+
+    @Option(name: .long, parsing: .upToNextOption, help: "Left images: a quoted glob ('left*.png') or a list of files.")
+    var left: [String]
+
+    @Option(name: .long, parsing: .upToNextOption, help: "Right images: a quoted glob or a list of files.")
+    var right: [String]
+
+    @Option(name: .long, help: "Inner corners as COLUMNSxROWS, e.g. 9x6.")
+    var board: String
+
+    @Option(name: .long, help: "Square size, with an optional unit (25mm, 2.5cm, 0.025m, 1in); translations come out in this unit.")
+    var square: String
+
+    @Option(name: .long, help: "Lens model: brown4, brown5, brown8 or fisheye.")
+    var model: String = "brown5"
+
+    @Option(name: .long, help: "Hold intrinsics fixed in the joint refinement: none, left, right or both (with --intrinsics).")
+    var fix: String = "none"
+
+    @Option(name: .long, help: "A Parallax JSON calibration whose cameras to start from (and hold, with --fix).")
+    var intrinsics: String?
+
+    @Option(name: .long, help: "Parallax JSON calibration to write.")
+    var output: String = "calib.json"
+
+    @Option(name: .customLong("opencv-yaml"), help: "Also write OpenCV FileStorage YAML (M1 D1 M2 D2 R T R1 R2 P1 P2 Q).")
+    var opencvYAML: String?
+
+    @Option(name: .customLong("ros-dir"), help: "Also write ROS camera_info files left.yaml and right.yaml into this folder.")
+    var rosDirectory: String?
+
+    @Option(name: .long, help: "Also write a Kalibr camchain YAML (translation in metres).")
+    var kalibr: String?
+
+    @Option(name: .long, help: "Write a report (charts, coverage map, rectified previews) into this folder.")
+    var report: String?
+
+    @Option(name: .customLong("corners-out"), help: "Write the detected corners of every image as JSON.")
+    var cornersOut: String?
+
+    @Option(name: .customLong("time-budget"), help: "Detection time budget per image, in seconds.")
+    var timeBudget: Double = 2
+
+    @Flag(name: .long, help: "Print one JSON object with the figures on stdout.")
+    var json = false
+
+    func validate() throws {
+        guard LensModelKind(commandLineName: model) != nil else {
+            throw ValidationError("--model must be one of brown4, brown5, brown8, fisheye; got '\(model)'")
+        }
+        guard let fixed = FixedIntrinsics(rawValue: fix.lowercased()) else {
+            throw ValidationError("--fix must be none, left, right or both; got '\(fix)'")
+        }
+        if fixed != .none && intrinsics == nil {
+            throw ValidationError("--fix \(fix) needs --intrinsics FILE with the cameras to hold")
+        }
+        guard timeBudget > 0 else { throw ValidationError("--time-budget must be positive") }
+    }
+
+    func run() throws {
+        let clock = ContinuousClock()
+        let start = clock.now
+        let target: CalibrationBoard
+        do { target = try CalibrationBoard(parsing: board, square: square) } catch { throw ValidationError(error.description) }
+        let lensModel = LensModelKind(commandLineName: model) ?? .brown5
+        let fixed = FixedIntrinsics(rawValue: fix.lowercased()) ?? .none
+
+        let leftFiles = try Self.expand(left, option: "--left")
+        let rightFiles = try Self.expand(right, option: "--right")
+        let (pairs, unpaired) = ImagePairing.pair(left: leftFiles, right: rightFiles)
+        var initial: StereoCalibration?
+        if let intrinsics { initial = try StereoCalibration(contentsOfFile: intrinsics) }
+
+        var pipeline = CalibrationPipeline(board: target, model: lensModel, fixed: fixed)
+        pipeline.timeBudgetSeconds = timeBudget
+        Self.log("calibrating \(target), model \(lensModel.rawValue): \(pairs.count) pairs")
+        for u in unpaired { Self.log("skipped \(u.name): \(u.reason)") }
+        let outcome: CalibrationPipeline.Outcome
+        do {
+            outcome = try pipeline.run(pairs: pairs, unpaired: unpaired, leftCamera: initial?.left, rightCamera: initial?.right) {
+                Self.log($0)
+            }
+        } catch {
+            Self.log("error: calibration failed: \(error)")
+            throw ExitCode.failure
+        }
+        let result = outcome.result
+        let elapsed = (clock.now - start).components
+        let seconds = Double(elapsed.seconds) + Double(elapsed.attoseconds) * 1e-18
+
+        // Everything to write, prepared before anything touches the disk.
+        var files: [(path: String, bytes: [UInt8])] = []
+        files.append((output, Array(result.calibration.jsonText().utf8)))
+        if let opencvYAML {
+            files.append((opencvYAML, Array(OpenCVStereoFile.text(for: result.calibration, rectification: result.rectification).utf8)))
+        }
+        if let rosDirectory {
+            let (l, r) = ROSCameraInfo.stereoPair(result.calibration, rectification: result.rectification)
+            files.append(((rosDirectory as NSString).appendingPathComponent("left.yaml"), Array(l.text.utf8)))
+            files.append(((rosDirectory as NSString).appendingPathComponent("right.yaml"), Array(r.text.utf8)))
+        }
+        if let kalibr {
+            let perUnit = TargetSheet.millimetres(perUnit: target.unit).map { $0 / 1000 }
+            if perUnit == nil { Self.log("warning: no unit on --square; Kalibr's translation is written in board units, not metres") }
+            let (text, warnings) = KalibrCamchain.text(for: result.calibration, metersPerUnit: perUnit ?? 1)
+            for w in warnings { Self.log("warning: \(w)") }
+            files.append((kalibr, Array(text.utf8)))
+        }
+        if let cornersOut {
+            let images = outcome.corners.sorted { $0.key < $1.key }.map { (key, corners) in
+                (key, JSONValue.array(corners.map { .array([.number(($0.x * 1e4).rounded() / 1e4), .number(($0.y * 1e4).rounded() / 1e4)]) }))
+            }
+            let object = JSONValue.object(JSONObject([
+                ("tool", .string("Parallax ChessboardDetector")),
+                ("board", .array([.number(Double(target.columns)), .number(Double(target.rows))])),
+                ("images", .object(JSONObject(images))),
+            ]))
+            files.append((cornersOut, Array((object.serialized() + "\n").utf8)))
+        }
+        if let report {
+            do {
+                files += try Self.reportFiles(result, board: target, directory: report)
+            } catch {
+                Self.log("error: the report could not be drawn: \(error)")
+                throw ExitCode.failure
+            }
+        }
+        try Self.writeAll(files)
+
+        if json {
+            print(Self.summary(outcome, seconds: seconds).serialized())
+        } else {
+            let c = result.calibration
+            print("pairs used: \(result.pairs.count) of \(outcome.pairsTotal)")
+            for r in outcome.rejected { print("  rejected \(r.name): \(r.reason)") }
+            print("rms stereo \(formatted(result.rms)) px (left \(formatted(result.rmsLeft)), right \(formatted(result.rmsRight)))")
+            print("epipolar error mean \(formatted(result.epipolarErrorMean)) px, rectified vertical rms \(formatted(result.rectifiedVerticalRMS)) px")
+            print("left  fx \(formatted(c.left.intrinsics.fx)) fy \(formatted(c.left.intrinsics.fy)) cx \(formatted(c.left.intrinsics.cx)) cy \(formatted(c.left.intrinsics.cy))")
+            print("right fx \(formatted(c.right.intrinsics.fx)) fy \(formatted(c.right.intrinsics.fy)) cx \(formatted(c.right.intrinsics.cx)) cy \(formatted(c.right.intrinsics.cy))")
+            print("baseline \(formatted(c.baseline))\(target.unit)")
+            print("wrote " + files.map(\.path).filter { !$0.hasSuffix(".svg") && !$0.hasSuffix(".png") && !$0.hasSuffix(".html") }.joined(separator: ", ")
+                  + (report.map { " and the report in \($0)/" } ?? ""))
+        }
+    }
+
+    private func formatted(_ v: Double) -> String { String(format: "%.4f", v) }
+
+    /// The `--json` object.
+    static func summary(_ outcome: CalibrationPipeline.Outcome, seconds: Double) -> JSONValue {
+        let r = outcome.result
+        let c = r.calibration
+        let rejected = outcome.rejected.map { v in
+            JSONValue.object(JSONObject([
+                ("left", v.left.map(JSONValue.string) ?? .null), ("right", v.right.map(JSONValue.string) ?? .null),
+                ("reason", .string(v.reason)),
+            ]))
+        }
+        let detection = outcome.detectionSeconds.isEmpty ? 0 : outcome.detectionSeconds.reduce(0, +) / Double(outcome.detectionSeconds.count)
+        return .object(JSONObject([
+            ("pairs_total", .number(Double(outcome.pairsTotal))),
+            ("pairs_used", .number(Double(r.pairs.count))),
+            ("rejected", .array(rejected)),
+            ("rms_left", .number(r.rmsLeft)),
+            ("rms_right", .number(r.rmsRight)),
+            ("rms_stereo", .number(r.rms)),
+            ("baseline", .number(c.baseline)),
+            ("epipolar_error_mean", .number(r.epipolarErrorMean)),
+            ("rectified_vertical_rms", .number(r.rectifiedVerticalRMS)),
+            ("focal_left", .array([.number(c.left.intrinsics.fx), .number(c.left.intrinsics.fy)])),
+            ("focal_right", .array([.number(c.right.intrinsics.fx), .number(c.right.intrinsics.fy)])),
+            ("seconds", .number(seconds)),
+            ("detection_seconds_per_image", .number(detection)),
+            ("solve_seconds", .number(outcome.solveSeconds)),
+        ]))
+    }
+
+    /// The report's files (SVG charts, rectified previews, index.html).
+    static func reportFiles(_ result: StereoCalibrationResult, board: CalibrationBoard, directory: String) throws -> [(path: String, bytes: [UInt8])] {
+        func path(_ name: String) -> String { (directory as NSString).appendingPathComponent(name) }
+        var files: [(path: String, bytes: [UInt8])] = [
+            (path("residuals-per-view.svg"), Array(CalibrationReport.residualsPerView(result).utf8)),
+            (path("residual-scatter.svg"), Array(CalibrationReport.residualScatter(result).utf8)),
+            (path("coverage.svg"), Array(CalibrationReport.coverage(result, columns: board.columns, rows: board.rows).utf8)),
+        ]
+        let ranked = result.pairRectifiedVerticalRMS.enumerated().filter { $0.element.isFinite }.sorted { $0.element < $1.element }
+        var bestName: String?, worstName: String?
+        for (label, entry) in [("best", ranked.first), ("worst", ranked.last)] {
+            guard let entry else { continue }
+            let pair = result.pairs[entry.offset]
+            let image = try CalibrationReport.rectifiedPreview(
+                left: GrayImage(ImageBuffer(contentsOfFile: pair.left.name)), right: GrayImage(ImageBuffer(contentsOfFile: pair.right.name)),
+                calibration: result.calibration, rectification: result.rectification)
+            files.append((path("rectified-\(label).png"), try image.encoded(as: .png, destination: path("rectified-\(label).png"))))
+            let name = "\(pair.name) (vertical rms \(String(format: "%.3f", entry.element)) px)"
+            if label == "best" { bestName = name } else { worstName = name }
+        }
+        files.append((path("index.html"), Array(CalibrationReport.indexPage(result, best: bestName, worst: worstName).utf8)))
+        return files
+    }
+
+    /// Writes every file atomically; when one fails, removes those this run wrote so no partial set remains.
+    static func writeAll(_ files: [(path: String, bytes: [UInt8])]) throws {
+        var written: [String] = []
+        for file in files {
+            do {
+                let folder = (file.path as NSString).deletingLastPathComponent
+                if !folder.isEmpty { try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true) }
+                try FileAccess.writeAtomically(file.bytes, toPath: file.path)
+                written.append(file.path)
+            } catch {
+                for p in written { try? FileManager.default.removeItem(atPath: p) }
+                log("error: could not write \(file.path): \(error); no outputs were left behind")
+                throw ExitCode.failure
+            }
+        }
+    }
+
+    /// Expands quoted globs; plain file names pass through. An empty result is an error naming the pattern.
+    static func expand(_ patterns: [String], option: String) throws -> [String] {
+        var out: [String] = []
+        for pattern in patterns {
+            if pattern.contains(where: { "*?[".contains($0) }) {
+                var g = glob_t()
+                defer { globfree(&g) }
+                if glob(pattern, 0, nil, &g) == 0 {
+                    for i in 0..<Int(g.gl_pathc) {
+                        if let p = g.gl_pathv[i] { out.append(String(cString: p)) }
+                    }
+                } else {
+                    throw ValidationError("\(option) '\(pattern)' matches no files")
+                }
+            } else {
+                out.append(pattern)
+            }
+        }
+        guard !out.isEmpty else { throw ValidationError("\(option) names no files") }
+        return out
+    }
+
+    static func log(_ line: String) {
+        FileHandle.standardError.write(Data((line + "\n").utf8))
+    }
+}

@@ -1,0 +1,109 @@
+import ArgumentParser
+import Foundation
+import ParallaxCapture
+import ParallaxGeometry
+
+/// `parallax capture`: records a stereo rig in the EuRoC layout.
+struct CaptureCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "capture",
+        abstract: "Record frames from two cameras (or the simulated rig) in EuRoC layout.",
+        discussion: """
+            Writes DIR/cam0 (left) and DIR/cam1 (right), each with data.csv \
+            ("#timestamp [ns],filename") and its images in data/ as PNG (MJPEG frames as JPEG). \
+            Until the output synchronizer pairs frames, each camera's frames are recorded on their own.
+
+            Examples:
+              parallax capture --simulated --frames 60 --output rec
+              parallax capture --left /dev/video0 --right /dev/video2 --format 1280x720@30:YUYV --frames 300 --output rec
+            """)
+
+    @Flag(name: .long, help: "Record the simulated rig (no hardware needed).")
+    var simulated = false
+
+    @Option(name: .long, help: "Left camera: a device node (/dev/video0) or a stable identity from `parallax devices`.")
+    var left: String?
+
+    @Option(name: .long, help: "Right camera: a device node or a stable identity.")
+    var right: String?
+
+    @Option(name: .long, help: "Format WxH@FPS:FOURCC, e.g. 1280x720@30:YUYV (FOURCC defaults to YUYV).")
+    var format: String?
+
+    @Option(name: .long, help: "Simulated image size WxH.")
+    var size: String = "640x480"
+
+    @Option(name: .long, help: "Frames to record per camera.")
+    var frames: Int = 60
+
+    @Option(name: .long, help: "Output folder (created if missing).")
+    var output: String
+
+    @Flag(name: .long, help: "Simulated rig: deliver frames at their real times instead of as fast as possible.")
+    var realTime = false
+
+    @Option(name: .long, help: "Give up after this many seconds (default: enough for the frames at the frame rate, plus 10 s).")
+    var timeout: Double?
+
+    func validate() throws {
+        guard frames > 0 else { throw ValidationError("--frames must be positive") }
+        if simulated {
+            guard left == nil, right == nil else { throw ValidationError("--simulated records the simulated rig; drop --left/--right") }
+            guard ImageSize(parsing: size) != nil else { throw ValidationError("--size must look like 640x480") }
+        } else {
+            guard left != nil, right != nil else {
+                throw ValidationError("give --left and --right camera devices, or --simulated (see `parallax devices`)")
+            }
+        }
+        if let format, CaptureFormat(parsing: format) == nil {
+            throw ValidationError("--format must look like 1280x720@30:YUYV")
+        }
+    }
+
+    func run() throws {
+        let requested = format.flatMap(CaptureFormat.init(parsing:))
+        let devices: [any CaptureDevice]
+        if simulated {
+            let imageSize = ImageSize(parsing: size) ?? ImageSize(width: 640, height: 480)
+            let rig = SimulatedRigDevice(rig: .example(size: imageSize),
+                                         frameInterval: requested?.frameInterval ?? FrameInterval(numerator: 1, denominator: 30),
+                                         pace: realTime ? .realTime : .asFastAsPossible)
+            devices = rig.cameras
+        } else {
+            devices = try [left, right].compactMap { $0 }.map { try Self.openCamera($0, format: requested) }
+        }
+        let interval = devices.first?.activeFormat?.frameInterval.seconds ?? (1.0 / 30)
+        let deadline = timeout ?? (Double(frames) * interval * 2 + 10)
+        let recorder = try EuRoCRecorder(directory: output, cameraCount: 2)
+        let summaries = try recordIndependently(devices, frames: frames, into: recorder, timeoutSeconds: deadline)
+        for (index, summary) in summaries.enumerated() {
+            var line = "cam\(index) (\(index == 0 ? "left" : "right"), \(summary.identity.name)): \(summary.framesWritten) frames"
+            let dropped = summary.drops.values.reduce(0, +)
+            if dropped > 0 {
+                line += ", \(dropped) dropped (" + summary.drops.map { "\($0.value) \($0.key.rawValue)" }.sorted().joined(separator: ", ") + ")"
+            }
+            if summary.disconnected { line += ", disconnected" }
+            if let error = summary.writeError { line += ", write error: \(error)" }
+            print(line)
+        }
+        print("recorded to \(output)/cam0 and \(output)/cam1")
+        if summaries.contains(where: { $0.framesWritten < frames }) {
+            throw ValidationError("fewer than \(frames) frames per camera within \(Int(deadline)) s")
+        }
+    }
+
+    /// Opens a node path, or a stable identity through discovery, and sets the format.
+    static func openCamera(_ name: String, format: CaptureFormat?) throws -> V4L2Camera {
+        let camera = name.hasPrefix("/")
+            ? try V4L2Camera(path: name)
+            : try V4L2Camera.open(stableID: name)
+        let chosen = try format ?? camera.supportedFormats().first(where: { $0.pixelFormat != nil })
+            ?? camera.supportedFormats().first
+        guard let chosen else {
+            throw CaptureError.notACaptureDevice(device: name, reason: "it lists no formats")
+        }
+        let negotiation = try camera.negotiate(chosen)
+        print("\(camera.identity): \(negotiation)")
+        return camera
+    }
+}

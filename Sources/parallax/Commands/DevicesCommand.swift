@@ -1,0 +1,104 @@
+import ArgumentParser
+import Foundation
+import ParallaxCapture
+
+/// `parallax devices`: the V4L2 cameras on this machine, with identity and formats.
+struct DevicesCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "devices",
+        abstract: "List the V4L2 cameras: identity, USB port and speed, formats.",
+        discussion: """
+            Cameras are found through sysfs; each is opened briefly to list its formats. \
+            The identity column is what `--left`/`--right` and reconnection use: the serial \
+            number when it is unique, otherwise the USB port path.
+            """)
+
+    @Flag(name: .long, help: "Print JSON instead of a table.")
+    var json = false
+
+    @Option(name: .long, help: ArgumentHelp("sysfs root (for testing).", visibility: .hidden))
+    var sysfs: String = "/sys"
+
+    @Option(name: .long, help: ArgumentHelp("device directory (for testing).", visibility: .hidden))
+    var dev: String = "/dev"
+
+    func run() throws {
+        let discovery = V4L2Discovery(sysfsRoot: sysfs, devRoot: dev)
+        let cameras = discovery.cameras()
+        var listed: [(DiscoveredCamera, [CaptureFormat], String?)] = []
+        for camera in cameras {
+            do {
+                let device = try V4L2Camera(path: camera.devicePath, stableID: camera.identity.stableID)
+                listed.append((camera, try device.supportedFormats(), nil))
+            } catch {
+                listed.append((camera, [], "\(error)"))
+            }
+        }
+        let hint = Self.hint(discovery: discovery, found: cameras.count)
+        if json {
+            print(Self.json(listed, hint: hint))
+            return
+        }
+        if listed.isEmpty {
+            print("No V4L2 cameras found.")
+            if let hint { print(hint) }
+            return
+        }
+        for (camera, formats, error) in listed {
+            print("\(camera.devicePath)  \(camera.name)")
+            print("    identity: \(camera.identity.stableID)")
+            if let usb = camera.usb {
+                print("    usb: bus \(usb.bus) port \(usb.portPath)\(usb.speedMbps.map { ", \($0) Mbit/s" } ?? "")")
+            }
+            if let driver = camera.driver { print("    driver: \(driver)") }
+            if let error { print("    cannot open: \(error)") }
+            for format in formats { print("    \(format)") }
+        }
+    }
+
+    /// Why nothing was found, when the machine itself explains it.
+    static func hint(discovery: V4L2Discovery, found: Int) -> String? {
+        guard found == 0 else { return nil }
+        let nodes = (try? FileManager.default.contentsOfDirectory(atPath: discovery.devRoot))?.filter { $0.hasPrefix("video") } ?? []
+        if !discovery.kernelHasV4L2 {
+            return "This kernel has no V4L2 support (\(discovery.sysfsRoot)/class/video4linux does not exist) "
+                + "and \(nodes.isEmpty ? "there are no \(discovery.devRoot)/video* nodes" : "\(nodes.count) video node(s) exist without sysfs entries"). "
+                + "Try `parallax capture --simulated` or `parallax demo`, which need no camera."
+        }
+        return nodes.isEmpty
+            ? "No \(discovery.devRoot)/video* nodes: plug a camera in, or check that its driver (uvcvideo) is loaded."
+            : "Video nodes exist but none is a capture device; check permissions (the video group)."
+    }
+
+    static func json(_ listed: [(DiscoveredCamera, [CaptureFormat], String?)], hint: String?) -> String {
+        func quote(_ s: String) -> String {
+            var out = "\""
+            for c in s.unicodeScalars {
+                switch c {
+                case "\"": out += "\\\""
+                case "\\": out += "\\\\"
+                case "\n": out += "\\n"
+                default: out += c.value < 0x20 ? String(format: "\\u%04x", c.value) : String(c)
+                }
+            }
+            return out + "\""
+        }
+        var items: [String] = []
+        for (camera, formats, error) in listed {
+            var fields = [
+                "\"path\": \(quote(camera.devicePath))", "\"name\": \(quote(camera.name))",
+                "\"identity\": \(quote(camera.identity.stableID))",
+                "\"formats\": [" + formats.map { quote($0.description) }.joined(separator: ", ") + "]",
+            ]
+            if let driver = camera.driver { fields.append("\"driver\": \(quote(driver))") }
+            if let usb = camera.usb {
+                fields.append("\"usb\": {\"bus\": \(usb.bus), \"port\": \(quote(usb.portPath)), \"speedMbps\": \(usb.speedMbps.map(quote) ?? "null"), \"serial\": \(usb.serial.map(quote) ?? "null")}")
+            }
+            if let error { fields.append("\"error\": \(quote(error))") }
+            items.append("    {" + fields.joined(separator: ", ") + "}")
+        }
+        var text = "{\n  \"cameras\": [\n" + items.joined(separator: ",\n") + (items.isEmpty ? "" : "\n") + "  ]"
+        if let hint { text += ",\n  \"hint\": \(quote(hint))" }
+        return text + "\n}"
+    }
+}

@@ -1,0 +1,122 @@
+import Foundation
+import Testing
+
+/// `parallax calibrate` and `parallax target` as a user runs them: real images in, files and JSON out.
+@Suite("parallax calibrate")
+struct CalibrateCommandTests {
+    static let data = "/usr/share/doc/opencv-doc/examples/data"
+    static var sampleAvailable: Bool { FileManager.default.fileExists(atPath: data + "/left01.jpg") }
+
+    /// A drawn, axis-aligned 9×6 board as a binary PGM (`width` × `height`), for a pair of another size.
+    static func drawnBoardPGM(width: Int, height: Int, square: Int) -> Data {
+        var bytes = [UInt8](repeating: 255, count: width * height)
+        let x0 = (width - 10 * square) / 2, y0 = (height - 7 * square) / 2
+        for y in 0..<height {
+            for x in 0..<width {
+                let i = (x - x0), j = (y - y0)
+                guard i >= 0, j >= 0, i < 10 * square, j < 7 * square else { continue }
+                if (i / square + j / square) % 2 == 0 { bytes[y * width + x] = 20 }
+            }
+        }
+        return Data("P5\n\(width) \(height)\n255\n".utf8) + Data(bytes)
+    }
+
+    /// Four good pairs, plus: an unreadable left image, a pair whose right image has no board,
+    /// and a pair at another resolution. The command uses the four and names every other file.
+    @Test(.enabled(if: sampleAvailable))
+    func setsAsideBadPairsAndNamesTheirFiles() throws {
+        let dir = try ParallaxCLI.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let fm = FileManager.default
+        for n in ["01", "02", "03", "04"] {
+            try fm.copyItem(atPath: "\(Self.data)/left\(n).jpg", toPath: dir.appendingPathComponent("left\(n).jpg").path)
+            try fm.copyItem(atPath: "\(Self.data)/right\(n).jpg", toPath: dir.appendingPathComponent("right\(n).jpg").path)
+        }
+        try Data("not a jpeg".utf8).write(to: dir.appendingPathComponent("left05.jpg"))
+        try fm.copyItem(atPath: "\(Self.data)/right05.jpg", toPath: dir.appendingPathComponent("right05.jpg").path)
+        try fm.copyItem(atPath: "\(Self.data)/left06.jpg", toPath: dir.appendingPathComponent("left06.jpg").path)
+        try Self.drawnBoardPGM(width: 640, height: 480, square: 1).write(to: dir.appendingPathComponent("right06.pgm"))
+        try Self.drawnBoardPGM(width: 320, height: 240, square: 20).write(to: dir.appendingPathComponent("left07.pgm"))
+        try Self.drawnBoardPGM(width: 320, height: 240, square: 20).write(to: dir.appendingPathComponent("right07.pgm"))
+
+        let result = try ParallaxCLI.run([
+            "calibrate", "--left", dir.path + "/left*", "--right", dir.path + "/right*", "--board", "9x6", "--square", "1",
+            "--json", "--output", dir.appendingPathComponent("out/calib.json").path,
+            "--opencv-yaml", dir.appendingPathComponent("out/calib.yml").path,
+            "--ros-dir", dir.appendingPathComponent("out/ros").path,
+            "--report", dir.appendingPathComponent("out/report").path,
+        ])
+        #expect(result.status == 0, "stderr: \(result.stderr)")
+        let json = try #require(try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any])
+        #expect(json["pairs_total"] as? Int == 7)
+        #expect(json["pairs_used"] as? Int == 4)
+        let rejected = try #require(json["rejected"] as? [[String: Any]])
+        #expect(rejected.count == 3)
+        let reasons = rejected.map { "\($0["left"] as? String ?? "") \($0["right"] as? String ?? "") \($0["reason"] as? String ?? "")" }
+        #expect(reasons.contains { $0.contains("left05.jpg") && $0.contains("unreadable") })
+        #expect(reasons.contains { $0.contains("right06.pgm") && $0.contains("no chessboard") })
+        #expect(reasons.contains { $0.contains("left07.pgm") && $0.contains("320x240") })
+        for key in ["rms_left", "rms_right", "rms_stereo", "baseline", "epipolar_error_mean", "rectified_vertical_rms", "seconds"] {
+            #expect(json[key] is Double, "\(key)")
+        }
+        #expect((json["rms_stereo"] as? Double ?? 9) < 0.4)
+        #expect((json["focal_left"] as? [Double])?.count == 2 && (json["focal_right"] as? [Double])?.count == 2)
+        // Progress went to stderr, one line per pair.
+        #expect(result.stderr.contains("[4/7]"))
+        for file in ["out/calib.json", "out/calib.yml", "out/ros/left.yaml", "out/ros/right.yaml", "out/report/coverage.svg",
+                     "out/report/residuals-per-view.svg", "out/report/residual-scatter.svg", "out/report/rectified-best.png",
+                     "out/report/rectified-worst.png", "out/report/index.html"] {
+            #expect(fm.fileExists(atPath: dir.appendingPathComponent(file).path), "\(file)")
+        }
+        // No temporary files left next to the outputs.
+        let leftovers = try fm.contentsOfDirectory(atPath: dir.appendingPathComponent("out").path).filter { $0.hasPrefix(".") }
+        #expect(leftovers.isEmpty)
+    }
+
+    @Test func anEmptyGlobIsAnErrorNamingThePattern() throws {
+        let dir = try ParallaxCLI.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let output = dir.appendingPathComponent("calib.json").path
+        let result = try ParallaxCLI.run(["calibrate", "--left", dir.path + "/nothing*.png", "--right", dir.path + "/none*.png",
+                                          "--board", "9x6", "--square", "25mm", "--output", output])
+        #expect(result.status != 0)
+        #expect(result.stderr.contains("nothing*.png"))
+        #expect(!FileManager.default.fileExists(atPath: output))
+    }
+
+    /// When nothing usable is left the command fails, lists every file with its reason, and writes nothing.
+    @Test func failsWithoutOutputsWhenTooFewPairsRemain() throws {
+        let dir = try ParallaxCLI.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        for n in 1...3 {
+            try Data("garbage".utf8).write(to: dir.appendingPathComponent("left\(n).png"))
+            try Self.drawnBoardPGM(width: 200, height: 150, square: 1).write(to: dir.appendingPathComponent("right\(n).pgm"))
+        }
+        let output = dir.appendingPathComponent("calib.json").path
+        let report = dir.appendingPathComponent("report").path
+        let result = try ParallaxCLI.run(["calibrate", "--left", dir.path + "/left*", "--right", dir.path + "/right*",
+                                          "--board", "9x6", "--square", "25mm", "--output", output, "--report", report])
+        #expect(result.status != 0)
+        for n in 1...3 { #expect(result.stderr.contains("left\(n).png")) }
+        #expect(result.stderr.contains("only 0 usable"))
+        #expect(!FileManager.default.fileExists(atPath: output))
+        #expect(!FileManager.default.fileExists(atPath: report))
+    }
+
+    @Test func targetDrawsATrueSizeBoard() throws {
+        let dir = try ParallaxCLI.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let output = dir.appendingPathComponent("board.svg").path
+        let result = try ParallaxCLI.run(["target", "--board", "9x6", "--square", "25mm", "--output", output])
+        #expect(result.status == 0, "stderr: \(result.stderr)")
+        let svg = try String(contentsOfFile: output, encoding: .utf8)
+        // 10 × 7 squares of 25 mm is wider than tall: landscape A4.
+        #expect(svg.contains("width=\"297.0mm\" height=\"210.0mm\""))
+        // Half of the 70 squares are dark.
+        #expect(svg.components(separatedBy: "fill=\"black\"").count - 1 == 35)
+        let tooBig = try ParallaxCLI.run(["target", "--board", "9x6", "--square", "40mm", "--output", output + ".big.svg"])
+        #expect(tooBig.status != 0)
+        #expect(tooBig.stderr.contains("does not fit"))
+        #expect(!FileManager.default.fileExists(atPath: output + ".big.svg"))
+    }
+}

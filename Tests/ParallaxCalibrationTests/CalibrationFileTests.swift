@@ -1,0 +1,111 @@
+import Foundation
+import Testing
+import ParallaxCalibration
+import ParallaxGeometry
+
+@Suite("Calibration files: OpenCV YAML, ROS camera_info, Kalibr camchain")
+struct CalibrationFileTests {
+    static var examples: URL {
+        TestFixtures.directory.deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("Calibration/examples")
+    }
+
+    static func sample() throws -> StereoCalibration {
+        try StereoCalibration(contentsOfFile: TestFixtures.directory.deletingLastPathComponent()
+            .appendingPathComponent("opencv/opencv-sample-calibration.json").path)
+    }
+
+    static func expectEqual(_ a: StereoCalibration, _ b: StereoCalibration, tolerance: Double = 0) {
+        #expect(a.left.size == b.left.size && a.right.size == b.right.size)
+        for (x, y) in [(a.left, b.left), (a.right, b.right)] {
+            #expect(abs(x.intrinsics.fx - y.intrinsics.fx) <= tolerance * abs(y.intrinsics.fx))
+            #expect(abs(x.intrinsics.cy - y.intrinsics.cy) <= tolerance * abs(y.intrinsics.cy))
+            #expect(x.distortion.coefficients.count == y.distortion.coefficients.count)
+            for (p, q) in zip(x.distortion.coefficients, y.distortion.coefficients) { #expect(abs(p - q) <= tolerance * max(abs(q), 1)) }
+        }
+        for (p, q) in zip(a.extrinsics.rotation.rowMajor, b.extrinsics.rotation.rowMajor) { #expect(abs(p - q) <= max(tolerance, 1e-15)) }
+        #expect(length(a.extrinsics.translation - b.extrinsics.translation) <= tolerance * length(b.extrinsics.translation))
+    }
+
+    @Test func openCVYAMLRoundTripsExactly() throws {
+        let calibration = try Self.sample()
+        let text = OpenCVStereoFile.text(for: calibration, rectification: try calibration.rectification())
+        #expect(text.hasPrefix("%YAML:1.0\n---\n"))
+        #expect(text.contains("M1: !!opencv-matrix\n   rows: 3\n   cols: 3\n   dt: d\n   data: ["))
+        for key in ["D1", "M2", "D2", "R", "T", "R1", "R2", "P1", "P2", "Q"] { #expect(text.contains("\n\(key): !!opencv-matrix")) }
+        let back = try OpenCVStereoFile.calibration(from: [(text, "round-trip.yml")])
+        Self.expectEqual(back, calibration)
+    }
+
+    @Test(.enabled(if: FileManager.default.fileExists(atPath: examples.appendingPathComponent("opencv-stereo.yml").path)))
+    func readsFilesOpenCVWrote() throws {
+        let calibration = try Self.sample()
+        // OpenCV writes 17 significant digits: the values come back to the last bit or next to it.
+        let one = try OpenCVStereoFile.calibration(contentsOfFiles: [Self.examples.appendingPathComponent("opencv-stereo.yml").path])
+        Self.expectEqual(one, calibration, tolerance: 1e-14)
+        // The stereo_calib sample's two files, with the size given separately.
+        let two = try OpenCVStereoFile.calibration(
+            contentsOfFiles: ["opencv-intrinsics.yml", "opencv-extrinsics.yml"].map { Self.examples.appendingPathComponent($0).path },
+            size: ImageSize(width: 640, height: 480))
+        Self.expectEqual(two, calibration, tolerance: 1e-14)
+    }
+
+    @Test func malformedOpenCVFileNamesTheLine() {
+        let text = "%YAML:1.0\n---\nimage_width: 640\nimage_height: 480\nM1: !!opencv-matrix\n   rows: 3\n   cols: 3\n   dt: d\n   data: [ 1, 2, 3 ]\n"
+        #expect {
+            _ = try OpenCVStereoFile.calibration(from: [(text, "bad.yml")])
+        } throws: { error in
+            guard let e = error as? CalibrationFormatError else { return false }
+            return e.file == "bad.yml" && e.line == 9 && e.message.contains("3×3")
+        }
+        let broken = "%YAML:1.0\n---\nM1: [1, 2\nD1: 3\n"
+        #expect {
+            _ = try OpenCVStereoFile.calibration(from: [(broken, "broken.yml")])
+        } throws: { error in
+            guard let e = error as? CalibrationFormatError else { return false }
+            return e.file == "broken.yml" && e.line != nil && e.description.hasPrefix("broken.yml:")
+        }
+    }
+
+    @Test func rosCameraInfoRoundTripsAndRebuildsTheRig() throws {
+        let calibration = try Self.sample()
+        let rectification = try calibration.rectification()
+        let (left, right) = ROSCameraInfo.stereoPair(calibration, rectification: rectification)
+        #expect(left.text.contains("distortion_model: rational_polynomial\n"))
+        #expect(left.text.contains("camera_matrix:\n  rows: 3\n  cols: 3\n  data: ["))
+        let leftBack = try ROSCameraInfo(text: left.text, file: "left.yaml")
+        let rightBack = try ROSCameraInfo(text: right.text, file: "right.yaml")
+        #expect(leftBack == left)
+        #expect(rightBack == right)
+        let rig = try ROSCameraInfo.stereoCalibration(left: leftBack, right: rightBack)
+        // R and T come back from R1, R2, P2 up to rounding in the rectification.
+        Self.expectEqual(rig, calibration, tolerance: 1e-9)
+    }
+
+    @Test func rosFileWithAnUnknownModelNamesItsLine() {
+        let text = "image_width: 640\nimage_height: 480\ncamera_name: x\ncamera_matrix:\n  rows: 3\n  cols: 3\n  data: [500, 0, 320, 0, 500, 240, 0, 0, 1]\ndistortion_model: banana\ndistortion_coefficients:\n  rows: 1\n  cols: 5\n  data: [0, 0, 0, 0, 0]\n"
+        #expect {
+            _ = try ROSCameraInfo(text: text, file: "cam.yaml")
+        } throws: { error in
+            guard let e = error as? CalibrationFormatError else { return false }
+            return e.line == 8 && e.message.contains("banana")
+        }
+    }
+
+    @Test func kalibrCamchainCarriesTheTransformInMetres() throws {
+        var calibration = try Self.sample()
+        calibration.left.distortion = .brownConrady(BrownConrady(k1: -0.2, k2: 0.05, p1: 0.001, p2: -0.002))
+        calibration.right.distortion = .brownConrady(BrownConrady(k1: -0.21, k2: 0.06, p1: 0.0, p2: 0.0))
+        let (text, warnings) = KalibrCamchain.text(for: calibration, metersPerUnit: 0.001)
+        #expect(warnings.isEmpty)
+        #expect(text.hasPrefix("cam0:\n  camera_model: pinhole\n"))
+        #expect(text.contains("cam1:\n  T_cn_cnm1:\n  - [ "))
+        #expect(text.contains("  distortion_model: radtan\n  distortion_coeffs: [ -0.2, 0.05, 0.001, -0.002 ]\n"))
+        #expect(text.contains("  resolution: [ 640, 480 ]\n"))
+        // The first row of T_cn_cnm1 ends with T.x in metres.
+        let tx = calibration.extrinsics.translation.x * 0.001
+        #expect(text.contains(", \(tx) ]\n"))
+        let lossy = KalibrCamchain.text(for: try Self.sample(), metersPerUnit: 1).warnings
+        #expect(lossy.count == 2)
+    }
+}

@@ -1,0 +1,28 @@
+import Foundation
+import ParallaxGeometry
+
+/// Files next to this test target (no bundle resources needed: the sources' own path is known).
+enum TestFixtures {
+    static let directory = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("Fixtures/calibration")
+    static func path(_ name: String) -> String { directory.appendingPathComponent(name).path }
+
+    /// OpenCV's stereo sample (Debian opencv-doc).
+    static let openCVData = "/usr/share/doc/opencv-doc/examples/data"
+    static let openCVPairNumbers = [1, 2, 3, 4, 5, 6, 7, 8, 9, 11, 12, 13, 14]
+    static var openCVSampleAvailable: Bool { FileManager.default.fileExists(atPath: openCVData + "/left01.jpg") }
+
+    /// Corners per image name from a corner fixture file.
+    static func corners(_ file: String) throws -> [String: [SIMD2<Double>]] {
+        let text = try FileAccess.readText(atPath: path(file))
+        let json = try JSONValue(parsing: text)
+        var out: [String: [SIMD2<Double>]] = [:]
+        for (key, value) in json.object?["images"]?.object?.pairs ?? [] {
+            guard let points = value.array else { continue }
+            out[key] = points.compactMap { p in
+                guard let xy = p.array, xy.count == 2, let x = xy[0].number, let y = xy[1].number else { return nil }
+                return SIMD2(x, y)
+            }
+        }
+        return out
+    }
+}

@@ -1,0 +1,38 @@
+import Testing
+import ParallaxCalibration
+
+@Suite("Pairing image files")
+struct ImagePairingTests {
+    @Test func pairsByTheSharedNumberAndNamesTheOrphans() {
+        let (pairs, unpaired) = ImagePairing.pair(
+            left: ["cam/left_0003.png", "cam/left_0001.png", "cam/left_0002.png"],
+            right: ["cam/right_1.png", "cam/right_3.png", "cam/right_4.png"])
+        #expect(pairs.map(\.left) == ["cam/left_0001.png", "cam/left_0003.png"])
+        #expect(pairs.map(\.right) == ["cam/right_1.png", "cam/right_3.png"])
+        #expect(Set(unpaired.map(\.name)) == ["cam/left_0002.png", "cam/right_4.png"])
+        #expect(unpaired.first { $0.name == "cam/left_0002.png" }?.left == "cam/left_0002.png")
+    }
+
+    @Test func fallsBackToSortedOrderWithoutNumbers() {
+        let (pairs, unpaired) = ImagePairing.pair(left: ["b.png", "a.png", "c.png"], right: ["y.png", "x.png"])
+        #expect(pairs.map(\.left) == ["a.png", "b.png"])
+        #expect(pairs.map(\.right) == ["x.png", "y.png"])
+        #expect(unpaired.map(\.name) == ["c.png"])
+    }
+
+    @Test func readsTheLastNumberOfTheFileName() {
+        #expect(ImagePairing.number(in: "/data/set2/left07.jpg") == 7)
+        #expect(ImagePairing.number(in: "cam1_frame_000123.png") == 123)
+        #expect(ImagePairing.number(in: "left.png") == nil)
+    }
+
+    @Test func targetSheetRefusesBoardsThatDoNotFit() throws {
+        let board = try CalibrationBoard(parsing: "9x6", square: "25mm")
+        let svg = try TargetSheet.svg(for: board, paper: .a4)
+        #expect(svg.contains("viewBox=\"0 0 297.0 210.0\""))
+        #expect(throws: TargetSheet.Failure.self) { try TargetSheet.svg(for: CalibrationBoard(parsing: "9x6", square: "30mm"), paper: .letter) }
+        #expect(throws: TargetSheet.Failure.noUnit) { try TargetSheet.svg(for: CalibrationBoard(parsing: "9x6", square: "25"), paper: .a4) }
+        #expect(throws: TargetSpecificationError.self) { try CalibrationBoard(parsing: "9by6", square: "25mm") }
+        #expect(throws: TargetSpecificationError.self) { try CalibrationBoard(parsing: "9x6", square: "-3mm") }
+    }
+}

@@ -1,0 +1,321 @@
+import Foundation
+import ParallaxCapture
+import ParallaxGeometry
+import ParallaxImage
+import ParallaxTestSupport
+import Testing
+
+/// `V4L2Camera` driven through the virtual UVC driver: the same marshalling,
+/// buffer and thread code that runs against the kernel.
+///
+/// Every wait has a deadline. Timings: the fast camera runs at 1000 fps so
+/// hundreds of frames take a fraction of a second; deadlines are seconds,
+/// far above what the work needs even on a loaded debug build.
+@Suite("V4L2 camera through the virtual UVC driver")
+struct V4L2CameraTests {
+    static let path = "/dev/video0"
+    static let fastInterval = FrameInterval(numerator: 1, denominator: 1000)
+
+    /// A small, fast GREY camera (plus the usual YUYV/MJPEG formats), rows padded to 64 bytes more.
+    static func fastSpec(path: String = path) -> VirtualCameraSpec {
+        VirtualCameraSpec(
+            path: path,
+            formats: [
+                .init(fourCC: .grey, sizes: [ImageSize(width: 64, height: 48), ImageSize(width: 32, height: 24)],
+                      intervals: [fastInterval, FrameInterval(numerator: 1, denominator: 500)]),
+            ] + VirtualCameraSpec.webcamFormats,
+            rowPadding: 64)
+    }
+
+    static let fastFormat = CaptureFormat(fourCC: .grey, size: ImageSize(width: 64, height: 48), frameInterval: fastInterval)
+
+    static func openFast(_ driver: VirtualUVCDriver, stallMs: Int64 = 500) throws -> V4L2Camera {
+        let camera = try V4L2Camera(path: path, syscalls: driver,
+                                    options: .init(stallTimeoutNanoseconds: stallMs * 1_000_000))
+        try camera.configure(fastFormat)
+        return camera
+    }
+
+    // MARK: Opening and formats
+
+    @Test("QUERYCAP and the format enumeration are read and cached")
+    func enumeration() throws {
+        let driver = VirtualUVCDriver(cameras: [VirtualCameraSpec(path: Self.path, card: "Test Cam")])
+        let camera = try V4L2Camera(path: Self.path, syscalls: driver)
+        #expect(camera.capabilities.driver == "uvcvideo")
+        #expect(camera.capabilities.card == "Test Cam")
+        #expect(camera.identity.name == "Test Cam")
+        #expect(camera.identity.stableID == "usb-0000:00:14.0-1")
+        let codes = camera.formatDescriptions.map(\.fourCC)
+        #expect(codes == [.yuyv, .mjpeg, .grey])
+        #expect(camera.formatDescriptions[1].isCompressed)
+        let formats = try camera.supportedFormats()
+        // YUYV 2 sizes × 2 rates, MJPEG 2 × 1, GREY 1 × 2.
+        #expect(formats.count == 8)
+        #expect(formats.contains(CaptureFormat(fourCC: .grey, size: ImageSize(width: 320, height: 240),
+                                               frameInterval: FrameInterval(numerator: 1, denominator: 60))))
+    }
+
+    @Test("A metadata-only node is refused with a reason")
+    func metadataNodeRefused() {
+        let driver = VirtualUVCDriver(cameras: [VirtualCameraSpec(path: "/dev/video1", isMetadataNode: true)])
+        #expect {
+            _ = try V4L2Camera(path: "/dev/video1", syscalls: driver)
+        } throws: { error in
+            guard case CaptureError.notACaptureDevice(let device, let reason) = error else { return false }
+            return device == "/dev/video1" && reason.contains("metadata")
+        }
+    }
+
+    @Test("S_FMT and S_PARM are read back and the driver's adjustments reported")
+    func negotiationReportsAdjustments() throws {
+        let driver = VirtualUVCDriver(cameras: [VirtualCameraSpec(path: Self.path, rowPadding: 32)])
+        let camera = try V4L2Camera(path: Self.path, syscalls: driver)
+        let asked = CaptureFormat(fourCC: .yuyv, size: ImageSize(width: 600, height: 470),
+                                  frameInterval: FrameInterval(numerator: 1, denominator: 25))
+        let result = try camera.negotiate(asked)
+        #expect(result.actual == CaptureFormat(fourCC: .yuyv, size: ImageSize(width: 640, height: 480),
+                                               frameInterval: FrameInterval(numerator: 1, denominator: 30)))
+        #expect(result.wasAdjusted)
+        #expect(result.adjustments.count == 2)
+        #expect(result.bytesPerRow == 640 * 2 + 32)
+        #expect(result.bufferSize == (640 * 2 + 32) * 480)
+        #expect(camera.activeFormat == result.actual)
+        // Exactly what is offered comes back unchanged.
+        let exact = CaptureFormat(fourCC: .grey, size: ImageSize(width: 320, height: 240),
+                                  frameInterval: FrameInterval(numerator: 1, denominator: 30))
+        #expect(try camera.negotiate(exact).wasAdjusted == false)
+    }
+
+    @Test("A pixel format the camera does not offer is an error listing what it offers")
+    func unsupportedPixelFormat() throws {
+        let driver = VirtualUVCDriver(cameras: [VirtualCameraSpec(path: Self.path)])
+        let camera = try V4L2Camera(path: Self.path, syscalls: driver)
+        let rgb = CaptureFormat(fourCC: .rgb24, size: ImageSize(width: 640, height: 480), frameInterval: FrameInterval(numerator: 1, denominator: 30))
+        #expect {
+            try camera.configure(rgb)
+        } throws: { error in
+            guard case CaptureError.unsupportedFormat(_, let requested, let available) = error else { return false }
+            return requested == rgb && available.count == 8 && "\(error)".contains("YUYV")
+        }
+    }
+
+    // MARK: Streaming
+
+    @Test("300 frames stream zero-copy: every frame's pixels are the driver's mapped memory")
+    func zeroCopyStreaming() throws {
+        let driver = VirtualUVCDriver(cameras: [Self.fastSpec()])
+        let camera = try Self.openFast(driver)
+        let collector = FrameCollector(keepFrames: false, onFrame: { frame in
+            // Checked while the frame is alive: the view starts where the payload does,
+            // with the padded stride, and the bytes are this frame's.
+            precondition(frame.image?.plane0.baseAddress == frame.payload.baseAddress)
+            precondition(frame.image?.plane0.bytesPerRow == 64 + 64)
+        })
+        try camera.start(collector.handler)
+        defer { camera.stop() }
+        #expect(collector.waitForFrames(300, timeoutSeconds: 20))
+        let mapped = Set(driver.mappedAddresses(Self.path).map { UInt(bitPattern: $0) })
+        #expect(mapped.count == 4)
+        let records = collector.records.prefix(300)
+        #expect(records.count == 300)
+        #expect(records.allSatisfy { mapped.contains($0.baseAddress) })
+        #expect(Set(records.map(\.baseAddress)) == mapped)
+        #expect(records.allSatisfy { $0.firstByte == UInt8(truncatingIfNeeded: $0.sequence) })
+        // Timestamps increase and sit on the monotonic clock (within the last minute).
+        let stamps = records.map(\.timestampNanoseconds)
+        #expect(zip(stamps, stamps.dropFirst()).allSatisfy { $0 < $1 })
+        #expect(abs(monotonicNanoseconds() - stamps[stamps.count - 1]) < 60_000_000_000)
+    }
+
+    @Test("Held frames keep their buffers; releasing them queues the buffers back and frames flow again")
+    func buffersQueuedBackOnRelease() throws {
+        let driver = VirtualUVCDriver(cameras: [Self.fastSpec()])
+        let camera = try Self.openFast(driver)
+        let collector = FrameCollector(keepFrames: true)
+        try camera.start(collector.handler)
+        defer { camera.stop() }
+        #expect(collector.waitForFrames(4, timeoutSeconds: 5))
+        // All four buffers are with the test now; the driver has none and loses frames.
+        let starvedUntil = Date(timeIntervalSinceNow: 5)
+        while driver.buffersOwnedByDriver(Self.path) > 0 && Date() < starvedUntil { usleep(1000) }
+        #expect(driver.buffersOwnedByDriver(Self.path) == 0)
+        #expect(camera.buffersHeldByFrames == 4)
+        usleep(20_000)
+        #expect(collector.records.count == 4)
+        collector.releaseFrames()
+        #expect(camera.buffersHeldByFrames == 0)
+        #expect(driver.buffersOwnedByDriver(Self.path) == 4)
+        #expect(collector.waitForFrames(8, timeoutSeconds: 5))
+        // The frames lost while starved are reported as a sequence gap.
+        #expect(collector.waitForEvent(timeoutSeconds: 5) {
+            if case .dropped(let n, .sequenceGap) = $0 { return n > 0 }
+            return false
+        } != nil)
+    }
+
+    @Test("Exposure and calibration follow the frames")
+    func framesCarryExposureAndIntrinsics() throws {
+        let driver = VirtualUVCDriver(cameras: [Self.fastSpec()])
+        let camera = try Self.openFast(driver)
+        #expect(try camera.set(.exposureAbsolute, to: 5000) == 2047)  // clamped to the control's maximum
+        let model = CameraModel(size: ImageSize(width: 128, height: 96), intrinsics: CameraIntrinsics(fx: 100, fy: 100, cx: 63.5, cy: 47.5))
+        camera.attach(calibration: model)
+        let collector = FrameCollector()
+        try camera.start(collector.handler)
+        defer { camera.stop() }
+        #expect(collector.waitForFrames(1, timeoutSeconds: 5))
+        let frame = try #require(collector.frames.first)
+        let expectedExposure: Int64 = 2047 * 100_000  // V4L2 exposure units are 100 µs
+        #expect(frame.exposureNanoseconds == .some(expectedExposure))
+        #expect(frame.intrinsics == CameraIntrinsics(fx: 50, fy: 50, cx: 31.5, cy: 23.5))
+        #expect(frame.timestampSource == .endOfFrame)
+        let controls = try camera.controls()
+        #expect(controls.map(\.id).contains(.gain))
+    }
+
+    // MARK: Faults
+
+    @Test("ENOSPC at STREAMON is insufficientBandwidth, with nothing left mapped")
+    func noSpaceIsInsufficientBandwidth() throws {
+        let driver = VirtualUVCDriver(cameras: [Self.fastSpec()])
+        let camera = try Self.openFast(driver)
+        driver.inject(.noSpaceAtStreamOn, into: Self.path)
+        #expect {
+            try camera.start { _ in }
+        } throws: { error in
+            guard case CaptureError.insufficientBandwidth(let device, let format) = error else { return false }
+            return device == Self.path && format == Self.fastFormat
+        }
+        #expect(driver.liveMappings(Self.path) == 0)
+        // The next attempt works.
+        let collector = FrameCollector(keepFrames: false)
+        try camera.start(collector.handler)
+        defer { camera.stop() }
+        #expect(collector.waitForFrames(3, timeoutSeconds: 5))
+    }
+
+    /// Starts a fast camera, injects `fault` once frames flow, and waits for an event matching `expected`.
+    static func faultSurfaces(_ fault: VirtualCameraFault, stallMs: Int64 = 500, eventTimeoutSeconds: Double = 5,
+                              expected: @escaping (CaptureEvent) -> Bool) throws -> (CaptureEvent?, FrameCollector) {
+        let driver = VirtualUVCDriver(cameras: [fastSpec()])
+        let camera = try openFast(driver, stallMs: stallMs)
+        let collector = FrameCollector(keepFrames: false)
+        try camera.start(collector.handler)
+        defer { camera.stop() }
+        _ = collector.waitForFrames(5, timeoutSeconds: 5)
+        driver.inject(fault, into: path)
+        let event = collector.waitForEvent(timeoutSeconds: eventTimeoutSeconds, where: expected)
+        if case .stall = fault { driver.clearStall(path) }
+        // Streaming continues after every one of these faults.
+        let seen = collector.records.count
+        #expect(collector.waitForFrames(seen + 5, timeoutSeconds: 5))
+        return (event, collector)
+    }
+
+    @Test("EIO from DQBUF is a recoverable error event and streaming continues")
+    func ioErrorSurfaces() throws {
+        let (event, _) = try Self.faultSurfaces(.ioError(count: 1)) {
+            if case .recoverableError(.ioctlFailed(_, "VIDIOC_DQBUF", EIO)) = $0 { return true }
+            return false
+        }
+        #expect(event != nil)
+    }
+
+    @Test("A spurious wake-up (EAGAIN) is absorbed without an error")
+    func eagainAbsorbed() throws {
+        let (_, collector) = try Self.faultSurfaces(.spuriousWakeups(count: 3), eventTimeoutSeconds: 0.2) { _ in false }
+        #expect(!collector.events.contains { if case .recoverableError = $0 { return true }; return false })
+    }
+
+    @Test("An error-flagged buffer is a corruptBuffer drop")
+    func errorFlagSurfaces() throws {
+        let (event, _) = try Self.faultSurfaces(.errorFlaggedBuffers(count: 2)) {
+            if case .dropped(_, .corruptBuffer) = $0 { return true }
+            return false
+        }
+        #expect(event != nil)
+    }
+
+    @Test("A sequence gap is a drop event with the number of lost frames")
+    func sequenceGapSurfaces() throws {
+        let (event, _) = try Self.faultSurfaces(.sequenceGap(frames: 5)) {
+            if case .dropped(5, .sequenceGap) = $0 { return true }
+            return false
+        }
+        #expect(event != nil)
+    }
+
+    @Test("A timestamp going backwards drops that frame")
+    func backwardsTimestampSurfaces() throws {
+        let (event, collector) = try Self.faultSurfaces(.timestampBackwards(nanoseconds: 10_000_000)) {
+            if case .dropped(1, .timestampWentBackwards) = $0 { return true }
+            return false
+        }
+        #expect(event != nil)
+        let stamps = collector.records.map(\.timestampNanoseconds)
+        #expect(zip(stamps, stamps.dropFirst()).allSatisfy { $0 < $1 })
+    }
+
+    @Test("A stalled camera is reported within its stall timeout, and its recovery too")
+    func stallSurfaces() throws {
+        let started = monotonicNanoseconds()
+        let (event, collector) = try Self.faultSurfaces(.stall(nanoseconds: nil), stallMs: 100) {
+            if case .stalled = $0 { return true }
+            return false
+        }
+        guard case .stalled(let waited) = event else {
+            Issue.record("no stall event")
+            return
+        }
+        #expect(waited >= 100_000_000)
+        #expect(monotonicNanoseconds() - started < 10_000_000_000)
+        #expect(collector.waitForEvent(timeoutSeconds: 5) { $0 == .resumed } != nil)
+    }
+
+    @Test("Unplugging mid-stream is a disconnect with a clean teardown; replug and reopen stream again")
+    func unplugAndReplug() throws {
+        let driver = VirtualUVCDriver(cameras: [Self.fastSpec()])
+        let camera = try Self.openFast(driver)
+        let collector = FrameCollector(keepFrames: false)
+        try camera.start(collector.handler)
+        #expect(collector.waitForFrames(5, timeoutSeconds: 5))
+        driver.unplug(Self.path)
+        #expect(collector.waitForEvent(timeoutSeconds: 2) { $0 == .disconnected } != nil)
+        // Torn down: descriptor closed, buffers unmapped (no frame holds one), stop() is harmless.
+        let deadline = Date(timeIntervalSinceNow: 2)
+        while (camera.isOpen || driver.liveMappings(Self.path) > 0) && Date() < deadline { usleep(1000) }
+        #expect(!camera.isOpen)
+        #expect(driver.openDescriptors(Self.path) == 0)
+        #expect(driver.liveMappings(Self.path) == 0)
+        camera.stop()
+        #expect {
+            try camera.reopen()
+        } throws: { error in
+            if case CaptureError.cannotOpen(Self.path, ENOENT) = error { return true }
+            return false
+        }
+        driver.replug(Self.path)
+        try camera.reopen()
+        #expect(camera.activeFormat == Self.fastFormat)
+        let again = FrameCollector(keepFrames: false)
+        try camera.start(again.handler)
+        defer { camera.stop() }
+        #expect(again.waitForFrames(10, timeoutSeconds: 5))
+    }
+
+    @Test("stop() ends the thread, stops streaming and leaves frames valid until released")
+    func stopKeepsHeldFramesValid() throws {
+        let driver = VirtualUVCDriver(cameras: [Self.fastSpec()])
+        let camera = try Self.openFast(driver)
+        let collector = FrameCollector(keepFrames: true)
+        try camera.start(collector.handler)
+        #expect(collector.waitForFrames(2, timeoutSeconds: 5))
+        camera.stop()
+        #expect(!driver.isStreaming(Self.path))
+        let frame = try #require(collector.frames.first)
+        #expect(frame.payload.bytes[0] == UInt8(truncatingIfNeeded: frame.sequence))
+        #expect(driver.liveMappings(Self.path) == 4)
+        collector.releaseFrames()
+    }
+}
