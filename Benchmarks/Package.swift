@@ -19,7 +19,8 @@ let package = Package(
     name: "ParallaxBenchmarks",
     platforms: [.macOS(.v14)],
     dependencies: [
-        .package(path: ".."),
+        // Named explicitly: a path dependency is otherwise named after its folder (a clone or worktree may be called anything).
+        .package(name: "Parallax", path: ".."),
         .package(url: "https://github.com/ordo-one/package-benchmark", from: "1.38.1", traits: ["MallocInterposer"]),
     ],
     targets: [

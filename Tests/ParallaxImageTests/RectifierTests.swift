@@ -128,6 +128,26 @@ struct RectifierTests {
         #expect(r.bytes == ReferenceRemap.bilinear(right.bytes, channels: channels, map: maps.right))
     }
 
+    @Test("positions against the right and bottom edges match the reference", arguments: [PixelFormat.rgb8, .bgra8, .gray8])
+    func edges(format: PixelFormat) throws {
+        // Every output pixel reads near the bottom-right corner: x in the last
+        // three columns, y in the last two rows (the 3-byte kernel needs a
+        // spare column, so some of these must take the careful path).
+        let size = ImageSize(width: 16, height: 8)
+        var xs = [Float](), ys = [Float]()
+        for v in 0..<8 {
+            for u in 0..<16 {
+                xs.append(Float(13) + Float(u % 8) * 0.375)
+                ys.append(Float(6) + Float(v) * 0.125)
+            }
+        }
+        let map = RectificationMap(outputSize: size, sourceSize: size, sourceX: xs, sourceY: ys)
+        let maps = StereoRectificationMaps(left: map, right: map, rectification: RemapFixtures.rectification)
+        let image = TestImages.pattern(format, width: 16, height: 8, seed: 11)
+        let (l, _) = try Rectifier(maps: maps, threads: 1).rectify(left: image, right: image)
+        #expect(l.bytes == ReferenceRemap.bilinear(image.bytes, channels: format.interleavedChannels!, map: map))
+    }
+
     @Test("YUYV, UYVY and NV12 are resampled per plane, chroma on its own grid", arguments: [PixelFormat.yuyv, .uyvy, .nv12])
     func bilinearYUV(format: PixelFormat) throws {
         let size = ImageSize(width: 64, height: 48)

@@ -6,7 +6,9 @@ import ParallaxGeometry
 /// ``withMutableView(_:)`` into a buffer that is not shared does not allocate,
 /// so destination buffers can be reused frame after frame.
 public struct ImageBuffer: Sendable, Equatable {
+    /// How the pixels are laid out.
     public let format: PixelFormat
+    /// Width and height in pixels.
     public let size: ImageSize
     /// All planes, back to back.
     @usableFromInline internal var _bytes: [UInt8]

@@ -16,6 +16,7 @@ public enum ImageError: Error, Hashable, Sendable, CustomStringConvertible {
     /// A file that could not be read or written.
     case fileAccess(path: String, reason: String)
 
+    /// One line naming the file or sizes involved.
     public var description: String {
         switch self {
         case .invalidSize(let s, let f, let r): return "invalid size \(s) for \(f.rawValue): \(r)"

@@ -22,7 +22,9 @@ public struct ImagePlane: @unchecked Sendable {
 /// ``ImageBuffer``, inside `withView`). It is `Sendable` so that kernels can
 /// hand bands of it to worker threads within that lifetime.
 public struct ImageView: @unchecked Sendable {
+    /// How the pixels are laid out.
     public let format: PixelFormat
+    /// Width and height in pixels.
     public let size: ImageSize
     /// The luma / packed plane.
     public let plane0: ImagePlane
@@ -84,11 +86,17 @@ public struct ImageView: @unchecked Sendable {
 
 /// A writable view of pixels owned by someone else (see ``ImageView``).
 public struct MutableImageView: @unchecked Sendable {
+    /// How the pixels are laid out.
     public let format: PixelFormat
+    /// Width and height in pixels.
     public let size: ImageSize
+    /// First byte of the luma / packed plane.
     public let plane0: UnsafeMutableRawPointer
+    /// Distance in bytes between rows of plane 0.
     public let bytesPerRow0: Int
+    /// First byte of the NV12 chroma plane; `nil` for single-plane formats.
     public let plane1: UnsafeMutableRawPointer?
+    /// Distance in bytes between rows of plane 1 (unused without one).
     public let bytesPerRow1: Int
 
     @inlinable

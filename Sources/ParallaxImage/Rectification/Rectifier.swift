@@ -65,8 +65,47 @@ public final class Rectifier: @unchecked Sendable {
                             interpolation: Interpolation = .bilinear, threads: Int? = nil) throws(RectificationError) {
         var rectification = try calibration.rectification(options)
         if let convergenceDistance { rectification = rectification.converged(atDistance: convergenceDistance) }
-        self.init(maps: calibration.rectificationMaps(for: rectification, orientation: orientation),
-                  interpolation: interpolation, threads: threads)
+        let pool = WorkerPool(threadCount: threads ?? WorkerPool.processorCount)
+        self.init(maps: Self.buildMaps(calibration, rectification, orientation, pool: pool),
+                  interpolation: interpolation, pool: pool)
+    }
+
+    private init(maps: StereoRectificationMaps, interpolation: Interpolation, pool: WorkerPool) {
+        self.maps = maps
+        self.interpolation = interpolation
+        self.pool = pool
+        pthread_mutex_init(mutex, nil)
+    }
+
+    /// Both cameras' float maps, built at the same time on `pool`.
+    private static func buildMaps(_ calibration: StereoCalibration, _ rectification: StereoRectification,
+                                  _ orientation: OutputOrientation, pool: WorkerPool) -> StereoRectificationMaps {
+        struct Job {
+            let calibration: StereoCalibration
+            let rectification: StereoRectification
+            let orientation: OutputOrientation
+            let results: UnsafeMutablePointer<RectificationMap?>
+        }
+        let results = UnsafeMutablePointer<RectificationMap?>.allocate(capacity: 2)
+        results.initialize(repeating: nil, count: 2)
+        defer { results.deinitialize(count: 2); results.deallocate() }
+        withUnsafePointer(to: Job(calibration: calibration, rectification: rectification, orientation: orientation,
+                                  results: results)) { job in
+            pool.run(tasks: 2, context: UnsafeRawPointer(job)) { context, side in
+                let j = context.assumingMemoryBound(to: Job.self).pointee
+                let r = j.rectification
+                j.results[side] = side == 0
+                    ? RectificationMap(camera: j.calibration.left, rotation: r.r1, newCamera: r.leftIntrinsics,
+                                       size: r.size, orientation: j.orientation)
+                    : RectificationMap(camera: j.calibration.right, rotation: r.r2, newCamera: r.rightIntrinsics,
+                                       size: r.size, orientation: j.orientation)
+            }
+        }
+        guard let left = results[0], let right = results[1] else {
+            // Both tasks always run; this is the serial fallback the types ask for.
+            return calibration.rectificationMaps(for: rectification, orientation: orientation)
+        }
+        return StereoRectificationMaps(left: left, right: right, rectification: rectification)
     }
 
     deinit {
@@ -88,12 +127,9 @@ public final class Rectifier: @unchecked Sendable {
     public func rectify(left: ImageView, right: ImageView,
                         into leftOutput: MutableImageView, _ rightOutput: MutableImageView) throws(ImageError) {
         try validate(left: left, right: right)
-        for (name, output) in [("left output", leftOutput), ("right output", rightOutput)] {
-            guard output.size == outputSize else { throw .sizeMismatch(what: name, expected: outputSize, actual: output.size) }
-            guard output.format == left.format else {
-                throw .unsupportedFormat(output.format, operation: "rectifying \(left.format.rawValue) images into a \(name)")
-            }
-        }
+        // Checked one by one: an array of the two would allocate on every pair.
+        try validateOutput(leftOutput, name: "left output", format: left.format)
+        try validateOutput(rightOutput, name: "right output", format: left.format)
         perform(left: left, right: right, into: leftOutput, rightOutput)
     }
 
@@ -102,23 +138,40 @@ public final class Rectifier: @unchecked Sendable {
         pthread_mutex_lock(mutex)
         defer { pthread_mutex_unlock(mutex) }
         let plan = self.plan(left: left, right: right)
-        pool.run(tasks: plan.bands.count) { index in
-            let band = plan.bands[index]
-            let job = plan.jobs[band.job]
-            let source = job.side == 0 ? left : right
-            let destination = job.side == 0 ? leftOutput : rightOutput
-            let (sourceBase, destinationBase, destinationRowBytes): (UnsafeRawPointer, UnsafeMutableRawPointer, Int)
-            if job.plane == 0 {
-                (sourceBase, destinationBase, destinationRowBytes) =
-                    (source.plane0.baseAddress, destination.plane0, destination.bytesPerRow0)
-            } else {
-                // Validated: NV12 views always carry both planes.
-                guard let chroma = source.plane1, let out = destination.plane1 else { return }
-                (sourceBase, destinationBase, destinationRowBytes) = (chroma.baseAddress, out, destination.bytesPerRow1)
+        withUnsafePointer(to: PairJob(plan: plan, left: left, right: right, leftOutput: leftOutput, rightOutput: rightOutput)) { job in
+            pool.run(tasks: plan.bands.count, context: UnsafeRawPointer(job)) { context, index in
+                Rectifier.runBand(context.assumingMemoryBound(to: PairJob.self), index)
             }
-            RemapKernels.run(job.map, rows: band.rows, source: sourceBase,
-                             destination: destinationBase, destinationRowBytes: destinationRowBytes)
         }
+    }
+
+    /// What every band of one pair needs, passed to the pool by pointer.
+    private struct PairJob {
+        let plan: PairPlan
+        let left: ImageView
+        let right: ImageView
+        let leftOutput: MutableImageView
+        let rightOutput: MutableImageView
+    }
+
+    /// Resamples band `index` of a pair.
+    private static func runBand(_ pair: UnsafePointer<PairJob>, _ index: Int) {
+        let plan = pair.pointee.plan
+        let band = plan.bands[index]
+        let job = plan.jobs[band.job]
+        let source = job.side == 0 ? pair.pointee.left : pair.pointee.right
+        let destination = job.side == 0 ? pair.pointee.leftOutput : pair.pointee.rightOutput
+        let (sourceBase, destinationBase, destinationRowBytes): (UnsafeRawPointer, UnsafeMutableRawPointer, Int)
+        if job.plane == 0 {
+            (sourceBase, destinationBase, destinationRowBytes) =
+                (source.plane0.baseAddress, destination.plane0, destination.bytesPerRow0)
+        } else {
+            // Validated: NV12 views always carry both planes.
+            guard let chroma = source.plane1, let out = destination.plane1 else { return }
+            (sourceBase, destinationBase, destinationRowBytes) = (chroma.baseAddress, out, destination.bytesPerRow1)
+        }
+        RemapKernels.run(job.map, rows: band.rows, source: sourceBase,
+                         destination: destinationBase, destinationRowBytes: destinationRowBytes)
     }
 
     /// Rectifies a pair into reusable buffers: when `leftOutput` and
@@ -165,6 +218,13 @@ public final class Rectifier: @unchecked Sendable {
         let l = ImageBuffer.packedRowBytes(format, maps.left.sourceSize)
         let r = ImageBuffer.packedRowBytes(format, maps.right.sourceSize)
         _ = plan(key: PlanKey(format: format, left: l, right: r))
+    }
+
+    private func validateOutput(_ output: MutableImageView, name: String, format: PixelFormat) throws(ImageError) {
+        guard output.size == outputSize else { throw .sizeMismatch(what: name, expected: outputSize, actual: output.size) }
+        guard output.format == format else {
+            throw .unsupportedFormat(output.format, operation: "rectifying \(format.rawValue) images into a \(name)")
+        }
     }
 
     private func validate(left: ImageView, right: ImageView) throws(ImageError) {
@@ -245,7 +305,7 @@ public final class Rectifier: @unchecked Sendable {
             floats.ys.withUnsafeBufferPointer { ys in
                 CompiledMap(xs: xs, ys: ys, width: floats.width, height: floats.height,
                             sourceWidth: floats.sourceWidth, sourceHeight: floats.sourceHeight,
-                            sourceRowBytes: rowBytes, layout: layout, interpolation: interpolation)
+                            sourceRowBytes: rowBytes, layout: layout, interpolation: interpolation, pool: pool)
             }
         }
         compiled[key] = map

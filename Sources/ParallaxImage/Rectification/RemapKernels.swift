@@ -4,15 +4,21 @@
 /// Bilinear arithmetic equals OpenCV's fixed-point `INTER_LINEAR`: with
 /// fractions fx, fy in 1/32 pixel the four weights are
 /// (32−fx)(32−fy), fx(32−fy), (32−fx)fy, fx·fy (sum 1024) and the result is
-/// `(Σ wᵢ pᵢ + 512) >> 10`. The vector paths compute the same value in
-/// 16-bit lanes (SSE2 has 16-bit multiplies but no 32-bit ones) by splitting
-/// the row results t, b (≤ 8160) as 4q + r:
+/// `(Σ wᵢ pᵢ + 512) >> 10`. The 4-byte-pixel kernels get it from SSE2's
+/// 16 × 16 → 32-bit multiply-add (`pmaddwd`), as OpenCV does. The gray,
+/// RGB, luma and NV12-chroma kernels compute it in 16-bit lanes (SSE2 has
+/// 16-bit multiplies but no 32-bit ones) by splitting the row results t, b
+/// (≤ 8160) as 4q + r:
 ///
 ///     Σ wᵢ pᵢ = 4 (q_t gy + q_b fy) + (r_t gy + r_b fy)      (gy = 32 − fy)
 ///     (Σ + 512) >> 10 = (A + (B + 512) >> 2) >> 8
 ///
 /// with A ≤ 65 280 and B ≤ 96, exact because the dropped low bits of
 /// (B + 512) cannot carry into bit 10.
+///
+/// Only concrete SIMD types appear here: in generic code the standard
+/// library's SIMD operators and lane conversions run lane by lane, and the
+/// optimiser recovers vector code only in part (measured up to 2× slower).
 enum RemapKernels {
     /// Resamples rows `rows` of `map`'s output grid.
     ///
@@ -38,6 +44,14 @@ enum RemapKernels {
                 case .bilinear:
                     if layout.isGray {
                         bilinearGray(entries, range: start..<end, base: base, rowBytes: map.sourceRowBytes, out: out)
+                    } else if layout.isLuma422 {
+                        bilinearLuma422(entries, range: start..<end, base: base, rowBytes: map.sourceRowBytes,
+                                        offset: layout.offsets[0], out: out)
+                    } else if layout.isChromaPair {
+                        bilinearChromaPair(entries, range: start..<end, base: base, rowBytes: map.sourceRowBytes,
+                                           layout: layout, out: out)
+                    } else if layout.isPacked3 {
+                        bilinearPacked3(entries, range: start..<end, base: base, rowBytes: map.sourceRowBytes, out: out)
                     } else if layout.isPacked4 {
                         bilinearPacked4(entries, range: start..<end, base: base, rowBytes: map.sourceRowBytes, out: out)
                     } else {
@@ -55,27 +69,32 @@ enum RemapKernels {
 
     // MARK: Bilinear
 
+    /// Gray: eight pixels per step. Each pixel's two neighbour pairs are
+    /// 2-byte scalar loads placed into vector lanes; the fractions come
+    /// from the low 16 bits of the entries. No lane-type conversions are
+    /// used: the standard library implements those lane by lane.
     @inline(__always)
     private static func bilinearGray(_ entries: UnsafePointer<UInt32>, range: Range<Int>, base: UnsafeRawPointer,
                                      rowBytes: Int, out: UnsafeMutableRawPointer) {
         var u = range.lowerBound
         let end = range.upperBound
-        let mapBytes = UnsafeRawPointer(entries)
         while u + 8 <= end {
-            let e = mapBytes.loadUnaligned(fromByteOffset: u * 4, as: SIMD8<UInt32>.self)
-            var p00 = SIMD8<UInt16>(), p01 = p00, p10 = p00, p11 = p00
+            let e = UnsafeRawPointer(entries + u).loadUnaligned(as: SIMD8<UInt32>.self)
+            var top = SIMD8<UInt16>(), bottom = SIMD8<UInt16>(), fractions = SIMD8<UInt16>()
             for k in 0..<8 {
                 let p = base + Int(e[k] >> 10)
-                let top = p.loadUnaligned(as: UInt16.self)
-                let bottom = p.loadUnaligned(fromByteOffset: rowBytes, as: UInt16.self)
-                // Little-endian: the low byte is the left pixel.
-                p00[k] = top & 0xFF; p01[k] = top >> 8
-                p10[k] = bottom & 0xFF; p11[k] = bottom >> 8
+                top[k] = p.loadUnaligned(as: UInt16.self)
+                bottom[k] = p.loadUnaligned(fromByteOffset: rowBytes, as: UInt16.self)
+                fractions[k] = UInt16(truncatingIfNeeded: e[k])
             }
-            let fx = SIMD8<UInt16>(truncatingIfNeeded: e & 31)
-            let fy = SIMD8<UInt16>(truncatingIfNeeded: (e &>> 5) & 31)
-            let r = blend(p00, p01, p10, p11, fx: fx, fy: fy)
-            out.storeBytes(of: SIMD8<UInt8>(truncatingIfNeeded: r), toByteOffset: u, as: SIMD8<UInt8>.self)
+            // Little-endian: the low byte of each pair is the left pixel.
+            let r = blend(top & 0xFF, shiftRight(top, 8), bottom & 0xFF, shiftRight(bottom, 8),
+                          fx: fractions & 31, fy: shiftRight(fractions, 5) & 31)
+            // r ≤ 255: pack pairs of lanes into bytes through 32-bit lanes.
+            let pairs = unsafeBitCast(r, to: SIMD4<UInt32>.self)
+            let packed = (pairs & 0xFF) | ((pairs &>> 8) & 0xFF00)
+            out.storeBytes(of: packed[0] | packed[1] << 16, toByteOffset: u, as: UInt32.self)
+            out.storeBytes(of: packed[2] | packed[3] << 16, toByteOffset: u + 4, as: UInt32.self)
             u += 8
         }
         while u < end {
@@ -91,15 +110,30 @@ enum RemapKernels {
     }
 
     /// Bilinear blend in 16-bit lanes, exactly `(Σ wᵢ pᵢ + 512) >> 10` (see the type's note).
+    ///
+    /// Written per concrete vector type on purpose: in a generic function the
+    /// operators resolve to the protocol's lane-by-lane versions, which the
+    /// optimiser only partly turns back into vector code (measured 2× slower).
     @inline(__always)
-    private static func blend<V: SIMD>(_ p00: V, _ p01: V, _ p10: V, _ p11: V, fx: V, fy: V) -> V
-    where V.Scalar == UInt16 {
+    private static func blend(_ p00: SIMD8<UInt16>, _ p01: SIMD8<UInt16>, _ p10: SIMD8<UInt16>, _ p11: SIMD8<UInt16>,
+                              fx: SIMD8<UInt16>, fy: SIMD8<UInt16>) -> SIMD8<UInt16> {
         let gx = 32 &- fx, gy = 32 &- fy
         let t = p00 &* gx &+ p01 &* fx
         let b = p10 &* gx &+ p11 &* fx
-        let a = (t &>> 2) &* gy &+ (b &>> 2) &* fy
+        let a = shiftRight(t, 2) &* gy &+ shiftRight(b, 2) &* fy
         let r = (t & 3) &* gy &+ (b & 3) &* fy
-        return (a &+ ((r &+ 512) &>> 2)) &>> 8
+        return shiftRight(a &+ shiftRight(r &+ 512, 2), 8)
+    }
+
+    /// `v >> n` in every 16-bit lane, done as two 64-bit shifts and a mask of
+    /// the bits that crossed lanes. The standard library's SIMD shift is a
+    /// lane loop that the optimiser vectorises only partly for 16-bit lanes;
+    /// the 64-bit form becomes one instruction per half.
+    @inline(__always)
+    static func shiftRight(_ v: SIMD8<UInt16>, _ n: UInt16) -> SIMD8<UInt16> {
+        let wide = unsafeBitCast(v, to: SIMD2<UInt64>.self)
+        let shifted = SIMD2<UInt64>(wide[0] &>> UInt64(n), wide[1] &>> UInt64(n))
+        return unsafeBitCast(shifted, to: SIMD8<UInt16>.self) & SIMD8(repeating: 0xFFFF &>> n)
     }
 
     @inline(__always)
@@ -109,37 +143,192 @@ enum RemapKernels {
         return UInt8(truncatingIfNeeded: (t * (32 - fy) + b * fy + 512) >> 10)
     }
 
-    /// BGRA / RGBA: two pixels per step, each pixel's two horizontal
-    /// neighbours loaded as one 8-byte run per row.
+    /// BGRA / RGBA: one pixel per vector, the way SSE2's `pmaddwd` likes it.
+    /// A pixel's two horizontal neighbours are 8 adjacent bytes; they are
+    /// spread to 16-bit lanes pairing each channel of the left neighbour with
+    /// the same channel of the right one, and one multiply-add per row with
+    /// the weight pairs (w00, w01) and (w10, w11) gives Σ wᵢ pᵢ per channel in
+    /// 32-bit lanes, exactly as OpenCV computes it. (The optimiser turns the
+    /// pairwise lane loop in `multiplyAdd` into `pmaddwd`.)
     @inline(__always)
     private static func bilinearPacked4(_ entries: UnsafePointer<UInt32>, range: Range<Int>, base: UnsafeRawPointer,
                                         rowBytes: Int, out: UnsafeMutableRawPointer) {
         var u = range.lowerBound
         let end = range.upperBound
-        while u + 2 <= end {
-            let e0 = entries[u], e1 = entries[u + 1]
-            let a = base + Int(e0 >> 10), b = base + Int(e1 >> 10)
-            let top = SIMD16<UInt16>(truncatingIfNeeded: SIMD16<UInt8>(
-                lowHalf: a.loadUnaligned(as: SIMD8<UInt8>.self), highHalf: b.loadUnaligned(as: SIMD8<UInt8>.self)))
-            let bottom = SIMD16<UInt16>(truncatingIfNeeded: SIMD16<UInt8>(
-                lowHalf: a.loadUnaligned(fromByteOffset: rowBytes, as: SIMD8<UInt8>.self),
-                highHalf: b.loadUnaligned(fromByteOffset: rowBytes, as: SIMD8<UInt8>.self)))
-            let fx0 = UInt16(truncatingIfNeeded: e0 & 31), fx1 = UInt16(truncatingIfNeeded: e1 & 31)
-            let fy0 = UInt16(truncatingIfNeeded: (e0 >> 5) & 31), fy1 = UInt16(truncatingIfNeeded: (e1 >> 5) & 31)
-            // Lanes 0–3 left neighbour, 4–7 right neighbour of pixel 0; 8–15 the same for pixel 1.
-            let p00 = SIMD8<UInt16>(lowHalf: top.lowHalf.lowHalf, highHalf: top.highHalf.lowHalf)
-            let p01 = SIMD8<UInt16>(lowHalf: top.lowHalf.highHalf, highHalf: top.highHalf.highHalf)
-            let p10 = SIMD8<UInt16>(lowHalf: bottom.lowHalf.lowHalf, highHalf: bottom.highHalf.lowHalf)
-            let p11 = SIMD8<UInt16>(lowHalf: bottom.lowHalf.highHalf, highHalf: bottom.highHalf.highHalf)
-            let fx = SIMD8<UInt16>(lowHalf: SIMD4(repeating: fx0), highHalf: SIMD4(repeating: fx1))
-            let fy = SIMD8<UInt16>(lowHalf: SIMD4(repeating: fy0), highHalf: SIMD4(repeating: fy1))
-            let r = blend(p00, p01, p10, p11, fx: fx, fy: fy)
-            out.storeBytes(of: SIMD8<UInt8>(truncatingIfNeeded: r), toByteOffset: u * 4, as: SIMD8<UInt8>.self)
-            u += 2
+        bilinearWeights.withUnsafeBufferPointer { weights in
+            while u + 4 <= end {
+                let e0 = entries[u], e1 = entries[u + 1], e2 = entries[u + 2], e3 = entries[u + 3]
+                let r0 = blendPixel4(base + Int(e0 >> 10), rowBytes: rowBytes, weights: weights[Int(e0 & 1023)])
+                let r1 = blendPixel4(base + Int(e1 >> 10), rowBytes: rowBytes, weights: weights[Int(e1 & 1023)])
+                let r2 = blendPixel4(base + Int(e2 >> 10), rowBytes: rowBytes, weights: weights[Int(e2 & 1023)])
+                let r3 = blendPixel4(base + Int(e3 >> 10), rowBytes: rowBytes, weights: weights[Int(e3 & 1023)])
+                var bytes = SIMD16<UInt8>()
+                for c in 0..<4 {
+                    bytes[c] = UInt8(truncatingIfNeeded: r0[c])
+                    bytes[4 + c] = UInt8(truncatingIfNeeded: r1[c])
+                    bytes[8 + c] = UInt8(truncatingIfNeeded: r2[c])
+                    bytes[12 + c] = UInt8(truncatingIfNeeded: r3[c])
+                }
+                out.storeBytes(of: bytes, toByteOffset: u * 4, as: SIMD16<UInt8>.self)
+                u += 4
+            }
         }
         if u < end {
             bilinearAny(entries, range: u..<end, base: base, rowBytes: rowBytes, layout: .interleaved(4), out: out)
         }
+    }
+
+    /// The four bilinear weights of each 10-bit fraction index (fy << 5 | fx),
+    /// packed w00 | w01 << 16 | w10 << 32 | w11 << 48.
+    static let bilinearWeights: [UInt64] = (0..<1024).map { index in
+        let fx = UInt64(index & 31), fy = UInt64(index >> 5)
+        let w00 = (32 - fx) * (32 - fy), w01 = fx * (32 - fy), w10 = (32 - fx) * fy, w11 = fx * fy
+        return w00 | w01 << 16 | w10 << 32 | w11 << 48
+    }
+
+    /// One 4-byte pixel: `(Σ wᵢ pᵢ + 512) >> 10` for its four channels.
+    @inline(__always)
+    private static func blendPixel4(_ p: UnsafeRawPointer, rowBytes: Int, weights: UInt64) -> SIMD4<Int32> {
+        let w = unsafeBitCast(SIMD2<UInt64>(weights, 0), to: SIMD4<UInt32>.self)
+        let top = unsafeBitCast(SIMD4(repeating: w[0]), to: SIMD8<Int16>.self)
+        let bottom = unsafeBitCast(SIMD4(repeating: w[1]), to: SIMD8<Int16>.self)
+        let sum = multiplyAdd(pairChannels(p.loadUnaligned(as: SIMD8<UInt8>.self)), top)
+            &+ multiplyAdd(pairChannels(p.loadUnaligned(fromByteOffset: rowBytes, as: SIMD8<UInt8>.self)), bottom)
+        var result = SIMD4<Int32>()
+        for c in 0..<4 { result[c] = (sum[c] &+ 512) >> 10 }
+        return result
+    }
+
+    /// `[a0 a1 a2 a3 b0 b1 b2 b3]` → 16-bit lanes `[a0, b0, a1, b1, a2, b2, a3, b3]`.
+    @inline(__always)
+    private static func pairChannels(_ x: SIMD8<UInt8>) -> SIMD8<Int16> {
+        unsafeBitCast(SIMD16<UInt8>(x[0], 0, x[4], 0, x[1], 0, x[5], 0, x[2], 0, x[6], 0, x[3], 0, x[7], 0),
+                      to: SIMD8<Int16>.self)
+    }
+
+    /// Pairwise multiply-add of 16-bit lanes into 32-bit lanes (SSE2 `pmaddwd`).
+    @inline(__always)
+    private static func multiplyAdd(_ a: SIMD8<Int16>, _ b: SIMD8<Int16>) -> SIMD4<Int32> {
+        var r = SIMD4<Int32>()
+        for i in 0..<4 { r[i] = Int32(a[2 * i]) &* Int32(b[2 * i]) &+ Int32(a[2 * i + 1]) &* Int32(b[2 * i + 1]) }
+        return r
+    }
+
+    /// RGB / BGR: the 4-channel arithmetic on 4-byte loads whose fourth byte
+    /// belongs to the next pixel (the compiler keeps one spare source column
+    /// inside spans of 3-byte layouts, so those reads stay in the row).
+    /// Each result pixel is stored as 4 bytes, 3 apart; the spare byte is
+    /// overwritten by the next pixel, so the vector loop stops one pixel
+    /// before the span's end.
+    @inline(__always)
+    private static func bilinearPacked3(_ entries: UnsafePointer<UInt32>, range: Range<Int>, base: UnsafeRawPointer,
+                                        rowBytes: Int, out: UnsafeMutableRawPointer) {
+        var u = range.lowerBound
+        let end = range.upperBound
+        while u + 5 <= end {
+            let r = unsafeBitCast(bilinearFour(entries + u, base: base, step: 3, rowBytes: rowBytes), to: SIMD4<UInt32>.self)
+            for k in 0..<4 { out.storeBytes(of: r[k], toByteOffset: (u + k) * 3, as: UInt32.self) }
+            u += 4
+        }
+        if u < end {
+            bilinearAny(entries, range: u..<end, base: base, rowBytes: rowBytes, layout: .interleaved(3), out: out)
+        }
+    }
+
+    /// YUYV / UYVY luma: the gray arithmetic, with each tap's two luma
+    /// samples (2 bytes apart) read by one 4-byte load. Only luma bytes are
+    /// written: the chroma band of the same rows may run on another thread.
+    @inline(__always)
+    private static func bilinearLuma422(_ entries: UnsafePointer<UInt32>, range: Range<Int>, base: UnsafeRawPointer,
+                                        rowBytes: Int, offset: Int, out: UnsafeMutableRawPointer) {
+        var u = range.lowerBound
+        let end = range.upperBound
+        let luma = base + offset
+        while u + 8 <= end {
+            let e = UnsafeRawPointer(entries + u).loadUnaligned(as: SIMD8<UInt32>.self)
+            var top = SIMD8<UInt16>(), bottom = SIMD8<UInt16>(), fractions = SIMD8<UInt16>()
+            for k in 0..<8 {
+                let p = luma + Int(e[k] >> 10)
+                let t = p.loadUnaligned(as: UInt32.self), b = p.loadUnaligned(fromByteOffset: rowBytes, as: UInt32.self)
+                // Bytes 0 and 2 are the two luma samples; pack them like a gray pair.
+                top[k] = UInt16(truncatingIfNeeded: (t & 0xFF) | ((t >> 8) & 0xFF00))
+                bottom[k] = UInt16(truncatingIfNeeded: (b & 0xFF) | ((b >> 8) & 0xFF00))
+                fractions[k] = UInt16(truncatingIfNeeded: e[k])
+            }
+            let r = blend(top & 0xFF, shiftRight(top, 8), bottom & 0xFF, shiftRight(bottom, 8),
+                          fx: fractions & 31, fy: shiftRight(fractions, 5) & 31)
+            for k in 0..<8 {
+                out.storeBytes(of: UInt8(truncatingIfNeeded: r[k]), toByteOffset: 2 * (u + k) + offset, as: UInt8.self)
+            }
+            u += 8
+        }
+        if u < end {
+            bilinearAny(entries, range: u..<end, base: base, rowBytes: rowBytes,
+                        layout: SampleLayout(pixelStride: 2, channels: 1, offsets: SIMD4(offset, 0, 0, 0), border: 0), out: out)
+        }
+    }
+
+    /// Two-channel chroma (YUYV / UYVY with a 4-byte step, NV12 with a
+    /// 2-byte step): the 4-channel arithmetic on 4-byte loads from the
+    /// sample's first byte; only the two chroma bytes of each result are stored.
+    @inline(__always)
+    private static func bilinearChromaPair(_ entries: UnsafePointer<UInt32>, range: Range<Int>, base: UnsafeRawPointer,
+                                           rowBytes: Int, layout: SampleLayout, out: UnsafeMutableRawPointer) {
+        var u = range.lowerBound
+        let end = range.upperBound
+        let step = layout.pixelStride
+        let first = layout.offsets[0], second = layout.offsets[1]
+        if step == 4 {
+            // 4:2:2: a chroma sample is a whole 4-byte group, like a BGRA pixel.
+            bilinearWeights.withUnsafeBufferPointer { weights in
+                while u < end {
+                    let e = entries[u]
+                    let r = blendPixel4(base + Int(e >> 10), rowBytes: rowBytes, weights: weights[Int(e & 1023)])
+                    let o = out + u * 4
+                    o.storeBytes(of: UInt8(truncatingIfNeeded: r[first]), toByteOffset: first, as: UInt8.self)
+                    o.storeBytes(of: UInt8(truncatingIfNeeded: r[second]), toByteOffset: second, as: UInt8.self)
+                    u += 1
+                }
+            }
+            return
+        }
+        while u + 4 <= end {
+            let r = unsafeBitCast(bilinearFour(entries + u, base: base, step: step, rowBytes: rowBytes), to: SIMD4<UInt32>.self)
+            for k in 0..<4 {
+                let o = out + (u + k) * step
+                o.storeBytes(of: UInt8(truncatingIfNeeded: r[k] >> (8 * UInt32(first))), toByteOffset: first, as: UInt8.self)
+                o.storeBytes(of: UInt8(truncatingIfNeeded: r[k] >> (8 * UInt32(second))), toByteOffset: second, as: UInt8.self)
+            }
+            u += 4
+        }
+        if u < end {
+            bilinearAny(entries, range: u..<end, base: base, rowBytes: rowBytes, layout: layout, out: out)
+        }
+    }
+
+    /// Four pixels of a 4-byte-load layout (`step` bytes apart): eight lanes
+    /// holding each pixel's 4 result bytes.
+    @inline(__always)
+    private static func bilinearFour(_ entries: UnsafePointer<UInt32>, base: UnsafeRawPointer, step: Int,
+                                     rowBytes: Int) -> SIMD8<UInt16> {
+        let e = UnsafeRawPointer(entries).loadUnaligned(as: SIMD4<UInt32>.self)
+        var a = SIMD4<UInt32>(), b = a, c = a, d = a
+        for k in 0..<4 {
+            let p = base + Int(e[k] >> 10)
+            a[k] = p.loadUnaligned(as: UInt32.self)
+            b[k] = p.loadUnaligned(fromByteOffset: step, as: UInt32.self)
+            c[k] = p.loadUnaligned(fromByteOffset: rowBytes, as: UInt32.self)
+            d[k] = p.loadUnaligned(fromByteOffset: rowBytes + step, as: UInt32.self)
+        }
+        // The fractions twice per pixel, one copy per 16-bit half of its 4 bytes.
+        let f = e & 0x3FF
+        let fractions = unsafeBitCast(f | f &<< 16, to: SIMD8<UInt16>.self)
+        let fx = fractions & 31, fy = shiftRight(fractions, 5) & 31
+        let p00 = unsafeBitCast(a, to: SIMD8<UInt16>.self), p01 = unsafeBitCast(b, to: SIMD8<UInt16>.self)
+        let p10 = unsafeBitCast(c, to: SIMD8<UInt16>.self), p11 = unsafeBitCast(d, to: SIMD8<UInt16>.self)
+        let low = blend(p00 & 0xFF, p01 & 0xFF, p10 & 0xFF, p11 & 0xFF, fx: fx, fy: fy)
+        let high = blend(shiftRight(p00, 8), shiftRight(p01, 8), shiftRight(p10, 8), shiftRight(p11, 8), fx: fx, fy: fy)
+        return low | high &* 256
     }
 
     /// Any layout, one channel at a time (RGB, YUV planes).

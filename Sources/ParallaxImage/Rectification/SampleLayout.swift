@@ -20,6 +20,24 @@ struct SampleLayout: Hashable, Sendable {
 
     /// True when the channels are exactly bytes 0…3 of a 4-byte sample.
     var isPacked4: Bool { pixelStride == 4 && channels == 4 }
+    /// True when the channels are exactly bytes 0…2 of a 3-byte sample.
+    var isPacked3: Bool { pixelStride == 3 && channels == 3 }
+    /// True for a one-channel plane with a 2-byte step (YUYV / UYVY luma).
+    var isLuma422: Bool { pixelStride == 2 && channels == 1 }
+    /// True for two-channel chroma read with 4-byte loads: YUYV / UYVY chroma
+    /// (4-byte step) and NV12 chroma (2-byte step).
+    var isChromaPair: Bool { channels == 2 && (pixelStride == 4 || pixelStride == 2) }
+
+    /// Source columns a span must keep free on the right for the bilinear
+    /// vector kernels, which read 4 bytes from each tap: past the sample's
+    /// last channel for RGB, for UYVY luma (Y at byte 1 of its pair) and for
+    /// NV12 chroma (2-byte samples).
+    var spareColumns: Int {
+        if isPacked3 { return 1 }
+        if isLuma422 { return offsets[0] > 0 ? 1 : 0 }
+        if isChromaPair && pixelStride == 2 { return 1 }
+        return 0
+    }
     /// True for a plain 8-bit gray plane.
     var isGray: Bool { pixelStride == 1 && channels == 1 }
 }

@@ -50,18 +50,25 @@ final class WorkerPool: @unchecked Sendable {
     /// The number of processors online, at least 1.
     static var processorCount: Int { max(1, Int(sysconf(Int32(_SC_NPROCESSORS_ONLN)))) }
 
-    /// Runs `body(0) … body(tasks − 1)`, spread over the pool's threads and
-    /// the caller, and returns when all have finished. Calls must not overlap
-    /// (the owner serialises them).
-    func run(tasks: Int, _ body: (Int) -> Void) {
+    /// A task function: called with the job's context and a task index.
+    ///
+    /// A C-convention function rather than a closure because handing a
+    /// closure to other threads turns it into an escaping one, and that
+    /// conversion allocates on every job; a plain function plus a pointer to
+    /// the caller's context does not.
+    typealias Task = @convention(c) (UnsafeRawPointer, Int) -> Void
+
+    /// Runs `task(context, 0) … task(context, tasks − 1)`, spread over the
+    /// pool's threads and the caller, and returns when all have finished.
+    /// Calls must not overlap (the owner serialises them); `context` must
+    /// stay valid until the call returns.
+    func run(tasks: Int, context: UnsafeRawPointer, _ task: Task) {
         guard tasks > 0 else { return }
         if threadCount == 1 || tasks == 1 {
-            for t in 0..<tasks { body(t) }
+            for t in 0..<tasks { task(context, t) }
             return
         }
-        withoutActuallyEscaping(body) { escapable in
-            state.execute(tasks: tasks, escapable)
-        }
+        state.execute(tasks: tasks, context: context, task)
     }
 }
 
@@ -71,7 +78,8 @@ private final class PoolState: @unchecked Sendable {
     private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
     private let wake = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
     private let finished = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
-    private var job: ((Int) -> Void)?
+    private var job: WorkerPool.Task?
+    private var jobContext: UnsafeRawPointer?
     private var generation = 0
     private var taskCount = 0
     private var nextTask = 0
@@ -100,9 +108,10 @@ private final class PoolState: @unchecked Sendable {
         pthread_mutex_unlock(mutex)
     }
 
-    func execute(tasks: Int, _ body: @escaping (Int) -> Void) {
+    func execute(tasks: Int, context: UnsafeRawPointer, _ task: WorkerPool.Task) {
         pthread_mutex_lock(mutex)
-        job = body
+        job = task
+        jobContext = context
         taskCount = tasks
         nextTask = 0
         unfinished = tasks
@@ -110,18 +119,18 @@ private final class PoolState: @unchecked Sendable {
         pthread_cond_broadcast(wake)
         drainTasks()
         while unfinished > 0 { pthread_cond_wait(finished, mutex) }
-        // Drop the closure before `withoutActuallyEscaping` checks that it did not escape.
         job = nil
+        jobContext = nil
         pthread_mutex_unlock(mutex)
     }
 
     /// Takes tasks until none are left. Called and returns with the mutex held.
     private func drainTasks() {
-        while nextTask < taskCount, let body = job {
-            let task = nextTask
+        while nextTask < taskCount, let task = job, let context = jobContext {
+            let index = nextTask
             nextTask += 1
             pthread_mutex_unlock(mutex)
-            body(task)
+            task(context, index)
             pthread_mutex_lock(mutex)
             unfinished -= 1
             if unfinished == 0 { pthread_cond_broadcast(finished) }
@@ -130,7 +139,10 @@ private final class PoolState: @unchecked Sendable {
 
     func workLoop() {
         pthread_mutex_lock(mutex)
-        var seen = generation
+        // Start from the pool's first generation, not the current one: a job
+        // may have been posted before this thread got to run, and it must
+        // still help with it (finding no task left is harmless).
+        var seen = 0
         while true {
             while generation == seen && !stopping { pthread_cond_wait(wake, mutex) }
             if stopping { break }

@@ -15,6 +15,7 @@ struct DemoCommand: AsyncParsableCommand {
     /// The stages, in pipeline order.
     static let steps: [any DemoStep] = [
         GeometryDemoStep(),
+        RectifyDemoStep(),
         PairingDemoStep(),
         CalibrationDemoStep(),
         CaptureDemoStep(),

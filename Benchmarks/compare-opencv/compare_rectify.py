@@ -1,0 +1,155 @@
+#!/usr/bin/env python3
+"""Rectification speed, Parallax vs OpenCV, on identical maps and images.
+
+For each size, format and thread count, `parallax bench rectify --export DIR`
+times Parallax and writes the benchmark rig, its float maps and the source
+images; this script then gives OpenCV exactly those maps (converted with
+cv2.convertMaps to CV_16SC2, OpenCV's fast path) and images, and times
+cv2.remap (INTER_LINEAR, BORDER_CONSTANT) on both images of the pair with
+cv2.setNumThreads(threads). Times are per pair (left + right), median of
+--iterations runs after warm-up. The table's ratio is Parallax / OpenCV:
+below 1 means Parallax is faster. The minimum times are printed too: on a
+busy machine they are the steadier figure.
+
+Formats: gray8, rgb8 (OpenCV CV_8UC3), bgra8 (CV_8UC4); yuyv and nv12 are
+compared with what an OpenCV user must do for camera frames (cvtColor to
+BGR, then remap).
+
+Usage: compare_rectify.py --parallax PATH [--sizes 1920x1080,...]
+       [--formats gray8,bgra8] [--threads 1,2] [--iterations 40] [--json FILE]
+       [--maps]   (also compare map building)
+"""
+import argparse, json, os, subprocess, sys, tempfile, time
+import cv2
+import numpy as np
+
+
+def parallax_bench(binary, size, fmt, threads, iterations, export):
+    out = subprocess.run([binary, "bench", "rectify", "--size", size, "--format", fmt, "--threads", str(threads),
+                          "--iterations", str(iterations), "--json", "--export", export],
+                         check=True, capture_output=True, text=True).stdout
+    return json.loads(out)
+
+
+def load(export):
+    meta = json.load(open(os.path.join(export, "meta.json")))
+    w, h = meta["width"], meta["height"]
+    ow, oh = meta["output_width"], meta["output_height"]
+    maps = {}
+    for side in ("left", "right"):
+        x = np.fromfile(os.path.join(export, f"{side}-x.f32"), dtype="<f4").reshape(oh, ow)
+        y = np.fromfile(os.path.join(export, f"{side}-y.f32"), dtype="<f4").reshape(oh, ow)
+        maps[side] = cv2.convertMaps(x, y, cv2.CV_16SC2)
+    images = {}
+    fmt = meta["format"]
+    for side in ("left", "right"):
+        raw = np.fromfile(os.path.join(export, f"{side}.raw"), dtype=np.uint8)
+        if fmt == "gray8":
+            images[side] = raw.reshape(h, w)
+        elif fmt in ("rgb8", "bgr8"):
+            images[side] = raw.reshape(h, w, 3)
+        elif fmt in ("rgba8", "bgra8"):
+            images[side] = raw.reshape(h, w, 4)
+        elif fmt in ("yuyv", "uyvy"):
+            images[side] = raw.reshape(h, w, 2)
+        elif fmt == "nv12":
+            images[side] = raw.reshape(h * 3 // 2, w)
+    return fmt, maps, images
+
+
+def opencv_pair(fmt, maps, images):
+    def one(side):
+        img = images[side]
+        if fmt == "yuyv":
+            img = cv2.cvtColor(img, cv2.COLOR_YUV2BGR_YUYV)
+        elif fmt == "uyvy":
+            img = cv2.cvtColor(img, cv2.COLOR_YUV2BGR_UYVY)
+        elif fmt == "nv12":
+            img = cv2.cvtColor(img, cv2.COLOR_YUV2BGR_NV12)
+        m1, m2 = maps[side]
+        return cv2.remap(img, m1, m2, cv2.INTER_LINEAR, borderMode=cv2.BORDER_CONSTANT, borderValue=0)
+    return lambda: (one("left"), one("right"))
+
+
+def time_opencv(run, threads, iterations):
+    cv2.setNumThreads(threads)
+    for _ in range(3):
+        run()
+    samples = []
+    for _ in range(iterations):
+        t = time.perf_counter()
+        run()
+        samples.append(time.perf_counter() - t)
+    samples.sort()
+    return 1000 * samples[len(samples) // 2], 1000 * samples[0]
+
+
+def opencv_maps(export, threads, iterations):
+    """cv2.stereoRectify + initUndistortRectifyMap (both sides) + convertMaps, on the same rig."""
+    cal = json.load(open(os.path.join(export, "calibration.json")))
+    def camera(c):
+        i = c["intrinsics"]
+        K = np.array([[i["fx"], i["skew"], i["cx"]], [0, i["fy"], i["cy"]], [0, 0, 1]], float)
+        return K, np.array(c["distortion"]["coefficients"], float)
+    K1, D1 = camera(cal["left"]); K2, D2 = camera(cal["right"])
+    R = np.array(cal["extrinsics"]["rotation"], float).reshape(3, 3)
+    T = np.array(cal["extrinsics"]["translation"], float).reshape(3, 1)
+    size = (cal["left"]["width"], cal["left"]["height"])
+    def build():
+        R1, R2, P1, P2, Q, _, _ = cv2.stereoRectify(K1, D1, K2, D2, size, R, T, flags=cv2.CALIB_ZERO_DISPARITY, alpha=-1)
+        for K, D, Rr, P in ((K1, D1, R1, P1), (K2, D2, R2, P2)):
+            mx, my = cv2.initUndistortRectifyMap(K, D, Rr, P, size, cv2.CV_32FC1)
+            cv2.convertMaps(mx, my, cv2.CV_16SC2)
+    return time_opencv(build, threads, iterations)
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--parallax", required=True)
+    p.add_argument("--sizes", default="640x480,1280x720,1920x1080")
+    p.add_argument("--formats", default="gray8,rgb8,bgra8,yuyv,nv12")
+    p.add_argument("--threads", default="1,2")
+    p.add_argument("--iterations", type=int, default=40)
+    p.add_argument("--json", help="also write the rows to this file")
+    p.add_argument("--maps", action="store_true", help="also compare building the maps")
+    a = p.parse_args()
+
+    print(f"OpenCV {cv2.__version__}; load average at start {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs")
+    rows = []
+    header = (f"{'size':>10} {'format':>6} {'threads':>7} {'Parallax ms':>12} {'OpenCV ms':>10} {'ratio':>6}"
+              f" {'(min: Parallax':>15} {'OpenCV':>7} {'ratio)':>7}")
+    print(header)
+    print("-" * len(header))
+    with tempfile.TemporaryDirectory(prefix="parallax-compare-") as tmp:
+        for size in a.sizes.split(","):
+            for fmt in a.formats.split(","):
+                for threads in [int(t) for t in a.threads.split(",")]:
+                    export = os.path.join(tmp, f"{size}-{fmt}")
+                    ours = parallax_bench(a.parallax, size, fmt, threads, a.iterations, export)
+                    kind, maps, images = load(export)
+                    theirs, theirs_min = time_opencv(opencv_pair(kind, maps, images), threads, a.iterations)
+                    ratio = ours["ms_per_pair_median"] / theirs
+                    rows.append({"size": size, "format": fmt, "threads": threads,
+                                 "parallax_ms_median": ours["ms_per_pair_median"], "parallax_ms_min": ours["ms_per_pair_min"],
+                                 "opencv_ms_median": theirs, "opencv_ms_min": theirs_min, "ratio": ratio})
+                    print(f"{size:>10} {fmt:>6} {threads:>7} {ours['ms_per_pair_median']:>12.2f} {theirs:>10.2f} {ratio:>6.2f}"
+                          f" {ours['ms_per_pair_min']:>15.2f} {theirs_min:>7.2f} {ours['ms_per_pair_min'] / theirs_min:>7.2f}",
+                          flush=True)
+            if a.maps:
+                export = os.path.join(tmp, f"{size}-{a.formats.split(',')[0]}")
+                out = subprocess.run([a.parallax, "bench", "maps", "--size", size, "--iterations", "5", "--json"],
+                                     check=True, capture_output=True, text=True).stdout
+                ours = json.loads(out)
+                theirs, _ = opencv_maps(export, 1, 5)
+                print(f"{size:>10} {'maps':>6} {1:>7} {ours['ms_median']:>12.2f} {theirs:>10.2f} {ours['ms_median'] / theirs:>6.2f}")
+                rows.append({"size": size, "format": "build-maps", "threads": 1, "parallax_ms_median": ours["ms_median"],
+                             "opencv_ms_median": theirs, "ratio": ours["ms_median"] / theirs})
+    print(f"load average at end {os.getloadavg()[0]:.2f}")
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump(rows, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
