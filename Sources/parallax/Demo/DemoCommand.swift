@@ -15,10 +15,10 @@ struct DemoCommand: AsyncParsableCommand {
     /// The stages, in pipeline order.
     static let steps: [any DemoStep] = [
         GeometryDemoStep(),
-        RectifyDemoStep(),
-        PairingDemoStep(),
-        CalibrationDemoStep(),
         CaptureDemoStep(),
+        PairingDemoStep(),
+        RectifyDemoStep(),
+        CalibrationDemoStep(),
     ]
 
     func run() async throws {
