@@ -239,8 +239,11 @@ struct V4L2CameraTests {
 
     @Test("A sequence gap is a drop event with the number of lost frames")
     func sequenceGapSurfaces() throws {
+        // At least the 5 injected frames: on a loaded machine the 1000 fps
+        // camera may also lose frames of its own next to the injected gap,
+        // which the driver reports as one larger gap.
         let (event, _) = try Self.faultSurfaces(.sequenceGap(frames: 5)) {
-            if case .dropped(5, .sequenceGap) = $0 { return true }
+            if case .dropped(let count, .sequenceGap) = $0, count >= 5 { return true }
             return false
         }
         #expect(event != nil)
