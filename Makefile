@@ -3,18 +3,23 @@
 
 SWIFT ?= swift
 DEBIAN_PACKAGES := pkg-config libv4l-dev liblapacke-dev libopenblas-dev libturbojpeg0-dev libpng-dev libudev-dev opencv-doc
+# Only the OpenCV comparison needs these (it builds a virtualenv with opencv-python-headless).
+COMPARE_PACKAGES := python3 python3-venv
 # Extra flags for `swift test`, e.g. `make test TEST_FLAGS="--filter Geometry"`.
 TEST_FLAGS ?=
 
-.PHONY: all deps build release demo test bench compare-opencv clean
+.PHONY: all deps install-packages build release demo test bench compare-opencv clean
 
 all: build
 
 # Installs only what is missing; `apt-get update` runs first because a new
 # machine has no package lists. Uses sudo when not root.
 deps:
+	@$(MAKE) --no-print-directory install-packages PACKAGES="$(DEBIAN_PACKAGES)"
+
+install-packages:
 	@missing=""; \
-	for p in $(DEBIAN_PACKAGES); do \
+	for p in $(PACKAGES); do \
 	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "install ok installed" || missing="$$missing $$p"; \
 	done; \
 	if [ -n "$$missing" ]; then \
@@ -41,6 +46,7 @@ bench: deps
 	cd Benchmarks && $(SWIFT) package --allow-writing-to-package-directory benchmark
 
 compare-opencv: release
+	@$(MAKE) --no-print-directory install-packages PACKAGES="$(COMPARE_PACKAGES)"
 	Benchmarks/compare-opencv/run
 
 clean:
