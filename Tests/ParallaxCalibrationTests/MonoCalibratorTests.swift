@@ -23,7 +23,7 @@ struct MonoCalibratorTests {
                   pixels.allSatisfy({ $0.x > 5 && $0.y > 5 && $0.x < Double(camera.size.width) - 5 && $0.y < Double(camera.size.height) - 5 })
             else { continue }
             out.append(CalibrationView(name: "view\(out.count).png",
-                                       corners: pixels.map { $0 + SIMD2(random.gaussian(), random.gaussian()) * sigma }))
+                                       corners: pixels.map { $0 + SIMD2(random.nextGaussian(), random.nextGaussian()) * sigma }))
         }
         return out
     }

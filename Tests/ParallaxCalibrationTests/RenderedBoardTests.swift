@@ -20,7 +20,7 @@ struct RenderedBoardTests {
         var image = try GrayImage(buffer).gaussianBlurred(sigma: blur)
         var random = SeededRandom(seed: seed)
         for i in image.pixels.indices {
-            image.pixels[i] = min(255, max(0, (image.pixels[i] + Float(noise * random.gaussian())).rounded()))
+            image.pixels[i] = min(255, max(0, (image.pixels[i] + Float(noise * random.nextGaussian())).rounded()))
         }
         let truth = SceneRenderer.projectedCorners(of: placed, camera: camera).compactMap { $0 }
         return (image, truth)

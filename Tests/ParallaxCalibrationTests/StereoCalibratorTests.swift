@@ -109,7 +109,7 @@ struct FisheyeStereoTests {
             let r = board.objectPoints.compactMap { truth.right.project(right.apply($0)) }
             let inside = (l + r).allSatisfy { $0.x > 5 && $0.y > 5 && $0.x < 635 && $0.y < 475 }
             guard l.count == board.cornerCount, r.count == board.cornerCount, inside else { continue }
-            func noisy(_ p: [SIMD2<Double>]) -> [SIMD2<Double>] { p.map { $0 + SIMD2(random.gaussian(), random.gaussian()) * 0.1 } }
+            func noisy(_ p: [SIMD2<Double>]) -> [SIMD2<Double>] { p.map { $0 + SIMD2(random.nextGaussian(), random.nextGaussian()) * 0.1 } }
             views.append(StereoView(left: CalibrationView(name: "l\(views.count)", corners: noisy(l)),
                                     right: CalibrationView(name: "r\(views.count)", corners: noisy(r))))
         }

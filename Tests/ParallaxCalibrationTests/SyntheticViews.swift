@@ -1,28 +1,9 @@
 import ParallaxCalibration
+import ParallaxCapture
 import ParallaxGeometry
 
-/// A small deterministic random source (SplitMix64) so synthetic tests repeat exactly.
-struct SeededRandom: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-    /// A standard normal sample (Box–Muller).
-    mutating func gaussian() -> Double {
-        let u1 = Double.random(in: Double.ulpOfOne..<1, using: &self)
-        let u2 = Double.random(in: 0..<1, using: &self)
-        return (-2 * Foundation_log(u1)).squareRoot() * Foundation_cos(2 * Double.pi * u2)
-    }
-}
-
-import Foundation
-func Foundation_log(_ x: Double) -> Double { log(x) }
-func Foundation_cos(_ x: Double) -> Double { cos(x) }
+/// SplitMix64 from the library, so synthetic tests repeat exactly.
+typealias SeededRandom = SeededRandomGenerator
 
 /// A ground-truth stereo rig and board poses for solver tests.
 struct SyntheticRig {
@@ -67,7 +48,7 @@ struct SyntheticRig {
             func observe(_ camera: CameraModel, _ transform: RigidTransform) -> [SIMD2<Double>] {
                 target.objectPoints.map { p in
                     let pixel = camera.project(transform.apply(p)) ?? .zero
-                    return pixel + SIMD2(random.gaussian(), random.gaussian()) * sigma
+                    return pixel + SIMD2(random.nextGaussian(), random.nextGaussian()) * sigma
                 }
             }
             return StereoView(left: CalibrationView(name: "left\(index).png", corners: observe(left, pose)),

@@ -233,7 +233,7 @@ private final class SimulatedStream: @unchecked Sendable {
     func run(_ thread: CaptureThread) {
         guard let initial = camera else { return }
         let pace = initial.pace, timing = initial.timing, epoch = initial.epochNanoseconds, identity = initial.identity
-        var random = SplitMix(seed: initial.seedValue)
+        var random = SeededRandomGenerator(seed: initial.seedValue)
         var k = firstFrame
         let period = Double(format.frameInterval.nanoseconds) * (1 + timing.driftPPM * 1e-6)
         if pace == .realTime {
@@ -336,17 +336,3 @@ final class Lockstep: @unchecked Sendable {
     }
 }
 
-/// A small deterministic generator (SplitMix64) for jitter and drops.
-struct SplitMix {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-    /// Uniform in [0, 1).
-    mutating func nextUnit() -> Double { Double(next() >> 11) / Double(1 << 53) }
-}

@@ -31,7 +31,7 @@ struct PairingDemoStep: DemoStep {
                 if pair.left.payload != pair.right.payload { wrongPairs += 1 }
             }
         }
-        var random = DemoRandom(seed: 2024)
+        var random = SeededRandomGenerator(seed: 2024)
         var lostUntil = [-1, -1]
         let start: Int64 = 10_000_000_000
         let moments = Int(Self.seconds * Self.framesPerSecond)
@@ -43,13 +43,13 @@ struct PairingDemoStep: DemoStep {
             for side in StereoSide.allCases {
                 let s = side.rawValue
                 if k <= lostUntil[s] { continue }
-                if random.unit() < 0.001 { lostUntil[s] = k + 2 + Int(random.unit() * 8); continue }
-                if random.unit() < 0.03 { continue }
-                var stamp = moment + Int64((random.unit() * 2 - 1) * Double(Self.jitterNanoseconds))
+                if random.nextUnit() < 0.001 { lostUntil[s] = k + 2 + Int(random.nextUnit() * 8); continue }
+                if random.nextUnit() < 0.03 { continue }
+                var stamp = moment + Int64((random.nextUnit() * 2 - 1) * Double(Self.jitterNanoseconds))
                 if side == .right {
                     stamp += Self.offsetNanoseconds + Int64(Self.driftPartsPerMillion * 1e-6 * Double(moment - start))
                 }
-                let arrival = moment + 5_000_000 + Int64(random.unit() * 1e6)
+                let arrival = moment + 5_000_000 + Int64(random.nextUnit() * 1e6)
                 core.push(side, timestampNanoseconds: stamp, sequence: UInt64(k), payload: k, now: arrival, emit: emit)
                 delivered[s] = true
             }
@@ -68,17 +68,3 @@ struct PairingDemoStep: DemoStep {
     }
 }
 
-/// SplitMix64, so the demo prints the same numbers on every run.
-private struct DemoRandom {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-    /// Uniform in [0, 1).
-    mutating func unit() -> Double { Double(next() >> 11) * 0x1p-53 }
-}

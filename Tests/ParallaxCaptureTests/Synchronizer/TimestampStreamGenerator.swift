@@ -1,17 +1,8 @@
 import ParallaxCapture
 
-/// SplitMix64: small, fast, and the same sequence on every platform for a given seed.
-struct SeededGenerator: RandomNumberGenerator {
-    private var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
+/// The library's SplitMix64: the same sequence on every platform for a given seed.
+typealias SeededGenerator = SeededRandomGenerator
+
 
 /// One simulated frame: which moment it shows, how it is stamped, when it arrives.
 struct GeneratedFrame: Sendable {
