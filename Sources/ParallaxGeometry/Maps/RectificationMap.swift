@@ -50,13 +50,18 @@ public struct RectificationMap: Sendable, Equatable {
         let count = displayed.area
         var xs = [Float](repeating: .nan, count: count)
         var ys = [Float](repeating: .nan, count: count)
-        // Rectified pixel → ray in the source camera frame, as one matrix.
+        // Displayed pixel → rectified pixel (an affine map) → ray in the source
+        // camera frame, as one matrix; along a row the ray then grows by a
+        // constant step, so each pixel costs one vector add plus the lens model.
         let back = rotation.transposed * newCamera.inverseMatrix
+        let toRay = back * Self.orientationMatrix(orientation, size: size)
+        let step = toRay.column(0)
         let isFisheye = camera.distortion.isFisheye
         for v in 0..<displayed.height {
+            var ray = toRay * SIMD3(0, Double(v), 1)
+            let rowStart = v * displayed.width
             for u in 0..<displayed.width {
-                let rectified = orientation.sourcePixel(ofDisplayed: SIMD2(Double(u), Double(v)), imageSize: size)
-                let ray = back * rectified.homogeneous
+                defer { ray += step }
                 let pixel: SIMD2<Double>?
                 if isFisheye {
                     pixel = camera.project(ray)
@@ -66,17 +71,15 @@ public struct RectificationMap: Sendable, Equatable {
                     pixel = nil
                 }
                 if let pixel, pixel.x.isFinite, pixel.y.isFinite {
-                    let i = v * displayed.width + u
-                    xs[i] = Float(pixel.x)
-                    ys[i] = Float(pixel.y)
+                    xs[rowStart + u] = Float(pixel.x)
+                    ys[rowStart + u] = Float(pixel.y)
                 }
             }
         }
         var homography: Homography?
         if case .none = camera.distortion {
             // Output pixel → rectified pixel (orientation, affine) → source pixel (K R⁻¹ K_new⁻¹).
-            let o = Self.orientationMatrix(orientation, size: size)
-            homography = Homography(camera.intrinsics.matrix * back * o)
+            homography = Homography(camera.intrinsics.matrix * toRay)
         }
         self.init(outputSize: displayed, sourceSize: camera.size, sourceX: xs, sourceY: ys, homography: homography)
     }
