@@ -11,14 +11,14 @@ struct ParallaxCommand: AsyncParsableCommand {
             """,
         subcommands: [
             DemoCommand.self,
-            RectificationCommand.self,
-            PairCommand.self,
-            RectifyCommand.self,
-            BenchCommand.self,
             DevicesCommand.self,
             CaptureCommand.self,
+            PairCommand.self,
             CalibrateCommand.self,
             TargetCommand.self,
+            RectificationCommand.self,
+            RectifyCommand.self,
+            BenchCommand.self,
         ]
     )
 }
