@@ -13,14 +13,7 @@ struct RectificationCommand: ParsableCommand {
             so they can be compared with it directly. Matrices print row-major.
             """)
 
-    @Option(name: .long, help: "Calibration file (Parallax JSON).")
-    var calibration: String
-
-    @Option(name: .long, help: "Free scaling: 0 keeps only valid pixels, 1 keeps all source pixels; omit for OpenCV's -1 (no scaling). Fisheye rigs: the balance.")
-    var alpha: Double?
-
-    @Option(name: .long, help: "Distance of the zero-parallax plane, in the calibration's units (for example 1500 for 1.5 m with a millimetre target). Accepts a unit suffix: 1.5m, 150cm, 1500mm.")
-    var convergence: String?
+    @OptionGroup var shared: RectificationArguments
 
     @Option(name: .long, help: "Rectified image size, WxH (default: the calibration's image size).")
     var size: String?
@@ -35,55 +28,28 @@ struct RectificationCommand: ParsableCommand {
         if let size, ImageSize(parsing: size) == nil {
             throw ValidationError("--size must look like 1280x720, got '\(size)'")
         }
-        if let alpha, !(alpha.isFinite) || (alpha < 0 && alpha != -1) {
-            throw ValidationError("--alpha must be between 0 and 1 (or -1 for no scaling), got \(alpha)")
-        }
-        if let convergence { _ = try Self.parseDistance(convergence) }
     }
 
     func run() throws {
-        let calibration: StereoCalibration
-        do {
-            calibration = try StereoCalibration(contentsOfFile: self.calibration)
-        } catch {
-            throw CLIError(error.description)
-        }
+        let calibration = try shared.loadCalibration()
         let options = RectificationOptions(
-            alpha: alpha.flatMap { $0 < 0 ? nil : $0 },
+            alpha: shared.optionsAlpha,
             outputSize: size.flatMap(ImageSize.init(parsing:)),
             zeroDisparity: !noZeroDisparity)
         var rectification: StereoRectification
         do {
             rectification = try calibration.rectification(options)
         } catch {
-            throw CLIError("\(self.calibration): \(error)")
+            throw CLIError("\(shared.calibration): \(error)")
         }
-        if let convergence {
-            rectification = rectification.converged(atDistance: try Self.parseDistance(convergence))
+        if let distance = try shared.convergenceDistance() {
+            rectification = rectification.converged(atDistance: distance)
         }
         if json {
             print(Self.jsonObject(rectification).serialized(indent: 0))
         } else {
-            print(Self.readable(rectification, calibration: calibration))
+            print(Self.readable(rectification))
         }
-    }
-
-    /// A distance in the calibration's units; `m`, `cm` and `mm` suffixes
-    /// convert assuming the calibration is in millimetres, which is how
-    /// `parallax calibrate` writes it for a square size given in mm.
-    static func parseDistance(_ text: String) throws -> Double {
-        let units: [(String, Double)] = [("mm", 1), ("cm", 10), ("m", 1000)]
-        var value = text.trimmingCharacters(in: .whitespaces)
-        var factor = 1.0
-        for (suffix, f) in units where value.hasSuffix(suffix) {
-            value = String(value.dropLast(suffix.count))
-            factor = f
-            break
-        }
-        guard let number = Double(value), number.isFinite, number > 0 else {
-            throw ValidationError("--convergence must be a positive distance such as 1500, 1.5m or 150cm, got '\(text)'")
-        }
-        return number * factor
     }
 
     static func jsonObject(_ r: StereoRectification) -> JSONValue {
@@ -102,7 +68,7 @@ struct RectificationCommand: ParsableCommand {
         return .object(object)
     }
 
-    static func readable(_ r: StereoRectification, calibration: StereoCalibration) -> String {
+    static func readable(_ r: StereoRectification) -> String {
         func rows(_ values: [Double], columns: Int) -> String {
             stride(from: 0, to: values.count, by: columns).map { start in
                 "  [" + values[start..<start + columns].map { String(format: "%14.6f", $0) }.joined(separator: " ") + " ]"
@@ -120,10 +86,4 @@ struct RectificationCommand: ParsableCommand {
                   "roi1 = \(r.roi1.array)  (x, y, width, height)", "roi2 = \(r.roi2.array)"]
         return lines.joined(separator: "\n")
     }
-}
-
-/// A failure the CLI reports as one line on stderr, exiting with status 1.
-struct CLIError: Error, CustomStringConvertible {
-    let description: String
-    init(_ message: String) { description = message }
 }

@@ -16,8 +16,7 @@ struct RectifyCommand: ParsableCommand {
             images coincide) can be seen.
             """)
 
-    @Option(name: .long, help: "Calibration file (Parallax JSON).")
-    var calibration: String
+    @OptionGroup var shared: RectificationArguments
 
     @Option(name: .long, help: "Left image file.")
     var left: String
@@ -30,12 +29,6 @@ struct RectifyCommand: ParsableCommand {
 
     @Option(name: .customLong("output-right"), help: "Where to write the rectified right image.")
     var outputRight: String
-
-    @Option(name: .long, help: "Distance of the zero-parallax plane, in the calibration's units (1.5m, 150cm, 1500mm convert assuming millimetres). Default: infinity.")
-    var convergence: String?
-
-    @Option(name: .long, help: "Free scaling: 0 keeps only valid pixels, 1 keeps all source pixels. Default: OpenCV's -1 (no scaling).")
-    var alpha: Double?
 
     @Option(name: .long, help: "nearest, bilinear or bicubic (also: speed, balanced, quality).")
     var interpolation: String = "bilinear"
@@ -53,11 +46,7 @@ struct RectifyCommand: ParsableCommand {
         guard Self.interpolation(named: interpolation) != nil else {
             throw ValidationError("--interpolation must be nearest, bilinear or bicubic (or speed, balanced, quality), got '\(interpolation)'")
         }
-        if let alpha, !alpha.isFinite || (alpha < 0 && alpha != -1) || alpha > 1 {
-            throw ValidationError("--alpha must be between 0 and 1 (or -1 for no scaling), got \(alpha)")
-        }
         if let threads, threads < 1 { throw ValidationError("--threads must be at least 1, got \(threads)") }
-        if let convergence { _ = try RectificationCommand.parseDistance(convergence) }
         for path in [outputLeft, outputRight] + [preview, anaglyph].compactMap({ $0 }) where ImageFileFormat(pathExtensionOf: path) == nil {
             throw ValidationError("'\(path)' has no image extension the writer knows (.png, .jpg, .jpeg, .pgm, .ppm)")
         }
@@ -73,17 +62,12 @@ struct RectifyCommand: ParsableCommand {
     }
 
     func run() throws {
-        let calibration: StereoCalibration
-        do {
-            calibration = try StereoCalibration(contentsOfFile: self.calibration)
-        } catch {
-            throw CLIError(error.description)
-        }
+        let calibration = try shared.loadCalibration()
         let leftImage = try Self.read(left)
         var rightImage = try Self.read(right)
         for (path, image, camera) in [(left, leftImage, calibration.left), (right, rightImage, calibration.right)]
         where image.size != camera.size {
-            throw CLIError("\(path): the image is \(image.size) but the calibration \(self.calibration) is for \(camera.size) images")
+            throw CLIError("\(path): the image is \(image.size) but the calibration \(shared.calibration) is for \(camera.size) images")
         }
         if rightImage.format != leftImage.format {
             // One gray and one colour file: rectify both in colour.
@@ -93,12 +77,12 @@ struct RectifyCommand: ParsableCommand {
         do {
             rectifier = try Rectifier(
                 calibration: calibration,
-                convergenceDistance: try convergence.map(RectificationCommand.parseDistance),
-                options: RectificationOptions(alpha: alpha.flatMap { $0 < 0 ? nil : $0 }),
+                convergenceDistance: try shared.convergenceDistance(),
+                options: RectificationOptions(alpha: shared.optionsAlpha),
                 interpolation: Self.interpolation(named: interpolation) ?? .bilinear,
                 threads: threads)
         } catch {
-            throw CLIError("\(self.calibration): \(error)")
+            throw CLIError("\(shared.calibration): \(error)")
         }
         let (l, r) = try rectifier.rectify(left: leftImage, right: rightImage)
         try l.write(toFile: outputLeft)
