@@ -13,8 +13,7 @@ extension V4L2Camera {
             query.id = id.rawID
             if let error = call(fd, CV4L2_VIDIOC_QUERYCTRL, &query) {
                 if error.code == EINVAL { continue }
-                if error.code == ENODEV { throw .disconnected(device: path) }
-                throw .ioctlFailed(device: path, request: "VIDIOC_QUERYCTRL", errno: error.code)
+                throw failure(error, request: "VIDIOC_QUERYCTRL")
             }
             if query.flags & UInt32(V4L2_CTRL_FLAG_DISABLED) != 0 { continue }
             let value = try readControl(fd, id)

@@ -111,8 +111,7 @@ extension V4L2Camera {
             switch error.code {
             case EBUSY:
                 throw .invalidState(device: path, reason: "frames from the previous stream are still held; release them before starting again")
-            case ENODEV: throw .disconnected(device: path)
-            default: throw .ioctlFailed(device: path, request: "VIDIOC_REQBUFS", errno: error.code)
+            default: throw failure(error, request: "VIDIOC_REQBUFS")
             }
         }
         guard request.count >= 2 else {
@@ -144,8 +143,7 @@ extension V4L2Camera {
             unwind()
             switch error.code {
             case ENOSPC: throw .insufficientBandwidth(device: path, format: negotiation.actual)
-            case ENODEV: throw .disconnected(device: path)
-            default: throw .ioctlFailed(device: path, request: "VIDIOC_STREAMON", errno: error.code)
+            default: throw failure(error, request: "VIDIOC_STREAMON")
             }
         }
         let session = StreamSession(syscalls: syscalls, fd: fd, mappings: mappings)

@@ -175,10 +175,13 @@ public final class V4L2Camera: CaptureDevice, @unchecked Sendable {
 
     /// Runs one ioctl and turns a failure into a ``CaptureError`` naming the request.
     func xioctl<T>(_ fd: Int32, _ request: UInt, _ name: String, _ value: inout T) throws(CaptureError) {
-        if let error = call(fd, request, &value) {
-            if error.code == ENODEV { throw .disconnected(device: path) }
-            throw .ioctlFailed(device: path, request: name, errno: error.code)
-        }
+        if let error = call(fd, request, &value) { throw failure(error, request: name) }
+    }
+
+    /// The ``CaptureError`` for a failed ioctl: ENODEV means the camera is
+    /// gone (a disconnect, whatever the request); anything else names the request.
+    func failure(_ error: V4L2Errno, request: String) -> CaptureError {
+        error.code == ENODEV ? .disconnected(device: path) : .ioctlFailed(device: path, request: request, errno: error.code)
     }
 
     private func queryCapabilities(_ fd: Int32) throws(CaptureError) -> V4L2Capabilities {
@@ -198,8 +201,7 @@ public final class V4L2Camera: CaptureDevice, @unchecked Sendable {
             desc.type = V4L2_BUF_TYPE_VIDEO_CAPTURE.rawValue
             if let error = call(fd, CV4L2_VIDIOC_ENUM_FMT, &desc) {
                 if error.code == EINVAL { break }
-                if error.code == ENODEV { throw .disconnected(device: path) }
-                throw .ioctlFailed(device: path, request: "VIDIOC_ENUM_FMT", errno: error.code)
+                throw failure(error, request: "VIDIOC_ENUM_FMT")
             }
             let fourCC = FourCC(rawValue: desc.pixelformat)
             let (range, sizes) = try enumerateSizes(fd, fourCC)
@@ -222,7 +224,7 @@ public final class V4L2Camera: CaptureDevice, @unchecked Sendable {
             e.pixel_format = fourCC.rawValue
             if let error = call(fd, CV4L2_VIDIOC_ENUM_FRAMESIZES, &e) {
                 if error.code == EINVAL || error.code == ENOTTY { break }
-                throw .ioctlFailed(device: path, request: "VIDIOC_ENUM_FRAMESIZES", errno: error.code)
+                throw failure(error, request: "VIDIOC_ENUM_FRAMESIZES")
             }
             if e.type == V4L2_FRMSIZE_TYPE_DISCRETE.rawValue {
                 discrete.append(ImageSize(width: Int(e.discrete.width), height: Int(e.discrete.height)))
@@ -262,7 +264,7 @@ public final class V4L2Camera: CaptureDevice, @unchecked Sendable {
             e.height = UInt32(size.height)
             if let error = call(fd, CV4L2_VIDIOC_ENUM_FRAMEINTERVALS, &e) {
                 if error.code == EINVAL || error.code == ENOTTY { break }
-                throw .ioctlFailed(device: path, request: "VIDIOC_ENUM_FRAMEINTERVALS", errno: error.code)
+                throw failure(error, request: "VIDIOC_ENUM_FRAMEINTERVALS")
             }
             if e.type == V4L2_FRMIVAL_TYPE_DISCRETE.rawValue {
                 if let f = fraction(e.discrete) { discrete.append(f) }
