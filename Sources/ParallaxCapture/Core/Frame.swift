@@ -93,14 +93,20 @@ public final class Frame: Sendable {
 
 /// Immutable pixels that frames can share without copying (rendered or decoded images).
 public final class SharedPixels: Sendable {
-    /// The owned image.
-    public let buffer: ImageBuffer
+    /// The pixel format of the image.
+    public let format: PixelFormat
+    /// The size of the image.
+    public let size: ImageSize
     private let storage: UnsafeMutableRawBufferPointerBox
+    private let byteCount: Int
 
-    /// Copies `buffer` once into memory that stays put for the lifetime of this object.
+    /// Copies `buffer` once into memory that stays put for the lifetime of this
+    /// object (the buffer itself is not kept, so the pixels exist once).
     public init(_ buffer: ImageBuffer) {
-        self.buffer = buffer
+        format = buffer.format
+        size = buffer.size
         let bytes = buffer.bytes
+        byteCount = bytes.count
         let memory = UnsafeMutableRawBufferPointer.allocate(byteCount: max(bytes.count, 1), alignment: 64)
         bytes.withUnsafeBytes { memory.copyMemory(from: $0) }
         self.storage = UnsafeMutableRawBufferPointerBox(memory)
@@ -110,18 +116,12 @@ public final class SharedPixels: Sendable {
 
     /// A view of the pixels, valid while this object is alive.
     public var view: ImageView {
-        let format = buffer.format, size = buffer.size
-        let base = UnsafeRawPointer(storage.memory.baseAddress!)
-        let stride0 = format.minimumBytesPerRow(width: size.width)
-        let chroma = format.planeCount == 2
-            ? ImagePlane(baseAddress: base + stride0 * size.height, bytesPerRow: format.minimumBytesPerRow(width: size.width, plane: 1))
-            : nil
-        return ImageView(unchecked: format, size: size, plane0: ImagePlane(baseAddress: base, bytesPerRow: stride0), plane1: chroma)
+        ImageView(packed: format, size: size, baseAddress: UnsafeRawPointer(storage.memory.baseAddress!))
     }
 
     /// The whole buffer as a payload.
     public var payload: FramePayload {
-        FramePayload(baseAddress: UnsafeRawPointer(storage.memory.baseAddress!), count: buffer.bytes.count)
+        FramePayload(baseAddress: UnsafeRawPointer(storage.memory.baseAddress!), count: byteCount)
     }
 }
 

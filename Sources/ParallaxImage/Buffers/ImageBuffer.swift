@@ -53,14 +53,7 @@ public struct ImageBuffer: Sendable, Equatable {
     @inlinable
     public func withView<R>(_ body: (ImageView) throws -> R) rethrows -> R {
         try bytes.withUnsafeBytes { raw in
-            let stride0 = format.minimumBytesPerRow(width: size.width)
-            let base = raw.baseAddress!
-            let chroma = format.planeCount == 2
-                ? ImagePlane(baseAddress: base + stride0 * size.height,
-                             bytesPerRow: format.minimumBytesPerRow(width: size.width, plane: 1))
-                : nil
-            return try body(ImageView(unchecked: format, size: size,
-                                      plane0: ImagePlane(baseAddress: base, bytesPerRow: stride0), plane1: chroma))
+            try body(ImageView(packed: format, size: size, baseAddress: raw.baseAddress!))
         }
     }
 

@@ -58,6 +58,22 @@ public struct ImageView: @unchecked Sendable {
         self.plane1 = plane1
     }
 
+    /// A view of a tightly packed image (``ImageBuffer``'s layout: rows without
+    /// padding, the NV12 chroma plane right after the luma rows) at `baseAddress`.
+    ///
+    /// - Precondition: the memory holds
+    ///   ``ImageBuffer/byteCount(format:size:)`` bytes and `size` suits `format`
+    ///   (the caller owns such a buffer; nothing is checked).
+    @inlinable
+    public init(packed format: PixelFormat, size: ImageSize, baseAddress base: UnsafeRawPointer) {
+        let stride0 = format.minimumBytesPerRow(width: size.width)
+        let chroma = format.planeCount == 2
+            ? ImagePlane(baseAddress: base + stride0 * size.height,
+                         bytesPerRow: format.minimumBytesPerRow(width: size.width, plane: 1))
+            : nil
+        self.init(unchecked: format, size: size, plane0: ImagePlane(baseAddress: base, bytesPerRow: stride0), plane1: chroma)
+    }
+
     /// A view over one contiguous block laid out with the given strides (NV12:
     /// chroma right after `rows × bytesPerRow` of luma), checked against `byteCount`.
     public init(format: PixelFormat, size: ImageSize, baseAddress: UnsafeRawPointer, byteCount: Int,
