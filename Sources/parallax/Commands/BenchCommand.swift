@@ -65,6 +65,9 @@ func summarise(_ seconds: [Double]) -> (median: Double, min: Double) {
 
 func formatNumber(_ value: Double) -> String { String(format: "%.4f", value) }
 
+/// A timing for the JSON output, to the same four decimals the text output shows.
+func jsonNumber(_ value: Double) -> JSONValue { .number((value * 1e4).rounded() / 1e4) }
+
 /// `parallax bench rectify`: time per rectified pair.
 struct BenchRectifyCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -112,11 +115,13 @@ struct BenchRectifyCommand: ParsableCommand {
         let (median, minimum) = summarise(timings)
         let megapixels = 2 * Double(size.area) / 1e6 / (median / 1000)
         if options.json {
-            print("{\"operation\": \"rectify-pair\", \"size\": \"\(size)\", \"format\": \"\(format.rawValue)\", "
-                + "\"threads\": \(options.threads), \"iterations\": \(options.iterations), "
-                + "\"interpolation\": \"\(rectifier.interpolation.rawValue)\", "
-                + "\"ms_per_pair_median\": \(formatNumber(median)), \"ms_per_pair_min\": \(formatNumber(minimum)), "
-                + "\"megapixels_per_second\": \(formatNumber(megapixels))}")
+            print(JSONValue.object(JSONObject([
+                ("operation", .string("rectify-pair")), ("size", .string("\(size)")), ("format", .string(format.rawValue)),
+                ("threads", .number(Double(options.threads))), ("iterations", .number(Double(options.iterations))),
+                ("interpolation", .string(rectifier.interpolation.rawValue)),
+                ("ms_per_pair_median", jsonNumber(median)), ("ms_per_pair_min", jsonNumber(minimum)),
+                ("megapixels_per_second", jsonNumber(megapixels)),
+            ])).serialized(indent: 0))
         } else {
             print("rectify-pair \(size) \(format.rawValue) \(rectifier.interpolation.rawValue), \(options.threads) thread(s): "
                 + "median \(formatNumber(median)) ms, min \(formatNumber(minimum)) ms per pair, \(String(format: "%.1f", megapixels)) MP/s")
@@ -144,9 +149,11 @@ struct BenchMapsCommand: ParsableCommand {
         }
         let (median, minimum) = summarise(timings)
         if options.json {
-            print("{\"operation\": \"build-maps\", \"size\": \"\(size)\", \"format\": \"\(format.rawValue)\", "
-                + "\"threads\": \(options.threads), \"iterations\": \(options.iterations), "
-                + "\"ms_median\": \(formatNumber(median)), \"ms_min\": \(formatNumber(minimum))}")
+            print(JSONValue.object(JSONObject([
+                ("operation", .string("build-maps")), ("size", .string("\(size)")), ("format", .string(format.rawValue)),
+                ("threads", .number(Double(options.threads))), ("iterations", .number(Double(options.iterations))),
+                ("ms_median", jsonNumber(median)), ("ms_min", jsonNumber(minimum)),
+            ])).serialized(indent: 0))
         } else {
             print("build-maps \(size) \(format.rawValue): median \(formatNumber(median)) ms, min \(formatNumber(minimum)) ms")
         }
@@ -186,8 +193,11 @@ enum BenchImages {
         try FileAccess.writeAtomically(floats(maps.right.sourceY), toPath: path("right-y.f32"))
         try FileAccess.writeAtomically(left.bytes, toPath: path("left.raw"))
         try FileAccess.writeAtomically(right.bytes, toPath: path("right.raw"))
-        let meta = "{\"width\": \(left.size.width), \"height\": \(left.size.height), \"format\": \"\(left.format.rawValue)\", "
-            + "\"output_width\": \(rectifier.outputSize.width), \"output_height\": \(rectifier.outputSize.height)}\n"
+        let meta = JSONValue.object(JSONObject([
+            ("width", .number(Double(left.size.width))), ("height", .number(Double(left.size.height))),
+            ("format", .string(left.format.rawValue)),
+            ("output_width", .number(Double(rectifier.outputSize.width))), ("output_height", .number(Double(rectifier.outputSize.height))),
+        ])).serialized() + "\n"
         try FileAccess.writeAtomically(meta, toPath: path("meta.json"))
     }
 }
