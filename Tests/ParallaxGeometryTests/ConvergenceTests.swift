@@ -30,6 +30,7 @@ import Testing
             let (l, r) = try #require(converged.project(point))
             let disparity = l[axis] - r[axis]
             #expect(abs(disparity) < 1e-6, "disparity \(disparity) px at \(point)")
+            print("convergence at \(distance) (\(layout)): disparity \(disparity) px at \(point)")
             // Depth through Q is unchanged by the shift.
             let (l0, r0) = try #require(classic.project(point))
             let before = try #require(classic.reproject(x: l0.x, y: l0.y, disparity: l0[axis] - r0[axis]))

@@ -61,10 +61,11 @@ struct SceneRendererTests {
         return errors
     }
 
-    static func check(_ errors: [Double], expectedCount: Int) {
+    static func check(_ errors: [Double], expectedCount: Int, lens: String) {
         #expect(errors.count == expectedCount)
         let worst = errors.max() ?? .infinity
         let mean = errors.reduce(0, +) / Double(max(errors.count, 1))
+        print("rendered corners, \(lens): \(errors.count) corners, worst \(worst) px, mean \(mean) px")
         #expect(worst < 0.05, "worst corner error \(worst) px")
         #expect(mean < 0.01, "mean corner error \(mean) px")
     }
@@ -73,7 +74,7 @@ struct SceneRendererTests {
     func pinholeCorners() throws {
         let camera = CameraModel(size: Self.size, intrinsics: CameraIntrinsics(fx: 150, fy: 152, cx: 80.3, cy: 59.6))
         let errors = try Self.cornerErrors(camera: camera, pose: Self.pose(rodrigues: SIMD3(0.3, -0.4, 0.2), distance: 0.33))
-        Self.check(errors, expectedCount: 20)
+        Self.check(errors, expectedCount: 20, lens: "pinhole")
     }
 
     @Test("Brown–Conrady lens: corners within 0.05 px of CameraModel.project")
@@ -84,7 +85,7 @@ struct SceneRendererTests {
         let errors = try Self.cornerErrors(camera: camera,
                                            pose: Self.pose(rodrigues: SIMD3(-0.2, 0.35, -0.1), distance: 0.3,
                                                            offset: SIMD3(0.02, 0.01, 0)))
-        Self.check(errors, expectedCount: 20)
+        Self.check(errors, expectedCount: 20, lens: "Brown–Conrady")
     }
 
     @Test("Fisheye lens: corners within 0.05 px of CameraModel.project")
@@ -95,7 +96,7 @@ struct SceneRendererTests {
         let errors = try Self.cornerErrors(camera: camera,
                                            pose: Self.pose(rodrigues: SIMD3(0.25, 0.3, 0.4), distance: 0.2,
                                                            offset: SIMD3(-0.01, 0.005, 0)))
-        Self.check(errors, expectedCount: 20)
+        Self.check(errors, expectedCount: 20, lens: "fisheye")
     }
 
     @Test("Right camera of a vertical-baseline rig sees the corners where the extrinsics put them")
@@ -118,6 +119,7 @@ struct SceneRendererTests {
             worst = max(worst, length(found - expected))
         }
         #expect(worst < 0.05, "worst corner error \(worst) px")
+        print("rendered corners, right camera of a vertical rig: worst \(worst) px")
         // A camera 5 cm lower sees the board higher up by about f·B/Z = 150 · 0.05 / 0.33 ≈ 23 px,
         // give or take f·ωx = 150 · 0.02 = 3 px from the rotation about x.
         let leftFirst = try #require(rig.projectedCorners(.left)[0]), rightFirst = try #require(truth[0])
