@@ -8,6 +8,22 @@ import Testing
     let sample = ParallaxCLI.packageRoot.appendingPathComponent("Tests/Fixtures/opencv/opencv-sample-calibration.json").path
     let data = "/usr/share/doc/opencv-doc/examples/data"
 
+    @Test func aFailedWriteLeavesNoOutputsBehind() throws {
+        let dir = try ParallaxCLI.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let left = dir.appendingPathComponent("l.png").path
+        // A regular file where a folder should be: the right image cannot be written.
+        let blocker = dir.appendingPathComponent("blocker")
+        try Data("not a folder".utf8).write(to: blocker)
+        let result = try ParallaxCLI.run([
+            "rectify", "--calibration", sample, "--left", "\(data)/left01.jpg", "--right", "\(data)/right01.jpg",
+            "--output-left", left, "--output-right", blocker.appendingPathComponent("r.png").path,
+        ])
+        #expect(result.status != 0)
+        #expect(result.stderr.contains("blocker/r.png"), "\(result.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: left), "the left image must not be left behind")
+    }
+
     @Test func rectifiesTheSamplePairWithPreviewAndAnaglyph() throws {
         let dir = try ParallaxCLI.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }

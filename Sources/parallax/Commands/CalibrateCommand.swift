@@ -147,7 +147,7 @@ struct CalibrateCommand: ParsableCommand {
                 throw ExitCode.failure
             }
         }
-        try Self.writeAll(files)
+        try OutputFiles.writeAll(files)
 
         if json {
             print(Self.summary(outcome, seconds: seconds).serialized())
@@ -218,23 +218,6 @@ struct CalibrateCommand: ParsableCommand {
         }
         files.append((path("index.html"), Array(CalibrationReport.indexPage(result, best: bestName, worst: worstName).utf8)))
         return files
-    }
-
-    /// Writes every file atomically; when one fails, removes those this run wrote so no partial set remains.
-    static func writeAll(_ files: [(path: String, bytes: [UInt8])]) throws {
-        var written: [String] = []
-        for file in files {
-            do {
-                let folder = (file.path as NSString).deletingLastPathComponent
-                if !folder.isEmpty { try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true) }
-                try FileAccess.writeAtomically(file.bytes, toPath: file.path)
-                written.append(file.path)
-            } catch {
-                for p in written { try? FileManager.default.removeItem(atPath: p) }
-                log("error: could not write \(file.path): \(error); no outputs were left behind")
-                throw ExitCode.failure
-            }
-        }
     }
 
     /// Expands quoted globs; plain file names pass through. An empty result is an error naming the pattern.

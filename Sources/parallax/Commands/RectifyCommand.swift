@@ -85,19 +85,28 @@ struct RectifyCommand: ParsableCommand {
             throw CLIError("\(shared.calibration): \(error)")
         }
         let (l, r) = try rectifier.rectify(left: leftImage, right: rightImage)
-        try l.write(toFile: outputLeft)
-        try r.write(toFile: outputRight)
-        var written = [outputLeft, outputRight]
+        // Encode everything first, then write all or nothing.
+        var files = [(path: outputLeft, bytes: try Self.encode(l, for: outputLeft)),
+                     (path: outputRight, bytes: try Self.encode(r, for: outputRight))]
         if let preview {
-            try StereoPreview.sideBySide(left: l, right: r, layout: rectifier.maps.rectification.layout).write(toFile: preview)
-            written.append(preview)
+            let image = try StereoPreview.sideBySide(left: l, right: r, layout: rectifier.maps.rectification.layout)
+            files.append((preview, try Self.encode(image, for: preview)))
         }
         if let anaglyph {
-            try StereoPreview.anaglyph(left: l, right: r).write(toFile: anaglyph)
-            written.append(anaglyph)
+            files.append((anaglyph, try Self.encode(try StereoPreview.anaglyph(left: l, right: r), for: anaglyph)))
         }
+        try OutputFiles.writeAll(files)
+        let written = files.map(\.path)
         let plane = rectifier.maps.rectification.convergenceDistance.map { "convergence plane at \($0)" } ?? "convergence at infinity"
         print("rectified \(leftImage.size) \(leftImage.format.rawValue) pair (\(plane)); wrote \(written.joined(separator: ", "))")
+    }
+
+    /// `image` encoded in the format `path`'s extension names (validated up front).
+    static func encode(_ image: ImageBuffer, for path: String) throws -> [UInt8] {
+        guard let format = ImageFileFormat(pathExtensionOf: path) else {
+            throw CLIError("'\(path)' has no image extension the writer knows (.png, .jpg, .jpeg, .pgm, .ppm)")
+        }
+        return try image.encoded(as: format, destination: path)
     }
 
     static func read(_ path: String) throws -> ImageBuffer {
