@@ -11,8 +11,13 @@ import ParallaxGeometry
 public protocol CaptureDevice: AnyObject, Sendable {
     /// Who this device is.
     var identity: DeviceIdentity { get }
-    /// Every format the device can stream.
+    /// Every format the device lists. Inside a stepwise or continuous range only the ends
+    /// and the common values are listed; ``supports(_:)`` answers for any other value.
     func supportedFormats() throws(CaptureError) -> [CaptureFormat]
+    /// True when the device can stream `format` exactly (pixel format, size and frame
+    /// interval), including sizes and intervals inside ranges that ``supportedFormats()``
+    /// does not list. The default implementation looks `format` up in ``supportedFormats()``.
+    func supports(_ format: CaptureFormat) throws(CaptureError) -> Bool
     /// The format in use, once configured.
     var activeFormat: CaptureFormat? { get }
     /// Asks for `format` and returns what the device actually set (drivers
@@ -32,6 +37,11 @@ public protocol CaptureDevice: AnyObject, Sendable {
 }
 
 extension CaptureDevice {
+    /// Looks `format` up in ``supportedFormats()`` (see ``CaptureDevice/supports(_:)``).
+    public func supports(_ format: CaptureFormat) throws(CaptureError) -> Bool {
+        try supportedFormats().contains(format)
+    }
+
     /// Starts streaming and returns the outputs as an `AsyncSequence`.
     ///
     /// At most `bufferingNewest` frames wait for the consumer; when another

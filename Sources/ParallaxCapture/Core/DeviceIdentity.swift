@@ -12,12 +12,17 @@ public struct DeviceIdentity: Hashable, Sendable, Codable, CustomStringConvertib
     public var name: String
     /// The node or folder the device was opened from, if any (`/dev/video0`).
     public var path: String?
+    /// Where the camera is plugged in, for USB cameras found through sysfs: bus, port
+    /// path, negotiated speed and the packet sizes its video endpoint offers (the
+    /// hardware cost of a stereo device is computed from these).
+    public var usb: USBLocation?
 
     /// An identity; `path` is the node or folder, when there is one.
-    public init(stableID: String, name: String, path: String? = nil) {
+    public init(stableID: String, name: String, path: String? = nil, usb: USBLocation? = nil) {
         self.stableID = stableID
         self.name = name
         self.path = path
+        self.usb = usb
     }
 
     /// A readable one-line description.
@@ -25,4 +30,46 @@ public struct DeviceIdentity: Hashable, Sendable, Codable, CustomStringConvertib
         if let path { return "\(name) [\(stableID)] at \(path)" }
         return "\(name) [\(stableID)]"
     }
+}
+
+/// Where a USB camera is plugged in, read from sysfs.
+public struct USBLocation: Hashable, Sendable, Codable {
+    /// USB bus number (`busnum`). A SuperSpeed port's USB 2 companion is another bus
+    /// with its own number, and so its own bandwidth.
+    public var bus: Int
+    /// Port chain on that bus (`devpath`, e.g. `1.2`: port 2 of the hub on port 1).
+    public var portPath: String
+    /// Negotiated speed in Mbit/s (`speed`: 1.5, 12, 480 for USB 2 high speed, 5000 and up for SuperSpeed).
+    public var speedMbps: Double?
+    /// USB vendor id (`idVendor`, hex).
+    public var vendorID: String?
+    /// USB product id (`idProduct`, hex).
+    public var productID: String?
+    /// The serial number string, if the camera has one.
+    public var serial: String?
+    /// The manufacturer string.
+    public var manufacturer: String?
+    /// The product string.
+    public var product: String?
+    /// Bytes per (micro)frame that the camera's video streaming alternate settings offer,
+    /// ascending (from its `descriptors` in sysfs); empty when unknown.
+    public var isochronousPacketSizes: [Int]
+
+    /// A location; only the bus and port path are required.
+    public init(bus: Int, portPath: String, speedMbps: Double? = nil, vendorID: String? = nil, productID: String? = nil,
+                serial: String? = nil, manufacturer: String? = nil, product: String? = nil,
+                isochronousPacketSizes: [Int] = []) {
+        self.bus = bus
+        self.portPath = portPath
+        self.speedMbps = speedMbps
+        self.vendorID = vendorID
+        self.productID = productID
+        self.serial = serial
+        self.manufacturer = manufacturer
+        self.product = product
+        self.isochronousPacketSizes = isochronousPacketSizes
+    }
+
+    /// The `by-path`-style port identity: `usb-<bus>-<port path>`.
+    public var portIdentity: String { "usb-\(bus)-\(portPath)" }
 }

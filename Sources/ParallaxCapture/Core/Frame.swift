@@ -1,14 +1,33 @@
 import ParallaxGeometry
 import ParallaxImage
 
-/// Where a frame's timestamp was taken, from the V4L2 buffer flags.
+/// Where a frame's timestamp was taken, so that timestamps of cameras with different
+/// exposure times can be moved to the middle of the exposure before they are compared.
+///
+/// V4L2 reports it per buffer (`V4L2_BUF_FLAG_TSTAMP_SRC_EOF` / `_SOE`). A ``Frame`` is
+/// already on mid-exposure; ``Frame/timestampSource`` says where the driver took it.
 public enum TimestampSource: String, Hashable, Sendable {
-    /// At the start of exposure (`V4L2_BUF_FLAG_TSTAMP_SRC_SOE`).
+    /// At the start of exposure (`V4L2_BUF_FLAG_TSTAMP_SRC_SOE`): mid-exposure is
+    /// `timestamp + exposure / 2`.
     case startOfExposure
-    /// When the last pixel arrived (`V4L2_BUF_FLAG_TSTAMP_SRC_EOF`, UVC's usual case).
+    /// When the last pixel arrived (`V4L2_BUF_FLAG_TSTAMP_SRC_EOF`, UVC's usual case):
+    /// mid-exposure is `timestamp − exposure / 2` (the sensor's read-out time is not
+    /// reported by V4L2, so only the exposure half is corrected).
     case endOfFrame
-    /// A model value: the middle of exposure by construction (simulated and recorded devices).
+    /// Already the middle of exposure (simulated and recorded devices, and every ``Frame``).
     case midExposure
+
+    /// The mid-exposure timestamp (nanoseconds), or `timestamp` unchanged when the exposure
+    /// is unknown, zero or negative.
+    @inlinable
+    public func midExposure(timestampNanoseconds timestamp: Int64, exposureNanoseconds exposure: Int64?) -> Int64 {
+        guard let exposure, exposure > 0 else { return timestamp }
+        switch self {
+        case .endOfFrame: return timestamp &- exposure / 2
+        case .startOfExposure: return timestamp &+ exposure / 2
+        case .midExposure: return timestamp
+        }
+    }
 }
 
 /// The bytes of a frame as the device delivered them, valid while the

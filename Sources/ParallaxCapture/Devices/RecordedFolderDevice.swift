@@ -70,6 +70,10 @@ public final class RecordedFolderDevice: CaptureDevice, Sendable {
 
     /// The recorded format (size and pixel format of the images, median frame interval).
     public func supportedFormats() throws(CaptureError) -> [CaptureFormat] { [recordedFormat] }
+    /// The recorded size and pixel format, at any interval (playback keeps the recorded times).
+    public func supports(_ format: CaptureFormat) throws(CaptureError) -> Bool {
+        format.size == recordedFormat.size && format.fourCC == recordedFormat.fourCC
+    }
     /// The format in use (see ``CaptureDevice/activeFormat``).
     public var activeFormat: CaptureFormat? { recordedFormat }
 
@@ -92,10 +96,7 @@ public final class RecordedFolderDevice: CaptureDevice, Sendable {
             for (row, entry) in entries.enumerated() {
                 if thread.shouldStop { break }
                 if pace == .realTime {
-                    let due = startedAt + (entry.timestampNanoseconds - t0)
-                    while !thread.shouldStop, monotonicNanoseconds() < due {
-                        usleep(UInt32(min(20_000, max(1, (due - monotonicNanoseconds()) / 1000))))
-                    }
+                    if !thread.sleep(untilMonotonicNanoseconds: startedAt + (entry.timestampNanoseconds - t0)) { break }
                 }
                 let path = folder + "/data/" + entry.filename
                 do {

@@ -35,11 +35,11 @@ public final class SideBySideSplitter: Sendable {
     /// The source's frames fanned out to the halves that are running.
     final class Hub: Sendable {
         let source: any CaptureDevice
-        let handlers = Mutex<[RigCamera: @Sendable (CaptureOutput) -> Void]>([:])
+        let handlers = Mutex<[StereoSide: @Sendable (CaptureOutput) -> Void]>([:])
 
         init(source: any CaptureDevice) { self.source = source }
 
-        func start(_ half: RigCamera, handler: @escaping @Sendable (CaptureOutput) -> Void) throws(CaptureError) {
+        func start(_ half: StereoSide, handler: @escaping @Sendable (CaptureOutput) -> Void) throws(CaptureError) {
             let first = handlers.withLock { h -> Bool in
                 let wasEmpty = h.isEmpty
                 h[half] = handler
@@ -54,7 +54,7 @@ public final class SideBySideSplitter: Sendable {
             }
         }
 
-        func stop(_ half: RigCamera) {
+        func stop(_ half: StereoSide) {
             let (handler, last) = handlers.withLock { h in (h.removeValue(forKey: half), h.isEmpty) }
             if last && handler != nil { source.stop() }
             handler?(.event(.stopped))
@@ -75,7 +75,7 @@ public final class SideBySideSplitter: Sendable {
         }
 
         /// The half frame: same memory, half the width, the parent kept alive by the release closure.
-        static func half(_ half: RigCamera, of frame: Frame) -> Frame? {
+        static func half(_ half: StereoSide, of frame: Frame) -> Frame? {
             guard let image = frame.image, let size = SideBySideView.halfSize(of: frame.format) else { return nil }
             let bytesPerPixel = image.format.bytesPerPixel
             let offset = half == .left ? 0 : size.width * bytesPerPixel
@@ -87,8 +87,8 @@ public final class SideBySideSplitter: Sendable {
                                  plane1: plane1)
             var format = frame.format
             format.size = size
-            let source = DeviceIdentity(stableID: frame.source.stableID + "#\(half.rawValue)",
-                                        name: frame.source.name + " (\(half.rawValue) half)", path: frame.source.path)
+            let source = DeviceIdentity(stableID: frame.source.stableID + "#\(half)",
+                                        name: frame.source.name + " (\(half) half)", path: frame.source.path)
             let parent = frame
             return Frame(image: view,
                          payload: FramePayload(baseAddress: view.plane0.baseAddress,
@@ -104,9 +104,9 @@ public final class SideBySideSplitter: Sendable {
 public final class SideBySideView: CaptureDevice, Sendable {
     let hub: SideBySideSplitter.Hub
     /// Which half.
-    public let half: RigCamera
+    public let half: StereoSide
 
-    init(hub: SideBySideSplitter.Hub, half: RigCamera) {
+    init(hub: SideBySideSplitter.Hub, half: StereoSide) {
         self.hub = hub
         self.half = half
     }
@@ -114,7 +114,7 @@ public final class SideBySideView: CaptureDevice, Sendable {
     /// Who this device is.
     public var identity: DeviceIdentity {
         let s = hub.source.identity
-        return DeviceIdentity(stableID: s.stableID + "#\(half.rawValue)", name: s.name + " (\(half.rawValue) half)", path: s.path)
+        return DeviceIdentity(stableID: s.stableID + "#\(half)", name: s.name + " (\(half) half)", path: s.path)
     }
 
     /// The size of one half of a side-by-side format, or `nil` when it cannot be split
@@ -130,6 +130,13 @@ public final class SideBySideView: CaptureDevice, Sendable {
         try hub.source.supportedFormats().compactMap { format in
             Self.halfSize(of: format).map { CaptureFormat(fourCC: format.fourCC, size: $0, frameInterval: format.frameInterval) }
         }
+    }
+
+    /// True when the source streams twice the width of `format` (see ``CaptureDevice/supports(_:)``).
+    public func supports(_ format: CaptureFormat) throws(CaptureError) -> Bool {
+        var full = format
+        full.size.width *= 2
+        return try hub.source.supports(full) && Self.halfSize(of: full) == format.size
     }
 
     /// The format in use (see ``CaptureDevice/activeFormat``).

@@ -1,28 +1,5 @@
 import Foundation
 
-/// Where a USB camera is plugged in, read from sysfs.
-public struct USBLocation: Hashable, Sendable, Codable {
-    /// USB bus number (`busnum`).
-    public var bus: Int
-    /// Port chain on that bus (`devpath`, e.g. `1.2`: port 2 of the hub on port 1).
-    public var portPath: String
-    /// Negotiated speed in Mbit/s (`speed`: 480 for USB 2 high speed, 5000 for USB 3).
-    public var speedMbps: String?
-    /// USB vendor id (`idVendor`, hex).
-    public var vendorID: String?
-    /// USB product id (`idProduct`, hex).
-    public var productID: String?
-    /// The serial number string, if the camera has one.
-    public var serial: String?
-    /// The manufacturer string.
-    public var manufacturer: String?
-    /// The product string.
-    public var product: String?
-
-    /// The `by-path`-style port identity: `usb-<bus>-<port path>`.
-    public var portIdentity: String { "usb-\(bus)-\(portPath)" }
-}
-
 /// A video node found in sysfs.
 public struct DiscoveredCamera: Hashable, Sendable, Codable {
     /// The device node (`/dev/video0`).
@@ -79,7 +56,7 @@ public struct V4L2Discovery: Sendable {
             let fallback = deviceDir.map { "platform-" + ($0 as NSString).lastPathComponent } ?? entry
             found.append(DiscoveredCamera(devicePath: devicePath, name: name, driver: driver, nodeIndex: index, usb: usb,
                                           identity: DeviceIdentity(stableID: usb?.portIdentity ?? fallback, name: name,
-                                                                   path: devicePath)))
+                                                                   path: devicePath, usb: usb)))
         }
         // The serial is the identity only when no other camera shares it (cheap cameras
         // often report the same serial, or none); otherwise the port path is.
@@ -119,9 +96,12 @@ public struct V4L2Discovery: Sendable {
         var dir = deviceDir
         for _ in 0..<4 {
             if let bus = read(dir + "/busnum").flatMap(Int.init), let port = read(dir + "/devpath") {
-                return USBLocation(bus: bus, portPath: port, speedMbps: read(dir + "/speed"), vendorID: read(dir + "/idVendor"),
-                                   productID: read(dir + "/idProduct"), serial: read(dir + "/serial"),
-                                   manufacturer: read(dir + "/manufacturer"), product: read(dir + "/product"))
+                let descriptors = FileManager.default.contents(atPath: dir + "/descriptors").map { [UInt8]($0) }
+                return USBLocation(bus: bus, portPath: port, speedMbps: read(dir + "/speed").flatMap(Double.init),
+                                   vendorID: read(dir + "/idVendor"), productID: read(dir + "/idProduct"),
+                                   serial: read(dir + "/serial"), manufacturer: read(dir + "/manufacturer"),
+                                   product: read(dir + "/product"),
+                                   isochronousPacketSizes: descriptors.map(USBDescriptors.videoStreamingPacketSizes) ?? [])
             }
             dir = (dir as NSString).deletingLastPathComponent
             if dir == "/" || dir.isEmpty { break }
@@ -138,6 +118,6 @@ extension V4L2Camera {
     public static func open(stableID: String, discovery: V4L2Discovery = V4L2Discovery(),
                             syscalls: any V4L2Syscalls = LibV4L2Syscalls(), options: Options = Options()) throws(CaptureError) -> V4L2Camera {
         guard let found = discovery.camera(withStableID: stableID) else { throw .cannotOpen(device: stableID, errno: ENOENT) }
-        return try V4L2Camera(path: found.devicePath, syscalls: syscalls, options: options, stableID: stableID)
+        return try V4L2Camera(path: found.devicePath, syscalls: syscalls, options: options, stableID: stableID, usb: found.usb)
     }
 }

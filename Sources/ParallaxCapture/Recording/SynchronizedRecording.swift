@@ -8,10 +8,10 @@ public struct PairRecordingSummary: Sendable {
     /// The synchronizer's account when the last pair was made: frames in, drops by camera
     /// and reason, skew and latency.
     public var statistics: SynchronizerStatistics
-    /// Frames the devices reported lost before they reached the synchronizer, per camera (left, right).
-    public var deviceDrops: [Int]
-    /// Cameras that disconnected during the recording (left, right).
-    public var disconnected: [Bool]
+    /// Frames the devices reported lost before they reached the synchronizer, per camera.
+    public var deviceDrops: PerSide<Int>
+    /// Cameras that disconnected during the recording.
+    public var disconnected: PerSide<Bool>
     /// Pairs the synchronizer released while the writer was still busy with earlier ones
     /// (dropped so the cameras' buffers go back to the drivers; a slow disk shows up here).
     public var pairsSkippedByWriter: Int
@@ -48,8 +48,8 @@ public func recordSynchronizedPairs(left: any CaptureDevice, right: any CaptureD
         var writing = 0
         var skipped = 0
         var capturing = true
-        var deviceDrops = [0, 0]
-        var disconnected = [false, false]
+        var deviceDrops = PerSide(repeating: 0)
+        var disconnected = PerSide(repeating: false)
         var writeError: CaptureError?
     }
     let progress = Mutex(Progress())
@@ -119,13 +119,11 @@ public func recordSynchronizedPairs(left: any CaptureDevice, right: any CaptureD
         try device.start { output in
             switch output {
             case .frame(let frame):
-                // Frame timestamps are already moved to mid-exposure by the device.
-                synchronizer.push(side, timestampNanoseconds: frame.timestampNanoseconds, sequence: frame.sequence,
-                                  origin: .midExposure, payload: frame)
+                synchronizer.push(frame, from: side)
             case .event(.dropped(let count, _)):
-                progress.withLock { $0.deviceDrops[side.rawValue] += count }
+                progress.withLock { $0.deviceDrops[side] += count }
             case .event(.disconnected):
-                progress.withLock { $0.disconnected[side.rawValue] = true }
+                progress.withLock { $0.disconnected[side] = true }
                 synchronizer.flush(reason: .deviceError)
                 wake()
             case .event:
@@ -137,7 +135,7 @@ public func recordSynchronizedPairs(left: any CaptureDevice, right: any CaptureD
     let deadline = Date(timeIntervalSinceNow: timeoutSeconds)
     condition.lock()
     while true {
-        let done = progress.withLock { $0.written >= pairs || $0.writeError != nil || $0.disconnected.contains(true) }
+        let done = progress.withLock { $0.written >= pairs || $0.writeError != nil || $0.disconnected.left || $0.disconnected.right }
         if done || Date() >= deadline { break }
         // Wake at least every 50 ms so a pair waiting on its latency deadline is released
         // even while both cameras are quiet.

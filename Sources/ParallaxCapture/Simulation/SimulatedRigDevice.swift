@@ -85,7 +85,7 @@ public final class SimulatedCamera: CaptureDevice, @unchecked Sendable {
     /// Who this device is.
     public let identity: DeviceIdentity
     /// Which camera of the rig.
-    public let camera: RigCamera
+    public let camera: StereoSide
     /// Its timing.
     public let timing: SimulatedCameraTiming
     /// Pacing.
@@ -103,7 +103,7 @@ public final class SimulatedCamera: CaptureDevice, @unchecked Sendable {
         var nextFrame: Int64 = 0
     }
 
-    init(rig: SimulatedStereoRig, camera: RigCamera, timing: SimulatedCameraTiming, interval: FrameInterval,
+    init(rig: SimulatedStereoRig, camera: StereoSide, timing: SimulatedCameraTiming, interval: FrameInterval,
          pixelFormat: PixelFormat, pace: SimulationPace, epoch: Int64, seed: UInt64, lockstep: Lockstep) {
         self.lockstep = lockstep
         self.rig = rig
@@ -112,7 +112,7 @@ public final class SimulatedCamera: CaptureDevice, @unchecked Sendable {
         self.pace = pace
         self.epoch = epoch
         self.seed = seed
-        self.identity = DeviceIdentity(stableID: "simulated-\(camera.rawValue)", name: "simulated \(camera.rawValue) camera")
+        self.identity = DeviceIdentity(stableID: "simulated-\(camera)", name: "simulated \(camera) camera")
         let size = rig.model(camera).size
         let fourCC = CaptureFormat.fourCC(of: pixelFormat) ?? .grey
         self.state = Mutex(State(format: CaptureFormat(fourCC: fourCC, size: size, frameInterval: interval)))
@@ -129,6 +129,12 @@ public final class SimulatedCamera: CaptureDevice, @unchecked Sendable {
                 CaptureFormat(fourCC: $0, size: rig.model(camera).size, frameInterval: current.frameInterval)
             }
         }
+    }
+
+    /// Any size and interval in a pixel format the renderer produces (see ``configure(_:)``).
+    public func supports(_ format: CaptureFormat) throws(CaptureError) -> Bool {
+        guard let pixel = format.pixelFormat, SceneRenderer.supportedFormats.contains(pixel) else { return false }
+        return format.size.width > 0 && format.size.height > 0
     }
 
     /// The format in use (see ``CaptureDevice/activeFormat``).
@@ -168,7 +174,7 @@ public final class SimulatedCamera: CaptureDevice, @unchecked Sendable {
         let pixels = try renderedPixels()
         let (format, first) = state.withLock { ($0.format, $0.nextFrame) }
         let context = SimulatedStream(camera: self, pixels: pixels, format: format, model: model, firstFrame: first, handler: handler)
-        let thread = CaptureThread(name: "parallax.simulated \(camera.rawValue)") { thread in context.run(thread) }
+        let thread = CaptureThread(name: "parallax.simulated \(camera)") { thread in context.run(thread) }
         try state.withLock { s throws(CaptureError) in
             guard s.thread == nil else {
                 thread.stopAndJoin()
@@ -241,7 +247,7 @@ private final class SimulatedStream: @unchecked Sendable {
             let elapsed = Double(monotonicNanoseconds() - epoch - timing.offsetNanoseconds)
             k = max(k, Int64((elapsed / period).rounded(.up)))
         }
-        let side = initial.camera == .left ? 0 : 1
+        let side = initial.camera
         let lockstep = initial.lockstep
         if pace == .asFastAsPossible { k = lockstep.join(side, at: k) }
         defer { lockstep.leave(side) }
@@ -251,13 +257,7 @@ private final class SimulatedStream: @unchecked Sendable {
             if pace == .asFastAsPossible && !lockstep.waitForTurn(side, frame: k, thread: thread) { break }
             let exposure = epoch + timing.offsetNanoseconds + Int64((Double(k) * period).rounded())
             if pace == .realTime {
-                // Sleep in slices so stop() is honoured promptly.
-                while !thread.shouldStop {
-                    let remaining = exposure - monotonicNanoseconds()
-                    if remaining <= 0 { break }
-                    usleep(UInt32(min(remaining / 1000, 20_000)))
-                }
-                if thread.shouldStop { break }
+                if !thread.sleep(untilMonotonicNanoseconds: exposure) { break }
             }
             let sequence = UInt64(k)
             k += 1
@@ -286,37 +286,37 @@ private final class SimulatedStream: @unchecked Sendable {
 /// Keeps two as-fast-as-possible cameras within one frame of each other.
 final class Lockstep: @unchecked Sendable {
     private let condition = NSCondition()
-    private var running = [false, false]
+    private var running = PerSide(repeating: false)
     /// The number of the next frame each camera will hand over.
-    private var next: [Int64] = [0, 0]
+    private var next = PerSide<Int64>(repeating: 0)
 
     /// Registers a starting camera and returns the frame it starts at: where the other
     /// camera is, when that one is already running (so the two meet at once instead of the
     /// late one racing through frames the other left behind). A camera starting alone
     /// gives its partner `partnerWaitSeconds` to start too, since the two are usually
     /// started one after the other; a camera used on its own just starts that much later.
-    func join(_ side: Int, at frame: Int64, partnerWaitSeconds: Double = 0.2) -> Int64 {
+    func join(_ side: StereoSide, at frame: Int64, partnerWaitSeconds: Double = 0.2) -> Int64 {
         condition.lock()
         defer { condition.unlock() }
-        let start = running[1 - side] ? max(frame, next[1 - side]) : frame
+        let start = running[side.opposite] ? max(frame, next[side.opposite]) : frame
         running[side] = true
         next[side] = start
         condition.broadcast()
         let deadline = Date(timeIntervalSinceNow: partnerWaitSeconds)
-        while !running[1 - side] {
+        while !running[side.opposite] {
             if !condition.wait(until: deadline) { break }
         }
         return start
     }
 
-    func leave(_ side: Int) {
+    func leave(_ side: StereoSide) {
         condition.lock()
         running[side] = false
         condition.broadcast()
         condition.unlock()
     }
 
-    func advance(_ side: Int, to frame: Int64) {
+    func advance(_ side: StereoSide, to frame: Int64) {
         condition.lock()
         next[side] = frame
         condition.broadcast()
@@ -325,10 +325,10 @@ final class Lockstep: @unchecked Sendable {
 
     /// Waits (in 50 ms slices, honouring stop) until the other camera has handed over the
     /// frame before `frame`, or is not running. False when asked to stop.
-    func waitForTurn(_ side: Int, frame: Int64, thread: CaptureThread) -> Bool {
+    func waitForTurn(_ side: StereoSide, frame: Int64, thread: CaptureThread) -> Bool {
         condition.lock()
         defer { condition.unlock() }
-        while running[1 - side] && next[1 - side] < frame {
+        while running[side.opposite] && next[side.opposite] < frame {
             if thread.shouldStop { return false }
             _ = condition.wait(until: Date(timeIntervalSinceNow: 0.05))
         }

@@ -1,14 +1,6 @@
 import ParallaxGeometry
 import ParallaxImage
 
-/// One of the two cameras of a simulated rig.
-public enum RigCamera: String, Hashable, Sendable, CaseIterable {
-    /// The left camera: the world frame's origin (cam0).
-    case left
-    /// The right camera, at the calibration's extrinsics (cam1).
-    case right
-}
-
 /// Two calibrated virtual cameras looking at one ``SimulatedScene``: the
 /// geometry of the simulated stereo rig, its renders and its ground truth.
 ///
@@ -35,31 +27,31 @@ public struct SimulatedStereoRig: Hashable, Sendable {
     }
 
     /// The camera model of one camera.
-    public func model(_ camera: RigCamera) -> CameraModel {
+    public func model(_ camera: StereoSide) -> CameraModel {
         camera == .left ? calibration.left : calibration.right
     }
 
     /// World (left camera) frame → this camera's frame.
-    public func cameraFromWorld(_ camera: RigCamera) -> RigidTransform {
+    public func cameraFromWorld(_ camera: StereoSide) -> RigidTransform {
         camera == .left ? .identity : calibration.extrinsics
     }
 
     /// The image one camera sees (see ``SceneRenderer``).
-    public func render(_ camera: RigCamera, format: PixelFormat = .gray8) throws(SimulationError) -> ImageBuffer {
+    public func render(_ camera: StereoSide, format: PixelFormat = .gray8) throws(SimulationError) -> ImageBuffer {
         try SceneRenderer(samplesPerAxis: samplesPerAxis)
             .render(scene, camera: model(camera), cameraFromWorld: cameraFromWorld(camera), format: format)
     }
 
     /// Ground truth: the target's inner corners in one camera's pixels, OpenCV
     /// order, `nil` where not visible (or when the scene has no target).
-    public func projectedCorners(_ camera: RigCamera) -> [SIMD2<Double>?] {
+    public func projectedCorners(_ camera: StereoSide) -> [SIMD2<Double>?] {
         guard let target = scene.target else { return [] }
         return SceneRenderer.projectedCorners(of: target, camera: model(camera), cameraFromWorld: cameraFromWorld(camera))
     }
 
     /// Ground truth: the depth (z in that camera's frame, scene units) of the
     /// surface seen at `pixel`, or `nil` when the ray hits nothing or the pixel does not unproject.
-    public func depth(atPixel pixel: SIMD2<Double>, camera: RigCamera) -> Double? {
+    public func depth(atPixel pixel: SIMD2<Double>, camera: StereoSide) -> Double? {
         guard let ray = try? model(camera).ray(throughPixel: pixel) else { return nil }
         let worldFromCamera = cameraFromWorld(camera).inverse
         guard let hit = scene.firstHit(origin: worldFromCamera.translation, direction: worldFromCamera.rotation * ray)

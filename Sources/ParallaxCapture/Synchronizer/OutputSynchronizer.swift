@@ -8,7 +8,7 @@ import Synchronization
 /// Pairs the frames of two cameras as they arrive, from any threads, and hands the pairs
 /// to one consumer: an `AsyncSequence` (``pairs``) or a callback.
 ///
-/// The capture layer calls ``push(_:timestampNanoseconds:sequence:exposureNanoseconds:origin:payload:)``
+/// The capture layer calls ``push(_:timestampNanoseconds:sequence:exposureNanoseconds:timestampSource:payload:)``
 /// from each camera's thread. Pairing is a ``SynchronizerCore`` behind a lock, so a push
 /// costs a few hundred nanoseconds and never waits for the consumer. Pairs wait for the
 /// consumer in a bounded queue (``SynchronizerConfiguration/outputCapacity``): when it is
@@ -39,7 +39,7 @@ public final class OutputSynchronizer<Payload: Sendable>: Sendable {
         /// rather than in a local variable, which the event router would capture in a heap box.
         @usableFromInline var handover: (UnsafeContinuation<SynchronizedPair<Payload>?, Never>, SynchronizedPair<Payload>)?
         @usableFromInline var finished = false
-        @usableFromInline var outputOverflow: [Int] = [0, 0]
+        @usableFromInline var outputOverflow = PerSide(repeating: 0)
 
         @usableFromInline
         init(
@@ -90,18 +90,18 @@ public final class OutputSynchronizer<Payload: Sendable>: Sendable {
     // MARK: Input (camera threads)
 
     /// Hands one frame to the synchronizer; thread-safe. See
-    /// ``SynchronizerCore/push(_:timestampNanoseconds:sequence:exposureNanoseconds:origin:payload:now:emit:)``
+    /// ``SynchronizerCore/push(_:timestampNanoseconds:sequence:exposureNanoseconds:timestampSource:payload:now:emit:)``
     /// for the meaning of each argument. Frames pushed after ``finish()`` are dropped with
     /// ``FrameDropReason/constituentDisabled``.
     @inlinable
     public func push(
         _ side: StereoSide, timestampNanoseconds: Int64, sequence: UInt64, exposureNanoseconds: Int64? = nil,
-        origin: TimestampOrigin = .endOfExposure, payload: Payload
+        timestampSource: TimestampSource = .endOfFrame, payload: Payload
     ) {
         perform { core, now, emit in
             core.push(
                 side, timestampNanoseconds: timestampNanoseconds, sequence: sequence,
-                exposureNanoseconds: exposureNanoseconds, origin: origin, payload: payload, now: now, emit: emit)
+                exposureNanoseconds: exposureNanoseconds, timestampSource: timestampSource, payload: payload, now: now, emit: emit)
         } afterFinish: { core, emit in
             core.reject(
                 side, timestampNanoseconds: timestampNanoseconds, sequence: sequence, payload: payload,
@@ -154,8 +154,8 @@ public final class OutputSynchronizer<Payload: Sendable>: Sendable {
     public var statistics: SynchronizerStatistics {
         state.withLock { state in
             var statistics = state.core.statistics
-            statistics.addDrops(.left, .queueOverflow, state.outputOverflow[0])
-            statistics.addDrops(.right, .queueOverflow, state.outputOverflow[1])
+            statistics.addDrops(.left, .queueOverflow, state.outputOverflow.left)
+            statistics.addDrops(.right, .queueOverflow, state.outputOverflow.right)
             return statistics
         }
     }
@@ -208,7 +208,7 @@ public final class OutputSynchronizer<Payload: Sendable>: Sendable {
             let handover = state.withLock { state -> (UnsafeContinuation<SynchronizedPair<Payload>?, Never>, SynchronizedPair<Payload>)? in
                 let hasPairHandler = self.pairHandler != nil, hasDropHandler = self.dropHandler != nil
                 func overflowed(_ frame: SynchronizedFrame<Payload>) {
-                    state.outputOverflow[frame.side.rawValue] += 1
+                    state.outputOverflow[frame.side] += 1
                     guard hasDropHandler else { return }
                     let drop = FrameDrop(
                         side: frame.side, timestampNanoseconds: frame.timestampNanoseconds, sequence: frame.sequence,
@@ -268,4 +268,14 @@ public struct SynchronizedPairs<Payload: Sendable>: AsyncSequence, Sendable {
 
     /// Creates the iterator.
     public func makeAsyncIterator() -> AsyncIterator { AsyncIterator(synchronizer: synchronizer) }
+}
+
+extension OutputSynchronizer where Payload == Frame {
+    /// Hands a captured frame to the synchronizer; thread-safe. A ``Frame`` is already on
+    /// mid-exposure (its device moved it there), so it is paired by its timestamp as is.
+    @inlinable
+    public func push(_ frame: Frame, from side: StereoSide) {
+        push(side, timestampNanoseconds: frame.timestampNanoseconds, sequence: frame.sequence,
+             exposureNanoseconds: frame.exposureNanoseconds, timestampSource: .midExposure, payload: frame)
+    }
 }

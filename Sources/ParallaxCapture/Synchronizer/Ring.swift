@@ -70,31 +70,3 @@ struct Ring<Element> {
         while popFirst() != nil {}
     }
 }
-
-/// One value per camera, mutated in place.
-@usableFromInline
-struct PerSide<Value> {
-    @usableFromInline var left: Value
-    @usableFromInline var right: Value
-
-    @inlinable
-    init(_ left: Value, _ right: Value) {
-        self.left = left
-        self.right = right
-    }
-
-    @inlinable
-    init(repeating value: Value) {
-        self.init(value, value)
-    }
-
-    /// Get and set, deliberately not `_read`/`_modify`: those coroutines heap-allocate
-    /// their frames when not inlined. Use it for small values; rings are reached directly.
-    @inlinable
-    subscript(side: StereoSide) -> Value {
-        get { side == .left ? left : right }
-        set {
-            if side == .left { left = newValue } else { right = newValue }
-        }
-    }
-}

@@ -50,33 +50,6 @@ public enum ExactMatchKey: Sendable, Hashable, CustomStringConvertible {
     public var description: String { self == .timestamp ? "timestamp" : "sequence" }
 }
 
-/// What a frame's timestamp refers to, so that timestamps of cameras with different
-/// exposure times can be moved to the middle of the exposure before comparing them.
-///
-/// V4L2 reports it per buffer (`V4L2_BUF_FLAG_TSTAMP_SRC_EOF` / `_SOE`).
-public enum TimestampOrigin: Sendable, Hashable {
-    /// The timestamp is taken when the last pixel was read out (V4L2's default, EOF):
-    /// mid-exposure is `timestamp − exposure / 2`.
-    case endOfExposure
-    /// The timestamp is taken when exposure started (SOE): mid-exposure is
-    /// `timestamp + exposure / 2`.
-    case startOfExposure
-    /// The timestamp already refers to the middle of the exposure.
-    case midExposure
-
-    /// The mid-exposure timestamp (nanoseconds), or `timestamp` unchanged when the exposure
-    /// is unknown, zero or negative.
-    @inlinable
-    public func midExposure(timestampNanoseconds timestamp: Int64, exposureNanoseconds exposure: Int64?) -> Int64 {
-        guard let exposure, exposure > 0 else { return timestamp }
-        switch self {
-        case .endOfExposure: return timestamp &- exposure / 2
-        case .startOfExposure: return timestamp &+ exposure / 2
-        case .midExposure: return timestamp
-        }
-    }
-}
-
 /// Whether the synchronizer estimates, and corrects, the offset and drift between the two
 /// cameras' timestamp clocks.
 public enum ClockCorrection: Sendable, Hashable {

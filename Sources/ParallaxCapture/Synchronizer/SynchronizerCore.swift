@@ -2,7 +2,7 @@
 /// clock, so that tests and offline tools (``RecordedStreamPairing``, `parallax pair`)
 /// replay exactly what a live ``OutputSynchronizer`` would do.
 ///
-/// Feed frames with ``push(_:timestampNanoseconds:sequence:exposureNanoseconds:origin:payload:now:emit:)``;
+/// Feed frames with ``push(_:timestampNanoseconds:sequence:exposureNanoseconds:timestampSource:payload:now:emit:)``;
 /// every frame comes out exactly once through `emit`, in a pair or in a drop. Nothing is
 /// allocated per frame: waiting frames live in preallocated rings, payloads in a
 /// preallocated slab. The decisions are made by a non-generic engine on timestamps only;
@@ -83,7 +83,7 @@ public final class SynchronizerCore<Payload> {
     ///     number that goes backwards then counts as a reset).
     ///   - exposureNanoseconds: its exposure time, when known, to move the timestamp to
     ///     mid-exposure.
-    ///   - origin: what the timestamp refers to.
+    ///   - timestampSource: where the timestamp was taken.
     ///   - payload: carried through to the pair or drop.
     ///   - now: the current time on the caller's clock (nanoseconds): the frame's arrival,
     ///     and the clock for deadlines and latency.
@@ -97,10 +97,10 @@ public final class SynchronizerCore<Payload> {
     @inlinable
     public func push(
         _ side: StereoSide, timestampNanoseconds: Int64, sequence: UInt64, exposureNanoseconds: Int64? = nil,
-        origin: TimestampOrigin = .endOfExposure, payload: Payload, now: Int64, emit: Emit
+        timestampSource: TimestampSource = .endOfFrame, payload: Payload, now: Int64, emit: Emit
     ) {
         state.push(
-            side, timestamp: timestampNanoseconds, sequence: sequence, exposure: exposureNanoseconds, origin: origin,
+            side, timestamp: timestampNanoseconds, sequence: sequence, exposure: exposureNanoseconds, timestampSource: timestampSource,
             payload: payload, now: now)
         deliver(emit)
     }
@@ -199,11 +199,11 @@ struct CoreState<Payload> {
 
     @inlinable
     mutating func push(
-        _ side: StereoSide, timestamp: Int64, sequence: UInt64, exposure: Int64?, origin: TimestampOrigin,
+        _ side: StereoSide, timestamp: Int64, sequence: UInt64, exposure: Int64?, timestampSource: TimestampSource,
         payload: Payload, now: Int64
     ) {
         let slot = store(payload)
-        engine.push(side, timestamp: timestamp, sequence: sequence, exposure: exposure, origin: origin, slot: slot, now: now)
+        engine.push(side, timestamp: timestamp, sequence: sequence, exposure: exposure, timestampSource: timestampSource, slot: slot, now: now)
     }
 
     @inlinable

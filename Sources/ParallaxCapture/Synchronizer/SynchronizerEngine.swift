@@ -47,14 +47,14 @@ struct SynchronizerEngine {
     /// Latest mid-exposure timestamp per side, to detect time going backwards.
     private var lastMidExposure = PerSide<Int64?>(repeating: nil)
     private var lastSequence = PerSide<UInt64?>(repeating: nil)
-    private var enabled = PerSide(true, true)
+    private var enabled = PerSide(repeating: true)
     private let spacing: Int64
     private let estimatesClock: Bool
     private let appliesClock: Bool
     private var clock: ClockEstimator
 
     // Statistics.
-    private var framesPushed = PerSide(0, 0)
+    private var framesPushed = PerSide(repeating: 0)
     private var dropCounts: [Int] = Array(repeating: 0, count: 2 * FrameDropReason.caseCount)
     private var pairCount = 0
     private var deadlinePairCount = 0
@@ -86,11 +86,11 @@ struct SynchronizerEngine {
 
     @usableFromInline
     mutating func push(
-        _ side: StereoSide, timestamp: Int64, sequence: UInt64, exposure: Int64?, origin: TimestampOrigin, slot: Int32,
+        _ side: StereoSide, timestamp: Int64, sequence: UInt64, exposure: Int64?, timestampSource: TimestampSource, slot: Int32,
         now: Int64
     ) {
         framesPushed[side] += 1
-        let mid = origin.midExposure(timestampNanoseconds: timestamp, exposureNanoseconds: exposure)
+        let mid = timestampSource.midExposure(timestampNanoseconds: timestamp, exposureNanoseconds: exposure)
         var frame = EngineFrame(
             timestamp: timestamp, midExposure: mid, pairing: mid, sequence: sequence, exposure: exposure, arrival: now,
             slot: slot)
@@ -229,7 +229,7 @@ struct SynchronizerEngine {
 
     @usableFromInline
     mutating func resetStatistics() {
-        framesPushed = PerSide(0, 0)
+        framesPushed = PerSide(repeating: 0)
         for i in dropCounts.indices { dropCounts[i] = 0 }
         pairCount = 0
         deadlinePairCount = 0

@@ -46,52 +46,6 @@ final class StreamSession: @unchecked Sendable {
     }
 }
 
-/// A dedicated capture thread and a way to wait for its end with a deadline.
-final class CaptureThread: Sendable {
-    let stopRequested = Atomic<Bool>(false)
-    private let finished = Mutex<Bool>(false)
-    private let condition = NSCondition()
-
-    /// The thread's pthread id, so a stop requested from the thread itself does not wait for itself.
-    private let runner = Mutex<pthread_t?>(nil)
-
-    /// The work, taken (and released) by the thread so that nothing it captured,
-    /// such as a stream's mapped buffers, outlives the join.
-    private let body: Mutex<(@Sendable (CaptureThread) -> Void)?>
-
-    init(name: String, body: @escaping @Sendable (CaptureThread) -> Void) {
-        self.body = Mutex(body)
-        let thread = Thread { [self] in
-            runner.withLock { $0 = pthread_self() }
-            if let work = self.body.withLock({ b -> (@Sendable (CaptureThread) -> Void)? in defer { b = nil }; return b }) {
-                work(self)
-            }
-            condition.lock()
-            finished.withLock { $0 = true }
-            condition.broadcast()
-            condition.unlock()
-        }
-        thread.name = name
-        thread.start()
-    }
-
-    /// Asks the thread to finish and waits up to `timeoutSeconds`; true when it did.
-    @discardableResult
-    func stopAndJoin(timeoutSeconds: Double = 2) -> Bool {
-        stopRequested.store(true, ordering: .releasing)
-        if let runner = runner.withLock({ $0 }), pthread_equal(runner, pthread_self()) != 0 { return false }
-        let deadline = Date(timeIntervalSinceNow: timeoutSeconds)
-        condition.lock()
-        defer { condition.unlock() }
-        while !finished.withLock({ $0 }) {
-            if !condition.wait(until: deadline) { return finished.withLock { $0 } }
-        }
-        return true
-    }
-
-    var shouldStop: Bool { stopRequested.load(ordering: .acquiring) }
-}
-
 extension V4L2Camera {
     /// Buffers held by live frames right now (0 once every frame is released).
     public var buffersHeldByFrames: Int { state.withLock { $0.session?.outstanding.load(ordering: .relaxed) ?? 0 } }
@@ -343,11 +297,4 @@ private final class CaptureContext: @unchecked Sendable {
         let half = (exposure ?? 0) / 2
         return isStartOfExposure ? (raw + half, .startOfExposure) : (raw - half, .endOfFrame)
     }
-}
-
-/// Nanoseconds on CLOCK_MONOTONIC, the clock V4L2 timestamps use.
-public func monotonicNanoseconds() -> Int64 {
-    var ts = timespec()
-    clock_gettime(CLOCK_MONOTONIC, &ts)
-    return Int64(ts.tv_sec) * 1_000_000_000 + Int64(ts.tv_nsec)
 }

@@ -69,14 +69,16 @@ public final class V4L2Camera: CaptureDevice, @unchecked Sendable {
 
     /// Opens `path`, queries it and enumerates its formats.
     ///
-    /// - Parameter stableID: the identity to report (from ``V4L2Discovery``); the bus info when omitted.
+    /// - Parameters:
+    ///   - stableID: the identity to report (from ``V4L2Discovery``); the bus info when omitted.
+    ///   - usb: where the camera is plugged in (from ``V4L2Discovery``), for the hardware cost.
     /// - Throws: ``CaptureError/cannotOpen(device:errno:)``, ``CaptureError/notACaptureDevice(device:reason:)``.
     public init(path: String, syscalls: any V4L2Syscalls = LibV4L2Syscalls(), options: Options = Options(),
-                stableID: String? = nil) throws(CaptureError) {
+                stableID: String? = nil, usb: USBLocation? = nil) throws(CaptureError) {
         self.path = path
         self.options = options
         self.syscalls = syscalls
-        self.state = Mutex(State(identity: DeviceIdentity(stableID: stableID ?? path, name: path, path: path)))
+        self.state = Mutex(State(identity: DeviceIdentity(stableID: stableID ?? path, name: path, path: path, usb: usb)))
         try open()
         if stableID == nil {
             state.withLock { s in
@@ -113,12 +115,26 @@ public final class V4L2Camera: CaptureDevice, @unchecked Sendable {
         state.withLock { $0.formats.flatMap(\.captureFormats) }
     }
 
+    /// True when the camera can stream `format` exactly: its pixel format is offered, its
+    /// size is listed or inside the size range, and its frame interval is offered at that
+    /// size (asked of the driver for a size inside a range that was not enumerated).
+    public func supports(_ format: CaptureFormat) throws(CaptureError) -> Bool {
+        let (fd, formats) = state.withLock { ($0.fd, $0.formats) }
+        guard let description = formats.first(where: { $0.fourCC == format.fourCC }),
+              description.sizeRange.contains(format.size) else { return false }
+        if let listed = description.sizes.first(where: { $0.size == format.size }) {
+            return listed.intervals.contains(format.frameInterval)
+        }
+        guard fd >= 0 else { throw .disconnected(device: path) }
+        return try enumerateIntervals(fd, format.fourCC, format.size).contains(format.frameInterval)
+    }
+
     // MARK: Opening
 
     /// Opens the node again after a disconnect (same path), re-reading
     /// capabilities and formats and re-applying the last format.
     ///
-    /// - Throws: ``CaptureError`` as ``init(path:syscalls:options:stableID:)`` does.
+    /// - Throws: ``CaptureError`` as ``init(path:syscalls:options:stableID:usb:)`` does.
     public func reopen() throws(CaptureError) {
         stop()
         let old = state.withLock { s -> Int32 in defer { s.fd = -1 }; return s.fd }
@@ -238,7 +254,7 @@ public final class V4L2Camera: CaptureDevice, @unchecked Sendable {
                 ? .continuous(min: min, max: max)
                 : .stepwise(min: min, max: max, step: ImageSize(width: Int(s.step_width), height: Int(s.step_height)))
             var sizes: [V4L2FrameSize] = []
-            for size in range.representativeValues {
+            for size in range.candidateValues {
                 sizes.append(V4L2FrameSize(size: size, intervals: try enumerateIntervals(fd, fourCC, size)))
             }
             return (range, sizes)

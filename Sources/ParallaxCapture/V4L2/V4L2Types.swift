@@ -40,6 +40,88 @@ public enum V4L2Range<Value: Hashable & Sendable>: Hashable, Sendable {
     }
 }
 
+extension V4L2Range where Value == ImageSize {
+    /// True when `size` can be set exactly: listed, or inside the range on its step.
+    public func contains(_ size: ImageSize) -> Bool {
+        switch self {
+        case .discrete(let sizes): return sizes.contains(size)
+        case .continuous(let lo, let hi):
+            return (lo.width...max(lo.width, hi.width)).contains(size.width)
+                && (lo.height...max(lo.height, hi.height)).contains(size.height)
+        case .stepwise(let lo, let hi, let step):
+            guard V4L2Range.continuous(min: lo, max: hi).contains(size) else { return false }
+            return (size.width - lo.width) % Swift.max(1, step.width) == 0
+                && (size.height - lo.height) % Swift.max(1, step.height) == 0
+        }
+    }
+
+    /// The listed sizes, or for a range its two ends and the common camera sizes inside
+    /// it (``V4L2CommonValues/sizes``), so two cameras with ranges still meet at 1280×720.
+    public var candidateValues: [ImageSize] {
+        guard case .discrete(let sizes) = self else {
+            let inside = V4L2CommonValues.sizes.filter { contains($0) }
+            return representativeValues + inside.filter { !representativeValues.contains($0) }
+        }
+        return sizes
+    }
+}
+
+extension V4L2Range where Value == FrameInterval {
+    /// True when `interval` can be set exactly: listed, or inside the range on its step
+    /// (compared as exact fractions).
+    public func contains(_ interval: FrameInterval) -> Bool {
+        switch self {
+        case .discrete(let intervals): return intervals.contains { !($0 < interval) && !(interval < $0) }
+        case .continuous(let lo, let hi):
+            let (shortest, longest) = hi < lo ? (hi, lo) : (lo, hi)
+            return !(interval < shortest) && !(longest < interval)
+        case .stepwise(let lo, let hi, let step):
+            guard V4L2Range.continuous(min: lo, max: hi).contains(interval) else { return false }
+            // (interval − lo) / step must be a whole number: with a/b, c/d, e/f that is
+            // (a·d − c·b)·f divisible by b·d·e. Products of three UInt32 fit in 128 bits;
+            // intervals are small fractions in practice, so 64-bit with overflow checks suffices.
+            let a = Int64(interval.numerator), b = Int64(interval.denominator)
+            let c = Int64(lo.numerator), d = Int64(lo.denominator)
+            let e = Int64(step.numerator), f = Int64(step.denominator)
+            let (ad, o1) = a.multipliedReportingOverflow(by: d)
+            let (cb, o2) = c.multipliedReportingOverflow(by: b)
+            let (numerator, o3) = (ad - cb).multipliedReportingOverflow(by: f)
+            let (bd, o4) = b.multipliedReportingOverflow(by: d)
+            let (denominator, o5) = bd.multipliedReportingOverflow(by: e)
+            guard !(o1 || o2 || o3 || o4 || o5), denominator != 0 else {
+                let steps = (interval.seconds - lo.seconds) / step.seconds
+                return abs(steps - steps.rounded()) < 1e-9
+            }
+            return numerator % denominator == 0
+        }
+    }
+
+    /// The listed intervals, or for a range its two ends and the common frame rates inside
+    /// it (``V4L2CommonValues/intervals``).
+    public var candidateValues: [FrameInterval] {
+        guard case .discrete(let intervals) = self else {
+            let inside = V4L2CommonValues.intervals.filter { contains($0) }
+            return representativeValues + inside.filter { !representativeValues.contains($0) }
+        }
+        return intervals
+    }
+}
+
+/// Sizes and frame rates that cameras commonly offer: the values tried inside a stepwise
+/// or continuous range when formats are listed or two cameras' formats are intersected
+/// (any other value in a range is still accepted by ``CaptureDevice/supports(_:)``).
+public enum V4L2CommonValues {
+    /// 160×120 up to 3840×2160, the sizes UVC cameras list most often.
+    public static let sizes: [ImageSize] = [
+        (160, 120), (320, 240), (640, 360), (640, 480), (800, 600), (1024, 768), (1280, 720), (1280, 800),
+        (1280, 960), (1280, 1024), (1600, 1200), (1920, 1080), (2560, 1440), (3840, 2160),
+    ].map { ImageSize(width: $0.0, height: $0.1) }
+    /// 5 to 120 frames per second.
+    public static let intervals: [FrameInterval] = [5, 10, 15, 20, 24, 25, 30, 50, 60, 90, 120].map {
+        FrameInterval(numerator: 1, denominator: $0)
+    }
+}
+
 /// One frame size and the frame intervals offered at it.
 public struct V4L2FrameSize: Hashable, Sendable {
     /// The frame size in pixels.
@@ -58,16 +140,17 @@ public struct V4L2FormatDescription: Hashable, Sendable {
     public var isCompressed: Bool
     /// True for formats libv4l2 synthesises by converting (copying).
     public var isEmulated: Bool
-    /// Frame sizes: discrete ones each with their intervals, or a range
-    /// (whose two ends are listed in `sizes` with their intervals).
+    /// Frame sizes: discrete ones, or a stepwise or continuous range.
     public var sizeRange: V4L2Range<ImageSize>
-    /// The sizes with their intervals (for a range: its two ends).
+    /// Sizes with the intervals the driver enumerates at each: every discrete size, or for
+    /// a range its two ends and the common sizes inside it (``V4L2Range/candidateValues``).
     public var sizes: [V4L2FrameSize]
 
-    /// Every (size, interval) pair as capture formats (range ends for ranges).
+    /// Every listed (size, interval) pair as capture formats; inside interval ranges, the
+    /// ends and the common rates (``V4L2Range/candidateValues``).
     public var captureFormats: [CaptureFormat] {
         sizes.flatMap { frameSize in
-            frameSize.intervals.representativeValues.map {
+            frameSize.intervals.candidateValues.map {
                 CaptureFormat(fourCC: fourCC, size: frameSize.size, frameInterval: $0)
             }
         }

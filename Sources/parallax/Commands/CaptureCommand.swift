@@ -98,10 +98,10 @@ struct CaptureCommand: ParsableCommand {
             let l = stats.drops(.left, reason: reason), r = stats.drops(.right, reason: reason)
             if l + r > 0 { print("unpaired (\(reason)): left \(l), right \(r)") }
         }
-        if summary.deviceDrops.contains(where: { $0 > 0 }) {
-            print("lost by the cameras: left \(summary.deviceDrops[0]), right \(summary.deviceDrops[1])")
+        if summary.deviceDrops.left + summary.deviceDrops.right > 0 {
+            print("lost by the cameras: left \(summary.deviceDrops.left), right \(summary.deviceDrops.right)")
         }
-        for (index, gone) in summary.disconnected.enumerated() where gone { print("cam\(index) disconnected") }
+        for side in StereoSide.allCases where summary.disconnected[side] { print("cam\(side.rawValue) (\(side)) disconnected") }
         if summary.pairsSkippedByWriter > 0 { print("pairs skipped while the disk caught up: \(summary.pairsSkippedByWriter)") }
         if let error = summary.writeError { print("write error: \(error)") }
         print("recorded to \(output)/cam0 (left) and \(output)/cam1 (right)")

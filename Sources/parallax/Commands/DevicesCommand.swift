@@ -48,7 +48,7 @@ struct DevicesCommand: ParsableCommand {
             print("\(camera.devicePath)  \(camera.name)")
             print("    identity: \(camera.identity.stableID)")
             if let usb = camera.usb {
-                print("    usb: bus \(usb.bus) port \(usb.portPath)\(usb.speedMbps.map { ", \($0) Mbit/s" } ?? "")")
+                print("    usb: bus \(usb.bus) port \(usb.portPath)\(usb.speedMbps.map { ", \(String(format: "%g", $0)) Mbit/s" } ?? "")")
             }
             if let driver = camera.driver { print("    driver: \(driver)") }
             if let error { print("    cannot open: \(error)") }
@@ -92,7 +92,7 @@ struct DevicesCommand: ParsableCommand {
             ]
             if let driver = camera.driver { fields.append("\"driver\": \(quote(driver))") }
             if let usb = camera.usb {
-                fields.append("\"usb\": {\"bus\": \(usb.bus), \"port\": \(quote(usb.portPath)), \"speedMbps\": \(usb.speedMbps.map(quote) ?? "null"), \"serial\": \(usb.serial.map(quote) ?? "null")}")
+                fields.append("\"usb\": {\"bus\": \(usb.bus), \"port\": \(quote(usb.portPath)), \"speedMbps\": \(usb.speedMbps.map { String(format: "%g", $0) } ?? "null"), \"serial\": \(usb.serial.map(quote) ?? "null")}")
             }
             if let error { fields.append("\"error\": \(quote(error))") }
             items.append("    {" + fields.joined(separator: ", ") + "}")

@@ -29,7 +29,7 @@ struct CalibrationDemoStep: DemoStep {
             var candidate = rig
             candidate.scene.target = PlacedTarget(target: board, pose: pose)
             // Keep poses whose corners all land inside both images with a margin of 15 px.
-            let inside = [RigCamera.left, .right].allSatisfy { side in
+            let inside = [StereoSide.left, .right].allSatisfy { side in
                 candidate.projectedCorners(side).allSatisfy { p in
                     guard let p else { return false }
                     return p.x > 15 && p.y > 15 && p.x < Double(rig.model(side).size.width) - 15 && p.y < Double(rig.model(side).size.height) - 15
@@ -52,10 +52,10 @@ struct CalibrationDemoStep: DemoStep {
             var scene = rig
             scene.scene.target = PlacedTarget(target: board, pose: pose)
             var found: [CalibrationView] = []
-            for side in [RigCamera.left, .right] {
+            for side in [StereoSide.left, .right] {
                 let image = try GrayImage(scene.render(side))
                 if case .success(let detection) = detector.detect(in: image) {
-                    found.append(CalibrationView(name: "\(side.rawValue)\(index)", corners: detection.corners))
+                    found.append(CalibrationView(name: "\(side)\(index)", corners: detection.corners))
                 }
             }
             if found.count == 2 { views.append(StereoView(left: found[0], right: found[1])) }

@@ -23,7 +23,7 @@ struct CaptureDemoStep: DemoStep {
         print("   right camera: 3 ms offset, 40 ppm drift, ±0.2 ms jitter, 2 % drops")
         print("   \(summary.pairsWritten) pairs; skew p50 \(String(format: "%.2f", Double(stats.skew.p50Nanoseconds) / 1e6)) ms, "
               + "max \(String(format: "%.2f", Double(stats.skew.maxNanoseconds) / 1e6)) ms; "
-              + "lost by the cameras: left \(summary.deviceDrops[0]), right \(summary.deviceDrops[1]); "
+              + "lost by the cameras: left \(summary.deviceDrops.left), right \(summary.deviceDrops.right); "
               + "unpaired: left \(stats.drops(.left)), right \(stats.drops(.right))")
         print("   recorded to \(folder)/ (EuRoC layout, cam0 left, cam1 right)")
     }

@@ -32,18 +32,17 @@ struct PairingDemoStep: DemoStep {
             }
         }
         var random = SeededRandomGenerator(seed: 2024)
-        var lostUntil = [-1, -1]
+        var lostUntil = PerSide(repeating: -1)
         let start: Int64 = 10_000_000_000
         let moments = Int(Self.seconds * Self.framesPerSecond)
         var matchable = 0
         for k in 0..<moments {
             let moment = start + Int64(k) * interval
-            var delivered = [false, false]
+            var delivered = PerSide(repeating: false)
             // Deliver in order of the stamps; the right camera is ahead, so left goes first.
             for side in StereoSide.allCases {
-                let s = side.rawValue
-                if k <= lostUntil[s] { continue }
-                if random.nextUnit() < 0.001 { lostUntil[s] = k + 2 + Int(random.nextUnit() * 8); continue }
+                if k <= lostUntil[side] { continue }
+                if random.nextUnit() < 0.001 { lostUntil[side] = k + 2 + Int(random.nextUnit() * 8); continue }
                 if random.nextUnit() < 0.03 { continue }
                 var stamp = moment + Int64((random.nextUnit() * 2 - 1) * Double(Self.jitterNanoseconds))
                 if side == .right {
@@ -51,9 +50,9 @@ struct PairingDemoStep: DemoStep {
                 }
                 let arrival = moment + 5_000_000 + Int64(random.nextUnit() * 1e6)
                 core.push(side, timestampNanoseconds: stamp, sequence: UInt64(k), payload: k, now: arrival, emit: emit)
-                delivered[s] = true
+                delivered[side] = true
             }
-            if delivered[0] && delivered[1] { matchable += 1 }
+            if delivered.left && delivered.right { matchable += 1 }
         }
         core.finish(now: start + Int64(moments + 1) * interval, emit: emit)
         let statistics = core.statistics

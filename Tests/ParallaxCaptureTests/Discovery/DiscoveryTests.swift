@@ -21,7 +21,7 @@ struct DiscoveryTests {
         #expect(camera.driver == "uvcvideo")
         #expect(camera.usb?.bus == 1)
         #expect(camera.usb?.portPath == "2")
-        #expect(camera.usb?.speedMbps == "480")
+        #expect(camera.usb?.speedMbps == 480)
         #expect(camera.identity.stableID == "usb-046d:0825-A1B2C3")
     }
 

@@ -104,8 +104,8 @@ struct PolicyAndDropTests {
         var pairs: [SynchronizedPair<Int>] = []
         // Same mid-exposure (10 ms): left stamped at the end of a 4 ms exposure, right at the
         // start of a 2 ms one. Raw they are 3 ms apart, beyond the 1 ms skew.
-        core.push(.left, timestampNanoseconds: ms(12), sequence: 0, exposureNanoseconds: ms(4), origin: .endOfExposure, payload: 0, now: 0) { run.record($0) }
-        core.push(.right, timestampNanoseconds: ms(9), sequence: 0, exposureNanoseconds: ms(2), origin: .startOfExposure, payload: 0, now: 0) {
+        core.push(.left, timestampNanoseconds: ms(12), sequence: 0, exposureNanoseconds: ms(4), timestampSource: .endOfFrame, payload: 0, now: 0) { run.record($0) }
+        core.push(.right, timestampNanoseconds: ms(9), sequence: 0, exposureNanoseconds: ms(2), timestampSource: .startOfExposure, payload: 0, now: 0) {
             if case .pair(let pair) = $0 { pairs.append(pair) }
             run.record($0)
         }
@@ -113,7 +113,7 @@ struct PolicyAndDropTests {
         #expect(pairs.count == 1)
         #expect(pairs.first?.skewNanoseconds == 0)
         #expect(pairs.first?.rawSkewNanoseconds == -ms(3))
-        #expect(TimestampOrigin.endOfExposure.midExposure(timestampNanoseconds: 100, exposureNanoseconds: nil) == 100)
+        #expect(TimestampSource.endOfFrame.midExposure(timestampNanoseconds: 100, exposureNanoseconds: nil) == 100)
     }
 
     @Test("clock correction measures the phase first, even when the streams end during it")

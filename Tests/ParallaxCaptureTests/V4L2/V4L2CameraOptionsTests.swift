@@ -59,8 +59,19 @@ struct V4L2CameraOptionsTests {
         let camera = try V4L2Camera(path: "/dev/video0", syscalls: VirtualUVCDriver(cameras: [spec]))
         let description = try #require(camera.formatDescriptions.first)
         #expect(description.sizeRange == sizes)
-        #expect(description.sizes.map(\.size) == [ImageSize(width: 160, height: 120), ImageSize(width: 1280, height: 960)])
+        // The two ends, then the common sizes that lie on the 16 × 8 grid inside the range.
+        let listed = [(160, 120), (1280, 960), (320, 240), (640, 360), (640, 480), (800, 600), (1024, 768), (1280, 720), (1280, 800)]
+        #expect(description.sizes.map(\.size) == listed.map { ImageSize(width: $0.0, height: $0.1) })
         #expect(description.sizes.allSatisfy { $0.intervals == intervals })
+        // Values inside the ranges that are not listed are still supported; off-grid ones are not.
+        func grey(_ w: Int, _ h: Int, fps: UInt32) -> CaptureFormat {
+            CaptureFormat(fourCC: .grey, size: ImageSize(width: w, height: h), frameInterval: FrameInterval(numerator: 1, denominator: fps))
+        }
+        #expect(try camera.supports(grey(1008, 704, fps: 25)))
+        #expect(try camera.supports(grey(1280, 720, fps: 7)))
+        #expect(try !camera.supports(grey(1001, 701, fps: 25)))
+        #expect(try !camera.supports(grey(640, 480, fps: 200)))
+        #expect(try camera.supportedFormats().contains(grey(1280, 720, fps: 30)))
         // 1001 × 701 rounds onto the 16 × 8 grid from 160 × 120: 160 + 53·16 = 1008, 120 + 73·8 = 704.
         let asked = CaptureFormat(fourCC: .grey, size: ImageSize(width: 1001, height: 701), frameInterval: FrameInterval(numerator: 1, denominator: 25))
         let result = try camera.negotiate(asked)
