@@ -8,6 +8,9 @@ public enum DropReason: String, Hashable, Sendable {
     case timestampWentBackwards
     /// A simulated loss (the simulated rig's drop probability).
     case simulated
+    /// Held back by a stereo device to keep its frame-rate cap (the cameras could not be
+    /// set to a rate at or below the cap).
+    case frameRateCap
 }
 
 /// Something that happened to a streaming device besides a frame.

@@ -143,6 +143,10 @@ public struct VirtualCameraSpec: Sendable {
     public var timestampSource: TimestampSource = .endOfFrame
     /// False to flag timestamps as of an unknown clock (`V4L2_BUF_FLAG_TIMESTAMP_UNKNOWN`), as some old drivers do.
     public var monotonicTimestamps = true
+    /// Where the camera is plugged in: cameras whose `bus` numbers are equal share that
+    /// bus's periodic bandwidth, and STREAMON fails as the kernel's would (see
+    /// ``VirtualUVCDriver``). `nil`: a camera with its bus to itself and no bandwidth limit.
+    public var usb: USBLocation?
 
     /// A camera at `path`; the defaults describe a typical UVC webcam.
     public init(path: String, card: String = "Virtual UVC Camera", driver: String = "uvcvideo",

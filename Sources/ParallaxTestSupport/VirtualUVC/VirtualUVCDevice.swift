@@ -55,6 +55,8 @@ final class Device {
     var pendingGap = 0
     var pendingBackwards: Int64?
     var stallUntil: Int64?
+    /// Bytes per microframe reserved on the USB bus while streaming (the alternate setting's packet).
+    var reservedPacketBytes = 0
 
     init(spec: VirtualCameraSpec) {
         self.spec = spec
@@ -278,13 +280,25 @@ final class Device {
         describe(buffer, into: b)
     }
 
-    func streamOn(owner: Int32) throws(V4L2Errno) {
+    func streamOn(owner: Int32, busLoadElsewhere: Int) throws(V4L2Errno) {
         if failNextStreamOn {
             failNextStreamOn = false
             throw .noSpace
         }
         guard !buffers.isEmpty else { throw .invalidArgument }
         if streaming { return }
+        if let usb = spec.usb {
+            // As uvcvideo: the camera's requested payload picks the smallest alternate
+            // setting that carries it (none: EIO); the host controller then admits the
+            // endpoint only if the bus's periodic budget still has room (else ENOSPC).
+            guard let packet = VirtualUSBBus.alternateSetting(for: VirtualUSBBus.requestedPayload(
+                width: size.width, height: size.height, bytesPerPixel: format.bytesPerPixel,
+                framesPerSecond: interval.framesPerSecond, compressed: format.isCompressed, usb: usb), usb: usb) else {
+                throw .ioError
+            }
+            guard busLoadElsewhere + packet <= VirtualUSBBus.periodicBudget(usb) else { throw .noSpace }
+            reservedPacketBytes = packet
+        }
         streaming = true
         streamOwner = owner
         sequence = 0
@@ -293,6 +307,7 @@ final class Device {
 
     func stopStreaming() {
         streaming = false
+        reservedPacketBytes = 0
         nextDue = .max
         done = []
         queue = []
@@ -393,5 +408,41 @@ func copy<T>(_ text: String, into array: inout T) {
     withUnsafeMutableBytes(of: &array) { raw in
         raw.initializeMemory(as: UInt8.self, repeating: 0)
         for (i, byte) in text.utf8.prefix(raw.count - 1).enumerated() { raw[i] = byte }
+    }
+}
+
+/// The USB side of the virtual driver, written the way a camera's firmware and the host
+/// controller work rather than through Parallax's own cost model, so tests compare the
+/// two.
+enum VirtualUSBBus {
+    /// A high-speed UVC webcam's alternate settings (what a common 720p webcam's
+    /// descriptors list), used when a spec gives none.
+    static let webcamPacketSizes = [192, 384, 512, 640, 800, 944, 1280, 1600, 1984, 2688, 3060]
+
+    static func microframesPerSecond(_ usb: USBLocation) -> Int { (usb.speedMbps ?? 480) < 100 ? 1000 : 8000 }
+
+    /// The camera's dwMaxPayloadTransferSize: a frame's bytes spread over a second's
+    /// (micro)frames plus the 12-byte payload header; compressed streams ask for the most.
+    static func requestedPayload(width: Int, height: Int, bytesPerPixel: Int, framesPerSecond: Double,
+                                 compressed: Bool, usb: USBLocation) -> Int {
+        let sizes = usb.isochronousPacketSizes.isEmpty ? webcamPacketSizes : usb.isochronousPacketSizes
+        if compressed || bytesPerPixel == 0 { return sizes.max() ?? 3072 }
+        let perSecond = Double(width * height * bytesPerPixel) * framesPerSecond
+        return Int((perSecond / Double(microframesPerSecond(usb))).rounded(.up)) + 12
+    }
+
+    /// uvc_video_init's choice: the first alternate setting (ascending) whose packet holds the payload.
+    static func alternateSetting(for payload: Int, usb: USBLocation) -> Int? {
+        let sizes = (usb.isochronousPacketSizes.isEmpty ? webcamPacketSizes : usb.isochronousPacketSizes).sorted()
+        return sizes.first { $0 >= payload }
+    }
+
+    /// Periodic bytes per (micro)frame the host controller admits: 80 % of 7500 at high
+    /// speed, 90 % of 1500 at full speed, 90 % of the 8b/10b line rate at SuperSpeed.
+    static func periodicBudget(_ usb: USBLocation) -> Int {
+        let speed = usb.speedMbps ?? 480
+        if speed < 100 { return 1500 * 9 / 10 }
+        if speed < 1000 { return 7500 * 8 / 10 }
+        return Int(speed * 1_000_000 * 0.8 / 8 / 8000 * 0.9)
     }
 }

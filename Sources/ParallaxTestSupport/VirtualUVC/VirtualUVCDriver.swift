@@ -20,6 +20,11 @@ import ParallaxGeometry
 /// A descriptor opened with conversion (`allowConversion`) also sees RGB3
 /// and BGR3 flagged `V4L2_FMT_FLAG_EMULATED`, as libv4l2 adds them.
 ///
+/// Cameras with a ``VirtualCameraSpec/usb`` location share their bus's bandwidth: at
+/// STREAMON a camera asks for its payload per microframe, gets the smallest alternate
+/// setting that carries it (EIO when none does, as uvcvideo) and is admitted only while
+/// the bus's periodic budget has room (ENOSPC otherwise, as the host controller).
+///
 /// Faults (``VirtualCameraFault``) are injected with ``inject(_:into:)``;
 /// ``unplug(_:)`` and ``replug(_:)`` remove and restore a camera.
 ///
@@ -128,6 +133,25 @@ public final class VirtualUVCDriver: V4L2Syscalls, @unchecked Sendable {
         return devices[path]?.rawTimestamps[UInt32(truncatingIfNeeded: sequence)]
     }
 
+    /// Bytes per microframe reserved on USB bus `bus` by the cameras streaming on it.
+    public func reservedBandwidth(onBus bus: Int) -> Int {
+        lock.lock(); defer { lock.unlock() }
+        return devices.values.filter { $0.connected && $0.streaming && $0.spec.usb?.bus == bus }
+            .reduce(0) { $0 + $1.reservedPacketBytes }
+    }
+
+    /// Opens the camera at `path` as ``V4L2Discovery`` would for a real one: the stable
+    /// identity and USB location come from its spec.
+    public func camera(at path: String, options: V4L2Camera.Options = .init()) throws(CaptureError) -> V4L2Camera {
+        let usb = lockedSpec(path)?.usb
+        return try V4L2Camera(path: path, syscalls: self, options: options, stableID: usb?.portIdentity, usb: usb)
+    }
+
+    private func lockedSpec(_ path: String) -> VirtualCameraSpec? {
+        lock.lock(); defer { lock.unlock() }
+        return devices[path]?.spec
+    }
+
     /// True while the camera streams.
     public func isStreaming(_ path: String) -> Bool {
         lock.lock(); defer { lock.unlock() }
@@ -216,13 +240,20 @@ public final class VirtualUVCDriver: V4L2Syscalls, @unchecked Sendable {
         case CV4L2_VIDIOC_QUERYBUF: try device.queryBuffer(argument.assumingMemoryBound(to: v4l2_buffer.self))
         case CV4L2_VIDIOC_QBUF: try device.queueBuffer(argument.assumingMemoryBound(to: v4l2_buffer.self))
         case CV4L2_VIDIOC_DQBUF: try device.dequeueBuffer(argument.assumingMemoryBound(to: v4l2_buffer.self))
-        case CV4L2_VIDIOC_STREAMON: try device.streamOn(owner: fd)
+        case CV4L2_VIDIOC_STREAMON: try device.streamOn(owner: fd, busLoadElsewhere: busLoad(besides: device))
         case CV4L2_VIDIOC_STREAMOFF: device.stopStreaming()
         case CV4L2_VIDIOC_QUERYCTRL: try device.queryControl(argument.assumingMemoryBound(to: v4l2_queryctrl.self))
         case CV4L2_VIDIOC_G_CTRL: try device.getControl(argument.assumingMemoryBound(to: v4l2_control.self))
         case CV4L2_VIDIOC_S_CTRL: try device.setControl(argument.assumingMemoryBound(to: v4l2_control.self))
         default: throw V4L2Errno(ENOTTY)
         }
+    }
+
+    /// Bytes per microframe the other streaming cameras on `device`'s USB bus reserve.
+    private func busLoad(besides device: Device) -> Int {
+        guard let bus = device.spec.usb?.bus else { return 0 }
+        return devices.values.filter { $0 !== device && $0.connected && $0.streaming && $0.spec.usb?.bus == bus }
+            .reduce(0) { $0 + $1.reservedPacketBytes }
     }
 
     /// The device behind a descriptor that is still valid (same plug generation).

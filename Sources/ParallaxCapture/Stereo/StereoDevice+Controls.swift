@@ -1,0 +1,98 @@
+/// A capture device whose camera controls can be read and set (V4L2 cameras).
+public protocol CameraControlling: AnyObject, Sendable {
+    /// The controls Parallax names that the camera has, with ranges and current values.
+    func controls() throws(CaptureError) -> [CameraControl]
+    /// Sets a control and returns the value the driver kept (it may clamp or round).
+    @discardableResult
+    func set(_ control: CameraControlID, to value: Int32) throws(CaptureError) -> Int32
+}
+
+extension V4L2Camera: CameraControlling {}
+
+/// What ``StereoDevice/matchControls(from:)`` did.
+public struct ControlMatchReport: Hashable, Sendable, CustomStringConvertible {
+    /// One control copied from the source side.
+    public struct Copied: Hashable, Sendable {
+        /// Which control.
+        public var control: CameraControlID
+        /// The source side's value.
+        public var value: Int32
+        /// What the other side's driver kept.
+        public var kept: Int32
+    }
+
+    /// The side whose values were copied.
+    public var source: StereoSide
+    /// The controls copied, auto-mode switches first.
+    public var copied: [Copied]
+    /// Controls one side has and the other lacks.
+    public var missing: PerSide<[CameraControlID]>
+    /// Automatic modes left on: each camera then adjusts on its own and the two images
+    /// drift apart in brightness or colour; set manual modes for stereo work.
+    public var automaticModesOn: [CameraControlID]
+    /// Set when nothing could be matched, with the reason (no controls, one camera).
+    public var note: String?
+
+    /// True when both sides now have the same value for every control both have.
+    public var isComplete: Bool { copied.allSatisfy { $0.value == $0.kept } }
+
+    /// A few readable lines.
+    public var description: String {
+        var lines: [String] = []
+        if let note { lines.append(note) }
+        for c in copied {
+            lines.append("\(c.control.rawValue) = \(c.value)\(c.kept == c.value ? "" : " (the \(source.opposite) camera kept \(c.kept))")")
+        }
+        for side in StereoSide.allCases where !missing[side].isEmpty {
+            lines.append("the \(side) camera lacks: " + missing[side].map(\.rawValue).joined(separator: ", "))
+        }
+        if !automaticModesOn.isEmpty {
+            lines.append("automatic modes on (set them to manual for stereo): " + automaticModesOn.map(\.rawValue).joined(separator: ", "))
+        }
+        return lines.joined(separator: "\n")
+    }
+}
+
+extension StereoDevice {
+    /// Sets every control of the other side to `source`'s value (exposure, gain, white
+    /// balance, focus and their auto modes; auto switches first, since a manual value is
+    /// only kept once its auto mode is off), and reports controls one side lacks and
+    /// automatic modes still on.
+    ///
+    /// Devices without controls (simulated, recorded) and a side-by-side camera (one
+    /// sensor board, one set of controls) have nothing to match; the report says so.
+    ///
+    /// - Throws: ``StereoDeviceError/capture(_:side:)`` when a control cannot be read or set.
+    public func matchControls(from source: StereoSide) throws(StereoDeviceError) -> ControlMatchReport {
+        let target = source.opposite
+        var report = ControlMatchReport(source: source, copied: [], missing: PerSide(repeating: []), automaticModesOn: [])
+        if kind == .sideBySide {
+            report.note = "a side-by-side camera has one set of controls; both halves already match"
+            return report
+        }
+        guard let from = constituents[source] as? any CameraControlling,
+              let to = constituents[target] as? any CameraControlling else {
+            report.note = "these devices have no camera controls"
+            return report
+        }
+        let sourceControls: [CameraControl], targetControls: [CameraControl]
+        do { sourceControls = try from.controls() } catch { throw .capture(error, side: source) }
+        do { targetControls = try to.controls() } catch { throw .capture(error, side: target) }
+        let targetIDs = Set(targetControls.map(\.id)), sourceIDs = Set(sourceControls.map(\.id))
+        report.missing[target] = sourceControls.map(\.id).filter { !targetIDs.contains($0) }
+        report.missing[source] = targetControls.map(\.id).filter { !sourceIDs.contains($0) }
+        let switches: [CameraControlID] = [.exposureAuto, .autoGain, .autoWhiteBalance, .autoFocus]
+        let ordered = sourceControls.filter { switches.contains($0.id) } + sourceControls.filter { !switches.contains($0.id) }
+        for control in ordered where targetIDs.contains(control.id) {
+            let kept: Int32
+            do { kept = try to.set(control.id, to: control.value) } catch { throw .capture(error, side: target) }
+            report.copied.append(.init(control: control.id, value: control.value, kept: kept))
+        }
+        for control in sourceControls where switches.contains(control.id) {
+            // V4L2_CID_EXPOSURE_AUTO is a menu: 1 is manual; the others are booleans: 0 is manual.
+            let isManual = control.id == .exposureAuto ? control.value == 1 : control.value == 0
+            if !isManual { report.automaticModesOn.append(control.id) }
+        }
+        return report
+    }
+}

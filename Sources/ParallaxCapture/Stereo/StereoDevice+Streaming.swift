@@ -1,0 +1,157 @@
+import ParallaxGeometry
+
+extension StereoDevice {
+    /// Starts both enabled sides streaming into `handler`.
+    ///
+    /// The cost is checked again first (a side switched off costs nothing). If the kernel
+    /// refuses STREAMON for bandwidth although the estimate was below 1.0, the other side
+    /// is stopped, the camera pair and format are remembered (later estimates report it),
+    /// and ``StereoDeviceError/refusedAtStreamOn(side:device:format:estimate:)`` is thrown.
+    ///
+    /// Each frame reaches `handler` as ``StereoOutput/frame(_:_:)`` with its side's camera
+    /// model when a calibration is attached; a frame-rate cap the cameras could not be set
+    /// to is kept by holding frames back (``DropReason/frameRateCap``).
+    ///
+    /// - Throws: ``StereoDeviceError/invalidState(_:)`` before ``configure(_:allowingOverBudget:)``
+    ///   or while streaming, ``StereoDeviceError/overBudget(_:cost:alternatives:separateBusesCost:)``,
+    ///   ``StereoDeviceError/refusedAtStreamOn(side:device:format:estimate:)``,
+    ///   ``StereoDeviceError/capture(_:side:)``.
+    public func start(_ handler: @escaping @Sendable (StereoOutput) -> Void) throws(StereoDeviceError) {
+        let (configuration, active, enabled, allowOver, wasStreaming) = state.withLock { s in
+            (s.configuration, s.active, s.enabled, s.allowOverBudget, s.streaming)
+        }
+        guard let configuration, let active else { throw .invalidState("configure the stereo device before starting it") }
+        guard !wasStreaming else { throw .invalidState("the stereo device is already streaming") }
+        let estimate = cost(streaming: active.left, enabled: enabled)
+        if !estimate.runs && !allowOver {
+            throw .overBudget(configuration, cost: estimate, alternatives: alternatives(to: configuration),
+                              separateBusesCost: separateBusesCost(active.left))
+        }
+        state.withLock { s in
+            s.streaming = true
+            s.handler = handler
+            s.capGrid = PerSide(repeating: CapGrid())
+        }
+        var started: [StereoSide] = []
+        for side in StereoSide.allCases where enabled[side] {
+            do {
+                try startConstituent(side)
+                started.append(side)
+            } catch {
+                for other in started { constituents[other].stop() }
+                state.withLock { s in
+                    s.streaming = false
+                    s.handler = nil
+                }
+                throw failure(error, side: side, format: active[side], estimate: estimate)
+            }
+        }
+    }
+
+    /// Stops both sides and waits for their threads. Idempotent.
+    public func stop() {
+        let running = state.withLock { s -> Bool in
+            defer { s.streaming = false }
+            return s.streaming
+        }
+        guard running else { return }
+        for device in constituents.both { device.stop() }
+        state.withLock { $0.handler = nil }
+    }
+
+    /// Switches one side off (it stops streaming, freeing its bandwidth) or on again, while
+    /// the other keeps streaming undisturbed. Outside streaming it only records the choice
+    /// for the next ``start(_:)``.
+    ///
+    /// The handler sees ``StereoOutput/disabled(_:)`` before the side stops, and
+    /// ``StereoOutput/enabled(_:)`` before its first frame after it starts again. A V4L2
+    /// side starts again only once every frame it delivered before has been released (the
+    /// kernel reallocates its buffers); until then this throws and the side stays off.
+    ///
+    /// - Throws: ``StereoDeviceError`` when the side cannot start again (it stays off).
+    public func setEnabled(_ isEnabled: Bool, _ side: StereoSide) throws(StereoDeviceError) {
+        let (streaming, was, handler, active) = state.withLock { s in
+            defer { s.enabled[side] = isEnabled }
+            return (s.streaming, s.enabled[side], s.handler, s.active)
+        }
+        guard streaming, was != isEnabled, let handler else { return }
+        if !isEnabled {
+            handler(.disabled(side))
+            constituents[side].stop()
+            return
+        }
+        state.withLock { $0.capGrid[side] = CapGrid() }
+        handler(.enabled(side))
+        do {
+            try startConstituent(side)
+        } catch {
+            state.withLock { $0.enabled[side] = false }
+            handler(.disabled(side))
+            let format = active?[side] ?? constituents[side].activeFormat
+            throw failure(error, side: side, format: format,
+                          estimate: format.map { cost(streaming: $0, enabled: PerSide(repeating: true)) })
+        }
+    }
+
+    private func failure(_ error: CaptureError, side: StereoSide, format: CaptureFormat?,
+                         estimate: HardwareCost?) -> StereoDeviceError {
+        if case .insufficientBandwidth = error, let format, let estimate {
+            BandwidthRefusals.shared.insert(key(format))
+            return .refusedAtStreamOn(side: side, device: constituents[side].identity.description, format: format,
+                                      estimate: estimate)
+        }
+        return .capture(error, side: side)
+    }
+
+    private func startConstituent(_ side: StereoSide) throws(CaptureError) {
+        try constituents[side].start { [weak self] output in self?.deliver(output, from: side) }
+    }
+
+    /// Routes one constituent output: the stop of a side being switched off is not passed
+    /// on (``StereoOutput/disabled(_:)`` said it), frames get the camera model and the cap.
+    private func deliver(_ output: CaptureOutput, from side: StereoSide) {
+        switch output {
+        case .event(let event):
+            let (handler, enabled) = state.withLock { ($0.handler, $0.enabled[side]) }
+            if event == .stopped && !enabled { return }
+            handler?(.event(event, side))
+        case .frame(let frame):
+            let (handler, model, keep) = state.withLock { s -> ((@Sendable (StereoOutput) -> Void)?, CameraModel?, Bool) in
+                (s.handler, s.models?[side], Self.passesCap(frame.timestampNanoseconds, side: side, state: &s))
+            }
+            guard let handler else { return }
+            guard keep else {
+                handler(.event(.dropped(count: 1, reason: .frameRateCap), side))
+                return
+            }
+            handler(.frame(Self.frame(frame, with: model), side))
+        }
+    }
+
+    /// Decimation to the cap on a grid of due times spaced exactly one cap interval: a
+    /// frame passes when it is at most half a camera interval before its due time, and the
+    /// due time then advances by one cap interval, so over any run of delivered frames the
+    /// mean spacing is never below the cap. A side that fell far behind restarts its grid.
+    static func passesCap(_ timestamp: Int64, side: StereoSide, state s: inout State) -> Bool {
+        guard let cap = s.decimation?.nanoseconds, let camera = s.active?[side].frameInterval.nanoseconds else { return true }
+        let tolerance = camera / 2
+        guard let due = s.capGrid[side].nextDueNanoseconds else {
+            s.capGrid[side].nextDueNanoseconds = timestamp + cap
+            return true
+        }
+        guard timestamp >= due - tolerance else { return false }
+        s.capGrid[side].nextDueNanoseconds = timestamp > due + cap ? timestamp + cap : due + cap
+        return true
+    }
+
+    /// The frame with `model` attached (a view of the same pixels that keeps the original,
+    /// and so its driver buffer, alive), or the frame itself when it already has it.
+    static func frame(_ frame: Frame, with model: CameraModel?) -> Frame {
+        guard let model, frame.camera != model else { return frame }
+        let parent = frame
+        return Frame(image: frame.image, payload: frame.payload, format: frame.format,
+                     timestampNanoseconds: frame.timestampNanoseconds, timestampSource: frame.timestampSource,
+                     sequence: frame.sequence, source: frame.source, exposureNanoseconds: frame.exposureNanoseconds,
+                     camera: model, release: { _ = parent })
+    }
+}
