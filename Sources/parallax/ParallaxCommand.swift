@@ -12,6 +12,7 @@ struct ParallaxCommand: AsyncParsableCommand {
         subcommands: [
             DemoCommand.self,
             DevicesCommand.self,
+            CostCommand.self,
             CaptureCommand.self,
             PairCommand.self,
             CalibrateCommand.self,

@@ -39,6 +39,49 @@ public func recordSynchronizedPairs(left: any CaptureDevice, right: any CaptureD
                                     into recorder: EuRoCRecorder, configuration: SynchronizerConfiguration? = nil,
                                     timeoutSeconds: Double) throws(CaptureError) -> PairRecordingSummary {
     let interval = left.activeFormat?.frameInterval.nanoseconds ?? right.activeFormat?.frameInterval.nanoseconds
+    let devices = PerSide<any CaptureDevice>(left: left, right: right)
+    var started: [StereoSide] = []
+    do {
+        return try recordPairs(pairs: pairs, into: recorder, configuration: configuration, frameIntervalNanoseconds: interval,
+                               timeoutSeconds: timeoutSeconds, start: { handler in
+                                   for side in StereoSide.allCases {
+                                       try devices[side].start { output in
+                                           switch output {
+                                           case .frame(let frame): handler(.frame(frame, side))
+                                           case .event(let event): handler(.event(event, side))
+                                           }
+                                       }
+                                       started.append(side)
+                                   }
+                               },
+                               stop: { for side in started { devices[side].stop() } })
+    } catch let error as CaptureError {
+        throw error
+    } catch {
+        throw .invalidState(device: "recording", reason: "\(error)")
+    }
+}
+
+/// Records synchronized pairs from a configured ``StereoDevice`` (see
+/// ``recordSynchronizedPairs(left:right:pairs:into:configuration:timeoutSeconds:)``); a side
+/// switched off during the recording leaves a gap that the synchronizer reports as
+/// `constituent_disabled`.
+///
+/// - Throws: ``StereoDeviceError`` when the device cannot start, ``CaptureError`` when the
+///   CSVs cannot be written.
+public func recordSynchronizedPairs(from device: StereoDevice, pairs: Int, into recorder: EuRoCRecorder,
+                                    configuration: SynchronizerConfiguration? = nil,
+                                    timeoutSeconds: Double) throws -> PairRecordingSummary {
+    try recordPairs(pairs: pairs, into: recorder, configuration: configuration,
+                    frameIntervalNanoseconds: device.activeFormats?.left.frameInterval.nanoseconds,
+                    timeoutSeconds: timeoutSeconds, start: { handler throws in try device.start(handler) }, stop: { device.stop() })
+}
+
+/// The recording loop over any source of ``StereoOutput``s.
+private func recordPairs(pairs: Int, into recorder: EuRoCRecorder, configuration: SynchronizerConfiguration?,
+                         frameIntervalNanoseconds interval: Int64?, timeoutSeconds: Double,
+                         start: (@escaping @Sendable (StereoOutput) -> Void) throws -> Void,
+                         stop: () -> Void) throws -> PairRecordingSummary {
     let settings = configuration ?? SynchronizerConfiguration(policy: .approximate, frameIntervalNanoseconds: interval,
                                                               queueCapacity: 2)
     struct Progress {
@@ -113,25 +156,21 @@ public func recordSynchronizedPairs(left: any CaptureDevice, right: any CaptureD
             wake()
         }
     }
-    var started: [any CaptureDevice] = []
-    defer { for device in started { device.stop() } }
-    for (device, side) in [(left, StereoSide.left), (right, StereoSide.right)] {
-        try device.start { output in
-            switch output {
-            case .frame(let frame):
-                synchronizer.push(frame, from: side)
-            case .event(.dropped(let count, _)):
-                progress.withLock { $0.deviceDrops[side] += count }
-            case .event(.disconnected):
-                progress.withLock { $0.disconnected[side] = true }
-                synchronizer.flush(reason: .deviceError)
-                wake()
-            case .event:
-                break
-            }
+    var running = false
+    defer { if running { stop() } }
+    try start { output in
+        synchronizer.push(output)
+        switch output {
+        case .event(.dropped(let count, _), let side):
+            progress.withLock { $0.deviceDrops[side] += count }
+        case .event(.disconnected, let side):
+            progress.withLock { $0.disconnected[side] = true }
+            wake()
+        default:
+            break
         }
-        started.append(device)
     }
+    running = true
     let deadline = Date(timeIntervalSinceNow: timeoutSeconds)
     condition.lock()
     while true {
@@ -147,8 +186,8 @@ public func recordSynchronizedPairs(left: any CaptureDevice, right: any CaptureD
     condition.unlock()
     // The account of the recording itself, before stopping lets frames run on unpaired.
     let statistics = synchronizer.statistics
-    for device in started { device.stop() }
-    started = []
+    stop()
+    running = false
     synchronizer.finish()
     // Let the writer finish what is waiting (bounded: at most two pairs), then stop it.
     progress.withLock { $0.capturing = false }

@@ -27,6 +27,11 @@ extension StereoDevice {
             throw .overBudget(configuration, cost: estimate, alternatives: alternatives(to: configuration),
                               separateBusesCost: separateBusesCost(active.left))
         }
+        // The simulated views render before either side starts, so one side running as
+        // fast as possible does not race ahead while the other renders.
+        for side in StereoSide.allCases {
+            do { try (constituents[side] as? SimulatedCamera)?.prepare() } catch { throw .capture(error, side: side) }
+        }
         state.withLock { s in
             s.streaming = true
             s.handler = handler

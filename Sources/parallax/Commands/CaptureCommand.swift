@@ -9,6 +9,11 @@ struct CaptureCommand: ParsableCommand {
         commandName: "capture",
         abstract: "Record synchronized frame pairs from two cameras (or the simulated rig) in EuRoC layout.",
         discussion: """
+            The two cameras run as one stereo device: one shared format and frame interval, \
+            and a USB hardware cost checked before streaming (a cost of 1.0 or more is refused \
+            with the formats that fit; see `parallax cost`). Without --format the largest \
+            shared format that fits is used.
+
             Writes DIR/cam0 (left) and DIR/cam1 (right), each with data.csv \
             ("#timestamp [ns],filename") and its images in data/ as PNG (MJPEG frames as JPEG). \
             Frames are paired by the output synchronizer (approximate policy, skew at most half a \
@@ -31,6 +36,9 @@ struct CaptureCommand: ParsableCommand {
 
     @Option(name: .long, help: "Format WxH@FPS:FOURCC, e.g. 1280x720@30:YUYV (FOURCC defaults to YUYV).")
     var format: String?
+
+    @Option(name: .customLong("max-fps"), help: "A frame-rate cap: never more than this many pairs per second (lowers the USB cost).")
+    var maxFPS: Double?
 
     @Option(name: .long, help: "Simulated image size WxH.")
     var size: String = "640x480"
@@ -60,6 +68,7 @@ struct CaptureCommand: ParsableCommand {
                 throw ValidationError("give --left and --right camera devices, or --simulated (see `parallax devices`)")
             }
         }
+        if let maxFPS, !(maxFPS > 0 && maxFPS.isFinite) { throw ValidationError("--max-fps must be a positive number") }
         if let format, CaptureFormat(parsing: format) == nil {
             throw ValidationError("--format must look like 1280x720@30:YUYV")
         }
@@ -67,30 +76,46 @@ struct CaptureCommand: ParsableCommand {
 
     func run() throws {
         let requested = format.flatMap(CaptureFormat.init(parsing:))
-        let devices: [any CaptureDevice]
+        let device: StereoDevice
+        let chosen: CaptureFormat
         if simulated {
             let imageSize = ImageSize(parsing: size) ?? ImageSize(width: 640, height: 480)
+            let pixel = requested?.pixelFormat ?? .gray8
             let rig = SimulatedRigDevice(rig: .example(size: imageSize),
                                          frameInterval: requested?.frameInterval ?? FrameInterval(numerator: 1, denominator: 30),
-                                         pace: realTime ? .realTime : .asFastAsPossible)
-            try rig.prepare()
-            devices = rig.cameras
+                                         pixelFormat: pixel, pace: realTime ? .realTime : .asFastAsPossible)
+            device = StereoDevice(simulated: rig)
+            chosen = CaptureFormat(fourCC: CaptureFormat.fourCC(of: pixel) ?? .grey, size: imageSize,
+                                   frameInterval: requested?.frameInterval ?? FrameInterval(numerator: 1, denominator: 30))
         } else {
-            devices = try [left, right].compactMap { $0 }.map { try Self.openCamera($0, format: requested) }
+            device = StereoDevice(left: try Self.openCamera(left ?? ""), right: try Self.openCamera(right ?? ""))
+            if let requested {
+                chosen = requested
+            } else if let preferred = try device.preferredFormat() {
+                chosen = preferred.format
+                print("format: \(preferred) (the largest shared format that fits; choose another with --format)")
+            } else {
+                throw ValidationError("the two cameras share no uncompressed format that fits the USB bandwidth; "
+                                      + "see `parallax devices --pairs` and pass --format")
+            }
         }
-        let interval = devices.first?.activeFormat?.frameInterval.seconds ?? (1.0 / 30)
+        let configured = try device.configure(StereoConfiguration(format: chosen, maximumFramesPerSecond: maxFPS))
+        if let cost = device.hardwareCost, !cost.streams.isEmpty {
+            print("hardware cost \(String(format: "%.3f", cost.cost)) (\(cost.explanation))")
+        }
+        if configured.format != chosen { print("drivers set \(configured)") }
+        let interval = configured.format.frameInterval.seconds
         let deadline = timeout ?? (Double(frames) * interval * 2 + 10)
         let recorder = try EuRoCRecorder(directory: output, cameraCount: 2)
         if independent {
-            try recordEach(devices, into: recorder, deadline: deadline)
+            try recordEach(device.constituents.both, into: recorder, deadline: deadline)
         } else {
-            try recordPairs(devices, into: recorder, deadline: deadline)
+            try recordPairs(device, into: recorder, deadline: deadline)
         }
     }
 
-    private func recordPairs(_ devices: [any CaptureDevice], into recorder: EuRoCRecorder, deadline: Double) throws {
-        let summary = try recordSynchronizedPairs(left: devices[0], right: devices[1], pairs: frames, into: recorder,
-                                                  timeoutSeconds: deadline)
+    private func recordPairs(_ device: StereoDevice, into recorder: EuRoCRecorder, deadline: Double) throws {
+        let summary = try recordSynchronizedPairs(from: device, pairs: frames, into: recorder, timeoutSeconds: deadline)
         let stats = summary.statistics
         print("\(summary.pairsWritten) pairs written; skew p50 \(Self.milliseconds(stats.skew.p50Nanoseconds)), "
               + "max \(Self.milliseconds(stats.skew.maxNanoseconds))")
@@ -130,18 +155,13 @@ struct CaptureCommand: ParsableCommand {
 
     static func milliseconds(_ ns: Int64) -> String { String(format: "%.3f ms", Double(ns) / 1e6) }
 
-    /// Opens a node path, or a stable identity through discovery, and sets the format.
-    static func openCamera(_ name: String, format: CaptureFormat?) throws -> V4L2Camera {
-        let camera = name.hasPrefix("/")
-            ? try V4L2Camera(path: name)
-            : try V4L2Camera.open(stableID: name)
-        let chosen = try format ?? camera.supportedFormats().first(where: { $0.pixelFormat != nil })
-            ?? camera.supportedFormats().first
-        guard let chosen else {
-            throw CaptureError.notACaptureDevice(device: name, reason: "it lists no formats")
+    /// Opens a node path or a stable identity, with its USB location from discovery (for
+    /// the hardware cost).
+    static func openCamera(_ name: String) throws -> V4L2Camera {
+        if name.hasPrefix("/") {
+            let found = V4L2Discovery().cameras().first { $0.devicePath == name }
+            return try V4L2Camera(path: name, stableID: found?.identity.stableID, usb: found?.usb)
         }
-        let negotiation = try camera.negotiate(chosen)
-        print("\(camera.identity): \(negotiation)")
-        return camera
+        return try V4L2Camera.open(stableID: name)
     }
 }

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import ParallaxCapture
+import ParallaxGeometry
 
 /// `parallax devices`: the V4L2 cameras on this machine, with identity and formats.
 struct DevicesCommand: ParsableCommand {
@@ -16,6 +17,9 @@ struct DevicesCommand: ParsableCommand {
     @Flag(name: .long, help: "Print JSON instead of a table.")
     var json = false
 
+    @Flag(name: .long, help: "List the camera pairs that can run together as one stereo device, with their formats and costs.")
+    var pairs = false
+
     @Option(name: .long, help: ArgumentHelp("sysfs root (for testing).", visibility: .hidden))
     var sysfs: String = "/sys"
 
@@ -25,10 +29,11 @@ struct DevicesCommand: ParsableCommand {
     func run() throws {
         let discovery = V4L2Discovery(sysfsRoot: sysfs, devRoot: dev)
         let cameras = discovery.cameras()
+        if pairs { return listPairs(cameras, hint: Self.hint(discovery: discovery, found: cameras.count)) }
         var listed: [(DiscoveredCamera, [CaptureFormat], String?)] = []
         for camera in cameras {
             do {
-                let device = try V4L2Camera(path: camera.devicePath, stableID: camera.identity.stableID)
+                let device = try V4L2Camera(path: camera.devicePath, stableID: camera.identity.stableID, usb: camera.usb)
                 listed.append((camera, try device.supportedFormats(), nil))
             } catch {
                 listed.append((camera, [], "\(error)"))
@@ -53,6 +58,52 @@ struct DevicesCommand: ParsableCommand {
             if let driver = camera.driver { print("    driver: \(driver)") }
             if let error { print("    cannot open: \(error)") }
             for format in formats { print("    \(format)") }
+        }
+    }
+
+    /// Every two cameras that share a format under cost 1.0, with those formats.
+    private func listPairs(_ cameras: [DiscoveredCamera], hint: String?) {
+        var opened: [V4L2Camera] = []
+        for camera in cameras {
+            if let device = try? V4L2Camera(path: camera.devicePath, stableID: camera.identity.stableID, usb: camera.usb) {
+                opened.append(device)
+            }
+        }
+        var found: [(PerSide<DeviceIdentity>, [SharedFormat])] = []
+        for i in opened.indices {
+            for j in opened.indices where j > i {
+                let device = StereoDevice(left: opened[i], right: opened[j])
+                let runnable = ((try? device.sharedFormats()) ?? []).filter(\.cost.runs)
+                if !runnable.isEmpty { found.append((device.identities, runnable)) }
+            }
+        }
+        if json {
+            let items: [JSONValue] = found.map { identities, formats in
+                .object(JSONObject([
+                    ("left", .string(identities.left.stableID)), ("right", .string(identities.right.stableID)),
+                    ("left_path", identities.left.path.map(JSONValue.string) ?? .null),
+                    ("right_path", identities.right.path.map(JSONValue.string) ?? .null),
+                    ("formats", .array(formats.map { shared in
+                        .object(JSONObject([("format", .string(shared.format.description)),
+                                            ("cost", .number((shared.cost.cost * 1e6).rounded() / 1e6)),
+                                            ("emulated", .bool(shared.isEmulated))]))
+                    })),
+                ]))
+            }
+            var root = JSONObject([("pairs", .array(items))])
+            if let hint { root["hint"] = .string(hint) }
+            print(JSONValue.object(root).serialized())
+            return
+        }
+        if found.isEmpty {
+            print(cameras.count < 2 ? "No camera pairs: \(cameras.count) camera(s) found." : "No two cameras can run together (no shared format under cost 1.0).")
+            if let hint { print(hint) }
+            return
+        }
+        for (identities, formats) in found {
+            print("\(identities.left.path ?? identities.left.stableID) + \(identities.right.path ?? identities.right.stableID)"
+                  + "  (\(identities.left.stableID), \(identities.right.stableID))")
+            for shared in formats { print("    \(shared)") }
         }
     }
 
