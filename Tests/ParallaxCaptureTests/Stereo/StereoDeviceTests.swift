@@ -218,7 +218,8 @@ struct StereoDeviceTests {
             if started { fits += 1 } else { refused += 1 }
         }
         print("cost vs STREAMON sweep on one USB 2.0 bus: \(formats.count) formats, \(fits) run, \(refused) refused, all agree")
-        #expect(fits > 0 && refused > 0)
+        // The README quotes these: YUYV 4 sizes × 5 rates, MJPG 2 sizes, GREY 2 rates.
+        #expect(formats.count == 24 && fits == 17 && refused == 7)
     }
 
     @Test("An ENOSPC despite the estimate is reported and remembered for the pair and format")
