@@ -2,9 +2,10 @@ import Foundation
 import ParallaxCapture
 import ParallaxGeometry
 
-/// Streams the simulated rig in real time, pairs its frames and records the pairs.
+/// Streams the simulated rig in real time as one stereo device, pairs its frames and
+/// records the pairs; shows the USB cost two real webcams would have.
 struct CaptureDemoStep: DemoStep {
-    let title = "capture (simulated rig)"
+    let title = "capture (simulated rig as one stereo device; USB cost of real webcams)"
 
     func run(_ context: DemoContext) async throws {
         let folder = context.path("capture")
@@ -15,10 +16,11 @@ struct CaptureDemoStep: DemoStep {
             rightTiming: SimulatedCameraTiming(offsetNanoseconds: 3_000_000, driftPPM: 40, jitterNanoseconds: 200_000,
                                                dropProbability: 0.02),
             pace: .realTime)
-        try device.prepare()
+        let stereo = StereoDevice(simulated: device)
+        try stereo.configure(StereoConfiguration(format: CaptureFormat(fourCC: .grey, size: ImageSize(width: 640, height: 480),
+                                                                       frameInterval: FrameInterval(numerator: 1, denominator: 30))))
         let recorder = try EuRoCRecorder(directory: folder, cameraCount: 2)
-        let summary = try recordSynchronizedPairs(left: device.left, right: device.right, pairs: 30, into: recorder,
-                                                  timeoutSeconds: 20)
+        let summary = try recordSynchronizedPairs(from: stereo, pairs: 30, into: recorder, timeoutSeconds: 20)
         let stats = summary.statistics
         print("   right camera: 3 ms offset, 40 ppm drift, ±0.2 ms jitter, 2 % drops")
         print("   \(summary.pairsWritten) pairs; skew p50 \(String(format: "%.2f", Double(stats.skew.p50Nanoseconds) / 1e6)) ms, "
@@ -26,5 +28,12 @@ struct CaptureDemoStep: DemoStep {
               + "lost by the cameras: left \(summary.deviceDrops.left), right \(summary.deviceDrops.right); "
               + "unpaired: left \(stats.drops(.left)), right \(stats.drops(.right))")
         print("   recorded to \(folder)/ (EuRoC layout, cam0 left, cam1 right)")
+        // What two real webcams would cost on one USB 2.0 bus (`parallax cost`).
+        let webcam = CaptureFormat(fourCC: .yuyv, size: ImageSize(width: 1280, height: 720),
+                                   frameInterval: FrameInterval(numerator: 1, denominator: 30))
+        let planned = PlannedRig(formats: PerSide(repeating: webcam), sharedBus: true, speed: .high)
+        let fits = planned.alternatives(limit: 2).map { "\($0.rig.streaming(.left)) (\(String(format: "%.3f", $0.cost.cost)))" }
+        print("   two USB 2.0 webcams at \(webcam) on one bus: hardware cost \(String(format: "%.3f", planned.cost.cost)), "
+              + "refused before streaming; fits: \(fits.joined(separator: ", ")); see `parallax cost`")
     }
 }
