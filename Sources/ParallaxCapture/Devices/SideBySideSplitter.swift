@@ -125,6 +125,13 @@ public final class SideBySideView: CaptureDevice, Sendable {
         return (try? pixel.validate(size)) != nil ? size : nil
     }
 
+    /// The source's format that carries two halves of `format` side by side (twice the width).
+    public static func fullFormat(of format: CaptureFormat) -> CaptureFormat {
+        var full = format
+        full.size.width *= 2
+        return full
+    }
+
     /// The source's splittable formats, each at half the width.
     public func supportedFormats() throws(CaptureError) -> [CaptureFormat] {
         try hub.source.supportedFormats().compactMap { format in
@@ -134,8 +141,7 @@ public final class SideBySideView: CaptureDevice, Sendable {
 
     /// True when the source streams twice the width of `format` (see ``CaptureDevice/supports(_:)``).
     public func supports(_ format: CaptureFormat) throws(CaptureError) -> Bool {
-        var full = format
-        full.size.width *= 2
+        let full = Self.fullFormat(of: format)
         return try hub.source.supports(full) && Self.halfSize(of: full) == format.size
     }
 
@@ -149,9 +155,7 @@ public final class SideBySideView: CaptureDevice, Sendable {
     /// Configures the source for twice the width; both halves share the format.
     @discardableResult
     public func configure(_ format: CaptureFormat) throws(CaptureError) -> CaptureFormat {
-        var full = format
-        full.size.width *= 2
-        let actual = try hub.source.configure(full)
+        let actual = try hub.source.configure(Self.fullFormat(of: format))
         guard let size = Self.halfSize(of: actual) else {
             throw .unsupportedFormat(device: identity.name, requested: format, available: try supportedFormats())
         }

@@ -48,7 +48,7 @@ public struct PlannedRig: Hashable, Sendable, CustomStringConvertible {
     /// common sizes, lower common rates (and both), applied to both cameras alike, and
     /// separate buses.
     public func alternatives(limit: Int = 8) -> [PlannedAlternative] {
-        var candidates: [(PlannedRig, [String])] = []
+        var candidates: [(rig: PlannedRig, change: String)] = []
         func variant(_ change: (CaptureFormat) -> CaptureFormat?, _ words: String, separate: Bool = false) {
             var rig = self
             rig.maximumFramesPerSecond = nil
@@ -57,7 +57,7 @@ public struct PlannedRig: Hashable, Sendable, CustomStringConvertible {
                 rig.formats[side] = changed
             }
             if separate { rig.sharedBus = false }
-            candidates.append((rig, [words]))
+            candidates.append((rig, words))
         }
         if sharedBus { variant({ $0 }, "separate buses", separate: true) }
         variant({ f in f.fourCC == .mjpeg ? nil : CaptureFormat(fourCC: .mjpeg, size: f.size, frameInterval: f.frameInterval) },
@@ -78,7 +78,7 @@ public struct PlannedRig: Hashable, Sendable, CustomStringConvertible {
         }
         var seen = Set<PlannedRig>()
         var result: [PlannedAlternative] = []
-        for (rig, words) in candidates where rig.cost.runs && seen.insert(rig).inserted {
+        for (rig, change) in candidates where rig.cost.runs && seen.insert(rig).inserted {
             var penalty = 0.0
             for side in StereoSide.allCases {
                 penalty += StereoDevice.penalty(of: rig.streaming(side), rate: rig.streaming(side).frameInterval.framesPerSecond,
@@ -87,7 +87,7 @@ public struct PlannedRig: Hashable, Sendable, CustomStringConvertible {
             }
             // Moving a camera to another controller is a change of hardware, not of format.
             if !rig.sharedBus && sharedBus { penalty += 0.5 }
-            result.append(PlannedAlternative(rig: rig, cost: rig.cost, change: words.joined(separator: ", "), penalty: penalty / 2))
+            result.append(PlannedAlternative(rig: rig, cost: rig.cost, change: change, penalty: penalty / 2))
         }
         return Array(result.sorted { ($0.penalty, $0.cost.cost) < ($1.penalty, $1.cost.cost) }.prefix(limit))
     }

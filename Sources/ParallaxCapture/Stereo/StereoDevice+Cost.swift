@@ -13,7 +13,7 @@ extension StereoDevice {
     func cost(streaming format: CaptureFormat, enabled: PerSide<Bool>, separateBuses: Bool = false) -> HardwareCost {
         var streams: [CostedStream] = []
         if let source = sideBySideSource {
-            if enabled.left || enabled.right, let stream = Self.stream(of: source.identity, format: Self.doubledWidth(format), side: nil) {
+            if enabled.left || enabled.right, let stream = Self.stream(of: source.identity, format: SideBySideView.fullFormat(of: format), side: nil) {
                 streams.append(stream)
             }
         } else {
@@ -44,12 +44,6 @@ extension StereoDevice {
                             offeredPacketSizes: usb.isochronousPacketSizes, side: side)
     }
 
-    static func doubledWidth(_ format: CaptureFormat) -> CaptureFormat {
-        var full = format
-        full.size.width *= 2
-        return full
-    }
-
     /// Shared configurations below cost 1.0 that give up as little of `configuration` as
     /// possible (never a larger size or a higher rate), least given up first: other pixel
     /// formats (MJPEG), smaller sizes, lower rates and frame-rate caps.
@@ -65,13 +59,14 @@ extension StereoDevice {
         for interval in V4L2CommonValues.intervals where interval.framesPerSecond < wantedRate {
             candidates.append(StereoConfiguration(format: wanted, maximumFramesPerSecond: interval.framesPerSecond))
         }
+        let requested = streamingFormat(for: configuration)
         var seen = Set<CaptureFormat>()
         var result: [CostAlternative] = []
         for candidate in candidates {
             let streaming = streamingFormat(for: candidate)
             let rate = min(streaming.frameInterval.framesPerSecond, candidate.maximumFramesPerSecond ?? .infinity)
             guard streaming.size.width * streaming.size.height <= wanted.size.width * wanted.size.height,
-                  rate <= wantedRate + 1e-9, streaming != streamingFormat(for: configuration) else { continue }
+                  rate <= wantedRate + 1e-9, streaming != requested else { continue }
             let cost = self.cost(streaming: streaming, enabled: PerSide(repeating: true))
             guard cost.runs, seen.insert(candidate.maximumFramesPerSecond == nil ? streaming : candidate.format).inserted else { continue }
             let (penalty, change) = Self.penalty(of: streaming, rate: rate, against: wanted, rate: wantedRate,

@@ -138,8 +138,11 @@ extension StereoDevice {
     /// due time then advances by one cap interval, so over any run of delivered frames the
     /// mean spacing is never below the cap. A side that fell far behind restarts its grid.
     static func passesCap(_ timestamp: Int64, side: StereoSide, state s: inout State) -> Bool {
-        guard let cap = s.decimation?.nanoseconds, let camera = s.active?[side].frameInterval.nanoseconds else { return true }
-        let tolerance = camera / 2
+        // Decimate only when the cameras stream faster than the cap.
+        guard let capInterval = s.configuration?.minimumFrameInterval, let camera = s.active?[side].frameInterval,
+              camera < capInterval else { return true }
+        let cap = capInterval.nanoseconds
+        let tolerance = camera.nanoseconds / 2
         guard let due = s.capGrid[side].nextDueNanoseconds else {
             s.capGrid[side].nextDueNanoseconds = timestamp + cap
             return true

@@ -48,7 +48,6 @@ public final class StereoDevice: Sendable {
         var configuration: StereoConfiguration?
         var allowOverBudget = false
         var active: PerSide<CaptureFormat>?
-        var decimation: FrameInterval?
         var enabled = PerSide(repeating: true)
         var streaming = false
         var handler: (@Sendable (StereoOutput) -> Void)?
@@ -62,27 +61,27 @@ public final class StereoDevice: Sendable {
         var nextDueNanoseconds: Int64?
     }
 
+    init(constituents: PerSide<any CaptureDevice>, kind: Kind, sideBySideSource: (any CaptureDevice)? = nil) {
+        self.constituents = constituents
+        self.kind = kind
+        self.sideBySideSource = sideBySideSource
+    }
+
     /// A stereo device over two cameras, left and right as in the calibration (the
     /// extrinsics map points from the left camera's frame into the right's).
-    public init(left: any CaptureDevice, right: any CaptureDevice) {
-        constituents = PerSide(left: left, right: right)
-        kind = .twoCameras
-        sideBySideSource = nil
+    public convenience init(left: any CaptureDevice, right: any CaptureDevice) {
+        self.init(constituents: PerSide(left: left, right: right), kind: .twoCameras)
     }
 
     /// A stereo device over one side-by-side camera (left view in the left half).
-    public init(sideBySide source: any CaptureDevice) {
+    public convenience init(sideBySide source: any CaptureDevice) {
         let splitter = SideBySideSplitter(source: source)
-        constituents = PerSide(left: splitter.left, right: splitter.right)
-        kind = .sideBySide
-        sideBySideSource = source
+        self.init(constituents: PerSide(left: splitter.left, right: splitter.right), kind: .sideBySide, sideBySideSource: source)
     }
 
     /// The simulated rig as a stereo device.
-    public init(simulated rig: SimulatedRigDevice) {
-        constituents = PerSide(left: rig.left, right: rig.right)
-        kind = .simulated
-        sideBySideSource = nil
+    public convenience init(simulated rig: SimulatedRigDevice) {
+        self.init(constituents: PerSide(left: rig.left, right: rig.right), kind: .simulated)
     }
 
     /// A recording in the EuRoC layout (`DIR/cam0` left, `DIR/cam1` right) as a stereo device.
@@ -91,13 +90,7 @@ public final class StereoDevice: Sendable {
     public convenience init(recording directory: String, pace: SimulationPace = .asFastAsPossible) throws(CaptureError) {
         let left = try RecordedFolderDevice(directory: directory, camera: 0, pace: pace)
         let right = try RecordedFolderDevice(directory: directory, camera: 1, pace: pace)
-        self.init(left: left, right: right, kind: .recording)
-    }
-
-    init(left: any CaptureDevice, right: any CaptureDevice, kind: Kind) {
-        constituents = PerSide(left: left, right: right)
-        self.kind = kind
-        sideBySideSource = nil
+        self.init(constituents: PerSide(left: left, right: right), kind: .recording)
     }
 
     deinit { stop() }
@@ -156,13 +149,10 @@ public final class StereoDevice: Sendable {
             throw .driversDisagree(requested: streaming, left: actual.left, right: actual.right)
         }
         let set = StereoConfiguration(format: actual.left, maximumFramesPerSecond: configuration.maximumFramesPerSecond)
-        // Decimate only when the cameras stream faster than the cap.
-        let decimation = configuration.minimumFrameInterval.flatMap { cap in actual.left.frameInterval < cap ? cap : nil }
         state.withLock { s in
             s.configuration = set
             s.allowOverBudget = allowingOverBudget
             s.active = actual
-            s.decimation = decimation
             s.models = s.calibration.map { Self.models(of: $0, for: actual) }
         }
         return set
@@ -236,13 +226,16 @@ public final class StereoDevice: Sendable {
 
     /// `YUYV 640x480@30, 320x240@30` style summaries, grouped by pixel format.
     static func summary(_ formats: [CaptureFormat]) -> [String] {
-        var order: [FourCC] = []
-        var byCode: [FourCC: [String]] = [:]
+        var groups: [(fourCC: FourCC, modes: [String])] = []
         for format in formats {
-            if byCode[format.fourCC] == nil { order.append(format.fourCC) }
-            byCode[format.fourCC, default: []].append("\(format.size)@\(format.frameInterval.framesPerSecond.formatted3)")
+            let mode = "\(format.size)@\(format.frameInterval.framesPerSecond.formatted3)"
+            if let index = groups.firstIndex(where: { $0.fourCC == format.fourCC }) {
+                groups[index].modes.append(mode)
+            } else {
+                groups.append((format.fourCC, [mode]))
+            }
         }
-        return order.map { "\($0) \(byCode[$0]!.joined(separator: " "))" }
+        return groups.map { "\($0.fourCC) \($0.modes.joined(separator: " "))" }
     }
 
     private func requireOffered(_ format: CaptureFormat) throws(StereoDeviceError) {

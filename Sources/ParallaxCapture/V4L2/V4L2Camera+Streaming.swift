@@ -123,12 +123,15 @@ extension V4L2Camera {
         }
     }
 
-    private func releaseBuffers(_ fd: Int32) {
+    /// Frees the driver's buffers (REQBUFS with a count of 0); the errno on failure
+    /// (EBUSY while frames of an earlier stream still hold mapped buffers).
+    @discardableResult
+    func releaseBuffers(_ fd: Int32) -> V4L2Errno? {
         var request = v4l2_requestbuffers()
         request.count = 0
         request.type = V4L2_BUF_TYPE_VIDEO_CAPTURE.rawValue
         request.memory = V4L2_MEMORY_MMAP.rawValue
-        _ = call(fd, CV4L2_VIDIOC_REQBUFS, &request)
+        return call(fd, CV4L2_VIDIOC_REQBUFS, &request)
     }
 
     /// Tears the stream down after the device vanished: no more re-queues,

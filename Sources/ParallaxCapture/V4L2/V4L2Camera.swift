@@ -320,10 +320,7 @@ public final class V4L2Camera: CaptureDevice, @unchecked Sendable {
             throw .unsupportedFormat(device: path, requested: requested, available: formats.flatMap(\.captureFormats))
         }
         // Buffers of an earlier stream pin the format (S_FMT answers EBUSY): free them first.
-        var free = v4l2_requestbuffers()
-        free.type = V4L2_BUF_TYPE_VIDEO_CAPTURE.rawValue
-        free.memory = V4L2_MEMORY_MMAP.rawValue
-        if let error = call(fd, CV4L2_VIDIOC_REQBUFS, &free), error.code == EBUSY {
+        if let error = releaseBuffers(fd), error.code == EBUSY {
             throw .invalidState(device: path, reason: "frames from the previous stream are still held; release them before changing the format")
         }
         var format = v4l2_format()

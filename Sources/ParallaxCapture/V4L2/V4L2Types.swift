@@ -38,6 +38,15 @@ public enum V4L2Range<Value: Hashable & Sendable>: Hashable, Sendable {
         case .stepwise(let min, let max, _), .continuous(let min, let max): return min == max ? [min] : [min, max]
         }
     }
+
+    /// The listed values, or for a range its two ends followed by the `common` values it contains.
+    func candidates(common: [Value], contains: (Value) -> Bool) -> [Value] {
+        guard case .discrete(let values) = self else {
+            let ends = representativeValues
+            return ends + common.filter { contains($0) && !ends.contains($0) }
+        }
+        return values
+    }
 }
 
 extension V4L2Range where Value == ImageSize {
@@ -57,13 +66,7 @@ extension V4L2Range where Value == ImageSize {
 
     /// The listed sizes, or for a range its two ends and the common camera sizes inside
     /// it (``V4L2CommonValues/sizes``), so two cameras with ranges still meet at 1280×720.
-    public var candidateValues: [ImageSize] {
-        guard case .discrete(let sizes) = self else {
-            let inside = V4L2CommonValues.sizes.filter { contains($0) }
-            return representativeValues + inside.filter { !representativeValues.contains($0) }
-        }
-        return sizes
-    }
+    public var candidateValues: [ImageSize] { candidates(common: V4L2CommonValues.sizes, contains: contains) }
 }
 
 extension V4L2Range where Value == FrameInterval {
@@ -98,13 +101,7 @@ extension V4L2Range where Value == FrameInterval {
 
     /// The listed intervals, or for a range its two ends and the common frame rates inside
     /// it (``V4L2CommonValues/intervals``).
-    public var candidateValues: [FrameInterval] {
-        guard case .discrete(let intervals) = self else {
-            let inside = V4L2CommonValues.intervals.filter { contains($0) }
-            return representativeValues + inside.filter { !representativeValues.contains($0) }
-        }
-        return intervals
-    }
+    public var candidateValues: [FrameInterval] { candidates(common: V4L2CommonValues.intervals, contains: contains) }
 }
 
 /// Sizes and frame rates that cameras commonly offer: the values tried inside a stepwise

@@ -136,8 +136,7 @@ public final class VirtualUVCDriver: V4L2Syscalls, @unchecked Sendable {
     /// Bytes per microframe reserved on USB bus `bus` by the cameras streaming on it.
     public func reservedBandwidth(onBus bus: Int) -> Int {
         lock.lock(); defer { lock.unlock() }
-        return devices.values.filter { $0.connected && $0.streaming && $0.spec.usb?.bus == bus }
-            .reduce(0) { $0 + $1.reservedPacketBytes }
+        return load(onBus: bus)
     }
 
     /// Opens the camera at `path` as ``V4L2Discovery`` would for a real one: the stable
@@ -240,7 +239,9 @@ public final class VirtualUVCDriver: V4L2Syscalls, @unchecked Sendable {
         case CV4L2_VIDIOC_QUERYBUF: try device.queryBuffer(argument.assumingMemoryBound(to: v4l2_buffer.self))
         case CV4L2_VIDIOC_QBUF: try device.queueBuffer(argument.assumingMemoryBound(to: v4l2_buffer.self))
         case CV4L2_VIDIOC_DQBUF: try device.dequeueBuffer(argument.assumingMemoryBound(to: v4l2_buffer.self))
-        case CV4L2_VIDIOC_STREAMON: try device.streamOn(owner: fd, busLoadElsewhere: busLoad(besides: device))
+        case CV4L2_VIDIOC_STREAMON:
+            // The camera is not streaming yet, so the bus's load is everyone else's.
+            try device.streamOn(owner: fd, busLoadElsewhere: device.spec.usb.map { load(onBus: $0.bus) } ?? 0)
         case CV4L2_VIDIOC_STREAMOFF: device.stopStreaming()
         case CV4L2_VIDIOC_QUERYCTRL: try device.queryControl(argument.assumingMemoryBound(to: v4l2_queryctrl.self))
         case CV4L2_VIDIOC_G_CTRL: try device.getControl(argument.assumingMemoryBound(to: v4l2_control.self))
@@ -249,11 +250,9 @@ public final class VirtualUVCDriver: V4L2Syscalls, @unchecked Sendable {
         }
     }
 
-    /// Bytes per microframe the other streaming cameras on `device`'s USB bus reserve.
-    private func busLoad(besides device: Device) -> Int {
-        guard let bus = device.spec.usb?.bus else { return 0 }
-        return devices.values.filter { $0 !== device && $0.connected && $0.streaming && $0.spec.usb?.bus == bus }
-            .reduce(0) { $0 + $1.reservedPacketBytes }
+    /// Bytes per microframe the streaming cameras on USB bus `bus` reserve (caller holds the lock).
+    private func load(onBus bus: Int) -> Int {
+        devices.values.filter { $0.connected && $0.streaming && $0.spec.usb?.bus == bus }.reduce(0) { $0 + $1.reservedPacketBytes }
     }
 
     /// The device behind a descriptor that is still valid (same plug generation).

@@ -35,7 +35,7 @@ struct CaptureCommand: ParsableCommand {
     var right: String?
 
     @Option(name: .long, help: "Format WxH@FPS:FOURCC, e.g. 1280x720@30:YUYV (FOURCC defaults to YUYV).")
-    var format: String?
+    var format: FormatArgument?
 
     @Option(name: .customLong("max-fps"), help: "A frame-rate cap: never more than this many pairs per second (lowers the USB cost).")
     var maxFPS: Double?
@@ -69,13 +69,10 @@ struct CaptureCommand: ParsableCommand {
             }
         }
         if let maxFPS, !(maxFPS > 0 && maxFPS.isFinite) { throw ValidationError("--max-fps must be a positive number") }
-        if let format, CaptureFormat(parsing: format) == nil {
-            throw ValidationError("--format must look like 1280x720@30:YUYV")
-        }
     }
 
     func run() throws {
-        let requested = format.flatMap(CaptureFormat.init(parsing:))
+        let requested = format?.format
         let device: StereoDevice
         let chosen: CaptureFormat
         if simulated {

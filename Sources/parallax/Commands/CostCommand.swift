@@ -2,16 +2,6 @@ import ArgumentParser
 import ParallaxCapture
 import ParallaxGeometry
 
-/// A `WxH@FPS:FOURCC` format, validated once.
-struct FormatArgument: ExpressibleByArgument {
-    let format: CaptureFormat
-    init?(argument: String) {
-        guard let format = CaptureFormat(parsing: argument) else { return nil }
-        self.format = format
-    }
-    static var defaultCompletionKind: CompletionKind { .default }
-}
-
 /// Where the two planned cameras are plugged in.
 enum BusArgument: String, ExpressibleByArgument, CaseIterable {
     case shared, separate

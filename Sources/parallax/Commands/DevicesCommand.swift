@@ -122,34 +122,25 @@ struct DevicesCommand: ParsableCommand {
     }
 
     static func json(_ listed: [(DiscoveredCamera, [CaptureFormat], String?)], hint: String?) -> String {
-        func quote(_ s: String) -> String {
-            var out = "\""
-            for c in s.unicodeScalars {
-                switch c {
-                case "\"": out += "\\\""
-                case "\\": out += "\\\\"
-                case "\n": out += "\\n"
-                default: out += c.value < 0x20 ? String(format: "\\u%04x", c.value) : String(c)
-                }
-            }
-            return out + "\""
-        }
-        var items: [String] = []
-        for (camera, formats, error) in listed {
-            var fields = [
-                "\"path\": \(quote(camera.devicePath))", "\"name\": \(quote(camera.name))",
-                "\"identity\": \(quote(camera.identity.stableID))",
-                "\"formats\": [" + formats.map { quote($0.description) }.joined(separator: ", ") + "]",
-            ]
-            if let driver = camera.driver { fields.append("\"driver\": \(quote(driver))") }
+        let items: [JSONValue] = listed.map { camera, formats, error in
+            var fields = JSONObject([
+                ("path", .string(camera.devicePath)), ("name", .string(camera.name)),
+                ("identity", .string(camera.identity.stableID)),
+                ("formats", .array(formats.map { .string($0.description) })),
+            ])
+            if let driver = camera.driver { fields["driver"] = .string(driver) }
             if let usb = camera.usb {
-                fields.append("\"usb\": {\"bus\": \(usb.bus), \"port\": \(quote(usb.portPath)), \"speedMbps\": \(usb.speedMbps.map { String(format: "%g", $0) } ?? "null"), \"serial\": \(usb.serial.map(quote) ?? "null")}")
+                fields["usb"] = .object(JSONObject([
+                    ("bus", .number(Double(usb.bus))), ("port", .string(usb.portPath)),
+                    ("speedMbps", usb.speedMbps.map(JSONValue.number) ?? .null),
+                    ("serial", usb.serial.map(JSONValue.string) ?? .null),
+                ]))
             }
-            if let error { fields.append("\"error\": \(quote(error))") }
-            items.append("    {" + fields.joined(separator: ", ") + "}")
+            if let error { fields["error"] = .string(error) }
+            return .object(fields)
         }
-        var text = "{\n  \"cameras\": [\n" + items.joined(separator: ",\n") + (items.isEmpty ? "" : "\n") + "  ]"
-        if let hint { text += ",\n  \"hint\": \(quote(hint))" }
-        return text + "\n}"
+        var root = JSONObject([("cameras", .array(items))])
+        if let hint { root["hint"] = .string(hint) }
+        return JSONValue.object(root).serialized()
     }
 }
