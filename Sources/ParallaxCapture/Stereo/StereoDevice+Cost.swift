@@ -68,7 +68,11 @@ extension StereoDevice {
             guard streaming.size.width * streaming.size.height <= wanted.size.width * wanted.size.height,
                   rate <= wantedRate + 1e-9, streaming != requested else { continue }
             let cost = self.cost(streaming: streaming, enabled: PerSide(repeating: true))
-            guard cost.runs, seen.insert(candidate.maximumFramesPerSecond == nil ? streaming : candidate.format).inserted else { continue }
+            // What the user gets: the streamed format at the delivered rate. A cap the cameras
+            // can be set to is the same alternative as that lower-rate format.
+            var delivered = streaming
+            delivered.frameInterval = FrameInterval(framesPerSecond: rate)
+            guard cost.runs, seen.insert(delivered).inserted else { continue }
             let (penalty, change) = Self.penalty(of: streaming, rate: rate, against: wanted, rate: wantedRate,
                                                  capped: candidate.maximumFramesPerSecond != nil, preference: preference)
             result.append(CostAlternative(configuration: candidate, cost: cost, change: change, penalty: penalty))

@@ -153,6 +153,13 @@ struct StereoDeviceTests {
         #expect(alternatives.count >= 3)
         #expect(alternatives.allSatisfy { $0.cost.cost < 1 })
         #expect(alternatives.map(\.penalty) == alternatives.map(\.penalty).sorted())
+        // No alternative is listed twice (a cap the cameras can be set to is that lower-rate format).
+        let delivered = alternatives.map { alternative -> String in
+            let streaming = device.streamingFormat(for: alternative.configuration)
+            let rate = min(streaming.frameInterval.framesPerSecond, alternative.configuration.maximumFramesPerSecond ?? .infinity)
+            return "\(streaming.fourCC) \(streaming.size) \(rate)"
+        }
+        #expect(Set(delivered).count == delivered.count, "\(delivered)")
         for alternative in alternatives {
             try device.configure(alternative.configuration)
             let outputs = Outputs(keepFrames: false)
