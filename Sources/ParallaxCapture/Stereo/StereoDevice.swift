@@ -258,7 +258,7 @@ public final class StereoDevice: Sendable {
     /// `CameraModel.adapted(to:)`). `nil` detaches.
     ///
     /// When the calibration records the cameras it was made for
-    /// (``ParallaxGeometry/StereoCalibration/calibratedCameras``), they must be this device's
+    /// (``StereoCalibration/calibratedCameras``), they must be this device's
     /// constituents (by stable identity) unless `force` is true.
     ///
     /// - Throws: ``StereoDeviceError/calibrationForOtherCameras(calibrated:attached:)``.
