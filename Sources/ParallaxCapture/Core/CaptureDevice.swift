@@ -141,3 +141,13 @@ public struct CaptureOutputs: AsyncSequence, Sendable {
         }
     }
 }
+
+/// A capture device that can be opened again after it was unplugged and plugged back in.
+public protocol ReconnectableCaptureDevice: CaptureDevice {
+    /// Opens the device again after ``CaptureEvent/disconnected`` and re-applies its last
+    /// format, confirming that the device now found is the same camera (its stable identity).
+    ///
+    /// - Throws: ``CaptureError/cannotOpen(device:errno:)`` while it is still absent, or
+    ///   ``CaptureError/invalidState(device:reason:)`` naming the other camera found instead.
+    func reconnect() throws(CaptureError)
+}

@@ -14,13 +14,20 @@ public struct SimulatedCameraTiming: Hashable, Sendable {
     public var jitterNanoseconds: Int64
     /// Probability that a frame is lost (reported as a ``DropReason/simulated`` drop and a sequence gap).
     public var dropProbability: Double
+    /// Sensor noise: every frame gets independent Gaussian noise of this standard deviation
+    /// (pixel levels) added to each byte, clamped to 0…255. Sixteen noisy copies of the
+    /// view are made when streaming starts and used in turn, so any 16 consecutive frames
+    /// have independent noise. 0 (the default): every frame shares one clean rendering.
+    public var noiseStandardDeviation: Double
 
-    /// A timing; jitter is clamped to ≥ 0 and the drop probability to [0, 1].
-    public init(offsetNanoseconds: Int64 = 0, driftPPM: Double = 0, jitterNanoseconds: Int64 = 0, dropProbability: Double = 0) {
+    /// A timing; jitter and noise are clamped to ≥ 0 and the drop probability to [0, 1].
+    public init(offsetNanoseconds: Int64 = 0, driftPPM: Double = 0, jitterNanoseconds: Int64 = 0, dropProbability: Double = 0,
+                noiseStandardDeviation: Double = 0) {
         self.offsetNanoseconds = offsetNanoseconds
         self.driftPPM = driftPPM
         self.jitterNanoseconds = max(0, jitterNanoseconds)
         self.dropProbability = min(max(dropProbability, 0), 1)
+        self.noiseStandardDeviation = noiseStandardDeviation.isFinite ? max(0, noiseStandardDeviation) : 0
     }
 }
 
@@ -98,7 +105,7 @@ public final class SimulatedCamera: CaptureDevice, @unchecked Sendable {
 
     private struct State: @unchecked Sendable {
         var format: CaptureFormat
-        var pixels: SharedPixels?
+        var pixels: [SharedPixels]?
         var thread: CaptureThread?
         var nextFrame: Int64 = 0
     }
@@ -190,12 +197,18 @@ public final class SimulatedCamera: CaptureDevice, @unchecked Sendable {
         thread?.stopAndJoin(timeoutSeconds: 5)
     }
 
+    /// Asks the streaming thread to stop without waiting for it (``stop()`` waits).
+    func requestStop() {
+        state.withLock { $0.thread }?.stopRequested.store(true, ordering: .releasing)
+    }
+
     fileprivate func remember(nextFrame: Int64) { state.withLock { $0.nextFrame = nextFrame } }
 
     /// Renders the view for the active format now (``start(_:)`` does it otherwise).
     public func prepare() throws(CaptureError) { _ = try renderedPixels() }
 
-    private func renderedPixels() throws(CaptureError) -> SharedPixels {
+    /// The view for the active format: one clean rendering, or sixteen noisy copies of it.
+    private func renderedPixels() throws(CaptureError) -> [SharedPixels] {
         if let pixels = state.withLock({ $0.pixels }) { return pixels }
         let format = state.withLock { $0.format }
         guard let pixel = format.pixelFormat else {
@@ -207,7 +220,18 @@ public final class SimulatedCamera: CaptureDevice, @unchecked Sendable {
         do { image = try geometry.render(camera, format: pixel) } catch {
             throw .simulation(device: identity.name, reason: "\(error)")
         }
-        let pixels = SharedPixels(image)
+        var pixels = [SharedPixels(image)]
+        let sigma = timing.noiseStandardDeviation
+        if sigma > 0 {
+            var random = SeededRandomGenerator(seed: seed &* 0x9E37_79B9 &+ 7)
+            pixels = (0..<16).map { _ in
+                let noisy = image.bytes.map { byte -> UInt8 in
+                    UInt8(min(255, max(0, (Double(byte) + sigma * random.nextGaussian()).rounded())))
+                }
+                // The size and format are the rendering's own, so the bytes always fit.
+                return SharedPixels((try? ImageBuffer(format: image.format, size: image.size, bytes: noisy)) ?? image)
+            }
+        }
         state.withLock { $0.pixels = pixels }
         return pixels
     }
@@ -220,13 +244,14 @@ public final class SimulatedCamera: CaptureDevice, @unchecked Sendable {
 /// so a camera released while streaming stops instead of living on.
 private final class SimulatedStream: @unchecked Sendable {
     weak var camera: SimulatedCamera?
-    let pixels: SharedPixels
+    /// The view's renderings, used in turn (one, or sixteen noisy copies).
+    let pixels: [SharedPixels]
     let format: CaptureFormat
     let model: CameraModel
     let firstFrame: Int64
     let handler: @Sendable (CaptureOutput) -> Void
 
-    init(camera: SimulatedCamera, pixels: SharedPixels, format: CaptureFormat, model: CameraModel, firstFrame: Int64,
+    init(camera: SimulatedCamera, pixels: [SharedPixels], format: CaptureFormat, model: CameraModel, firstFrame: Int64,
          handler: @escaping @Sendable (CaptureOutput) -> Void) {
         self.camera = camera
         self.pixels = pixels
@@ -269,7 +294,7 @@ private final class SimulatedStream: @unchecked Sendable {
             }
             let jitter = timing.jitterNanoseconds
             let noise = jitter > 0 ? Int64((random.nextUnit() * 2 - 1) * Double(jitter)) : 0
-            let pixels = self.pixels
+            let pixels = self.pixels[Int(sequence % UInt64(self.pixels.count))]
             let frame = Frame(image: pixels.view, payload: pixels.payload, format: format,
                               timestampNanoseconds: exposure + noise, timestampSource: .midExposure,
                               sequence: sequence, source: identity, exposureNanoseconds: nil, camera: model,

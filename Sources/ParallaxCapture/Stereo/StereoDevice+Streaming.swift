@@ -60,6 +60,9 @@ extension StereoDevice {
             return s.streaming
         }
         guard running else { return }
+        // Both simulated cameras are told first: one whose partner stopped would otherwise
+        // run free (nothing holds it in step any more) until its own stop.
+        for device in constituents.both { (device as? SimulatedCamera)?.requestStop() }
         for device in constituents.both { device.stop() }
         state.withLock { $0.handler = nil }
     }
@@ -95,6 +98,44 @@ extension StereoDevice {
             let format = active?[side] ?? constituents[side].activeFormat
             throw failure(error, side: side, format: format,
                           estimate: format.map { cost(streaming: $0, enabled: PerSide(repeating: true)) })
+        }
+    }
+
+    /// The frame rate each side delivers now: the cameras' rate, or the cap when lower.
+    public var deliveredFramesPerSecond: Double? {
+        state.withLock { s -> Double? in
+            guard let active = s.active else { return nil }
+            let camera = active.left.frameInterval.framesPerSecond
+            return min(camera, s.configuration?.maximumFramesPerSecond ?? camera)
+        }
+    }
+
+    /// Brings a constituent back after it disconnected: opens it again (it must be the same
+    /// camera, see ``ReconnectableCaptureDevice``), sets the active format, and, while the
+    /// device streams and the side is switched on, starts it into the same handler.
+    ///
+    /// - Throws: ``StereoDeviceError/capture(_:side:)`` while the camera is still absent or
+    ///   when another camera answers; ``StereoDeviceError/driversDisagree(requested:left:right:)``
+    ///   when it comes back with another format; ``StereoDeviceError/invalidState(_:)`` for a
+    ///   constituent that cannot reconnect (simulated, recorded, side-by-side halves).
+    public func reconnect(_ side: StereoSide) throws(StereoDeviceError) {
+        guard let device = constituents[side] as? any ReconnectableCaptureDevice else {
+            throw .invalidState("the \(side) camera (\(constituents[side].identity.name)) cannot be reconnected")
+        }
+        do { try device.reconnect() } catch { throw .capture(error, side: side) }
+        let (streaming, active, enabled) = state.withLock { ($0.streaming, $0.active, $0.enabled[side]) }
+        if let format = active?[side] {
+            let set: CaptureFormat
+            do { set = try device.configure(format) } catch { throw .capture(error, side: side) }
+            guard set == format else {
+                throw .driversDisagree(requested: format, left: side == .left ? set : format, right: side == .right ? set : format)
+            }
+        }
+        guard streaming, enabled else { return }
+        state.withLock { $0.capGrid[side] = CapGrid() }
+        do { try startConstituent(side) } catch {
+            throw failure(error, side: side, format: active?[side],
+                          estimate: active.map { cost(streaming: $0[side], enabled: PerSide(repeating: true)) })
         }
     }
 

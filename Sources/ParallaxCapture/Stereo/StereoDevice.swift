@@ -263,14 +263,21 @@ public final class StereoDevice: Sendable {
     ///
     /// - Throws: ``StereoDeviceError/calibrationForOtherCameras(calibrated:attached:)``.
     public func attach(_ calibration: StereoCalibration?, force: Bool = false) throws(StereoDeviceError) {
-        if let calibration, !force, let recorded = calibration.calibratedCameras {
-            let attached = identities.map(\.stableID)
-            guard recorded == attached else { throw .calibrationForOtherCameras(calibrated: recorded, attached: attached) }
-        }
+        if let calibration, !force { try checkCameras(of: calibration) }
         state.withLock { s in
             s.calibration = calibration
             s.models = calibration.flatMap { c in s.active.map { Self.models(of: c, for: $0) } }
         }
+    }
+
+    /// Checks that `calibration` was made for this device's cameras, when it records them
+    /// (``StereoCalibration/calibratedCameras``); files that do not record them pass.
+    ///
+    /// - Throws: ``StereoDeviceError/calibrationForOtherCameras(calibrated:attached:)``.
+    public func checkCameras(of calibration: StereoCalibration) throws(StereoDeviceError) {
+        guard let recorded = calibration.calibratedCameras else { return }
+        let attached = identities.map(\.stableID)
+        guard recorded == attached else { throw .calibrationForOtherCameras(calibrated: recorded, attached: attached) }
     }
 
     /// The camera models of the active format, when a calibration is attached and the device is configured.

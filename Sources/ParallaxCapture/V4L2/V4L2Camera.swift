@@ -25,7 +25,7 @@ import Synchronization
 ///
 /// Every system call goes through a ``V4L2Syscalls`` value, so tests run this
 /// exact code against `VirtualUVCDriver` from ParallaxTestSupport.
-public final class V4L2Camera: CaptureDevice, @unchecked Sendable {
+public final class V4L2Camera: ReconnectableCaptureDevice, @unchecked Sendable {
     /// How the camera is opened and streamed.
     public struct Options: Hashable, Sendable {
         /// Driver buffers to request (at least 4: one being filled, one with the
@@ -142,6 +142,20 @@ public final class V4L2Camera: CaptureDevice, @unchecked Sendable {
         try open()
         if let last = state.withLock({ $0.negotiation }) {
             try negotiate(last.requested)
+        }
+    }
+
+    /// Reconnects after an unplug (see ``ReconnectableCaptureDevice/reconnect()``): opens the
+    /// same node again, and keeps it only when it reports the same USB bus position
+    /// (`bus_info`) as before, which is what a stable identity from sysfs rests on.
+    public func reconnect() throws(CaptureError) {
+        let before = state.withLock { $0.capabilities.busInfo }
+        try reopen()
+        let after = state.withLock { $0.capabilities.busInfo }
+        guard before.isEmpty || after == before else {
+            let fd = state.withLock { s -> Int32 in defer { s.fd = -1 }; return s.fd }
+            if fd >= 0 { syscalls.close(fd) }
+            throw .invalidState(device: path, reason: "another camera (bus \(after)) answers at this node; expected \(before)")
         }
     }
 

@@ -99,11 +99,15 @@ public struct StereoRectificationMaps: Sendable, Equatable {
     public var right: RectificationMap
     /// The rectification the maps were built for.
     public var rectification: StereoRectification
+    /// How the maps turn and flip the rectified images for display.
+    public var orientation: OutputOrientation
 
-    public init(left: RectificationMap, right: RectificationMap, rectification: StereoRectification) {
+    public init(left: RectificationMap, right: RectificationMap, rectification: StereoRectification,
+                orientation: OutputOrientation = .identity) {
         self.left = left
         self.right = right
         self.rectification = rectification
+        self.orientation = orientation
     }
 }
 
@@ -117,6 +121,6 @@ extension StereoCalibration {
                                    size: rectification.size, orientation: orientation),
             right: RectificationMap(camera: right, rotation: rectification.r2, newCamera: rectification.rightIntrinsics,
                                     size: rectification.size, orientation: orientation),
-            rectification: rectification)
+            rectification: rectification, orientation: orientation)
     }
 }

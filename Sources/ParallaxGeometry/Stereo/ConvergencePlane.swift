@@ -16,29 +16,47 @@ extension StereoRectification {
     /// rectangles move with the images. A non-finite or non-positive distance
     /// returns the classic (infinite-distance) rectification.
     public func converged(atDistance distance: Double) -> StereoRectification {
-        let axis = layout == .horizontal ? 0 : 1
-        // Undo any earlier convergence first, so calls do not accumulate.
-        var result = self.unconverged
+        var result = unconverged
         guard distance.isFinite, distance > 0 else { return result }
+        // Disparity (left minus right coordinate) of a point at `distance` before the shift.
+        let half = result.disparity(atDistance: distance) / 2
+        result = result.converged(halfShift: half)
+        result.convergenceDistance = distance
+        return result
+    }
+
+    /// This rectification with the two principal points moved apart by `halfShift` pixels
+    /// each along the baseline axis (left by −`halfShift`, right by +`halfShift`), counted
+    /// from the classic rectification, so calls do not accumulate.
+    ///
+    /// This is what a rectifier applies when it moves the convergence plane by whole pixels
+    /// (``converged(atDistance:)`` asks for an exact, usually fractional, shift). The
+    /// convergence distance becomes wherever disparity is now zero: `f·T / (c₁ − c₂)` along
+    /// the baseline axis, `nil` when that is not a positive finite distance (a zero shift,
+    /// or a shift towards infinity's far side). `p1`, `p2`, `q` and the valid rectangles
+    /// change together, as in ``converged(atDistance:)``.
+    public func converged(halfShift half: Double) -> StereoRectification {
+        let axis = layout == .horizontal ? 0 : 1
+        var result = unconverged
+        guard half.isFinite, half != 0 else { return result }
         let f = result.focalLength
         let tf = result.p2[axis, 3]  // f · T (T negative for the usual left/right order)
-        // Disparity (left minus right coordinate) of a point at `distance`.
-        let disparity = -tf / distance + (result.p1[axis, 2] - result.p2[axis, 2])
-        let half = disparity / 2
         result.p1[axis, 2] -= half
         result.p2[axis, 2] += half
         result.q[axis, 3] = -result.p1[axis, 2]
         result.q[3, 3] = (result.p1[axis, 2] - result.p2[axis, 2]) / (tf / f)
         result.roi1 = Self.shift(result.roi1, by: -half, axis: axis, within: size)
         result.roi2 = Self.shift(result.roi2, by: half, axis: axis, within: size)
-        result.convergenceDistance = distance
+        let difference = result.p1[axis, 2] - result.p2[axis, 2]
+        let distance = tf / difference
+        result.convergenceDistance = distance.isFinite && distance > 0 ? distance : nil
         result.convergenceShift = half
         return result
     }
 
     /// The rectification with the convergence plane back at infinity.
     public var unconverged: StereoRectification {
-        guard convergenceDistance != nil else { return self }
+        guard convergenceDistance != nil || convergenceShift != 0 else { return self }
         let axis = layout == .horizontal ? 0 : 1
         var result = self
         let half = convergenceShift

@@ -40,6 +40,9 @@ public final class Rectifier: @unchecked Sendable {
     private var floatGrids: [GridKey: FloatGrid] = [:]
     private var compiled: [CompileKey: CompiledMap] = [:]
     private var plans: [PlanKey: PairPlan] = [:]
+    /// The convergence distance asked for with ``setConvergence(atDistance:)``; `.none`
+    /// while the maps' own convergence applies.
+    private var liveConvergence: Double?? = .none
 
     /// A rectifier for precomputed maps.
     ///
@@ -105,7 +108,7 @@ public final class Rectifier: @unchecked Sendable {
             // Both tasks always run; this is the serial fallback the types ask for.
             return calibration.rectificationMaps(for: rectification, orientation: orientation)
         }
-        return StereoRectificationMaps(left: left, right: right, rectification: rectification)
+        return StereoRectificationMaps(left: left, right: right, rectification: rectification, orientation: orientation)
     }
 
     deinit {
@@ -138,7 +141,9 @@ public final class Rectifier: @unchecked Sendable {
         pthread_mutex_lock(mutex)
         defer { pthread_mutex_unlock(mutex) }
         let plan = self.plan(left: left, right: right)
-        withUnsafePointer(to: PairJob(plan: plan, left: left, right: right, leftOutput: leftOutput, rightOutput: rightOutput)) { job in
+        let shifts = liveShifts(for: left.format)
+        withUnsafePointer(to: PairJob(plan: plan, left: left, right: right, leftOutput: leftOutput, rightOutput: rightOutput,
+                                      leftShift: shifts.left, rightShift: shifts.right)) { job in
             pool.run(tasks: plan.bands.count, context: UnsafeRawPointer(job)) { context, index in
                 Rectifier.runBand(context.assumingMemoryBound(to: PairJob.self), index)
             }
@@ -152,6 +157,9 @@ public final class Rectifier: @unchecked Sendable {
         let right: ImageView
         let leftOutput: MutableImageView
         let rightOutput: MutableImageView
+        /// Output shift of each side for the live convergence, in displayed pixels.
+        let leftShift: SIMD2<Int>
+        let rightShift: SIMD2<Int>
     }
 
     /// Resamples band `index` of a pair.
@@ -170,8 +178,15 @@ public final class Rectifier: @unchecked Sendable {
             guard let chroma = source.plane1, let out = destination.plane1 else { return }
             (sourceBase, destinationBase, destinationRowBytes) = (chroma.baseAddress, out, destination.bytesPerRow1)
         }
+        // The live-convergence shift, on this plane's grid (whole samples: see `convergenceStep`).
+        var shift = job.side == 0 ? pair.pointee.leftShift : pair.pointee.rightShift
+        switch job.grid {
+        case .full: break
+        case .chroma422: shift.x /= 2
+        case .chroma420: shift = SIMD2(shift.x / 2, shift.y / 2)
+        }
         RemapKernels.run(job.map, rows: band.rows, source: sourceBase,
-                         destination: destinationBase, destinationRowBytes: destinationRowBytes)
+                         destination: destinationBase, destinationRowBytes: destinationRowBytes, shift: shift)
     }
 
     /// Rectifies a pair into reusable buffers: when `leftOutput` and
@@ -245,6 +260,97 @@ public final class Rectifier: @unchecked Sendable {
         try leftFormat.validate(outputSize)
     }
 
+    // MARK: Live convergence
+
+    /// The convergence distance pairs are rectified with now (calibration units), `nil`
+    /// for infinity; see ``setConvergence(atDistance:)``.
+    public var convergenceDistance: Double? {
+        pthread_mutex_lock(mutex)
+        defer { pthread_mutex_unlock(mutex) }
+        switch liveConvergence {
+        case .none: return maps.rectification.convergenceDistance
+        case .some(let distance): return distance
+        }
+    }
+
+    /// Moves the zero-disparity plane to `distance` (calibration units; `nil` or a
+    /// non-positive distance: infinity) from the next pair on, without rebuilding the maps.
+    ///
+    /// In a rectified pair a new convergence distance moves the two images apart along the
+    /// baseline, so it is applied as a shift of each output image by whole samples: left by
+    /// −k, right by +k along the baseline (turned with the output orientation), with
+    /// `k = round(Δ / 2)` for the change Δ of disparity the new distance asks for, rounded to
+    /// ``convergenceStep(for:)`` for subsampled formats. Zero disparity therefore lands
+    /// within one pixel of disparity of `distance` (two for YUYV, UYVY and NV12), and the
+    /// pixels a shift brings in from outside are border (black). What was applied,
+    /// including the distance where disparity is really zero, is
+    /// ``rectification(for:)``. For an exact plane, build a rectifier with
+    /// ``init(calibration:convergenceDistance:options:orientation:interpolation:threads:)``.
+    public func setConvergence(atDistance distance: Double?) {
+        pthread_mutex_lock(mutex)
+        defer { pthread_mutex_unlock(mutex) }
+        liveConvergence = .some(distance.flatMap { $0.isFinite && $0 > 0 ? $0 : nil })
+    }
+
+    /// Whole samples a live convergence shift moves by for `format`: 2 along an axis on
+    /// which the format subsamples chroma (YUYV and UYVY horizontally, NV12 both ways), so
+    /// chroma moves by whole samples with luma; 1 otherwise.
+    public func convergenceStep(for format: PixelFormat) -> Int {
+        convergenceStep(for: format, alongDisplayedX: displayedBaselineAxis.x != 0)
+    }
+
+    private func convergenceStep(for format: PixelFormat, alongDisplayedX: Bool) -> Int {
+        switch format {
+        case .yuyv, .uyvy: return alongDisplayedX ? 2 : 1
+        case .nv12: return 2
+        default: return 1
+        }
+    }
+
+    /// The rectification pairs of `format` are resampled with now: the maps' own, or, after
+    /// ``setConvergence(atDistance:)``, the one with the whole-sample shift applied (its
+    /// `p1`, `p2`, `q`, valid rectangles and ``StereoRectification/convergenceDistance``
+    /// describe the pixels as written).
+    public func rectification(for format: PixelFormat) -> StereoRectification {
+        pthread_mutex_lock(mutex)
+        defer { pthread_mutex_unlock(mutex) }
+        return liveSetting(for: format).rectification
+    }
+
+    /// The rectified baseline axis as a unit step in displayed pixels (the output
+    /// orientation turns and flips it).
+    private var displayedBaselineAxis: SIMD2<Int> {
+        let o = maps.orientation, size = maps.rectification.size
+        // Displayed → unrotated is p ↦ A p + c with A a signed permutation, so A⁻¹ = Aᵀ.
+        let origin = o.sourcePixel(ofDisplayed: SIMD2(0, 0), imageSize: size)
+        let ex = o.sourcePixel(ofDisplayed: SIMD2(1, 0), imageSize: size) - origin
+        let ey = o.sourcePixel(ofDisplayed: SIMD2(0, 1), imageSize: size) - origin
+        let axis = maps.rectification.layout == .horizontal ? 0 : 1
+        return SIMD2(Int(ex[axis].rounded()), Int(ey[axis].rounded()))
+    }
+
+    /// The applied rectification and the per-side output shifts. Mutex held.
+    private func liveSetting(for format: PixelFormat) -> (rectification: StereoRectification,
+                                                          left: SIMD2<Int>, right: SIMD2<Int>) {
+        let base = maps.rectification
+        guard case .some(let distance) = liveConvergence else { return (base, .zero, .zero) }
+        let classic = base.unconverged
+        let wanted = distance.map { classic.converged(atDistance: $0).convergenceShift } ?? 0
+        let axis = displayedBaselineAxis
+        let step = Double(convergenceStep(for: format, alongDisplayedX: axis.x != 0))
+        let samples = ((wanted - base.convergenceShift) / step).rounded() * step
+        guard samples != 0 else { return (base, .zero, .zero) }
+        let applied = classic.converged(halfShift: base.convergenceShift + samples)
+        // A principal point moved by +s shows rectified pixel u − s at u.
+        let k = Int(samples)
+        return (applied, axis &* -k, axis &* k)
+    }
+
+    private func liveShifts(for format: PixelFormat) -> (left: SIMD2<Int>, right: SIMD2<Int>) {
+        let setting = liveSetting(for: format)
+        return (setting.left, setting.right)
+    }
+
     // MARK: Plans
 
     private struct GridKey: Hashable { var side: Int; var grid: SampleGrid }
@@ -256,7 +362,7 @@ public final class Rectifier: @unchecked Sendable {
     }
 
     /// One plane of one image, compiled.
-    private struct Job { var side: Int; var plane: Int; var map: CompiledMap }
+    private struct Job { var side: Int; var plane: Int; var grid: SampleGrid; var map: CompiledMap }
     /// A band of rows of one job: the unit handed to a thread.
     private struct Band { var job: Int; var rows: Range<Int> }
     private final class PairPlan: @unchecked Sendable {
@@ -280,7 +386,7 @@ public final class Rectifier: @unchecked Sendable {
             let strides = side == 0 ? key.left : key.right
             for entry in key.format.remapPlanes {
                 let map = compiledMap(side: side, grid: entry.grid, rowBytes: strides[entry.plane], layout: entry.layout)
-                jobs.append(Job(side: side, plane: entry.plane, map: map))
+                jobs.append(Job(side: side, plane: entry.plane, grid: entry.grid, map: map))
                 // Bands of 16–64 rows: several per thread for balance, small
                 // enough that a band's source rows stay in cache.
                 let rows = map.height

@@ -26,44 +26,73 @@ enum RemapKernels {
     ///   - source: first byte of the source plane (the layout's channel
     ///     offsets are added to it), laid out as the map was compiled for.
     ///   - destination: first byte of the destination plane, same sample layout.
+    ///   - shift: moves the output by whole samples (a live convergence
+    ///     change): output sample (u, v) is what the map gives for
+    ///     (u − shift.x, v − shift.y); samples the shift brings in from
+    ///     outside the map are border.
     ///
     /// Bounds: span entries address bytes `rowBase + offset + tap offsets`
     /// that the compiler checked lie inside the source grid; other samples
-    /// check each tap.
+    /// check each tap. With a shift, only map columns `0..<width` and rows
+    /// `0..<height` are read: output columns `lo..<hi` below are exactly
+    /// those whose map column `u − shift.x` is inside the row, and the
+    /// destination is written at columns `0..<width` only.
     static func run(_ map: CompiledMap, rows: Range<Int>, source: UnsafeRawPointer,
-                    destination: UnsafeMutableRawPointer, destinationRowBytes: Int) {
+                    destination: UnsafeMutableRawPointer, destinationRowBytes: Int, shift: SIMD2<Int> = .zero) {
         let layout = map.layout
+        let width = map.width
+        let lo = min(width, max(0, shift.x)), hi = max(lo, min(width, width + shift.x))
         for v in rows {
-            let start = Int(map.spanStart[v]), end = Int(map.spanEnd[v])
-            let entries = map.entries + v * map.width
-            let base = source + map.rowBase[v]
             let out = destination + v * destinationRowBytes
-            if start > 0 { slowSamples(map, entries: entries, range: 0..<start, source: source, out: out) }
+            let row = v - shift.y
+            guard row >= 0, row < map.height, hi > lo else {
+                fillBorder(layout, out: out, range: 0..<width)
+                continue
+            }
+            if lo > 0 { fillBorder(layout, out: out, range: 0..<lo) }
+            if hi < width { fillBorder(layout, out: out, range: hi..<width) }
+            // Output columns lo..<hi read map columns first..<first + count.
+            let first = lo - shift.x, count = hi - lo
+            let start = min(count, max(0, Int(map.spanStart[row]) - first))
+            let end = max(start, min(count, Int(map.spanEnd[row]) - first))
+            let entries = map.entries + row * width + first
+            let base = source + map.rowBase[row]
+            let o = out + lo * layout.pixelStride
+            if start > 0 { slowSamples(map, entries: entries, range: 0..<start, source: source, out: o) }
             if end > start {
                 switch map.interpolation {
                 case .bilinear:
                     if layout.isGray {
-                        bilinearGray(entries, range: start..<end, base: base, rowBytes: map.sourceRowBytes, out: out)
+                        bilinearGray(entries, range: start..<end, base: base, rowBytes: map.sourceRowBytes, out: o)
                     } else if layout.isLuma422 {
                         bilinearLuma422(entries, range: start..<end, base: base, rowBytes: map.sourceRowBytes,
-                                        offset: layout.offsets[0], out: out)
+                                        offset: layout.offsets[0], out: o)
                     } else if layout.isChromaPair {
                         bilinearChromaPair(entries, range: start..<end, base: base, rowBytes: map.sourceRowBytes,
-                                           layout: layout, out: out)
+                                           layout: layout, out: o)
                     } else if layout.isPacked3 {
-                        bilinearPacked3(entries, range: start..<end, base: base, rowBytes: map.sourceRowBytes, out: out)
+                        bilinearPacked3(entries, range: start..<end, base: base, rowBytes: map.sourceRowBytes, out: o)
                     } else if layout.isPacked4 {
-                        bilinearPacked4(entries, range: start..<end, base: base, rowBytes: map.sourceRowBytes, out: out)
+                        bilinearPacked4(entries, range: start..<end, base: base, rowBytes: map.sourceRowBytes, out: o)
                     } else {
-                        bilinearAny(entries, range: start..<end, base: base, rowBytes: map.sourceRowBytes, layout: layout, out: out)
+                        bilinearAny(entries, range: start..<end, base: base, rowBytes: map.sourceRowBytes, layout: layout, out: o)
                     }
                 case .nearest:
-                    nearestAny(entries, range: start..<end, base: base, layout: layout, out: out)
+                    nearestAny(entries, range: start..<end, base: base, layout: layout, out: o)
                 case .bicubic:
-                    bicubicAny(entries, range: start..<end, base: base, rowBytes: map.sourceRowBytes, layout: layout, out: out)
+                    bicubicAny(entries, range: start..<end, base: base, rowBytes: map.sourceRowBytes, layout: layout, out: o)
                 }
             }
-            if end < map.width { slowSamples(map, entries: entries, range: end..<map.width, source: source, out: out) }
+            if end < count { slowSamples(map, entries: entries, range: end..<count, source: source, out: o) }
+        }
+    }
+
+    /// Writes the border value into samples `range` of one output row.
+    private static func fillBorder(_ layout: SampleLayout, out: UnsafeMutableRawPointer, range: Range<Int>) {
+        for u in range {
+            for c in 0..<layout.channels {
+                out.storeBytes(of: layout.border, toByteOffset: u * layout.pixelStride + layout.offsets[c], as: UInt8.self)
+            }
         }
     }
 

@@ -1,0 +1,178 @@
+import Synchronization
+
+/// Something that happened in a ``StereoSession``, with when it happened.
+public struct SessionEvent: Sendable, Hashable, CustomStringConvertible {
+    /// What happened.
+    public enum Kind: Sendable, Hashable {
+        /// Both sides are streaming.
+        case started
+        /// The session ended; the reason says why (stopped by its owner, end of a recording,
+        /// a camera that did not come back, thermal shutdown).
+        case stopped(reason: String)
+        /// A constituent went away (unplugged); pairs stop, the other side keeps running.
+        case disconnected
+        /// A constituent came back (the same stable identity) and pairing resumed.
+        case reconnected
+        /// A constituent was switched off (``StereoSession/setEnabled(_:_:)``).
+        case disabled
+        /// A constituent was switched on again.
+        case enabled
+        /// A constituent delivered nothing for a while although it streams.
+        case stalled
+        /// Frames flow again after a stall.
+        case resumed
+        /// The pressure level changed; the factors are the window that decided it.
+        case pressureChanged(PressureLevel, PressureFactors)
+        /// The delivered frame rate changed (frames per second per side).
+        case frameRateChanged(Double)
+        /// A constituent or the session reported an error; streaming continues.
+        case deviceError(String)
+    }
+
+    /// What happened.
+    public var kind: Kind
+    /// The side it happened to, when it concerns one.
+    public var side: StereoSide?
+    /// That side's stable identity.
+    public var stableID: String?
+    /// Seconds since the session started (monotonic clock).
+    public var atSeconds: Double
+
+    /// An event.
+    public init(_ kind: Kind, side: StereoSide? = nil, stableID: String? = nil, atSeconds: Double) {
+        self.kind = kind
+        self.side = side
+        self.stableID = stableID
+        self.atSeconds = atSeconds
+    }
+
+    /// A stable snake_case name of the kind (`started`, `disconnected`, `pressure_changed`, …).
+    public var name: String {
+        switch kind {
+        case .started: "started"
+        case .stopped: "stopped"
+        case .disconnected: "disconnected"
+        case .reconnected: "reconnected"
+        case .disabled: "disabled"
+        case .enabled: "enabled"
+        case .stalled: "stalled"
+        case .resumed: "resumed"
+        case .pressureChanged: "pressure_changed"
+        case .frameRateChanged: "frame_rate_changed"
+        case .deviceError: "device_error"
+        }
+    }
+
+    /// For example `2.350 s: right disconnected (usb-0000:00:14.0-2)`.
+    public var description: String {
+        var text = String(format: "%.3f s: ", atSeconds)
+        if let side { text += "\(side) " }
+        switch kind {
+        case .stopped(let reason): text += "stopped (\(reason))"
+        case .pressureChanged(let level, let factors): text += "pressure \(level) (\(factors))"
+        case .frameRateChanged(let fps): text += String(format: "frame rate %.2f fps", fps)
+        case .deviceError(let message): text += "error: \(message)"
+        default: text += name
+        }
+        if let stableID, side != nil { text += " (\(stableID))" }
+        return text
+    }
+}
+
+/// The events of a session as an `AsyncSequence` (one consumer at a time). It ends after
+/// the session's ``SessionEvent/Kind/stopped(reason:)`` event. At most 1024 events wait;
+/// beyond that the oldest are dropped (the full list is in ``StereoSessionStatistics/events``).
+public struct SessionEvents: AsyncSequence, Sendable {
+    /// An event.
+    public typealias Element = SessionEvent
+    let queue: AsyncQueue<SessionEvent>
+
+    /// Reads events as they happen.
+    public struct AsyncIterator: AsyncIteratorProtocol {
+        let queue: AsyncQueue<SessionEvent>
+        /// The next event, or `nil` after the session stopped.
+        public mutating func next() async -> SessionEvent? { await queue.next() }
+    }
+
+    /// The iterator.
+    public func makeAsyncIterator() -> AsyncIterator { AsyncIterator(queue: queue) }
+}
+
+/// A bounded queue with one waiting reader, ended by ``finish()``: the reader gets what is
+/// queued, then `nil`. When full, ``push(_:)`` drops the oldest element and returns it.
+final class AsyncQueue<Element: Sendable>: Sendable {
+    private struct State {
+        var items: Ring<Element>
+        var waiter: UnsafeContinuation<Element?, Never>?
+        var finished = false
+    }
+    private let state: Mutex<State>
+
+    init(capacity: Int) { state = Mutex(State(items: Ring(capacity: max(1, capacity)))) }
+
+    /// Hands `element` to the waiting reader or queues it; returns the element dropped to
+    /// make room, if any. Ignored (and returned) after ``finish()``.
+    @discardableResult
+    func push(_ element: Element) -> Element? {
+        let (waiter, dropped) = state.withLock { s -> (UnsafeContinuation<Element?, Never>?, Element?) in
+            if s.finished { return (nil, element) }
+            if let waiter = s.waiter {
+                s.waiter = nil
+                return (waiter, nil)
+            }
+            var dropped: Element?
+            if s.items.isFull { dropped = s.items.popFirst() }
+            s.items.append(element)
+            return (nil, dropped)
+        }
+        waiter?.resume(returning: element)
+        return dropped
+    }
+
+    /// Elements waiting.
+    var count: Int { state.withLock { $0.items.count } }
+    /// True when the next push would drop one.
+    var isFull: Bool { state.withLock { $0.items.isFull } }
+
+    /// Removes and returns every waiting element (for accounting at the end).
+    func drain() -> [Element] {
+        state.withLock { s in
+            var all: [Element] = []
+            while let item = s.items.popFirst() { all.append(item) }
+            return all
+        }
+    }
+
+    /// Ends the queue: the reader gets what is waiting, then `nil`.
+    func finish() {
+        let waiter = state.withLock { s -> UnsafeContinuation<Element?, Never>? in
+            s.finished = true
+            guard s.items.isEmpty else { return nil }
+            defer { s.waiter = nil }
+            return s.waiter
+        }
+        waiter?.resume(returning: nil)
+    }
+
+    /// The next element, waiting for one; `nil` once finished and empty, or when the task is cancelled.
+    func next() async -> Element? {
+        await withTaskCancellationHandler {
+            await withUnsafeContinuation { (continuation: UnsafeContinuation<Element?, Never>) in
+                let immediate = state.withLock { s -> Element?? in
+                    if let item = s.items.popFirst() { return .some(item) }
+                    if s.finished || Task.isCancelled { return .some(nil) }
+                    precondition(s.waiter == nil, "a session's sequences support one consumer at a time")
+                    s.waiter = continuation
+                    return nil
+                }
+                if let immediate { continuation.resume(returning: immediate) }
+            }
+        } onCancel: {
+            let waiter = state.withLock { s -> UnsafeContinuation<Element?, Never>? in
+                defer { s.waiter = nil }
+                return s.waiter
+            }
+            waiter?.resume(returning: nil)
+        }
+    }
+}

@@ -1,0 +1,554 @@
+import Foundation
+import ParallaxGeometry
+import ParallaxImage
+
+extension StereoSession {
+    /// Where the session is in its life.
+    enum Phase: Sendable { case idle, running, ending, stopped }
+
+    /// What one side is doing.
+    enum SideState: Sendable, Equatable {
+        case running
+        case disabled
+        /// Unplugged at this monotonic time; looked for since.
+        case disconnected(since: Int64, lastAttempt: Int64)
+        /// Its stream ended (the end of a recording).
+        case ended
+    }
+
+    /// A pair from the synchronizer on its way to the session thread.
+    struct Incoming: Sendable {
+        var pair: SynchronizedPair<Frame>
+        var number: Int
+    }
+
+    /// Counters of one pressure window.
+    struct Window: Sendable {
+        var pairsProcessed = 0
+        var rectifyNanoseconds: Int64 = 0
+        var consumerPairs = 0
+        var consumerNanoseconds: Int64 = 0
+        var delivered = 0
+        var framesArrived = 0
+        var cameraLosses = 0
+        var sessionLosses = 0
+    }
+
+    /// Everything the session's threads share, under one lock.
+    struct State {
+        var phase = Phase.idle
+        var endReason: String?
+        var discardOnEnd = false
+        var handler: (@Sendable (StereoPair) -> Void)?
+        var worker: CaptureThread?
+        var startedAt: Int64 = 0
+        var sides = PerSide(repeating: SideState.running)
+
+        /// Pairs waiting for the session thread: two for live cameras (newest wins), more
+        /// for sources that wait (their cameras are held back before this fills).
+        var incoming: Ring<Incoming>
+        var pairsMade = 0
+        var pushed = PerSide(repeating: 0)
+        var decided = PerSide(repeating: 0)
+        var cameraDrops = PerSide<[DropReason: Int]>(repeating: [:])
+        var sessionDrops: [SessionDropReason: Int] = [:]
+        var delivered = 0
+        var inFlight = 0
+        var pool: PairStoragePool
+        var rectifyTimes = DurationHistogram()
+        var consumerTimes = DurationHistogram()
+        /// When the consumer of ``pairs`` got its last pair (to time how long it took).
+        var handedOverAt: Int64?
+
+        var window = Window()
+        var windowStart: Int64 = 0
+        var pairsPerSecond = 0.0
+        var tracker: PressureTracker
+        var nominalSince: Int64?
+        var lastRateChange: Int64 = 0
+        /// The camera's rate, and the session's own cap on pairs per second (`nil`: none).
+        let cameraFramesPerSecond: Double
+        var capFramesPerSecond: Double?
+        var capDue: Int64?
+
+        var events: [SessionEvent] = []
+        var stills: [StillRequest] = []
+
+        init(policy: PressurePolicy, poolLimit: Int, incomingCapacity: Int, cameraFramesPerSecond: Double) {
+            incoming = Ring(capacity: max(1, incomingCapacity))
+            tracker = PressureTracker(policy: policy)
+            pool = PairStoragePool(limit: poolLimit)
+            self.cameraFramesPerSecond = cameraFramesPerSecond
+        }
+
+        var currentFramesPerSecond: Double { min(cameraFramesPerSecond, capFramesPerSecond ?? cameraFramesPerSecond) }
+
+        func isActive(_ side: StereoSide) -> Bool { sides[side] == .running }
+    }
+
+    // MARK: Camera threads
+
+    /// One output of the device, on a camera's thread.
+    func receive(_ output: StereoOutput) {
+        switch output {
+        case .frame(let frame, let side):
+            if case .waitForConsumer = backPressure { waitForRoom(side) }
+            state.withLock { s in
+                s.pushed[side] += 1
+                s.window.framesArrived += 1
+            }
+            synchronizer.push(frame, from: side)
+        case .event(.dropped(let count, let reason), let side):
+            state.withLock { s in
+                s.cameraDrops[side][reason, default: 0] += count
+                if reason != .frameRateCap { s.window.cameraLosses += count }
+            }
+        case .event(.stalled, let side): emit(.stalled, side: side)
+        case .event(.resumed, let side): emit(.resumed, side: side)
+        case .event(.recoverableError(let error), let side): emit(.deviceError("\(error)"), side: side)
+        case .event(.disconnected, let side):
+            let reconnectable = options.reconnects && device.constituents[side] is any ReconnectableCaptureDevice
+            let now = monotonicNanoseconds()
+            state.withLock { $0.sides[side] = .disconnected(since: now, lastAttempt: now) }
+            synchronizer.setEnabled(false, for: side)
+            emit(.disconnected, side: side)
+            if !reconnectable { requestEnd("the \(side) camera (\(device.identities[side].name)) disconnected") }
+            wake()
+        case .event(.stopped, let side):
+            let bothEnded = state.withLock { s -> Bool in
+                guard s.phase == .running else { return false }
+                s.sides[side] = .ended
+                return s.sides[side.opposite] != .running
+            }
+            if bothEnded { requestEnd("end of stream") }
+            wake()
+        case .disabled(let side):
+            state.withLock { $0.sides[side] = .disabled }
+            synchronizer.setEnabled(false, for: side)
+            emit(.disabled, side: side)
+        case .enabled(let side):
+            state.withLock { $0.sides[side] = .running }
+            synchronizer.setEnabled(true, for: side)
+            emit(.enabled, side: side)
+        }
+    }
+
+    /// Sources that can wait are held here, before pushing: while the consumer's queue and
+    /// the pairs on their way fill the queue, or while this side is so far ahead of the
+    /// other that its synchronizer queue would overflow. Bounded: after a second without
+    /// room the frame is pushed anyway (its fate is then counted like any other's).
+    func waitForRoom(_ side: StereoSide) {
+        let limit = synchronizer.configuration.queueCapacity - 1
+        let deadline = Date(timeIntervalSinceNow: 1)
+        signal.lock()
+        defer { signal.unlock() }
+        while true {
+            let blocked = state.withLock { s -> Bool in
+                guard s.phase == .running else { return false }
+                if s.incoming.count + pairQueue.count >= 2 { return true }
+                return s.pushed[side] - s.decided[side] >= limit && s.isActive(side.opposite)
+            }
+            guard blocked, Date() < deadline else { return }
+            _ = signal.wait(until: min(deadline, Date(timeIntervalSinceNow: 0.05)))
+        }
+    }
+
+    /// A pair from the synchronizer (on the pushing thread): queued for the session thread.
+    func received(_ pair: SynchronizedPair<Frame>) {
+        let overflow = state.withLock { s -> Incoming? in
+            s.decided.left += 1
+            s.decided.right += 1
+            s.inFlight += 1
+            var dropped: Incoming?
+            if s.incoming.isFull { dropped = s.incoming.popFirst() }
+            s.incoming.append(Incoming(pair: pair, number: s.pairsMade))
+            s.pairsMade += 1
+            if dropped != nil {
+                s.sessionDrops[.consumerBehind, default: 0] += 1
+                s.inFlight -= 1
+                s.window.sessionLosses += 2
+            }
+            return dropped
+        }
+        _ = overflow  // released here, outside the lock: its frames go back to their drivers
+        wake()
+    }
+
+    /// A frame the synchronizer dropped (on the pushing thread).
+    func decided(_ side: StereoSide) {
+        state.withLock { $0.decided[side] += 1 }
+        wake()
+    }
+
+    func wake() {
+        signal.lock()
+        signal.broadcast()
+        signal.unlock()
+    }
+
+    // MARK: Ending
+
+    /// Asks the session thread to end the session (from any thread).
+    func requestEnd(_ reason: String) {
+        state.withLock { s in
+            guard s.phase == .running else { return }
+            s.phase = .ending
+            s.endReason = reason
+        }
+        wake()
+    }
+
+    /// Ends the session and waits for the session thread (unless called on it).
+    func end(reason: String, discarding: Bool) {
+        let worker = state.withLock { s -> CaptureThread? in
+            switch s.phase {
+            case .idle:
+                s.phase = .stopped
+                return nil
+            case .running:
+                s.phase = .ending
+                s.endReason = reason
+                s.discardOnEnd = discarding
+            case .ending:
+                if discarding { s.discardOnEnd = true }
+            case .stopped:
+                return nil
+            }
+            return s.worker
+        }
+        wake()
+        worker?.stopAndJoin(timeoutSeconds: 30)
+    }
+
+    /// The end itself, on the session thread: the device stops, the synchronizer decides
+    /// every waiting frame, and what it releases is delivered (or, when discarding, dropped
+    /// as ``SessionDropReason/sessionStopped``).
+    private func finishSession(_ thread: CaptureThread) {
+        // The synchronizer finishes first: the cameras stop one after the other, and a
+        // simulated camera whose partner has stopped runs free until it is stopped too;
+        // frames after the end are dropped as `constituent_disabled`, not queued.
+        synchronizer.finish()
+        device.stop()
+        let (reason, discard) = state.withLock { ($0.endReason ?? "stopped", $0.discardOnEnd) }
+        while let next = takeIncoming() {
+            if discard || state.withLock({ $0.discardOnEnd }) {
+                drop(next, reason: .sessionStopped)
+            } else {
+                process(next, thread: thread, ending: true)
+            }
+        }
+        if state.withLock({ $0.discardOnEnd }) {
+            for _ in pairQueue.drain() { dropQueued(reason: .sessionStopped) }
+        }
+        let stills = state.withLock { s -> [StillRequest] in
+            defer { s.stills = [] }
+            return s.stills
+        }
+        for request in stills { request.fail(.ended(reason)) }
+        state.withLock { s in
+            s.phase = .stopped
+            s.handler = nil
+        }
+        pairQueue.finish()
+        emit(.stopped(reason: reason))
+        eventQueue.finish()
+        wake()
+    }
+
+    // MARK: Session thread
+
+    /// The session thread: takes pairs, rectifies and delivers them, ticks the
+    /// synchronizer's deadline, measures pressure and looks for vanished cameras. It holds
+    /// the session only for one step at a time, so a session nobody holds goes away.
+    static func run(_ session: WeakSession, thread: CaptureThread) {
+        while let current = session.session, current.step(thread) {}
+    }
+
+    /// One step of the session thread; false once the session has finished.
+    private func step(_ thread: CaptureThread) -> Bool {
+        if state.withLock({ $0.phase != .running }) || thread.shouldStop {
+            finishSession(thread)
+            return false
+        }
+        if let next = takeIncoming() {
+            process(next, thread: thread, ending: false)
+        } else {
+            let tick = min(0.02, max(0.002, 0.5 / state.withLock { $0.currentFramesPerSecond }))
+            signal.lock()
+            if state.withLock({ $0.incoming.isEmpty && $0.phase == .running }) {
+                _ = signal.wait(until: Date(timeIntervalSinceNow: tick))
+            }
+            signal.unlock()
+            synchronizer.releaseExpired()
+        }
+        let now = monotonicNanoseconds()
+        evaluatePressureIfDue(now: now)
+        reconnectIfDue(now: now)
+        return true
+    }
+
+    private func takeIncoming() -> Incoming? {
+        let next = state.withLock { $0.incoming.popFirst() }
+        if next != nil { wake() }
+        return next
+    }
+
+    private func drop(_ incoming: Incoming, reason: SessionDropReason) {
+        state.withLock { s in
+            s.sessionDrops[reason, default: 0] += 1
+            s.inFlight -= 1
+            if reason != .frameRateCap && reason != .sessionStopped { s.window.sessionLosses += 2 }
+        }
+    }
+
+    private func dropQueued(reason: SessionDropReason) {
+        state.withLock { s in
+            s.sessionDrops[reason, default: 0] += 1
+            s.inFlight -= 1
+            if reason == .consumerBehind { s.window.sessionLosses += 2 }
+        }
+    }
+
+    /// Rectifies and delivers one pair on the session thread.
+    private func process(_ incoming: Incoming, thread: CaptureThread, ending: Bool) {
+        let pair = incoming.pair
+        let started = monotonicNanoseconds()
+        guard passesFrameRateCap(pair.left.timestampNanoseconds) else {
+            drop(incoming, reason: .frameRateCap)
+            return
+        }
+        var storage: PairStorage?
+        var rectifyNanoseconds: Int64 = 0
+        var rectification: StereoRectification?
+        if let rectifier, let pixel = format.pixelFormat,
+           let leftImage = pair.left.payload.image, let rightImage = pair.right.payload.image {
+            storage = takeStorage(format: pixel, size: rectifier.outputSize, ending: ending)
+            guard let storage else {
+                drop(incoming, reason: .noFreeBuffer)
+                return
+            }
+            do {
+                try rectifier.rectify(left: leftImage, right: rightImage,
+                                      into: storage.mutableView(.left), storage.mutableView(.right))
+            } catch {
+                drop(incoming, reason: .rectificationFailed)
+                emit(.deviceError("pair \(incoming.number) could not be rectified: \(error)"))
+                return
+            }
+            rectification = rectifier.rectification(for: pixel)
+            rectifyNanoseconds = monotonicNanoseconds() - started
+        } else if rectifier != nil {
+            drop(incoming, reason: .rectificationFailed)
+            emit(.deviceError("pair \(incoming.number) has no pixels to rectify (\(format.fourCC))"))
+            return
+        }
+        let keepFrames = storage == nil || options.keepsRawFrames
+        func side(_ frame: SynchronizedFrame<Frame>, _ s: StereoSide) -> StereoPairSide {
+            StereoPairSide(timestampNanoseconds: frame.payload.timestampNanoseconds, sequence: frame.payload.sequence,
+                           exposureNanoseconds: frame.payload.exposureNanoseconds, source: frame.payload.source,
+                           camera: models?[s] ?? frame.payload.camera,
+                           image: storage.map { $0.view(s) } ?? frame.payload.image,
+                           frame: keepFrames ? frame.payload : nil)
+        }
+        let stereoPair = StereoPair(
+            number: incoming.number, left: side(pair.left, .left), right: side(pair.right, .right),
+            skewNanoseconds: pair.skewNanoseconds, isRectified: storage != nil, rectification: rectification,
+            pairingLatencyNanoseconds: pair.latencyNanoseconds, queuedNanoseconds: max(0, started - pair.releaseNanoseconds),
+            rectifyNanoseconds: rectifyNanoseconds, storage: storage)
+        state.withLock { s in
+            s.window.pairsProcessed += 1
+            s.window.rectifyNanoseconds += rectifyNanoseconds
+            if storage != nil { s.rectifyTimes.record(rectifyNanoseconds) }
+        }
+        feedStills(stereoPair)
+        deliver(stereoPair, thread: thread, ending: ending)
+    }
+
+    /// A free pooled storage; sources that can wait wait (up to two seconds) for the
+    /// consumer to let go of a pair.
+    private func takeStorage(format pixel: PixelFormat, size: ImageSize, ending: Bool) -> PairStorage? {
+        let deadline = monotonicNanoseconds() + 2_000_000_000
+        while true {
+            if let storage = state.withLock({ $0.pool.take(format: pixel, size: size) }) { return storage }
+            guard case .waitForConsumer = backPressure, monotonicNanoseconds() < deadline,
+                  state.withLock({ !$0.discardOnEnd }) else { return nil }
+            usleep(1000)
+        }
+    }
+
+    /// Hands a pair to the callback or the queue.
+    private func deliver(_ pair: StereoPair, thread: CaptureThread, ending: Bool) {
+        if let handler = state.withLock({ $0.handler }) {
+            let started = monotonicNanoseconds()
+            handler(pair)
+            let took = monotonicNanoseconds() - started
+            state.withLock { s in
+                s.delivered += 1
+                s.inFlight -= 1
+                s.window.delivered += 1
+                s.window.consumerPairs += 1
+                s.window.consumerNanoseconds += took
+                s.consumerTimes.record(took)
+            }
+            return
+        }
+        if case .waitForConsumer = backPressure {
+            // Wait for room; a consumer that takes nothing for five seconds while the session
+            // ends has gone away, and what is left is dropped.
+            var lastProgress = monotonicNanoseconds()
+            var lastDelivered = state.withLock { $0.delivered }
+            signal.lock()
+            while pairQueue.isFull {
+                if state.withLock({ $0.discardOnEnd }) { break }
+                let delivered = state.withLock { $0.delivered }
+                if delivered != lastDelivered {
+                    lastDelivered = delivered
+                    lastProgress = monotonicNanoseconds()
+                } else if ending && monotonicNanoseconds() - lastProgress > 5_000_000_000 {
+                    break
+                }
+                _ = signal.wait(until: Date(timeIntervalSinceNow: 0.02))
+            }
+            signal.unlock()
+        }
+        if pairQueue.push(pair) != nil { dropQueued(reason: state.withLock { $0.discardOnEnd } ? .sessionStopped : .consumerBehind) }
+    }
+
+    /// The next pair for the ``pairs`` consumer.
+    func nextPair() async -> StereoPair? {
+        let now = monotonicNanoseconds()
+        state.withLock { s in
+            if let handed = s.handedOverAt {
+                let took = now - handed
+                s.window.consumerPairs += 1
+                s.window.consumerNanoseconds += took
+                s.consumerTimes.record(took)
+                s.handedOverAt = nil
+            }
+        }
+        let pair = await pairQueue.next()
+        if pair != nil {
+            let at = monotonicNanoseconds()
+            state.withLock { s in
+                s.delivered += 1
+                s.inFlight -= 1
+                s.window.delivered += 1
+                s.handedOverAt = at
+            }
+        }
+        wake()
+        return pair
+    }
+
+    // MARK: Frame-rate cap
+
+    /// The session's own cap on pairs per second, applied on the left timestamps: a grid
+    /// of due times one cap interval apart, a pair passing when at most half a camera
+    /// interval early (as ``StereoDevice`` decimates frames).
+    private func passesFrameRateCap(_ timestamp: Int64) -> Bool {
+        state.withLock { s -> Bool in
+            guard let cap = s.capFramesPerSecond, cap < s.cameraFramesPerSecond else { return true }
+            let capInterval = Int64(1e9 / cap), tolerance = Int64(0.5e9 / s.cameraFramesPerSecond)
+            guard let due = s.capDue else {
+                s.capDue = timestamp + capInterval
+                return true
+            }
+            guard timestamp >= due - tolerance else { return false }
+            s.capDue = timestamp > due + capInterval ? timestamp + capInterval : due + capInterval
+            return true
+        }
+    }
+
+    // MARK: Pressure
+
+    /// Closes a pressure window when one is due: computes the factors, updates the level
+    /// with hysteresis, and adapts the frame rate when allowed.
+    private func evaluatePressureIfDue(now: Int64) {
+        let policy = options.pressure
+        let windowNanoseconds = Int64(policy.windowSeconds * 1e9)
+        guard let (window, fps) = state.withLock({ s -> (Window, Double)? in
+            guard now - s.windowStart >= windowNanoseconds else { return nil }
+            defer {
+                s.window = Window()
+                s.windowStart = now
+            }
+            s.pairsPerSecond = Double(s.window.delivered) / (Double(now - s.windowStart) / 1e9)
+            return (s.window, s.currentFramesPerSecond)
+        }) else { return }
+        let interval = 1e9 / fps
+        var factors = PressureFactors()
+        if window.pairsProcessed > 0 {
+            factors.processingLoad = Double(window.rectifyNanoseconds) / Double(window.pairsProcessed) / interval
+        }
+        if window.consumerPairs > 0 {
+            factors.consumerLoad = Double(window.consumerNanoseconds) / Double(window.consumerPairs) / interval
+        }
+        if case .newestWins = backPressure, state.withLock({ $0.handler == nil }) {
+            factors.queueFill = Double(pairQueue.count) / Double(backPressure.queuedPairs)
+        }
+        let arrived = window.framesArrived + window.cameraLosses
+        if arrived > 0 { factors.lossRate = Double(window.cameraLosses + window.sessionLosses) / Double(arrived) }
+        if policy.readsMachineState {
+            factors.thermalHeadroomCelsius = machine.thermalHeadroomCelsius()
+            factors.cpuFrequencyLimit = machine.cpuFrequencyLimit()
+        }
+        let windowLevel = policy.level(of: factors)
+        let (changed, level) = state.withLock { s -> (PressureLevel?, PressureLevel) in
+            let changed = s.tracker.update(factors)
+            return (changed, s.tracker.level)
+        }
+        if let changed { emit(.pressureChanged(changed, factors)) }
+        if level == .shutdown && policy.stopsAtShutdown {
+            requestEnd("thermal shutdown: \(factors)")
+            return
+        }
+        guard policy.adaptsFrameRate else { return }
+        let newRate = state.withLock { s -> Double? in
+            let current = s.currentFramesPerSecond
+            if windowLevel >= .serious {
+                s.nominalSince = nil
+                let lowered = max(policy.minimumFramesPerSecond, current * policy.frameRateStep)
+                guard lowered < current - 1e-9 else { return nil }
+                s.capFramesPerSecond = lowered
+                s.lastRateChange = now
+                return lowered
+            }
+            guard level == .nominal && windowLevel == .nominal else {
+                s.nominalSince = nil
+                return nil
+            }
+            let since = s.nominalSince ?? now
+            s.nominalSince = since
+            guard s.capFramesPerSecond != nil,
+                  Double(now - max(since, s.lastRateChange)) >= policy.raiseAfterSeconds * 1e9 else { return nil }
+            let raised = current / policy.frameRateStep
+            s.capFramesPerSecond = raised >= s.cameraFramesPerSecond - 1e-6 ? nil : raised
+            s.lastRateChange = now
+            return s.currentFramesPerSecond
+        }
+        if let newRate { emit(.frameRateChanged(newRate)) }
+    }
+
+    // MARK: Hot-plug
+
+    /// Tries to bring back every vanished side whose retry is due.
+    private func reconnectIfDue(now: Int64) {
+        let interval = Int64(options.reconnectIntervalSeconds * 1e9)
+        for side in StereoSide.allCases {
+            guard case .disconnected(let since, let last) = state.withLock({ $0.sides[side] }),
+                  options.reconnects, now - last >= interval else { continue }
+            state.withLock { $0.sides[side] = .disconnected(since: since, lastAttempt: now) }
+            do {
+                try device.reconnect(side)
+                state.withLock { $0.sides[side] = device.enabledSides[side] ? .running : .disabled }
+                synchronizer.setEnabled(device.enabledSides[side], for: side)
+                emit(.reconnected, side: side)
+            } catch {
+                if let timeout = options.reconnectTimeoutSeconds, Double(now - since) / 1e9 >= timeout {
+                    requestEnd("the \(side) camera (\(device.identities[side].name)) did not come back within "
+                               + "\(Int(timeout)) s: \(error)")
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,334 @@
+import Foundation
+import ParallaxGeometry
+import ParallaxImage
+import Synchronization
+
+/// Two cameras in, rectified matched pairs out: a ``StereoDevice`` → an
+/// ``OutputSynchronizer`` → a ``Rectifier`` → your code.
+///
+/// ```swift
+/// let session = try StereoSession(device: device, calibration: calibration)
+/// try session.start()
+/// for await pair in session.pairs { use(pair.left.image, pair.right.image) }
+/// ```
+///
+/// The session starts and stops the device, pairs its frames, releases pairs whose proof
+/// is overdue, rectifies each pair once into a small pool of reused buffers, and hands it
+/// over as a ``StereoPair`` through ``pairs`` (an `AsyncSequence`) or a callback
+/// (``start(delivering:)``). What happens when the consumer is slower than the cameras is
+/// chosen by ``BackPressure``.
+///
+/// Along the way it keeps one account (``statistics``): every frame that reached it ends in
+/// a delivered pair or a drop with a reason, beside the frames the cameras lost. It
+/// measures its own pressure (``PressureLevel``) and may lower its frame rate while
+/// pressed; it survives a camera being unplugged and plugged back (V4L2); it captures
+/// still pairs averaged over several frames (``captureStillPair(quality:)``); and it moves
+/// the convergence plane while running (``setConvergence(atDistance:)``). What happens is
+/// reported through ``events``.
+///
+/// Threads: the cameras' threads pair frames; one session thread rectifies, delivers,
+/// measures pressure and reconnects cameras. A callback runs on the session thread.
+public final class StereoSession: Sendable {
+    /// The stereo device the session runs.
+    public let device: StereoDevice
+    /// The calibration as given (for the format it was made at).
+    public let calibration: StereoCalibration?
+    /// The calibration adapted to the active format (scaled, and centre-cropped when the
+    /// aspect ratio differs): what the pairs are rectified with.
+    public let activeCalibration: StereoCalibration?
+    /// The options.
+    public let options: StereoSessionOptions
+    /// The back-pressure in use.
+    public let backPressure: BackPressure
+    /// The format both sides stream.
+    public let format: CaptureFormat
+
+    let synchronizer: OutputSynchronizer<Frame>
+    let rectifier: Rectifier?
+    let models: PerSide<CameraModel>?
+    let pairQueue: AsyncQueue<StereoPair>
+    let eventQueue = AsyncQueue<SessionEvent>(capacity: 1024)
+    let state: Mutex<State>
+    /// Wakes the session thread and cameras waiting for room.
+    let signal = NSCondition()
+    let machine = MachineState()
+
+    /// Creates a session over a device. A device that is not configured yet is configured
+    /// with its ``StereoDevice/preferredFormat()``.
+    ///
+    /// With a calibration the session rectifies: the calibration is adapted to the active
+    /// format now (scaled, centre-cropped for another aspect ratio) and its maps are built,
+    /// so a calibration that cannot fit is refused here rather than at the first pair.
+    ///
+    /// - Throws: ``StereoSessionError/device(_:)`` when the device cannot be configured or
+    ///   the calibration records other cameras; ``StereoSessionError/calibrationDoesNotFit(_:)``
+    ///   naming what does not fit (compressed frames, a crop that would discard most of the
+    ///   image, a rig that cannot be rectified).
+    public init(device: StereoDevice, calibration: StereoCalibration? = nil,
+                options: StereoSessionOptions = StereoSessionOptions()) throws(StereoSessionError) {
+        self.device = device
+        self.calibration = calibration
+        self.options = options
+        if device.configuration == nil {
+            do {
+                guard let preferred = try device.preferredFormat() else {
+                    throw StereoSessionError.invalidState("the stereo device has no uncompressed shared format that fits; configure it first")
+                }
+                try device.configure(StereoConfiguration(format: preferred.format))
+            } catch let error as StereoSessionError {
+                throw error
+            } catch let error as StereoDeviceError {
+                throw .device(error)
+            } catch {
+                throw .invalidState("\(error)")
+            }
+        }
+        guard let formats = device.activeFormats else { throw .invalidState("the stereo device is not configured") }
+        format = formats.left
+        let backPressure = options.backPressure ?? .suited(to: device)
+        self.backPressure = backPressure
+        if case .newestWins(let queued) = backPressure {
+            pairQueue = AsyncQueue(capacity: max(1, queued))
+        } else {
+            pairQueue = AsyncQueue(capacity: 2)
+        }
+
+        if let calibration {
+            if !options.forcesCalibration {
+                do { try device.checkCameras(of: calibration) } catch { throw .device(error) }
+            }
+            let adapted = try Self.adapt(calibration, to: format)
+            activeCalibration = adapted
+            models = PerSide(left: adapted.left, right: adapted.right)
+            let settings = options.rectification
+            do {
+                rectifier = try Rectifier(calibration: adapted, convergenceDistance: settings.convergenceDistance,
+                                          options: settings.options, orientation: settings.orientation,
+                                          interpolation: settings.interpolation, threads: settings.threads)
+            } catch {
+                throw .calibrationDoesNotFit("it cannot be rectified: \(error)")
+            }
+            if let pixel = format.pixelFormat {
+                do { try rectifier?.prepare(for: pixel) } catch {
+                    throw .calibrationDoesNotFit("\(format) cannot be rectified to \(settings.options.outputSize ?? format.size): \(error)")
+                }
+            }
+        } else {
+            activeCalibration = nil
+            models = nil
+            rectifier = nil
+        }
+
+        let interval = device.configuration.map { device.streamingFormat(for: $0).frameInterval.nanoseconds }
+            ?? format.frameInterval.nanoseconds
+        let settings = options.synchronizer ?? SynchronizerConfiguration(
+            policy: .approximate, frameIntervalNanoseconds: interval, timestampJitterNanoseconds: 2_000_000)
+        let waits = backPressure == .waitForConsumer
+        var initial = State(policy: options.pressure, poolLimit: backPressure.queuedPairs + 3,
+                            incomingCapacity: waits ? 64 : 2, cameraFramesPerSecond: 1e9 / Double(max(1, interval)))
+        initial.sides = PerSide(repeating: device.enabledSides.left ? .running : .disabled)
+        initial.sides.right = device.enabledSides.right ? .running : .disabled
+        state = Mutex(initial)
+        let box = WeakSession()
+        synchronizer = OutputSynchronizer(configuration: settings, pairHandler: { pair in
+            box.session?.received(pair)
+        }, dropHandler: { drop, _ in
+            box.session?.decided(drop.side)
+        })
+        box.session = self
+        for side in StereoSide.allCases where !device.enabledSides[side] { synchronizer.setEnabled(false, for: side) }
+    }
+
+    deinit {
+        // Only reached when nobody holds the session (a consumer of `pairs` does): the
+        // session thread has let go of it, so the device is stopped here, without an account.
+        let worker = state.withLock { s -> CaptureThread? in
+            s.phase = .stopped
+            return s.worker
+        }
+        device.stop()
+        synchronizer.finish()
+        pairQueue.finish()
+        eventQueue.finish()
+        worker?.stopAndJoin(timeoutSeconds: 5)
+    }
+
+    /// The calibration for `format`: each camera adapted (scaled, or centre-cropped to the
+    /// aspect ratio and scaled, see `CameraModel.adapted(to:)`), as a session does before
+    /// its first pair.
+    ///
+    /// - Throws: ``StereoSessionError/calibrationDoesNotFit(_:)`` for compressed frames, and
+    ///   for an aspect ratio so different that the crop would keep under half of the
+    ///   calibrated image.
+    public static func adapt(_ calibration: StereoCalibration, to format: CaptureFormat) throws(StereoSessionError) -> StereoCalibration {
+        guard format.pixelFormat != nil else {
+            throw .calibrationDoesNotFit("\(format.fourCC) frames are compressed and cannot be rectified; "
+                                         + "choose an uncompressed format (YUYV, GREY, NV12, RGB3)")
+        }
+        for (name, camera) in [("left", calibration.left), ("right", calibration.right)] {
+            let (w, h) = (Double(camera.size.width), Double(camera.size.height))
+            let kept = min(1, (w / h) / (Double(format.size.width) / Double(format.size.height)))
+            let keptOther = min(1, (Double(format.size.width) / Double(format.size.height)) / (w / h))
+            // A crop to another aspect ratio keeps kept·keptOther of the calibrated area.
+            guard kept * keptOther >= 0.5 else {
+                throw .calibrationDoesNotFit("the \(name) camera was calibrated at \(camera.size); \(format.size) has another "
+                                             + "aspect ratio that would keep only \(Int(kept * keptOther * 100)) % of the "
+                                             + "calibrated image; calibrate at this format")
+            }
+        }
+        var adapted = calibration
+        adapted.left = calibration.left.adapted(to: format.size)
+        adapted.right = calibration.right.adapted(to: format.size)
+        return adapted
+    }
+
+    // MARK: Running
+
+    /// Starts the device and the session thread; read pairs from ``pairs``.
+    ///
+    /// - Throws: ``StereoSessionError/device(_:)`` when the device cannot start (cost,
+    ///   bandwidth refused at STREAMON, a camera that failed), ``StereoSessionError/invalidState(_:)``
+    ///   when the session ran before.
+    public func start() throws(StereoSessionError) { try start(handler: nil) }
+
+    /// Starts the device and the session thread, handing every pair to `handler` on the
+    /// session thread instead of ``pairs``. The handler may keep the pair; while it runs,
+    /// newer pairs wait (or are dropped, see ``BackPressure``).
+    ///
+    /// - Throws: as ``start()``.
+    public func start(delivering handler: @escaping @Sendable (StereoPair) -> Void) throws(StereoSessionError) {
+        try start(handler: handler)
+    }
+
+    private func start(handler: (@Sendable (StereoPair) -> Void)?) throws(StereoSessionError) {
+        let fresh = state.withLock { s -> Bool in
+            guard s.phase == .idle else { return false }
+            s.phase = .running
+            s.handler = handler
+            s.startedAt = monotonicNanoseconds()
+            s.windowStart = s.startedAt
+            return true
+        }
+        guard fresh else { throw .invalidState("a session runs once; make a new one to stream again") }
+        do {
+            try device.start { [weak self] output in self?.receive(output) }
+        } catch {
+            state.withLock { $0.phase = .stopped }
+            synchronizer.finish()
+            pairQueue.finish()
+            eventQueue.finish()
+            throw .device(error)
+        }
+        emit(.started)
+        let box = WeakSession()
+        box.session = self
+        let worker = CaptureThread(name: "parallax.session") { thread in Self.run(box, thread: thread) }
+        state.withLock { $0.worker = worker }
+    }
+
+    /// Stops the device and the session. Pairs not yet read are dropped
+    /// (``SessionDropReason/sessionStopped``), so once this returns the account is closed:
+    /// every frame is delivered or dropped with a reason. ``pairs`` and ``events`` end.
+    /// Idempotent; safe from a pair callback (it then returns before the session thread ends).
+    public func stop() { end(reason: "stopped", discarding: true) }
+
+    /// True until the session has stopped.
+    public var isRunning: Bool { state.withLock { $0.phase == .running || $0.phase == .ending } }
+
+    /// The pairs, oldest first, for one consumer at a time. The sequence ends when the
+    /// session stops (by ``stop()``, at the end of a recording, at thermal shutdown, or when
+    /// a camera that vanished does not come back in time).
+    public var pairs: StereoPairs { StereoPairs(session: self) }
+
+    /// What happens in the session, as it happens (one consumer at a time).
+    public var events: SessionEvents { SessionEvents(queue: eventQueue) }
+
+    /// The account so far; thread-safe, available at any time.
+    public var statistics: StereoSessionStatistics {
+        let synchronizerStatistics = synchronizer.statistics
+        return state.withLock { s in
+            StereoSessionStatistics(
+                synchronizer: synchronizerStatistics, cameraDrops: s.cameraDrops, sessionDrops: s.sessionDrops,
+                pairsDelivered: s.delivered, pairsInFlight: s.inFlight, pairsPerSecond: s.pairsPerSecond,
+                rectification: s.rectifyTimes.summary, consumer: s.consumerTimes.summary, pressure: s.tracker.level,
+                framesPerSecond: s.currentFramesPerSecond, pooledBuffers: s.pool.count, events: s.events)
+        }
+    }
+
+    /// The pressure level now.
+    public var pressure: PressureLevel { state.withLock { $0.tracker.level } }
+
+    /// Switches one side off (its camera stops; pairs stop and the other side's frames are
+    /// dropped as `constituent_disabled`) or on again, while the session runs.
+    ///
+    /// - Throws: ``StereoSessionError/device(_:)`` when the side cannot start again.
+    public func setEnabled(_ isEnabled: Bool, _ side: StereoSide) throws(StereoSessionError) {
+        do { try device.setEnabled(isEnabled, side) } catch { throw .device(error) }
+    }
+
+    /// Moves the zero-disparity plane to `distance` (the calibration's translation unit;
+    /// `nil`: infinity) from the next pair on, without rebuilding the maps (see
+    /// ``Rectifier/setConvergence(atDistance:)`` for the whole-pixel rounding).
+    ///
+    /// - Returns: the rectification pairs are now resampled with (its
+    ///   ``StereoRectification/convergenceDistance`` is where disparity is really zero).
+    /// - Throws: ``StereoSessionError/invalidState(_:)`` for a session without calibration.
+    @discardableResult
+    public func setConvergence(atDistance distance: Double?) throws(StereoSessionError) -> StereoRectification {
+        guard let rectifier, let pixel = format.pixelFormat else {
+            throw .invalidState("the session has no calibration, so there is no convergence plane to move")
+        }
+        rectifier.setConvergence(atDistance: distance)
+        return rectifier.rectification(for: pixel)
+    }
+
+    /// The rectification pairs are resampled with now, when the session rectifies.
+    public var rectification: StereoRectification? {
+        guard let rectifier, let pixel = format.pixelFormat else { return nil }
+        return rectifier.rectification(for: pixel)
+    }
+
+    func emit(_ kind: SessionEvent.Kind, side: StereoSide? = nil) {
+        let now = monotonicNanoseconds()
+        let event = state.withLock { s -> SessionEvent in
+            let event = SessionEvent(kind, side: side, stableID: side.map { device.identities[$0].stableID },
+                                     atSeconds: Double(now - s.startedAt) / 1e9)
+            if s.events.count >= 10_000 { s.events.removeFirst(s.events.count - 9_999) }
+            s.events.append(event)
+            return event
+        }
+        eventQueue.push(event)
+    }
+
+    /// Breaks the reference cycle synchronizer → handler → session.
+    final class WeakSession: @unchecked Sendable {
+        weak var session: StereoSession?
+    }
+}
+
+/// The pairs of a ``StereoSession`` as an `AsyncSequence`.
+public struct StereoPairs: AsyncSequence, Sendable {
+    /// A rectified (or raw) synchronized pair.
+    public typealias Element = StereoPair
+    let session: StereoSession
+
+    /// Reads pairs as the session delivers them.
+    public struct AsyncIterator: AsyncIteratorProtocol {
+        let session: StereoSession
+        /// The next pair, or `nil` once the session has ended and every pair was read.
+        public mutating func next() async -> StereoPair? { await session.nextPair() }
+    }
+
+    /// The iterator.
+    public func makeAsyncIterator() -> AsyncIterator { AsyncIterator(session: session) }
+}
+
+extension BackPressure {
+    /// Pairs that wait for the consumer.
+    var queuedPairs: Int {
+        switch self {
+        case .newestWins(let n): return max(1, n)
+        case .waitForConsumer: return 2
+        }
+    }
+}

@@ -1,0 +1,290 @@
+import Foundation
+import ParallaxCapture
+import ParallaxGeometry
+import ParallaxImage
+import ParallaxTestSupport
+import Synchronization
+import Testing
+
+/// The session end to end on the simulated rig and the virtual UVC driver: the account,
+/// ground-truth pairing, rectification, live convergence, still pairs, pressure and
+/// frame-rate adaptation, one side off, and a camera unplugged and plugged back.
+@Suite("Stereo session: account, pairing, rectification, convergence, stills, pressure, hot-plug")
+struct StereoSessionTests {
+    /// Offline (waits for the consumer): 300 pairs through `for await`, with drift, jitter
+    /// and 1 % drops on each side; every frame is a pair or a drop with a reason, no pair
+    /// is wrong, and nothing is lost to the consumer.
+    @Test func everyFrameEndsInAPairOrADropAndNoPairIsWrong() async throws {
+        let (rig, device) = SessionFixtures.simulated()
+        let session = try StereoSession(device: device)
+        #expect(session.backPressure == .waitForConsumer)
+        try session.start()
+        var sequences: [(left: UInt64, right: UInt64)] = []
+        for await pair in session.pairs {
+            sequences.append((pair.left.sequence, pair.right.sequence))
+            #expect(pair.left.image != nil && pair.left.frame != nil && !pair.isRectified)
+            if sequences.count == 300 { break }
+        }
+        session.stop()
+        let stats = session.statistics
+        print("session account: frames \(stats.frames(.left))/\(stats.frames(.right)), delivered \(stats.pairsDelivered), "
+              + "drops left \(stats.drops(.left)), right \(stats.drops(.right)), in flight \(stats.pairsInFlight)")
+        #expect(sequences.count == 300)
+        #expect(stats.pairsDelivered == 300)
+        #expect(stats.pairsInFlight == 0)
+        for side in StereoSide.allCases {
+            #expect(stats.accountsForEveryFrame(side))
+            #expect(stats.frames(side) == stats.pairsDelivered + stats.pairingDrops(side) + stats.sessionDrops(side))
+            #expect(stats.cameraDrops[side][.simulated, default: 0] > 0)
+        }
+        // Waiting for the consumer loses nothing to it.
+        #expect(stats.sessionDrops[.consumerBehind, default: 0] == 0)
+        #expect(stats.synchronizer.drops(reason: .queueOverflow) == 0)
+        #expect(SessionFixtures.mismatches(sequences, rig: rig) == 0)
+        // A frame is left unpaired only when its partner was lost, or at the ends of the
+        // streams (a camera that joins or stops a frame or two before the other).
+        let unpaired = stats.synchronizer.drops(reason: .noMatchWithinSkew) + stats.synchronizer.drops(reason: .superseded)
+        #expect(unpaired <= stats.cameraDrops(.left) + stats.cameraDrops(.right) + 4)
+    }
+
+    /// The session rectifies each pair once, exactly as a rectifier given the same frames
+    /// does, into buffers it reuses (a handful, however many pairs).
+    @Test func rectifiedPairsAreTheRectifiersOutputInReusedBuffers() async throws {
+        let (rig, device) = SessionFixtures.simulated(drops: 0)
+        var options = StereoSessionOptions()
+        options.keepsRawFrames = true
+        let session = try StereoSession(device: device, calibration: rig.rig.calibration, options: options)
+        let reference = try Rectifier(calibration: try #require(session.activeCalibration))
+        try session.start()
+        var compared = 0
+        for await pair in session.pairs {
+            let raw = PerSide(left: try #require(pair.left.frame?.image), right: try #require(pair.right.frame?.image))
+            var expected = PerSide(left: try ImageBuffer(format: .gray8, size: reference.outputSize),
+                                   right: try ImageBuffer(format: .gray8, size: reference.outputSize))
+            try reference.rectify(left: raw.left, right: raw.right, into: &expected.left, &expected.right)
+            let got = try #require(pair.copyImages())
+            #expect(got.left == expected.left && got.right == expected.right)
+            #expect(pair.isRectified && pair.rectification != nil && pair.rectifyNanoseconds > 0)
+            compared += 1
+            if compared == 40 { break }
+        }
+        session.stop()
+        let stats = session.statistics
+        #expect(compared == 40)
+        #expect(stats.pooledBuffers <= 5)
+        #expect(stats.rectification.count >= 40)
+    }
+
+    /// The calibration follows the active format before the first pair: scaled for the same
+    /// aspect ratio, centre-cropped for another, refused for compressed frames.
+    @Test func theCalibrationIsAdaptedToTheActiveFormatOrRefused() throws {
+        let calibration = SimulatedStereoRig.example(size: ImageSize(width: 640, height: 480)).calibration
+        let (_, device) = SessionFixtures.simulated(size: ImageSize(width: 320, height: 240), drops: 0)
+        let session = try StereoSession(device: device, calibration: calibration)
+        let adapted = try #require(session.activeCalibration)
+        #expect(adapted.left.size == ImageSize(width: 320, height: 240))
+        #expect(abs(adapted.left.intrinsics.fx - calibration.left.intrinsics.fx / 2) < 1e-9)
+        // 4:3 calibration, 16:9 frames: the middle 640×360 rows scaled to 320×180.
+        let wide = SimulatedRigDevice(rig: .example(size: ImageSize(width: 320, height: 180)), pace: .asFastAsPossible)
+        let cropped = try #require(try StereoSession(device: StereoDevice(simulated: wide), calibration: calibration).activeCalibration)
+        #expect(cropped.left.size == ImageSize(width: 320, height: 180))
+        #expect(abs(cropped.left.intrinsics.cy - (calibration.left.intrinsics.cy - 60) / 2) < 0.5)
+        // Compressed frames cannot be rectified: refused with the reason before streaming.
+        let mjpeg = CaptureFormat(fourCC: .mjpeg, size: ImageSize(width: 320, height: 240), frameInterval: SessionFixtures.interval)
+        #expect(throws: StereoSessionError.self) { _ = try StereoSession.adapt(calibration, to: mjpeg) }
+        // A crop that would keep under half of the calibrated image is refused too.
+        let sliver = CaptureFormat(fourCC: .grey, size: ImageSize(width: 640, height: 120), frameInterval: SessionFixtures.interval)
+        #expect(throws: StereoSessionError.self) { _ = try StereoSession.adapt(calibration, to: sliver) }
+    }
+
+    /// Moving the convergence plane while streaming: the next pair has zero disparity at
+    /// the new distance (within the whole-pixel step), measured by block matching on the
+    /// rig's background plane 2.5 m away.
+    @Test func aLiveConvergenceChangeMovesTheZeroDisparityPlane() async throws {
+        let size = ImageSize(width: 320, height: 240)
+        let (rig, device) = SessionFixtures.simulated(size: size, drops: 0)
+        let session = try StereoSession(device: device, calibration: rig.rig.calibration)
+        try session.start()
+        // Background only: right of and below the board, away from the tilted plane.
+        let region = (x: 236..<300, y: 176..<226)
+        var measured: [(asked: Double?, applied: StereoRectification, disparity: Double)] = []
+        var asked: Double? = nil
+        var iterator = session.pairs.makeAsyncIterator()
+        for target in [nil, 2.5, 1.25] as [Double?] {
+            if target != asked { try session.setConvergence(atDistance: target) }
+            asked = target
+            // Skip pairs rectified before the change (at most the queue plus one in work).
+            var pair = try #require(await iterator.next())
+            var skipped = 0
+            while pair.rectification?.convergenceDistance.map({ abs($0 - (target ?? 0)) > 0.6 }) ?? (target != nil) {
+                skipped += 1
+                #expect(skipped <= 3)
+                pair = try #require(await iterator.next())
+            }
+            let images = try #require(pair.copyImages())
+            let disparity = images.left.withView { l in
+                images.right.withView { r in measuredDisparity(left: l, right: r, x: region.x, y: region.y, search: -14...14) }
+            }
+            measured.append((target, try #require(pair.rectification), disparity))
+        }
+        session.stop()
+        for m in measured {
+            // What the applied rectification predicts for a point 2.5 m away.
+            let predicted = m.applied.disparity(atDistance: 2.5)
+            print("convergence asked \(m.asked.map { "\($0)" } ?? "∞"): applied \(m.applied.convergenceDistance.map { "\($0)" } ?? "∞"), "
+                  + "disparity at 2.5 m predicted \(predicted), measured \(m.disparity)")
+            #expect(abs(m.disparity - predicted) < 0.35)
+        }
+        // Classic: f·B/Z ≈ 277 · 0.06 / 2.5 ≈ 6.7 px; at 2.5 m: 0 within the 1 px step;
+        // at 1.25 m the background is behind the plane: −6.7 px within the step.
+        #expect(abs(measured[0].disparity - 6.7) < 0.5)
+        #expect(abs(measured[1].disparity) <= 1.0)
+        #expect(abs(measured[2].disparity + 6.7) <= 1.2)
+    }
+
+    /// A still pair at `.quality` averages 8 pairs of the static scene: its noise against
+    /// the clean rendering is √8 smaller than a `.speed` pair's (with the 8-bit rounding,
+    /// the expected ratio is √((σ² + 1/12) / ((σ² + 1/12)/8 + 1/12)) ≈ 2.77 for σ = 4).
+    @Test func aQualityStillPairHasTheNoiseOfEightAveragedPairs() async throws {
+        let sigma = 4.0
+        let (rig, device) = SessionFixtures.simulated(drops: 0, noise: sigma)
+        let session = try StereoSession(device: device)
+        try session.start()
+        let drain = Task { for await _ in session.pairs {} }
+        let fast = try await session.captureStillPair(quality: .speed)
+        let best = try await session.captureStillPair(quality: .quality)
+        session.stop()
+        _ = await drain.value
+        let clean = try rig.rig.render(.left)
+        func rms(_ image: ImageBuffer) -> Double {
+            let a = image.bytes, b = clean.bytes
+            var sum = 0.0
+            for i in a.indices { sum += pow(Double(a[i]) - Double(b[i]), 2) }
+            return (sum / Double(a.count)).squareRoot()
+        }
+        let speedNoise = rms(fast.images.left), qualityNoise = rms(best.images.left)
+        let q = 1.0 / 12
+        let expected = ((sigma * sigma + q) / ((sigma * sigma + q) / 8 + q)).squareRoot()
+        print("still noise: speed \(speedNoise), quality \(qualityNoise), ratio \(speedNoise / qualityNoise), expected \(expected)")
+        #expect(fast.pairsAveraged == 1 && best.pairsAveraged == 8 && !best.motionDetected)
+        #expect(abs(speedNoise - (sigma * sigma + q).squareRoot()) < 0.15)
+        #expect(abs(speedNoise / qualityNoise - expected) < 0.12)
+    }
+
+    /// A slow consumer raises the pressure level; with adaptation the frame rate falls
+    /// until the consumer keeps up (50 ms per pair: below 20 fps), and rises back to the
+    /// cameras' 30 fps once the consumer is fast again.
+    @Test func aSlowConsumerRaisesPressureAndTheFrameRateAdapts() throws {
+        let (_, device) = SessionFixtures.simulated(pace: .realTime, drops: 0)
+        var options = StereoSessionOptions()
+        options.pressure = PressurePolicy(windowSeconds: 0.25, coolDownWindows: 2, adaptsFrameRate: true,
+                                          raiseAfterSeconds: 0.5, readsMachineState: false)
+        let session = try StereoSession(device: device, options: options)
+        #expect(session.backPressure == .newestWins(queuedPairs: 2))
+        let slow = Mutex(true)
+        let log = PairLog()
+        try session.start(delivering: { pair in
+            if slow.withLock({ $0 }) { usleep(50_000) }
+            log.handler(pair)
+        })
+        let lowered = eventually(seconds: 8) { (session.statistics.framesPerSecond ?? 30) < 20 }
+        let pressed = session.statistics.events.contains { if case .pressureChanged(let l, _) = $0.kind { return l >= .serious }; return false }
+        slow.withLock { $0 = false }
+        let restored = eventually(seconds: 12) {
+            abs((session.statistics.framesPerSecond ?? 0) - 30) < 0.01 && session.pressure == .nominal
+        }
+        session.stop()
+        let stats = session.statistics
+        let rates = stats.events.compactMap { if case .frameRateChanged(let fps) = $0.kind { return fps }; return nil }
+        print("frame rates: \(rates.map { String(format: "%.2f", $0) }.joined(separator: " → "))")
+        #expect(lowered && pressed && restored)
+        #expect(rates.contains { $0 < 20 } && abs((rates.last ?? 0) - 30) < 0.01)
+        for side in StereoSide.allCases { #expect(stats.accountsForEveryFrame(side) && stats.pairsInFlight == 0) }
+        #expect(stats.sessionDrops[.frameRateCap, default: 0] > 0)
+    }
+
+    /// One side switched off and on while streaming: pairs stop, the other side's frames
+    /// are dropped as `constituent_disabled`, and pairing resumes.
+    @Test func oneSideOffAndOnAgainMidStream() throws {
+        let (_, device) = SessionFixtures.simulated(pace: .realTime, drops: 0)
+        let session = try StereoSession(device: device)
+        let log = PairLog()
+        try session.start(delivering: log.handler)
+        #expect(log.wait(for: 10))
+        try session.setEnabled(false, .right)
+        let before = log.count
+        usleep(300_000)
+        #expect(log.count <= before + 2)
+        try session.setEnabled(true, .right)
+        #expect(log.wait(for: log.count + 10))
+        session.stop()
+        let stats = session.statistics
+        let names = stats.events.map(\.name)
+        #expect(names.contains("disabled") && names.contains("enabled"))
+        #expect(stats.synchronizer.drops(.left, reason: .constituentDisabled) >= 5)
+        for side in StereoSide.allCases { #expect(stats.accountsForEveryFrame(side)) }
+    }
+
+    /// A camera unplugged and plugged back (virtual UVC driver): the session reports it,
+    /// keeps the other side running, reopens the same camera and pairs again, without the
+    /// consumer doing anything.
+    @Test func anUnpluggedCameraComesBackAndPairingResumes() throws {
+        let (driver, device) = try SessionFixtures.virtualPair()
+        let session = try StereoSession(device: device)
+        let log = PairLog()
+        try session.start(delivering: log.handler)
+        #expect(log.wait(for: 10))
+        driver.unplug("/dev/video2")
+        #expect(eventually { session.statistics.events.contains { $0.name == "disconnected" } })
+        let during = log.count
+        usleep(300_000)
+        #expect(log.count <= during + 1)
+        driver.replug("/dev/video2")
+        #expect(eventually { session.statistics.events.contains { $0.name == "reconnected" } })
+        #expect(log.wait(for: log.count + 10))
+        session.stop()
+        let stats = session.statistics
+        let events = stats.events.filter { $0.name == "disconnected" || $0.name == "reconnected" }
+        print("hot-plug events: \(events.map(\.description))")
+        #expect(events.map(\.side) == [.right, .right])
+        #expect(events.allSatisfy { $0.stableID == device.identities.right.stableID })
+        #expect(log.stableIDs.last?.right == device.identities.right.stableID)
+        #expect(stats.synchronizer.drops(.left, reason: .constituentDisabled) > 0)
+        for side in StereoSide.allCases { #expect(stats.accountsForEveryFrame(side) && stats.pairsInFlight == 0) }
+    }
+
+    /// A camera that cannot come back ends the session with the reason; a consumer never
+    /// waits forever.
+    @Test func aCameraThatDoesNotComeBackEndsTheSession() async throws {
+        let (driver, device) = try SessionFixtures.virtualPair()
+        var options = StereoSessionOptions()
+        options.reconnectTimeoutSeconds = 0.5
+        let session = try StereoSession(device: device, options: options)
+        try session.start()
+        var count = 0
+        for await _ in session.pairs {
+            count += 1
+            if count == 5 { driver.unplug("/dev/video0") }
+        }
+        let stopped = session.statistics.events.last
+        #expect(stopped?.name == "stopped")
+        if case .stopped(let reason) = stopped?.kind { #expect(reason.contains("did not come back")) }
+        #expect(!session.isRunning)
+    }
+
+    /// The pressure levels, thresholds and hysteresis on made-up windows.
+    @Test func pressureRisesAtOnceAndFallsOneStepAfterTheCoolDown() {
+        var tracker = PressureTracker(policy: PressurePolicy(coolDownWindows: 2))
+        #expect(tracker.update(PressureFactors(consumerLoad: 1.2)) == .critical)
+        #expect(tracker.update(PressureFactors(consumerLoad: 0.1)) == nil)
+        #expect(tracker.update(PressureFactors(consumerLoad: 0.1)) == .serious)
+        #expect(tracker.update(PressureFactors(lossRate: 0.03)) == nil)  // serious again: no change
+        #expect(tracker.update(PressureFactors(thermalHeadroomCelsius: 1.5)) == .shutdown)
+        let policy = PressurePolicy()
+        #expect(policy.level(of: PressureFactors(processingLoad: 0.59)) == .nominal)
+        #expect(policy.level(of: PressureFactors(processingLoad: 0.6)) == .fair)
+        #expect(policy.level(of: PressureFactors(lossRate: 0.02)) == .serious)
+        #expect(policy.level(of: PressureFactors(cpuFrequencyLimit: 0.5)) == .serious)
+        #expect(policy.level(of: PressureFactors(thermalHeadroomCelsius: 4)) == .critical)
+    }
+}
