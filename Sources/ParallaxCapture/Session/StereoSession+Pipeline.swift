@@ -328,14 +328,13 @@ extension StereoSession {
                 return
             }
             do {
-                try rectifier.rectify(left: leftImage, right: rightImage,
-                                      into: storage.mutableView(.left), storage.mutableView(.right))
+                rectification = try rectifier.rectify(left: leftImage, right: rightImage,
+                                                      into: storage.mutableView(.left), storage.mutableView(.right))
             } catch {
                 drop(incoming, reason: .rectificationFailed)
                 emit(.deviceError("pair \(incoming.number) could not be rectified: \(error)"))
                 return
             }
-            rectification = rectifier.rectification(for: pixel)
             rectifyNanoseconds = monotonicNanoseconds() - started
         } else if rectifier != nil {
             drop(incoming, reason: .rectificationFailed)

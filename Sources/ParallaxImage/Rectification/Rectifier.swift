@@ -127,27 +127,34 @@ public final class Rectifier: @unchecked Sendable {
     ///   ``ImageError/unsupportedFormat(_:operation:)`` when the formats differ;
     ///   ``ImageError/invalidSize(_:format:reason:)`` when ``outputSize`` does
     ///   not suit the format (odd width for YUYV, odd height for NV12).
+    ///
+    /// - Returns: the rectification the pair was resampled with (see
+    ///   ``rectification(for:)``; read here, it cannot be a later convergence change's).
+    @discardableResult
     public func rectify(left: ImageView, right: ImageView,
-                        into leftOutput: MutableImageView, _ rightOutput: MutableImageView) throws(ImageError) {
+                        into leftOutput: MutableImageView, _ rightOutput: MutableImageView) throws(ImageError) -> StereoRectification {
         try validate(left: left, right: right)
         // Checked one by one: an array of the two would allocate on every pair.
         try validateOutput(leftOutput, name: "left output", format: left.format)
         try validateOutput(rightOutput, name: "right output", format: left.format)
-        perform(left: left, right: right, into: leftOutput, rightOutput)
+        return perform(left: left, right: right, into: leftOutput, rightOutput)
     }
 
-    /// The resampling itself, on validated views.
-    private func perform(left: ImageView, right: ImageView, into leftOutput: MutableImageView, _ rightOutput: MutableImageView) {
+    /// The resampling itself, on validated views; returns the rectification applied.
+    @discardableResult
+    private func perform(left: ImageView, right: ImageView, into leftOutput: MutableImageView,
+                         _ rightOutput: MutableImageView) -> StereoRectification {
         pthread_mutex_lock(mutex)
         defer { pthread_mutex_unlock(mutex) }
         let plan = self.plan(left: left, right: right)
-        let shifts = liveShifts(for: left.format)
+        let setting = liveSetting(for: left.format)
         withUnsafePointer(to: PairJob(plan: plan, left: left, right: right, leftOutput: leftOutput, rightOutput: rightOutput,
-                                      leftShift: shifts.left, rightShift: shifts.right)) { job in
+                                      leftShift: setting.left, rightShift: setting.right)) { job in
             pool.run(tasks: plan.bands.count, context: UnsafeRawPointer(job)) { context, index in
                 Rectifier.runBand(context.assumingMemoryBound(to: PairJob.self), index)
             }
         }
+        return setting.rectification
     }
 
     /// What every band of one pair needs, passed to the pool by pointer.
@@ -344,11 +351,6 @@ public final class Rectifier: @unchecked Sendable {
         // A principal point moved by +s shows rectified pixel u − s at u.
         let k = Int(samples)
         return (applied, axis &* -k, axis &* k)
-    }
-
-    private func liveShifts(for format: PixelFormat) -> (left: SIMD2<Int>, right: SIMD2<Int>) {
-        let setting = liveSetting(for: format)
-        return (setting.left, setting.right)
     }
 
     // MARK: Plans
