@@ -14,6 +14,7 @@ struct ParallaxCommand: AsyncParsableCommand {
             DevicesCommand.self,
             CostCommand.self,
             CaptureCommand.self,
+            StreamCommand.self,
             PairCommand.self,
             CalibrateCommand.self,
             TargetCommand.self,

@@ -24,11 +24,29 @@ public final class EuRoCRecorder: Sendable {
 
     /// Creates `DIR/camN/data/` for `cameraCount` cameras.
     ///
-    /// - Throws: ``CaptureError/recording(path:reason:)`` when a folder cannot be created.
-    public init(directory: String, cameraCount: Int = 2, imageExtension: String = "png") throws(CaptureError) {
+    /// A recording never mixes with an older one: a folder that exists and is not empty is
+    /// refused, unless `replacingExisting` is true, in which case its `camN` folders (an
+    /// older recording) are removed first and anything else in it is left alone.
+    ///
+    /// - Throws: ``CaptureError/recording(path:reason:)`` when the folder is not empty or a
+    ///   folder cannot be created or cleared.
+    public init(directory: String, cameraCount: Int = 2, imageExtension: String = "png",
+                replacingExisting: Bool = false) throws(CaptureError) {
         self.directory = directory
         self.imageExtension = imageExtension
         self.rows = Mutex(Array(repeating: [], count: max(1, cameraCount)))
+        let existing = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
+        if !existing.isEmpty {
+            guard replacingExisting else {
+                throw .recording(path: directory, reason: "the folder is not empty (\(existing.count) entries); a new recording "
+                                 + "would mix with what is there. Choose an empty or new folder, or ask to overwrite it")
+            }
+            for entry in existing where entry.hasPrefix("cam") && entry.dropFirst(3).allSatisfy(\.isNumber) {
+                do { try FileManager.default.removeItem(atPath: directory + "/" + entry) } catch {
+                    throw .recording(path: directory + "/" + entry, reason: "cannot remove the older recording: \(error.localizedDescription)")
+                }
+            }
+        }
         for index in 0..<max(1, cameraCount) {
             let folder = Self.dataFolder(directory, index)
             do {
@@ -61,6 +79,46 @@ public final class EuRoCRecorder: Sendable {
             }
         }
         rows.withLock { $0[index].append((frame.timestampNanoseconds, name)) }
+    }
+
+    /// Writes both images of a session's pair (rectified when the session rectifies; MJPEG
+    /// frames as they came) as cam0 and cam1, and lists them in the CSVs only once both
+    /// are written, so the CSVs always hold whole pairs. A failure removes the image
+    /// already written for this pair.
+    ///
+    /// - Throws: ``CaptureError/recording(path:reason:)`` naming the file.
+    public func record(_ pair: StereoPair) throws(CaptureError) {
+        var written: [(index: Int, path: String, row: (Int64, String))] = []
+        for side in StereoSide.allCases {
+            let index = side.rawValue
+            do {
+                let (path, name) = try write(pair[side], camera: index)
+                written.append((index, path, (pair[side].timestampNanoseconds, name)))
+            } catch {
+                for file in written { try? FileManager.default.removeItem(atPath: file.path) }
+                throw error
+            }
+        }
+        rows.withLock { rows in for file in written { rows[file.index].append(file.row) } }
+    }
+
+    /// Writes one side's pixels; returns the path and the file name.
+    private func write(_ side: StereoPairSide, camera index: Int) throws(CaptureError) -> (String, String) {
+        if let image = side.image {
+            let name = "\(side.timestampNanoseconds).\(imageExtension)"
+            let path = Self.dataFolder(directory, index) + "/" + name
+            do { try ImageBuffer(copying: image).write(toFile: path) } catch { throw .recording(path: path, reason: "\(error)") }
+            return (path, name)
+        }
+        guard let frame = side.frame else {
+            throw .recording(path: Self.dataFolder(directory, index), reason: "the pair has no pixels to record")
+        }
+        let name = "\(side.timestampNanoseconds).jpg"
+        let path = Self.dataFolder(directory, index) + "/" + name
+        do { try FileAccess.writeAtomically(Array(frame.payload.bytes), toPath: path) } catch {
+            throw .recording(path: path, reason: "\(error)")
+        }
+        return (path, name)
     }
 
     /// Number of frames recorded per camera.

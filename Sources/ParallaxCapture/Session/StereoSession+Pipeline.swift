@@ -62,6 +62,8 @@ extension StereoSession {
 
         var window = Window()
         var windowStart: Int64 = 0
+        /// Frames arrived and lost in the last windows (for the loss rate's longer view).
+        var lossHistory: [(arrived: Int, lost: Int)] = []
         var pairsPerSecond = 0.0
         var tracker: PressureTracker
         var nominalSince: Int64?
@@ -134,22 +136,23 @@ extension StereoSession {
     }
 
     /// Sources that can wait are held here, before pushing: while the consumer's queue and
-    /// the pairs on their way fill the queue, or while this side is so far ahead of the
-    /// other that its synchronizer queue would overflow. Bounded: after a second without
-    /// room the frame is pushed anyway (its fate is then counted like any other's).
+    /// the pairs on their way are full (for as long as the consumer takes, and the session
+    /// runs), or while this side is so far ahead of the other that its synchronizer queue
+    /// would overflow (for at most a second: the other side may have stalled; the frame is
+    /// then pushed and its fate counted like any other's).
     func waitForRoom(_ side: StereoSide) {
         let limit = synchronizer.configuration.queueCapacity - 1
-        let deadline = Date(timeIntervalSinceNow: 1)
+        let aheadDeadline = Date(timeIntervalSinceNow: 1)
         signal.lock()
         defer { signal.unlock() }
         while true {
-            let blocked = state.withLock { s -> Bool in
-                guard s.phase == .running else { return false }
-                if s.incoming.count + pairQueue.count >= 2 { return true }
-                return s.pushed[side] - s.decided[side] >= limit && s.isActive(side.opposite)
+            let (full, ahead) = state.withLock { s -> (Bool, Bool) in
+                guard s.phase == .running else { return (false, false) }
+                return (s.incoming.count + pairQueue.count >= 2,
+                        s.pushed[side] - s.decided[side] >= limit && s.isActive(side.opposite))
             }
-            guard blocked, Date() < deadline else { return }
-            _ = signal.wait(until: min(deadline, Date(timeIntervalSinceNow: 0.05)))
+            guard full || (ahead && Date() < aheadDeadline) else { return }
+            _ = signal.wait(until: Date(timeIntervalSinceNow: 0.05))
         }
     }
 
@@ -164,7 +167,7 @@ extension StereoSession {
             s.incoming.append(Incoming(pair: pair, number: s.pairsMade))
             s.pairsMade += 1
             if dropped != nil {
-                s.sessionDrops[.consumerBehind, default: 0] += 1
+                s.sessionDrops[s.phase == .running ? .consumerBehind : .sessionStopped, default: 0] += 1
                 s.inFlight -= 1
                 s.window.sessionLosses += 2
             }
@@ -190,11 +193,15 @@ extension StereoSession {
 
     /// Asks the session thread to end the session (from any thread).
     func requestEnd(_ reason: String) {
-        state.withLock { s in
-            guard s.phase == .running else { return }
+        let ending = state.withLock { s -> Bool in
+            guard s.phase == .running else { return false }
             s.phase = .ending
             s.endReason = reason
+            return true
         }
+        // Frames from now on are after the end: the synchronizer drops them as
+        // `constituent_disabled` instead of pairing them.
+        if ending { synchronizer.finish() }
         wake()
     }
 
@@ -216,6 +223,7 @@ extension StereoSession {
             }
             return s.worker
         }
+        synchronizer.finish()
         wake()
         worker?.stopAndJoin(timeoutSeconds: 30)
     }
@@ -485,13 +493,22 @@ extension StereoSession {
         if case .newestWins = backPressure, state.withLock({ $0.handler == nil }) {
             factors.queueFill = Double(pairQueue.count) / Double(backPressure.queuedPairs)
         }
-        let arrived = window.framesArrived + window.cameraLosses
-        if arrived > 0 { factors.lossRate = Double(window.cameraLosses + window.sessionLosses) / Double(arrived) }
+        let (arrived, lost) = state.withLock { s -> (Int, Int) in
+            s.lossHistory.append((window.framesArrived + window.cameraLosses, window.cameraLosses + window.sessionLosses))
+            if s.lossHistory.count > policy.lossHorizonWindows { s.lossHistory.removeFirst() }
+            return s.lossHistory.reduce((0, 0)) { ($0.0 + $1.arrived, $0.1 + $1.lost) }
+        }
+        if arrived > 0 { factors.lossRate = Double(lost) / Double(arrived) }
         if policy.readsMachineState {
             factors.thermalHeadroomCelsius = machine.thermalHeadroomCelsius()
             factors.cpuFrequencyLimit = machine.cpuFrequencyLimit()
         }
-        let windowLevel = policy.level(of: factors)
+        // Lowering the frame rate helps when the work (resampling, the consumer, the machine)
+        // does not fit the interval; lost frames alone (a flaky cable, a slow consumer's
+        // earlier drops still in the loss horizon) are reported, not acted on.
+        var workOnly = factors
+        workOnly.lossRate = 0
+        let windowLevel = policy.level(of: workOnly)
         let (changed, level) = state.withLock { s -> (PressureLevel?, PressureLevel) in
             let changed = s.tracker.update(factors)
             return (changed, s.tracker.level)
@@ -506,6 +523,8 @@ extension StereoSession {
             let current = s.currentFramesPerSecond
             if windowLevel >= .serious {
                 s.nominalSince = nil
+                // The window that saw the last change straddled it: judge the new rate on a whole window.
+                guard now - s.lastRateChange >= 2 * windowNanoseconds else { return nil }
                 let lowered = max(policy.minimumFramesPerSecond, current * policy.frameRateStep)
                 guard lowered < current - 1e-9 else { return nil }
                 s.capFramesPerSecond = lowered

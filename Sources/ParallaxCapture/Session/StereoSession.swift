@@ -206,7 +206,6 @@ public final class StereoSession: Sendable {
             s.phase = .running
             s.handler = handler
             s.startedAt = monotonicNanoseconds()
-            s.windowStart = s.startedAt
             return true
         }
         guard fresh else { throw .invalidState("a session runs once; make a new one to stream again") }
@@ -218,6 +217,12 @@ public final class StereoSession: Sendable {
             pairQueue.finish()
             eventQueue.finish()
             throw .device(error)
+        }
+        // Times count from when both sides stream (starting renders simulated views, opens
+        // buffers…).
+        state.withLock { s in
+            s.startedAt = monotonicNanoseconds()
+            s.windowStart = s.startedAt
         }
         emit(.started)
         let box = WeakSession()

@@ -41,8 +41,10 @@ public struct PressureFactors: Hashable, Sendable, CustomStringConvertible {
     public var consumerLoad: Double
     /// Pairs waiting for the consumer at the end of the window over the queue's capacity.
     public var queueFill: Double
-    /// Frames the cameras lost (driver drops, corrupt buffers) and pairs the session had to
-    /// drop, over the frames that arrived, in the window.
+    /// Frames the cameras lost (driver drops, corrupt buffers) and frames in pairs the
+    /// session had to drop, over the frames that arrived, in the last
+    /// ``PressurePolicy/lossHorizonWindows`` windows (a longer view than one window, so a
+    /// single lost frame is not mistaken for a trend).
     public var lossRate: Double
     /// Degrees Celsius left before the hottest thermal zone's critical trip point, when
     /// the machine exposes one (`/sys/class/thermal`).
@@ -81,16 +83,21 @@ public struct PressureFactors: Hashable, Sendable, CustomStringConvertible {
 /// | factor | fair from | serious from | critical from | shutdown |
 /// |---|---|---|---|---|
 /// | load (processing or consumer, per frame interval) | 0.6 | 0.85 | 1.0 | – |
-/// | loss rate | 0.5 % | 2 % | 10 % | – |
-/// | queue fill (newest-wins only) | 0.5 | 1.0 | – | – |
+/// | loss rate | 1 % | 5 % | 15 % | – |
+/// | queue fill (newest-wins only) | 0.5 | – | – | – |
 /// | thermal headroom | ≤ 20 °C | ≤ 10 °C | ≤ 5 °C | ≤ 2 °C |
 /// | CPU frequency limit | < 0.9 | < 0.6 | – | – |
 ///
 /// The level rises at once; it falls one step at a time, and only after
-/// ``coolDownWindows`` consecutive windows whose own level is lower.
+/// ``coolDownWindows`` consecutive windows whose own level is lower. When adapting, the
+/// frame rate is lowered a step each time a window's work (every factor but the loss rate)
+/// reaches serious, but not again before a whole window has run at the new rate; it is
+/// raised a step after ``raiseAfterSeconds`` of nominal windows.
 public struct PressurePolicy: Hashable, Sendable {
     /// Length of one measurement window (seconds).
     public var windowSeconds: Double
+    /// Windows the loss rate is counted over.
+    public var lossHorizonWindows: Int
     /// Consecutive calmer windows before the level falls a step.
     public var coolDownWindows: Int
     /// Lower the frame-rate cap step by step while the level is serious or worse, and raise
@@ -108,10 +115,11 @@ public struct PressurePolicy: Hashable, Sendable {
     public var stopsAtShutdown: Bool
 
     /// A policy; see each property for the defaults.
-    public init(windowSeconds: Double = 0.5, coolDownWindows: Int = 4, adaptsFrameRate: Bool = false,
+    public init(windowSeconds: Double = 0.5, lossHorizonWindows: Int = 8, coolDownWindows: Int = 4, adaptsFrameRate: Bool = false,
                 frameRateStep: Double = 0.75, minimumFramesPerSecond: Double = 1, raiseAfterSeconds: Double = 3,
                 readsMachineState: Bool = true, stopsAtShutdown: Bool = true) {
         self.windowSeconds = windowSeconds
+        self.lossHorizonWindows = max(1, lossHorizonWindows)
         self.coolDownWindows = max(1, coolDownWindows)
         self.adaptsFrameRate = adaptsFrameRate
         self.frameRateStep = min(max(frameRateStep, 0.1), 0.95)
@@ -127,8 +135,9 @@ public struct PressurePolicy: Hashable, Sendable {
         func raise(_ to: PressureLevel) { if to > level { level = to } }
         let load = max(f.processingLoad, f.consumerLoad)
         if load >= 1.0 { raise(.critical) } else if load >= 0.85 { raise(.serious) } else if load >= 0.6 { raise(.fair) }
-        if f.lossRate >= 0.10 { raise(.critical) } else if f.lossRate >= 0.02 { raise(.serious) } else if f.lossRate >= 0.005 { raise(.fair) }
-        if f.queueFill >= 1.0 { raise(.serious) } else if f.queueFill >= 0.5 { raise(.fair) }
+        if f.lossRate >= 0.15 { raise(.critical) } else if f.lossRate >= 0.05 { raise(.serious) } else if f.lossRate >= 0.01 { raise(.fair) }
+        // A full queue at the end of one window is a moment, not a trend: it only says fair.
+        if f.queueFill >= 0.5 { raise(.fair) }
         if let headroom = f.thermalHeadroomCelsius {
             if headroom <= 2 { raise(.shutdown) } else if headroom <= 5 { raise(.critical) } else if headroom <= 10 {
                 raise(.serious)

@@ -19,14 +19,16 @@ struct CaptureDemoStep: DemoStep {
         let stereo = StereoDevice(simulated: device)
         try stereo.configure(StereoConfiguration(format: CaptureFormat(fourCC: .grey, size: ImageSize(width: 640, height: 480),
                                                                        frameInterval: FrameInterval(numerator: 1, denominator: 30))))
-        let recorder = try EuRoCRecorder(directory: folder, cameraCount: 2)
-        let summary = try recordSynchronizedPairs(from: stereo, pairs: 30, into: recorder, timeoutSeconds: 20)
+        let recorder = try EuRoCRecorder(directory: folder, cameraCount: 2, replacingExisting: true)
+        let session = try StereoSession(device: stereo)
+        let summary = try await session.record(into: recorder, pairs: 30, timeoutSeconds: 20)
         let stats = summary.statistics
+        let skew = stats.synchronizer.skew
         print("   right camera: 3 ms offset, 40 ppm drift, ±0.2 ms jitter, 2 % drops")
-        print("   \(summary.pairsWritten) pairs; skew p50 \(String(format: "%.2f", Double(stats.skew.p50Nanoseconds) / 1e6)) ms, "
-              + "max \(String(format: "%.2f", Double(stats.skew.maxNanoseconds) / 1e6)) ms; "
-              + "lost by the cameras: left \(summary.deviceDrops.left), right \(summary.deviceDrops.right); "
-              + "unpaired: left \(stats.drops(.left)), right \(stats.drops(.right))")
+        print("   \(summary.pairsWritten) pairs; skew p50 \(String(format: "%.2f", Double(skew.p50Nanoseconds) / 1e6)) ms, "
+              + "max \(String(format: "%.2f", Double(skew.maxNanoseconds) / 1e6)) ms; "
+              + "lost by the cameras: left \(stats.cameraDrops(.left)), right \(stats.cameraDrops(.right)); "
+              + "unpaired: left \(stats.pairingDrops(.left)), right \(stats.pairingDrops(.right))")
         print("   recorded to \(folder)/ (EuRoC layout, cam0 left, cam1 right)")
         // What two real webcams would cost on one USB 2.0 bus (`parallax cost`).
         let webcam = CaptureFormat(fourCC: .yuyv, size: ImageSize(width: 1280, height: 720),

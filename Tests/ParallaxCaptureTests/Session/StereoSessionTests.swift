@@ -278,12 +278,12 @@ struct StereoSessionTests {
         #expect(tracker.update(PressureFactors(consumerLoad: 1.2)) == .critical)
         #expect(tracker.update(PressureFactors(consumerLoad: 0.1)) == nil)
         #expect(tracker.update(PressureFactors(consumerLoad: 0.1)) == .serious)
-        #expect(tracker.update(PressureFactors(lossRate: 0.03)) == nil)  // serious again: no change
+        #expect(tracker.update(PressureFactors(lossRate: 0.06)) == nil)  // serious again: no change
         #expect(tracker.update(PressureFactors(thermalHeadroomCelsius: 1.5)) == .shutdown)
         let policy = PressurePolicy()
         #expect(policy.level(of: PressureFactors(processingLoad: 0.59)) == .nominal)
         #expect(policy.level(of: PressureFactors(processingLoad: 0.6)) == .fair)
-        #expect(policy.level(of: PressureFactors(lossRate: 0.02)) == .serious)
+        #expect(policy.level(of: PressureFactors(lossRate: 0.05)) == .serious)
         #expect(policy.level(of: PressureFactors(cpuFrequencyLimit: 0.5)) == .serious)
         #expect(policy.level(of: PressureFactors(thermalHeadroomCelsius: 4)) == .critical)
     }

@@ -1,0 +1,77 @@
+import Foundation
+import Synchronization
+
+/// What recording a session produced.
+public struct SessionRecordingSummary: Sendable {
+    /// Pairs written (one image in cam0 and one in cam1 each, listed in both CSVs).
+    public var pairsWritten: Int
+    /// The session's account at the end: frames in, pairs, drops by side and reason.
+    public var statistics: StereoSessionStatistics
+    /// The first error while writing, if any (the recording stopped there).
+    public var writeError: CaptureError?
+    /// Why the session ended before the pairs asked for were written (`nil` when they were).
+    public var endedEarly: String?
+}
+
+extension StereoSession {
+    /// Records this session's pairs in the EuRoC layout (left as cam0, right as cam1) until
+    /// `pairs` are written (`nil`: until the session ends), the session ends, or
+    /// `timeoutSeconds` pass; then stops the session and writes the CSVs.
+    ///
+    /// The recorder is one more consumer of ``pairs``: with live cameras a slow disk shows up
+    /// as pairs dropped for `consumer_behind`, with sources that wait nothing is lost. A
+    /// session stopped from elsewhere (``stop()``, on Ctrl-C) ends the recording cleanly: the
+    /// CSVs list exactly the pairs whose two images were written.
+    ///
+    /// - Throws: ``StereoSessionError`` when the session cannot start; write errors end the
+    ///   recording and are reported in the summary.
+    public func record(into recorder: EuRoCRecorder, pairs limit: Int?, timeoutSeconds: Double? = nil)
+        async throws(StereoSessionError) -> SessionRecordingSummary {
+        if !isRunning { try start() }
+        let timedOut = TimeoutFlag()
+        let watchdog = timeoutSeconds.map { seconds in
+            Task { [weak self] in
+                try? await Task.sleep(nanoseconds: UInt64(max(0, seconds) * 1e9))
+                guard !Task.isCancelled else { return }
+                timedOut.fired.store(true, ordering: .relaxed)
+                self?.stop()
+            }
+        }
+        var written = 0
+        var writeError: CaptureError?
+        if limit.map({ $0 > 0 }) ?? true {
+            for await pair in pairs {
+                do throws(CaptureError) {
+                    try recorder.record(pair)
+                    written += 1
+                } catch {
+                    writeError = error
+                    break
+                }
+                if let limit, written >= limit { break }
+            }
+        }
+        watchdog?.cancel()
+        let ended = statistics.events.last { if case .stopped = $0.kind { return true }; return false }
+        stop()
+        do { try recorder.finish() } catch { writeError = writeError ?? error }
+        var early: String?
+        if let limit, written < limit {
+            if timedOut.fired.load(ordering: .relaxed) {
+                early = "timed out after \(timeoutSeconds ?? 0) s"
+            } else if let error = writeError {
+                early = "\(error)"
+            } else if case .stopped(let reason) = ended?.kind {
+                early = reason
+            } else {
+                early = "stopped"
+            }
+        }
+        return SessionRecordingSummary(pairsWritten: written, statistics: statistics, writeError: writeError, endedEarly: early)
+    }
+}
+
+/// Set by a recording's watchdog when the time ran out.
+private final class TimeoutFlag: Sendable {
+    let fired = Atomic<Bool>(false)
+}

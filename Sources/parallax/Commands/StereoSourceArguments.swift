@@ -1,0 +1,179 @@
+import ArgumentParser
+import Foundation
+import ParallaxCapture
+import ParallaxGeometry
+import ParallaxTestSupport
+
+/// Where `capture` and `stream` get their two cameras: the simulated rig, two virtual
+/// UVC cameras, or two real ones, with one format and an optional frame-rate cap.
+struct StereoSourceArguments: ParsableArguments {
+    @Flag(name: .long, help: "The simulated rig (no hardware): right camera 3 ms late, 40 ppm drift, ±0.5 ms jitter, 1 % drops on each side.")
+    var simulated = false
+
+    @Flag(name: .long, help: "Two virtual UVC cameras behind the V4L2 code (no hardware), so unplugging and faults can be tried.")
+    var virtual = false
+
+    @Option(name: .long, help: "Left camera: a device node (/dev/video0) or a stable identity from `parallax devices`.")
+    var left: String?
+
+    @Option(name: .long, help: "Right camera: a device node or a stable identity.")
+    var right: String?
+
+    @Option(name: .long, help: "Format WxH@FPS:FOURCC, e.g. 1280x720@30:YUYV (FOURCC defaults to YUYV). Default: the largest shared format that fits.")
+    var format: FormatArgument?
+
+    @Option(name: .customLong("max-fps"), help: "A frame-rate cap: never more than this many pairs per second (lowers the USB cost).")
+    var maxFPS: Double?
+
+    @Option(name: .long, help: "Simulated image size WxH.")
+    var size: String = "640x480"
+
+    @Flag(name: .long, help: "Simulated rig: deliver frames at their real times instead of as fast as possible.")
+    var realTime = false
+
+    func validate() throws {
+        let chosen = [simulated, virtual, left != nil || right != nil].filter { $0 }.count
+        guard chosen == 1 else {
+            throw ValidationError("choose one source: --simulated, --virtual, or --left and --right (see `parallax devices`)")
+        }
+        if left != nil || right != nil {
+            guard left != nil, right != nil else { throw ValidationError("give both --left and --right") }
+        }
+        if simulated { guard ImageSize(parsing: size) != nil else { throw ValidationError("--size must look like 640x480") } }
+        if let maxFPS, !(maxFPS > 0 && maxFPS.isFinite) { throw ValidationError("--max-fps must be a positive number") }
+    }
+
+    /// An opened source: the stereo device, configured, and what it knows about itself.
+    struct Source {
+        let device: StereoDevice
+        /// The simulated rig, whose exposures are ground truth.
+        var rig: SimulatedRigDevice?
+        /// The virtual driver, for unplugging and faults.
+        var driver: VirtualUVCDriver?
+        /// The virtual cameras' node paths, left and right.
+        var virtualPaths = PerSide(left: "/dev/video0", right: "/dev/video2")
+        /// The calibration the source knows (the simulated rig's own).
+        var knownCalibration: StereoCalibration?
+        /// The unit of `knownCalibration`'s translations in millimetres (the rig's are metres).
+        var knownCalibrationMillimetres = 1000.0
+
+        /// Whether a pair's two frames were exposed at the same moment, for sources that know
+        /// (`nil` for real cameras): the left frame must be the one nearest the right in time.
+        func isMismatched(_ pair: StereoPair) -> Bool? {
+            func nearest(_ right: Int64, _ left: UInt64, _ time: (UInt64) -> Int64?) -> Bool {
+                let candidates = [left > 0 ? left - 1 : left, left, left + 1].compactMap { k in time(k).map { (k, $0) } }
+                return candidates.min { abs($0.1 - right) < abs($1.1 - right) }?.0 == left
+            }
+            if let rig {
+                let right = rig.right.exposureTimeNanoseconds(ofFrame: pair.right.sequence)
+                return !nearest(right, pair.left.sequence) { rig.left.exposureTimeNanoseconds(ofFrame: $0) }
+            }
+            if let driver {
+                guard let right = driver.driverTimestamp(virtualPaths.right, sequence: pair.right.sequence) else { return nil }
+                return !nearest(right, pair.left.sequence) { driver.driverTimestamp(virtualPaths.left, sequence: $0) }
+            }
+            return nil
+        }
+    }
+
+    /// Opens and configures the source; prints the format and hardware cost chosen.
+    func open(quiet: Bool = false) throws -> Source {
+        let requested = format?.format
+        var source: Source
+        if simulated {
+            let imageSize = ImageSize(parsing: size) ?? ImageSize(width: 640, height: 480)
+            let pixel = requested?.pixelFormat ?? .gray8
+            let interval = requested?.frameInterval ?? FrameInterval(numerator: 1, denominator: 30)
+            let rig = SimulatedRigDevice(
+                rig: .example(size: imageSize), frameInterval: interval, pixelFormat: pixel,
+                leftTiming: SimulatedCameraTiming(jitterNanoseconds: 500_000, dropProbability: 0.01),
+                rightTiming: SimulatedCameraTiming(offsetNanoseconds: 3_000_000, driftPPM: 40, jitterNanoseconds: 500_000,
+                                                   dropProbability: 0.01),
+                pace: realTime ? .realTime : .asFastAsPossible)
+            source = Source(device: StereoDevice(simulated: rig), rig: rig, knownCalibration: rig.rig.calibration)
+            try source.device.configure(StereoConfiguration(
+                format: CaptureFormat(fourCC: CaptureFormat.fourCC(of: pixel) ?? .grey, size: imageSize, frameInterval: interval),
+                maximumFramesPerSecond: maxFPS))
+            return source
+        }
+        if virtual {
+            let driver = VirtualUVCDriver(cameras: [
+                Self.virtualCamera("/dev/video0", port: "1", seed: 3), Self.virtualCamera("/dev/video2", port: "2", seed: 5),
+            ])
+            source = Source(device: StereoDevice(left: try driver.camera(at: "/dev/video0"), right: try driver.camera(at: "/dev/video2")),
+                            driver: driver)
+        } else {
+            source = Source(device: StereoDevice(left: try Self.openCamera(left ?? ""), right: try Self.openCamera(right ?? "")))
+        }
+        let chosen: CaptureFormat
+        if let requested {
+            chosen = requested
+        } else if let preferred = try source.device.preferredFormat() {
+            chosen = preferred.format
+            if !quiet { print("format: \(preferred) (the largest shared format that fits; choose another with --format)") }
+        } else {
+            throw ValidationError("the two cameras share no uncompressed format that fits the USB bandwidth; "
+                                  + "see `parallax devices --pairs` and pass --format")
+        }
+        let configured = try source.device.configure(StereoConfiguration(format: chosen, maximumFramesPerSecond: maxFPS))
+        if !quiet, let cost = source.device.hardwareCost, !cost.streams.isEmpty {
+            print("hardware cost \(String(format: "%.3f", cost.cost)) (\(cost.explanation))")
+        }
+        if !quiet, configured.format != chosen { print("drivers set \(configured)") }
+        return source
+    }
+
+    /// A virtual webcam on its own USB 2.0 bus.
+    static func virtualCamera(_ path: String, port: String, seed: UInt64) -> VirtualCameraSpec {
+        var spec = VirtualCameraSpec(path: path, card: "Virtual webcam \(port)", busInfo: "usb-0000:00:14.0-\(port)", seed: seed)
+        spec.usb = USBLocation(bus: Int(port) ?? 1, portPath: port, speedMbps: 480, vendorID: "1d6b", productID: "0102",
+                               serial: "VIRTUAL\(port)")
+        return spec
+    }
+
+    /// Opens a node path or a stable identity, with its USB location from discovery (for
+    /// the hardware cost).
+    static func openCamera(_ name: String) throws -> V4L2Camera {
+        if name.hasPrefix("/") {
+            let found = V4L2Discovery().cameras().first { $0.devicePath == name }
+            return try V4L2Camera(path: name, stableID: found?.identity.stableID, usb: found?.usb)
+        }
+        return try V4L2Camera.open(stableID: name)
+    }
+}
+
+/// Calls an action once on Ctrl-C (SIGINT) or SIGTERM instead of the default exit, so a
+/// running session can end cleanly; a second signal exits at once.
+final class Interruption: @unchecked Sendable {
+    private var sources: [DispatchSourceSignal] = []
+    private let firedFlag = NSLock()
+    private var wasFired = false
+
+    /// True once a signal arrived.
+    var fired: Bool { firedFlag.lock(); defer { firedFlag.unlock() }; return wasFired }
+
+    init(_ action: @escaping @Sendable () -> Void) {
+        for number in [SIGINT, SIGTERM] {
+            signal(number, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
+            source.setEventHandler { [self] in
+                if fired { exit(130) }
+                firedFlag.lock()
+                wasFired = true
+                firedFlag.unlock()
+                FileHandle.standardError.write(Data("\ninterrupted: stopping cleanly (again to quit at once)\n".utf8))
+                action()
+            }
+            source.resume()
+            sources.append(source)
+        }
+    }
+
+    /// Restores the default signal handling.
+    func cancel() {
+        for source in sources { source.cancel() }
+        sources = []
+        signal(SIGINT, SIG_DFL)
+        signal(SIGTERM, SIG_DFL)
+    }
+}

@@ -1,0 +1,263 @@
+import ArgumentParser
+import Foundation
+import ParallaxCapture
+import ParallaxGeometry
+
+/// `parallax stream`: runs a stereo session and reports what it did.
+struct StreamCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "stream",
+        abstract: "Run a stereo session (device → synchronizer → rectifier) and report pairs, skew, drops and pressure.",
+        discussion: """
+            Prints a live status line to stderr (pairs per second, skew, drops, pressure) and a \\
+            summary at the end; with --json, one JSON object on stdout instead of the summary. \\
+            Every frame is accounted for: a pair, or a drop with its reason (`dropped`). \\
+            `mismatched_pairs` counts pairs whose two frames were not exposed at the same moment; \\
+            the simulated and virtual sources know it, real cameras do not (null). Exits with \\
+            status 1 when a pair is wrong or the session ended before --frames pairs.
+
+            The simulated rig rectifies with its own calibration unless --calibration is given \\
+            (or --raw). --consumer-delay makes the consumer slow, to show pressure; with \\
+            --adapt-frame-rate the session then lowers its frame rate step by step, and raises it \\
+            again once the consumer keeps up. With --virtual, cameras can be unplugged, plugged \\
+            back, switched off and on at given times (SIDE@TIME, e.g. right@2s).
+
+            Examples:
+              parallax stream --simulated --frames 300 --json
+              parallax stream --simulated --real-time --consumer-delay 50ms --adapt-frame-rate --frames 300
+              parallax stream --virtual --frames 200 --unplug right@2s --replug right@3s --json
+              parallax stream --left /dev/video0 --right /dev/video2 --calibration rig.json --convergence 1.5m
+            """)
+
+    @OptionGroup var source: StereoSourceArguments
+
+    @Option(name: .long, help: "Pairs to receive before stopping.")
+    var frames: Int = 300
+
+    @Option(name: .long, help: "Rectify with this calibration (Parallax JSON).")
+    var calibration: String?
+
+    @Flag(name: .long, help: "Simulated rig: do not rectify with its own calibration.")
+    var raw = false
+
+    @Option(name: .long, help: "Distance of the zero-parallax plane in the calibration's units; m, cm and mm suffixes convert (the simulated rig's unit is the metre, files are taken as millimetres). Default: infinity.")
+    var convergence: String?
+
+    @Option(name: .customLong("consumer-delay"), help: "Time the consumer spends on each pair (e.g. 50ms), to show pressure.")
+    var consumerDelay: DurationArgument?
+
+    @Flag(name: .customLong("adapt-frame-rate"), help: "Lower the frame rate while the session is under serious pressure, raise it again after.")
+    var adaptFrameRate = false
+
+    @Option(name: .long, parsing: .singleValue, help: "Virtual source: unplug a camera at a time since the start (SIDE@TIME, e.g. right@2s). Repeatable.")
+    var unplug: [SideAtTime] = []
+
+    @Option(name: .long, parsing: .singleValue, help: "Virtual source: plug it back in (SIDE@TIME).")
+    var replug: [SideAtTime] = []
+
+    @Option(name: .long, parsing: .singleValue, help: "Switch one side off (SIDE@TIME).")
+    var disable: [SideAtTime] = []
+
+    @Option(name: .long, parsing: .singleValue, help: "Switch it on again (SIDE@TIME).")
+    var enable: [SideAtTime] = []
+
+    @Option(name: .long, help: "Give up after this many seconds (default: twice the time --frames takes at the frame rate, plus 10 s).")
+    var timeout: Double?
+
+    @Flag(name: .long, help: "Print one JSON object at the end instead of the summary.")
+    var json = false
+
+    func validate() throws {
+        guard frames > 0 else { throw ValidationError("--frames must be positive") }
+        if !source.virtual && !(unplug.isEmpty && replug.isEmpty) {
+            throw ValidationError("--unplug and --replug work on the virtual cameras only (--virtual)")
+        }
+        if let convergence { _ = try RectificationArguments.parseDistance(convergence) }
+        if let timeout, !(timeout > 0) { throw ValidationError("--timeout must be positive") }
+    }
+
+    func run() async throws {
+        let opened = try source.open(quiet: json)
+        var options = StereoSessionOptions()
+        options.pressure.adaptsFrameRate = adaptFrameRate
+        var rectifyWith: StereoCalibration?
+        var unitMillimetres = 1.0
+        if let calibration {
+            do { rectifyWith = try StereoCalibration(contentsOfFile: calibration) } catch { throw CLIError("\(error)") }
+        } else if !raw, let known = opened.knownCalibration {
+            rectifyWith = known
+            unitMillimetres = opened.knownCalibrationMillimetres
+        }
+        if let convergence {
+            guard rectifyWith != nil else { throw ValidationError("--convergence needs a calibration (--calibration)") }
+            options.rectification.convergenceDistance = try Self.distance(convergence, unitMillimetres: unitMillimetres)
+        }
+        let session = try StereoSession(device: opened.device, calibration: rectifyWith, options: options)
+        let interruption = Interruption { session.stop() }
+        defer { interruption.cancel() }
+        let fps = opened.device.deliveredFramesPerSecond ?? 30
+        let deadline = timeout ?? (Double(frames) / fps * 2 + 10)
+        try session.start()
+        let started = Date()
+        let scheduled = schedule(on: session, source: opened)
+        let status = StatusLine(session: session, enabled: true)
+        let watchdog = Task {
+            try? await Task.sleep(nanoseconds: UInt64(deadline * 1e9))
+            if !Task.isCancelled { session.stop() }
+        }
+        var received = 0
+        var mismatched: Int? = opened.rig != nil || opened.driver != nil ? 0 : nil
+        for await pair in session.pairs {
+            received += 1
+            if let wrong = opened.isMismatched(pair), wrong { mismatched = (mismatched ?? 0) + 1 }
+            if let consumerDelay { try? await Task.sleep(nanoseconds: UInt64(consumerDelay.nanoseconds)) }
+            if received >= frames { break }
+        }
+        let elapsed = Date().timeIntervalSince(started)
+        let endEvent = session.statistics.events.last { $0.name == "stopped" }
+        session.stop()
+        watchdog.cancel()
+        scheduled.cancel()
+        status.finish()
+        let stats = session.statistics
+        if json {
+            print(Self.report(stats, pairs: received, mismatched: mismatched).serialized(indent: 0))
+        } else {
+            printSummary(stats, pairs: received, seconds: elapsed, mismatched: mismatched)
+        }
+        if let mismatched, mismatched > 0 { throw CLIError("\(mismatched) pairs were not taken at the same moment") }
+        if received < frames, !interruption.fired {
+            var reason = "timed out after \(Int(deadline)) s"
+            if case .stopped(let why) = endEvent?.kind { reason = why }
+            throw CLIError("the session ended after \(received) of \(frames) pairs: \(reason)")
+        }
+    }
+
+    /// Runs the --unplug/--replug/--disable/--enable actions at their times.
+    private func schedule(on session: StereoSession, source: StereoSourceArguments.Source) -> Task<Void, Never> {
+        var actions: [(seconds: Double, side: StereoSide, run: @Sendable () -> Void)] = []
+        if let driver = source.driver {
+            for item in unplug { actions.append((item.seconds, item.side, { driver.unplug(source.virtualPaths[item.side]) })) }
+            for item in replug { actions.append((item.seconds, item.side, { driver.replug(source.virtualPaths[item.side]) })) }
+        }
+        for item in disable { actions.append((item.seconds, item.side, { try? session.setEnabled(false, item.side) })) }
+        for item in enable { actions.append((item.seconds, item.side, { try? session.setEnabled(true, item.side) })) }
+        let ordered = actions.sorted { $0.seconds < $1.seconds }
+        let start = Date()
+        return Task.detached {
+            for action in ordered {
+                let wait = action.seconds - Date().timeIntervalSince(start)
+                if wait > 0 { try? await Task.sleep(nanoseconds: UInt64(wait * 1e9)) }
+                if Task.isCancelled { return }
+                action.run()
+            }
+        }
+    }
+
+    /// A distance in the calibration's units (`unitMillimetres` millimetres each); `m`,
+    /// `cm` and `mm` suffixes convert.
+    static func distance(_ text: String, unitMillimetres: Double) throws -> Double {
+        try RectificationArguments.parseDistance(text) / (text.last?.isLetter == true ? unitMillimetres : 1)
+    }
+
+    // MARK: Output
+
+    private func printSummary(_ stats: StereoSessionStatistics, pairs: Int, seconds: Double, mismatched: Int?) {
+        let skew = stats.synchronizer.skew
+        print(String(format: "%d pairs in %.1f s (%.1f pairs/s); skew p50 %.3f ms, p99 %.3f ms", pairs, seconds,
+                     Double(pairs) / max(seconds, 1e-9), Double(skew.p50Nanoseconds) / 1e6, Double(skew.p99Nanoseconds) / 1e6))
+        print("frames: left \(stats.frames(.left)), right \(stats.frames(.right)); pairs made \(stats.pairsMade), delivered \(stats.pairsDelivered)")
+        for side in StereoSide.allCases {
+            let drops = stats.drops(side)
+            print("\(side) dropped: " + (drops.isEmpty ? "none" : drops.sorted { $0.key < $1.key }.map { "\($0.value) \($0.key)" }.joined(separator: ", ")))
+        }
+        if stats.rectification.count > 0 { print("rectification: \(stats.rectification)") }
+        if stats.consumer.count > 0 { print("consumer: \(stats.consumer)") }
+        for event in stats.events where event.name != "started" && event.name != "stopped" { print("event \(event)") }
+        print("mismatched pairs: \(mismatched.map(String.init) ?? "unknown (real cameras)")")
+    }
+
+    /// The JSON report (see the discussion).
+    static func report(_ stats: StereoSessionStatistics, pairs: Int, mismatched: Int?) -> JSONValue {
+        func drops(_ side: StereoSide) -> JSONValue {
+            .object(JSONObject(stats.drops(side).sorted { $0.key < $1.key }.map { ($0.key, .number(Double($0.value))) }))
+        }
+        func ms(_ ns: Int64) -> JSONValue { jsonNumber(Double(ns) / 1e6) }
+        var levels: [JSONValue] = []
+        var rates: [JSONValue] = []
+        var events: [JSONValue] = []
+        for event in stats.events {
+            switch event.kind {
+            case .pressureChanged(let level, _):
+                levels.append(.object(JSONObject([("level", .string(level.description)), ("at_s", jsonNumber(event.atSeconds))])))
+            case .frameRateChanged(let fps):
+                rates.append(.object(JSONObject([("fps", jsonNumber(fps)), ("at_s", jsonNumber(event.atSeconds))])))
+            default:
+                events.append(.object(JSONObject([
+                    ("type", .string(event.name)), ("side", event.side.map { .string($0.description) } ?? .null),
+                    ("stable_id", event.stableID.map { .string($0) } ?? .null), ("at_s", jsonNumber(event.atSeconds)),
+                ])))
+            }
+        }
+        return .object(JSONObject([
+            ("pairs", .number(Double(pairs))),
+            ("left_frames", .number(Double(stats.frames(.left)))),
+            ("right_frames", .number(Double(stats.frames(.right)))),
+            ("dropped", .object(JSONObject([("left", drops(.left)), ("right", drops(.right))]))),
+            ("skew_ns_p50", .number(Double(stats.synchronizer.skew.p50Nanoseconds))),
+            ("skew_ns_p99", .number(Double(stats.synchronizer.skew.p99Nanoseconds))),
+            ("rectify_ms_p50", stats.rectification.count > 0 ? ms(stats.rectification.p50Nanoseconds) : .null),
+            ("rectify_ms_p99", stats.rectification.count > 0 ? ms(stats.rectification.p99Nanoseconds) : .null),
+            ("pressure_levels", .array(levels)),
+            ("frame_rate_changes", .array(rates)),
+            ("events", .array(events)),
+            ("mismatched_pairs", mismatched.map { .number(Double($0)) } ?? .null),
+        ]))
+    }
+}
+
+/// `SIDE@TIME`: `right@2s`, `left@1500ms`.
+struct SideAtTime: ExpressibleByArgument, Sendable {
+    let side: StereoSide
+    let seconds: Double
+
+    init?(argument: String) {
+        let parts = argument.split(separator: "@", maxSplits: 1).map(String.init)
+        guard parts.count == 2, let side = StereoSide.allCases.first(where: { $0.description == parts[0].lowercased() }),
+              let time = DurationArgument(argument: parts[1]) else { return nil }
+        self.side = side
+        seconds = Double(time.nanoseconds) / 1e9
+    }
+}
+
+/// The live status line on stderr: rewritten in place on a terminal, a line every two
+/// seconds otherwise.
+final class StatusLine: @unchecked Sendable {
+    private let task: Task<Void, Never>
+
+    init(session: StereoSession, enabled: Bool) {
+        let terminal = isatty(2) != 0
+        task = Task.detached {
+            guard enabled else { return }
+            var ticks = 0
+            while !Task.isCancelled && session.isRunning {
+                try? await Task.sleep(nanoseconds: 250_000_000)
+                if Task.isCancelled { break }
+                ticks += 1
+                guard terminal || ticks % 8 == 0 else { continue }
+                let s = session.statistics
+                let drops = StereoSide.allCases.map { side in s.cameraDrops(side) + s.pairingDrops(side) + s.sessionDrops(side) }
+                let line = String(format: "%6d pairs  %5.1f/s  skew p50 %.2f ms  drops L %d R %d  pressure %@  %.1f fps",
+                                  s.pairsDelivered, s.pairsPerSecond, Double(s.synchronizer.skew.p50Nanoseconds) / 1e6,
+                                  drops[0], drops[1], s.pressure.description, s.framesPerSecond ?? 0)
+                FileHandle.standardError.write(Data((terminal ? "\r" + line : line + "\n").utf8))
+            }
+        }
+    }
+
+    /// Stops updating (and ends the line on a terminal).
+    func finish() {
+        task.cancel()
+        if isatty(2) != 0 { FileHandle.standardError.write(Data("\n".utf8)) }
+    }
+}

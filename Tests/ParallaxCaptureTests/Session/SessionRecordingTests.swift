@@ -1,0 +1,78 @@
+import Foundation
+import ParallaxCapture
+import ParallaxGeometry
+import Testing
+
+/// Recording as a consumer of the session: whole pairs, the CSVs listing exactly what was
+/// written, and never mixed with an older recording.
+@Suite("Session recording")
+struct SessionRecordingTests {
+    static func folder() -> String { NSTemporaryDirectory() + "parallax-session-rec-\(UUID().uuidString)" }
+
+    static func stamps(_ directory: String, _ camera: Int) throws -> [Int64] {
+        try String(contentsOfFile: directory + "/cam\(camera)/data.csv", encoding: .utf8)
+            .split(separator: "\n").dropFirst().compactMap { Int64($0.split(separator: ",")[0]) }
+    }
+
+    @Test("pairs of an offset, jittery rig are recorded row by row, each row one moment")
+    func recordsPairs() async throws {
+        let directory = Self.folder()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let (_, device) = SessionFixtures.simulated(size: ImageSize(width: 32, height: 24), drops: 0)
+        let session = try StereoSession(device: device)
+        let summary = try await session.record(into: try EuRoCRecorder(directory: directory), pairs: 20, timeoutSeconds: 20)
+        #expect(summary.pairsWritten == 20 && summary.endedEarly == nil && summary.writeError == nil)
+        let left = try Self.stamps(directory, 0), right = try Self.stamps(directory, 1)
+        #expect(left.count == 20 && right.count == 20)
+        // Right − left is the 3 ms offset give or take both jitters (±1 ms each) and the drift.
+        #expect(zip(left, right).allSatisfy { abs($1 - $0 - 3_000_000) <= 2_100_000 })
+        // Consecutive moments, one frame interval apart give or take the jitter of both
+        // timestamps (±1 ms each) and the rounding of the simulated times: nothing lost.
+        #expect(zip(left, left.dropFirst()).allSatisfy { abs($1 - $0 - 33_333_333) <= 2_000_010 })
+        for camera in 0...1 {
+            let images = try FileManager.default.contentsOfDirectory(atPath: directory + "/cam\(camera)/data")
+            #expect(images.count == 20)
+        }
+        #expect(summary.statistics.accountsForEveryFrame(.left) && summary.statistics.pairsInFlight == 0)
+    }
+
+    @Test("a session stopped mid-recording (Ctrl-C) leaves CSVs that list exactly the images written")
+    func stoppedRecordingIsConsistent() async throws {
+        let directory = Self.folder()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let (_, device) = SessionFixtures.simulated(size: ImageSize(width: 32, height: 24), pace: .realTime, drops: 0)
+        let session = try StereoSession(device: device)
+        let stopper = Task {
+            try? await Task.sleep(nanoseconds: 400_000_000)
+            session.stop()
+        }
+        let summary = try await session.record(into: try EuRoCRecorder(directory: directory), pairs: 1000, timeoutSeconds: 20)
+        _ = await stopper.value
+        #expect(summary.pairsWritten > 3 && summary.pairsWritten < 1000)
+        #expect(summary.endedEarly == "stopped")
+        for camera in 0...1 {
+            let listed = try Self.stamps(directory, camera)
+            let images = try FileManager.default.contentsOfDirectory(atPath: directory + "/cam\(camera)/data")
+            #expect(listed.count == summary.pairsWritten)
+            #expect(Set(images) == Set(listed.map { "\($0).png" }))
+        }
+    }
+
+    @Test("a folder that is not empty is refused; overwriting replaces only the older recording")
+    func neverMixesRecordings() throws {
+        let directory = Self.folder()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        try FileManager.default.createDirectory(atPath: directory + "/cam0/data", withIntermediateDirectories: true)
+        try "old".write(toFile: directory + "/cam0/data/1.png", atomically: true, encoding: .utf8)
+        try "notes".write(toFile: directory + "/notes.txt", atomically: true, encoding: .utf8)
+        do {
+            _ = try EuRoCRecorder(directory: directory)
+            Issue.record("a non-empty folder was accepted")
+        } catch {
+            #expect("\(error)".contains("not empty"))
+        }
+        _ = try EuRoCRecorder(directory: directory, replacingExisting: true)
+        #expect(!FileManager.default.fileExists(atPath: directory + "/cam0/data/1.png"))
+        #expect(FileManager.default.fileExists(atPath: directory + "/notes.txt"))
+    }
+}
