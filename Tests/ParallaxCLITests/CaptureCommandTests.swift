@@ -49,6 +49,20 @@ struct CaptureCommandTests {
         })
     }
 
+    @Test("capture refuses a folder holding an older recording unless --overwrite, which replaces it")
+    func neverMixesRecordings() throws {
+        let output = Self.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: output) }
+        let arguments = ["capture", "--simulated", "--frames", "3", "--size", "32x24", "--output", output.path]
+        #expect(try ParallaxCLI.run(arguments).status == 0)
+        let again = try ParallaxCLI.run(arguments)
+        #expect(again.status != 0 && again.stderr.contains("not empty"))
+        #expect(try FileManager.default.contentsOfDirectory(atPath: output.appendingPathComponent("cam0/data").path).count == 3)
+        let replaced = try ParallaxCLI.run(arguments + ["--overwrite"])
+        #expect(replaced.status == 0, "\(replaced.stderr)")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: output.appendingPathComponent("cam0/data").path).count == 3)
+    }
+
     @Test("capture --independent records each camera on its own")
     func independentCapture() throws {
         let output = Self.temporaryDirectory()

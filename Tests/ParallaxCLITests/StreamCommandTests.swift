@@ -1,0 +1,73 @@
+import Foundation
+import ParallaxGeometry
+import Testing
+
+/// `parallax stream`: the JSON account, ground-truth pairing, hot-plug and one side off on
+/// the virtual cameras, and the options it refuses.
+@Suite("parallax stream")
+struct StreamCommandTests {
+    /// Runs `parallax stream … --json` and parses the object it prints.
+    static func stream(_ arguments: [String]) throws -> (JSONObject, ParallaxCLI.Result) {
+        let result = try ParallaxCLI.run(["stream"] + arguments + ["--json"], timeout: 120)
+        let line = result.stdout.split(separator: "\n").last.map(String.init) ?? ""
+        let value = try JSONValue(parsing: line)
+        guard let object = value.object else { throw CLIError("stream printed no JSON object: \(result.stdout)") }
+        return (object, result)
+    }
+
+    struct CLIError: Error { let message: String; init(_ m: String) { message = m } }
+
+    static func number(_ object: JSONObject, _ key: String) -> Int { Int(object[key]?.number ?? -1) }
+
+    /// Reasons a frame is lost before it reaches the session (not in `left_frames`).
+    static let cameraReasons: Set<String> = ["simulated", "sequence_gap", "corrupt_buffer", "timestamp_went_backwards"]
+
+    @Test("--simulated --json: every frame is a pair or a drop with a reason, no pair is wrong")
+    func simulatedAccount() throws {
+        let (json, result) = try Self.stream(["--simulated", "--size", "160x120", "--frames", "100"])
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(Self.number(json, "pairs") == 100)
+        #expect(json["mismatched_pairs"]?.number == 0)
+        for side in ["left", "right"] {
+            let dropped = json["dropped"]?.object?[side]?.object
+            let afterArrival = dropped?.pairs.filter { !Self.cameraReasons.contains($0.key) }
+                .reduce(0) { $0 + Int($1.value.number ?? 0) } ?? -1
+            #expect(Self.number(json, "\(side)_frames") == 100 + afterArrival)
+        }
+        #expect((json["skew_ns_p50"]?.number ?? 0) > 2_000_000 && (json["skew_ns_p99"]?.number ?? 1e9) < 5_000_000)
+        #expect((json["rectify_ms_p50"]?.number ?? 0) > 0)
+    }
+
+    @Test("--virtual: a camera unplugged and plugged back is reported with its identity and pairing resumes")
+    func virtualHotplug() throws {
+        let (json, result) = try Self.stream(["--virtual", "--format", "320x240@30:GREY", "--frames", "75",
+                                              "--unplug", "right@1s", "--replug", "right@1.5s"])
+        #expect(result.status == 0, "\(result.stderr)")
+        let events = json["events"]?.array?.compactMap(\.object) ?? []
+        let hotplug = events.filter { ["disconnected", "reconnected"].contains($0["type"]?.string ?? "") }
+        #expect(hotplug.map { $0["type"]?.string ?? "" } == ["disconnected", "reconnected"])
+        #expect(hotplug.allSatisfy { $0["side"]?.string == "right" && $0["stable_id"]?.string == "usb-2-2" })
+        #expect(Self.number(json, "pairs") == 75 && json["mismatched_pairs"]?.number == 0)
+        #expect((json["dropped"]?.object?["left"]?.object?["constituent_disabled"]?.number ?? 0) >= 10)
+    }
+
+    @Test("--virtual: one side off and on again")
+    func virtualDisable() throws {
+        let (json, result) = try Self.stream(["--virtual", "--format", "320x240@30:GREY", "--frames", "60",
+                                              "--disable", "left@0.5s", "--enable", "left@1s"])
+        #expect(result.status == 0, "\(result.stderr)")
+        let types = json["events"]?.array?.compactMap { $0.object?["type"]?.string } ?? []
+        #expect(types.contains("disabled") && types.contains("enabled"))
+        #expect((json["dropped"]?.object?["right"]?.object?["constituent_disabled"]?.number ?? 0) >= 10)
+    }
+
+    @Test("refused before streaming: unplugging a real or simulated camera, a malformed SIDE@TIME, two sources")
+    func refusedOptions() throws {
+        let unplug = try ParallaxCLI.run(["stream", "--simulated", "--unplug", "right@1s"])
+        #expect(unplug.status != 0 && unplug.stderr.contains("--virtual"))
+        let malformed = try ParallaxCLI.run(["stream", "--virtual", "--unplug", "middle@1s"])
+        #expect(malformed.status != 0 && malformed.stderr.contains("--unplug"))
+        let two = try ParallaxCLI.run(["stream", "--simulated", "--virtual"])
+        #expect(two.status != 0 && two.stderr.contains("choose one source"))
+    }
+}
