@@ -69,6 +69,8 @@ let package = Package(
         .testTarget(name: "ParallaxCaptureTests", dependencies: ["ParallaxCapture", "ParallaxTestSupport"]),
         .testTarget(name: "ParallaxCalibrationTests", dependencies: ["ParallaxCalibration", "ParallaxTestSupport"]),
         .testTarget(name: "ParallaxCLITests", dependencies: ["parallax", "ParallaxGeometry"]),
+        /// The README's example, compiled against `import Parallax`.
+        .testTarget(name: "ParallaxTests", dependencies: ["Parallax"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -18,6 +18,7 @@ struct DemoCommand: AsyncParsableCommand {
         CaptureDemoStep(),
         PairingDemoStep(),
         RectifyDemoStep(),
+        SessionDemoStep(),
         CalibrationDemoStep(),
     ]
 

@@ -1,0 +1,18 @@
+import Parallax
+
+func viewRig() async throws {
+    let device = StereoDevice(left: try V4L2Camera(path: "/dev/video0"),
+                              right: try V4L2Camera(path: "/dev/video2"))
+    try device.configure(StereoConfiguration(format: CaptureFormat(parsing: "1280x720@30:YUYV")!))
+    let calibration = try StereoCalibration(contentsOfFile: "rig.json")
+    let session = try StereoSession(device: device, calibration: calibration)
+    try session.start()
+    for await pair in session.pairs {
+        // Rectified and matched: row y of the left image shows what row y of the right shows.
+        guard let left = pair.left.image, let right = pair.right.image else { continue }
+        print(pair.number, pair.skewNanoseconds, left.size, right.size)
+        if pair.number >= 299 { break }
+    }
+    session.stop()
+    print(session.statistics.drops(.left), session.statistics.drops(.right))
+}
