@@ -8,7 +8,7 @@ COMPARE_PACKAGES := python3 python3-venv
 # Extra flags for `swift test`, e.g. `make test TEST_FLAGS="--filter Geometry"`.
 TEST_FLAGS ?=
 
-.PHONY: all deps install-packages build release demo test bench compare-opencv clean
+.PHONY: all deps install-packages build release demo test soak bench compare-opencv clean
 
 all: build
 
@@ -41,6 +41,12 @@ demo: release
 test: deps
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build $(TEST_FLAGS)
+
+# One simulated hour at 60 fps through the whole stereo session, time-compressed (about
+# 90 s after the release build), with the virtual driver's faults injected at random.
+# PARALLAX_SOAK_SECONDS and PARALLAX_SOAK_SCALE change the length and the speed-up.
+soak: deps
+	PARALLAX_SOAK=1 $(SWIFT) test -c release -Xswiftc -enable-testing --filter SessionSoakTests
 
 bench: deps
 	cd Benchmarks && $(SWIFT) package --allow-writing-to-package-directory benchmark

@@ -33,5 +33,8 @@ let package = Package(
         .executableTarget(
             name: "SynchronizerBenchmarks", dependencies: benchmarkDependencies,
             path: "Benchmarks/SynchronizerBenchmarks", plugins: benchmarkPlugins),
+        .executableTarget(
+            name: "SessionBenchmarks", dependencies: benchmarkDependencies,
+            path: "Benchmarks/SessionBenchmarks", plugins: benchmarkPlugins),
     ]
 )

@@ -79,6 +79,7 @@ extension StereoSession {
         init(policy: PressurePolicy, poolLimit: Int, incomingCapacity: Int, cameraFramesPerSecond: Double) {
             incoming = Ring(capacity: max(1, incomingCapacity))
             tracker = PressureTracker(policy: policy)
+            lossHistory.reserveCapacity(policy.lossHorizonWindows + 1)
             pool = PairStoragePool(limit: poolLimit)
             self.cameraFramesPerSecond = cameraFramesPerSecond
         }

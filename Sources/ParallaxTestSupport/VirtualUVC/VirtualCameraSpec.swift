@@ -141,6 +141,11 @@ public struct VirtualCameraSpec: Sendable {
     public var seed: UInt64
     /// Where the driver takes its timestamps (UVC: end of frame; some CSI drivers: start of exposure).
     public var timestampSource: TimestampSource = .endOfFrame
+    /// Clock drift in parts per million: frames come every interval × (1 + ppm·10⁻⁶).
+    public var driftPPM: Double = 0
+    /// Probability that a frame is lost on the bus (a gap in the sequence numbers, as a real
+    /// driver reports it).
+    public var dropProbability: Double = 0
     /// False to flag timestamps as of an unknown clock (`V4L2_BUF_FLAG_TIMESTAMP_UNKNOWN`), as some old drivers do.
     public var monotonicTimestamps = true
     /// Where the camera is plugged in: cameras whose `bus` numbers are equal share that

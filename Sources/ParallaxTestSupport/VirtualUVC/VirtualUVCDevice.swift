@@ -46,6 +46,10 @@ final class Device {
     var lastTimestamp: Int64 = 0
     /// Raw timestamps of recent frames by sequence number (the last 1024).
     var rawTimestamps: [UInt32: Int64] = [:]
+    /// When recent frames were really due (before jitter and faults), by sequence number (the last 1024).
+    var dueTimes: [UInt32: Int64] = [:]
+    /// The driver's clock (real time, or faster for soaks).
+    let clock: VirtualClock
     var random: UInt64
 
     var pendingIOErrors = 0
@@ -58,8 +62,9 @@ final class Device {
     /// Bytes per microframe reserved on the USB bus while streaming (the alternate setting's packet).
     var reservedPacketBytes = 0
 
-    init(spec: VirtualCameraSpec) {
+    init(spec: VirtualCameraSpec, clock: VirtualClock) {
         self.spec = spec
+        self.clock = clock
         self.size = spec.formats.first?.sizes.first ?? ImageSize(width: 640, height: 480)
         self.interval = spec.formats.first?.intervals.first ?? FrameInterval(numerator: 1, denominator: 30)
         self.random = spec.seed | 1
@@ -273,7 +278,7 @@ final class Device {
             pendingSpurious -= 1
             throw .wouldBlock
         }
-        produce(until: monotonicNanoseconds())
+        produce(until: clock.now())
         guard !done.isEmpty else { throw .wouldBlock }
         let buffer = buffers[done.removeFirst()]
         buffer.state = .dequeued
@@ -302,7 +307,7 @@ final class Device {
         streaming = true
         streamOwner = owner
         sequence = 0
-        nextDue = monotonicNanoseconds() + interval.nanoseconds
+        nextDue = clock.now() + interval.nanoseconds
     }
 
     func stopStreaming() {
@@ -320,9 +325,11 @@ final class Device {
     /// lost (a sequence gap) when the application has queued none.
     func produce(until now: Int64) {
         guard streaming else { return }
+        let period = spec.driftPPM == 0 ? interval.nanoseconds
+            : Int64((Double(interval.nanoseconds) * (1 + spec.driftPPM * 1e-6)).rounded())
         while nextDue <= now {
             let due = nextDue
-            nextDue += interval.nanoseconds
+            nextDue += period
             if let until = stallUntil {
                 if due < until { continue }
                 stallUntil = nil
@@ -331,8 +338,8 @@ final class Device {
                 sequence &+= UInt32(pendingGap)
                 pendingGap = 0
             }
-            guard !queue.isEmpty else {
-                sequence &+= 1  // no buffer: the frame is lost, as in a real driver
+            guard !queue.isEmpty, !lostOnTheBus() else {
+                sequence &+= 1  // no buffer, or lost on the bus: the frame is lost, as in a real driver
                 continue
             }
             let buffer = buffers[queue.removeFirst()]
@@ -347,7 +354,8 @@ final class Device {
             buffer.sequence = sequence
             buffer.timestamp = timestamp
             rawTimestamps[sequence] = timestamp
-            rawTimestamps[sequence &- 1024] = nil
+            dueTimes[sequence] = due
+            forgetOldFrames()
             buffer.flags = 0
             if pendingErrorFlags > 0 {
                 pendingErrorFlags -= 1
@@ -360,6 +368,15 @@ final class Device {
         }
     }
 
+    /// Keeps the ground-truth tables to the last 1024 sequence numbers (lost frames and
+    /// sequence gaps leave holes, so pruning by exact key would leave stale entries behind).
+    private func forgetOldFrames() {
+        guard rawTimestamps.count > 1536 else { return }
+        let current = sequence
+        rawTimestamps = rawTimestamps.filter { current &- $0.key < 1024 }
+        dueTimes = dueTimes.filter { current &- $0.key < 1024 }
+    }
+
     private func fill(_ buffer: Buffer) {
         let used = format.isCompressed ? min(buffer.length, 4096 + Int(sequence % 512)) : imageSize
         buffer.memory.initializeMemory(as: UInt8.self, repeating: UInt8(truncatingIfNeeded: sequence), count: used)
@@ -370,10 +387,20 @@ final class Device {
     private func jitter() -> Int64 {
         let amplitude = spec.timestampJitterNanoseconds
         guard amplitude > 0 else { return 0 }
+        return Int64(nextRandom() % UInt64(2 * amplitude + 1)) - amplitude
+    }
+
+    /// True with the spec's drop probability.
+    private func lostOnTheBus() -> Bool {
+        guard spec.dropProbability > 0 else { return false }
+        return Double(nextRandom() >> 11) * 0x1p-53 < spec.dropProbability
+    }
+
+    private func nextRandom() -> UInt64 {
         random ^= random << 13
         random ^= random >> 7
         random ^= random << 17
-        return Int64(random % UInt64(2 * amplitude + 1)) - amplitude
+        return random
     }
 
     // MARK: Controls

@@ -41,9 +41,18 @@ public final class VirtualUVCDriver: V4L2Syscalls, @unchecked Sendable {
     /// Devices that were unplugged, kept until the driver goes so late munmaps find their buffers.
     private var unplugged: [Device] = []
 
+    /// The driver's clock: CLOCK_MONOTONIC, or faster for time-compressed soaks.
+    public let clock: VirtualClock
+
     /// A driver serving these cameras, all plugged in.
-    public init(cameras: [VirtualCameraSpec]) {
-        for spec in cameras { devices[spec.path] = Device(spec: spec) }
+    ///
+    /// - Parameter timeScale: how much faster than real time the cameras run (1: real
+    ///   time). Timestamps and frame times follow the scaled clock (``clock``), so an hour
+    ///   of 60 fps streaming takes two minutes at 30; everything else (poll timeouts, stall
+    ///   detection in the capture code) stays in real time.
+    public init(cameras: [VirtualCameraSpec], timeScale: Double = 1) {
+        clock = VirtualClock(scale: timeScale)
+        for spec in cameras { devices[spec.path] = Device(spec: spec, clock: clock) }
     }
 
     deinit {
@@ -57,7 +66,7 @@ public final class VirtualUVCDriver: V4L2Syscalls, @unchecked Sendable {
     /// Adds a camera (a new node appearing).
     public func add(_ spec: VirtualCameraSpec) {
         lock.lock(); defer { lock.unlock() }
-        devices[spec.path] = Device(spec: spec)
+        devices[spec.path] = Device(spec: spec, clock: clock)
     }
 
     /// Queues a fault for the camera at `path`.
@@ -71,7 +80,7 @@ public final class VirtualUVCDriver: V4L2Syscalls, @unchecked Sendable {
         case .errorFlaggedBuffers(let n): device.pendingErrorFlags += n
         case .sequenceGap(let n): device.pendingGap += n
         case .timestampBackwards(let ns): device.pendingBackwards = ns
-        case .stall(let ns): device.stallUntil = ns.map { monotonicNanoseconds() + $0 } ?? Int64.max
+        case .stall(let ns): device.stallUntil = ns.map { clock.now() + $0 } ?? Int64.max
         }
     }
 
@@ -96,7 +105,7 @@ public final class VirtualUVCDriver: V4L2Syscalls, @unchecked Sendable {
         lock.lock(); defer { lock.broadcast(); lock.unlock() }
         guard let old = devices[path], !old.connected else { return }
         unplugged.append(old)
-        let fresh = Device(spec: old.spec)
+        let fresh = Device(spec: old.spec, clock: clock)
         fresh.generation = old.generation + 1
         devices[path] = fresh
     }
@@ -131,6 +140,13 @@ public final class VirtualUVCDriver: V4L2Syscalls, @unchecked Sendable {
     public func driverTimestamp(_ path: String, sequence: UInt64) -> Int64? {
         lock.lock(); defer { lock.unlock() }
         return devices[path]?.rawTimestamps[UInt32(truncatingIfNeeded: sequence)]
+    }
+
+    /// Ground truth: when frame `sequence` of the camera at `path` was really due, before
+    /// jitter and timestamp faults (the last 1024 frames of the current connection).
+    public func dueTime(_ path: String, sequence: UInt64) -> Int64? {
+        lock.lock(); defer { lock.unlock() }
+        return devices[path]?.dueTimes[UInt32(truncatingIfNeeded: sequence)]
     }
 
     /// Bytes per microframe reserved on USB bus `bus` by the cameras streaming on it.
@@ -201,6 +217,12 @@ public final class VirtualUVCDriver: V4L2Syscalls, @unchecked Sendable {
         for device in Array(devices.values) + unplugged {
             if let buffer = device.buffers.first(where: { $0.memory == address }) { buffer.mapCount -= 1 }
         }
+        // An unplugged camera's memory goes once nothing maps it any more, as the kernel's does.
+        unplugged.removeAll { device in
+            guard device.buffers.allSatisfy({ $0.mapCount <= 0 }) else { return false }
+            for buffer in device.buffers { buffer.memory.deallocate() }
+            return true
+        }
     }
 
     /// See ``V4L2Syscalls/poll(_:events:timeoutMilliseconds:)``.
@@ -210,11 +232,11 @@ public final class VirtualUVCDriver: V4L2Syscalls, @unchecked Sendable {
         while true {
             guard let device = try? live(fd) else { return Int16(POLLERR | POLLHUP) }
             guard device.streaming else { return Int16(POLLERR) }
-            let now = monotonicNanoseconds()
-            device.produce(until: now)
+            device.produce(until: clock.now())
             if device.pendingSpurious > 0 || !device.done.isEmpty { return Int16(POLLIN | POLLRDNORM) }
+            let now = monotonicNanoseconds()
             if now >= deadline { return 0 }
-            let wake = min(deadline, device.nextDue)
+            let wake = min(deadline, clock.realTime(of: device.nextDue))
             _ = lock.wait(until: Date(timeIntervalSinceNow: Double(max(0, wake - now)) / 1e9))
         }
     }
@@ -262,5 +284,30 @@ public final class VirtualUVCDriver: V4L2Syscalls, @unchecked Sendable {
             throw .noDevice
         }
         return device
+    }
+}
+
+/// The virtual driver's clock: CLOCK_MONOTONIC, optionally running faster from the moment
+/// the driver was made.
+public struct VirtualClock: Sendable {
+    /// How much faster than real time.
+    public let scale: Double
+    /// CLOCK_MONOTONIC when the driver was made (where both clocks agree).
+    public let origin: Int64
+
+    init(scale: Double) {
+        self.scale = scale.isFinite && scale > 0 ? scale : 1
+        origin = monotonicNanoseconds()
+    }
+
+    /// The driver's time now (nanoseconds).
+    public func now() -> Int64 {
+        scale == 1 ? monotonicNanoseconds() : origin + Int64(Double(monotonicNanoseconds() - origin) * scale)
+    }
+
+    /// The CLOCK_MONOTONIC time at which the driver's clock reads `time`.
+    func realTime(of time: Int64) -> Int64 {
+        guard time != .max else { return .max }
+        return scale == 1 ? time : origin + Int64(Double(time - origin) / scale)
     }
 }
