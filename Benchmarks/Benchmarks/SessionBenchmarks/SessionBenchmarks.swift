@@ -17,7 +17,12 @@ import Synchronization
 final class HandFedCamera: CaptureDevice, @unchecked Sendable {
     let identity: DeviceIdentity
     let format: CaptureFormat
-    private let handler = Mutex<(@Sendable (CaptureOutput) -> Void)?>(nil)
+    /// Held by reference: reading a closure out of a lock re-wraps it (one allocation per frame).
+    final class Handler: Sendable {
+        let call: @Sendable (CaptureOutput) -> Void
+        init(_ call: @escaping @Sendable (CaptureOutput) -> Void) { self.call = call }
+    }
+    private let handler = Mutex<Handler?>(nil)
 
     init(name: String, format: CaptureFormat) {
         identity = DeviceIdentity(stableID: name, name: name)
@@ -27,28 +32,38 @@ final class HandFedCamera: CaptureDevice, @unchecked Sendable {
     func supportedFormats() throws(CaptureError) -> [CaptureFormat] { [format] }
     var activeFormat: CaptureFormat? { format }
     func configure(_ format: CaptureFormat) throws(CaptureError) -> CaptureFormat { self.format }
-    func start(_ handler: @escaping @Sendable (CaptureOutput) -> Void) throws(CaptureError) { self.handler.withLock { $0 = handler } }
+    func start(_ handler: @escaping @Sendable (CaptureOutput) -> Void) throws(CaptureError) {
+        self.handler.withLock { $0 = Handler(handler) }
+    }
     func stop() {
         let handler = self.handler.withLock { h in defer { h = nil }; return h }
-        handler?(.event(.stopped))
+        handler?.call(.event(.stopped))
     }
 
     /// Delivers `frame` on the caller's thread, as a camera's thread would.
-    func deliver(_ frame: Frame) { handler.withLock { $0 }?(.frame(frame)) }
+    func deliver(_ frame: Frame) { handler.withLock { $0 }?.call(.frame(frame)) }
 }
 
-let benchmarks: @Sendable () -> Void = {
-    Benchmark.defaultConfiguration = .init(metrics: [.wallClock, .throughput, .cpuTotal, .mallocCountTotal],
-                                           scalingFactor: .kilo, maxDuration: .seconds(3), maxIterations: 10)
+/// One session for every run, so that no run measures another's start or teardown
+/// (threads exiting, buffers freed) on the side.
+final class SessionFixture: @unchecked Sendable {
+    static let shared = SessionFixture()
 
-    Benchmark("Session/pairs rectified through a session with a callback (pairs)") { benchmark in
-        let size = ImageSize(width: 160, height: 120)
+    let size = ImageSize(width: 160, height: 120)
+    let format: CaptureFormat
+    let pixels: PerSide<SharedPixels>
+    let cameras: PerSide<HandFedCamera>
+    let session: StereoSession
+    let delivered = Atomic<Int>(0)
+    var next = 0
+
+    init() {
         let interval = FrameInterval(numerator: 1, denominator: 30)
-        let format = CaptureFormat(fourCC: .grey, size: size, frameInterval: interval)
+        format = CaptureFormat(fourCC: .grey, size: size, frameInterval: interval)
         let rig = SimulatedStereoRig.example(size: size)
-        let pixels = PerSide(left: SharedPixels((try? rig.render(.left)) ?? (try! ImageBuffer(format: .gray8, size: size))),
-                             right: SharedPixels((try? rig.render(.right)) ?? (try! ImageBuffer(format: .gray8, size: size))))
-        let cameras = PerSide(left: HandFedCamera(name: "left", format: format), right: HandFedCamera(name: "right", format: format))
+        guard let left = try? rig.render(.left), let right = try? rig.render(.right) else { fatalError("rendering failed") }
+        pixels = PerSide(left: SharedPixels(left), right: SharedPixels(right))
+        cameras = PerSide(left: HandFedCamera(name: "left", format: format), right: HandFedCamera(name: "right", format: format))
         let device = StereoDevice(left: cameras.left, right: cameras.right)
         try? device.configure(StereoConfiguration(format: format))
         var options = StereoSessionOptions()
@@ -57,40 +72,49 @@ let benchmarks: @Sendable () -> Void = {
         guard let session = try? StereoSession(device: device, calibration: rig.calibration, options: options) else {
             fatalError("the benchmark session could not be made")
         }
-        let delivered = Atomic<Int>(0)
-        try? session.start(delivering: { pair in
+        self.session = session
+        try? session.start(delivering: { [unowned self] pair in
             blackHole(pair.left.image)
-            delivered.add(1, ordering: .releasing)
+            self.delivered.add(1, ordering: .releasing)
         })
-        let frameNanoseconds = interval.nanoseconds
-        var k = 0
-        func frames(_ count: Int) -> [PerSide<Frame>] {
-            (0..<count).map { _ in
-                defer { k += 1 }
-                let t = 1_000_000_000 + Int64(k) * frameNanoseconds
-                return PerSide { side in
-                    let p = pixels[side]
-                    return Frame(image: p.view, payload: p.payload, format: format, timestampNanoseconds: t + (side == .right ? 2_000_000 : 0),
-                                 timestampSource: .midExposure, sequence: UInt64(k), source: cameras[side].identity, release: { _ = p })
-                }
+        run(frames(2_000))  // pools, plans and pressure windows reach their steady state
+    }
+
+    /// `count` left/right frame pairs, 30 fps, the right 2 ms late.
+    func frames(_ count: Int) -> [PerSide<Frame>] {
+        (0..<count).map { _ in
+            defer { next += 1 }
+            let t = 1_000_000_000 + Int64(next) * format.frameInterval.nanoseconds
+            return PerSide { side in
+                let p = pixels[side]
+                return Frame(image: p.view, payload: p.payload, format: format, timestampNanoseconds: t + (side == .right ? 2_000_000 : 0),
+                             timestampSource: .midExposure, sequence: UInt64(next), source: cameras[side].identity, release: { _ = p })
             }
         }
-        func run(_ batch: [PerSide<Frame>]) {
-            for pair in batch {
-                let before = delivered.load(ordering: .acquiring)
-                cameras.left.deliver(pair.left)
-                cameras.right.deliver(pair.right)
-                // Wait for this pair (a pair is released when its later frame arrives).
-                while delivered.load(ordering: .acquiring) == before { sched_yield() }
-            }
+    }
+
+    /// Hands over each pair and waits until the callback has it (a pair is released when
+    /// its later frame arrives).
+    func run(_ batch: [PerSide<Frame>]) {
+        for pair in batch {
+            let before = delivered.load(ordering: .acquiring)
+            cameras.left.deliver(pair.left)
+            cameras.right.deliver(pair.right)
+            while delivered.load(ordering: .acquiring) == before { sched_yield() }
         }
-        // Warm up: pools, plans and windows reach their steady state.
-        run(frames(2_000))
-        let measured = frames(benchmark.scaledIterations.count + 1)
+    }
+}
+
+let benchmarks: @Sendable () -> Void = {
+    Benchmark.defaultConfiguration = .init(metrics: [.wallClock, .throughput, .cpuTotal, .mallocCountTotal],
+                                           scalingFactor: .kilo, maxDuration: .seconds(3), maxIterations: 10)
+
+    Benchmark("Session/pairs rectified through a session with a callback (pairs)") { benchmark in
+        let fixture = SessionFixture.shared
+        let batch = fixture.frames(benchmark.scaledIterations.count)
         benchmark.startMeasurement()
-        run(Array(measured.dropLast()))
+        fixture.run(batch)
         benchmark.stopMeasurement()
-        session.stop()
-        blackHole(session.statistics.pairsDelivered)
+        blackHole(fixture.session.statistics.pairsDelivered)
     }
 }

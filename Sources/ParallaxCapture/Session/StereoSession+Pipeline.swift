@@ -16,6 +16,12 @@ extension StereoSession {
         case ended
     }
 
+    /// The consumer's callback.
+    final class PairHandler: Sendable {
+        let call: @Sendable (StereoPair) -> Void
+        init(_ call: @escaping @Sendable (StereoPair) -> Void) { self.call = call }
+    }
+
     /// A pair from the synchronizer on its way to the session thread.
     struct Incoming: Sendable {
         var pair: SynchronizedPair<Frame>
@@ -39,7 +45,9 @@ extension StereoSession {
         var phase = Phase.idle
         var endReason: String?
         var discardOnEnd = false
-        var handler: (@Sendable (StereoPair) -> Void)?
+        /// The pair callback, held by reference (reading a closure out of the lock would
+        /// re-wrap it, one allocation per pair).
+        var handler: PairHandler?
         var worker: CaptureThread?
         var startedAt: Int64 = 0
         var sides = PerSide(repeating: SideState.running)
@@ -388,7 +396,7 @@ extension StereoSession {
     private func deliver(_ pair: StereoPair, thread: CaptureThread, ending: Bool) {
         if let handler = state.withLock({ $0.handler }) {
             let started = monotonicNanoseconds()
-            handler(pair)
+            handler.call(pair)
             let took = monotonicNanoseconds() - started
             state.withLock { s in
                 s.delivered += 1

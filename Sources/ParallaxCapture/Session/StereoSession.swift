@@ -204,7 +204,7 @@ public final class StereoSession: Sendable {
         let fresh = state.withLock { s -> Bool in
             guard s.phase == .idle else { return false }
             s.phase = .running
-            s.handler = handler
+            s.handler = handler.map(PairHandler.init)
             s.startedAt = monotonicNanoseconds()
             return true
         }

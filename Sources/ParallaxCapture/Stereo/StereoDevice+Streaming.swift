@@ -34,7 +34,7 @@ extension StereoDevice {
         }
         state.withLock { s in
             s.streaming = true
-            s.handler = handler
+            s.handler = OutputHandler(handler)
             s.capGrid = PerSide(repeating: CapGrid())
         }
         var started: [StereoSide] = []
@@ -82,7 +82,7 @@ extension StereoDevice {
             defer { s.enabled[side] = isEnabled }
             return (s.streaming, s.enabled[side], s.handler, s.active)
         }
-        guard streaming, was != isEnabled, let handler else { return }
+        guard streaming, was != isEnabled, let handler = handler?.call else { return }
         if !isEnabled {
             handler(.disabled(side))
             constituents[side].stop()
@@ -160,17 +160,17 @@ extension StereoDevice {
         case .event(let event):
             let (handler, enabled) = state.withLock { ($0.handler, $0.enabled[side]) }
             if event == .stopped && !enabled { return }
-            handler?(.event(event, side))
+            handler?.call(.event(event, side))
         case .frame(let frame):
-            let (handler, model, keep) = state.withLock { s -> ((@Sendable (StereoOutput) -> Void)?, CameraModel?, Bool) in
+            let (handler, model, keep) = state.withLock { s -> (OutputHandler?, CameraModel?, Bool) in
                 (s.handler, s.models?[side], Self.passesCap(frame.timestampNanoseconds, side: side, state: &s))
             }
             guard let handler else { return }
             guard keep else {
-                handler(.event(.dropped(count: 1, reason: .frameRateCap), side))
+                handler.call(.event(.dropped(count: 1, reason: .frameRateCap), side))
                 return
             }
-            handler(.frame(Self.frame(frame, with: model), side))
+            handler.call(.frame(Self.frame(frame, with: model), side))
         }
     }
 

@@ -50,10 +50,18 @@ public final class StereoDevice: Sendable {
         var active: PerSide<CaptureFormat>?
         var enabled = PerSide(repeating: true)
         var streaming = false
-        var handler: (@Sendable (StereoOutput) -> Void)?
+        var handler: OutputHandler?
         var calibration: StereoCalibration?
         var models: PerSide<CameraModel>?
         var capGrid: PerSide<CapGrid> = PerSide(repeating: CapGrid())
+    }
+
+    /// The consumer's handler, held by reference: a closure read out of the lock as a
+    /// value is re-wrapped (a reabstraction thunk, one allocation) every time; a class
+    /// reference is only retained.
+    final class OutputHandler: Sendable {
+        let call: @Sendable (StereoOutput) -> Void
+        init(_ call: @escaping @Sendable (StereoOutput) -> Void) { self.call = call }
     }
 
     /// Where the next frame of a decimated side is due.
