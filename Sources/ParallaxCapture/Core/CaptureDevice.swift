@@ -151,3 +151,10 @@ public protocol ReconnectableCaptureDevice: CaptureDevice {
     ///   ``CaptureError/invalidState(device:reason:)`` naming the other camera found instead.
     func reconnect() throws(CaptureError)
 }
+
+/// A device whose streaming thread can be asked to stop without waiting for it, so several
+/// can be told at once before each is joined.
+protocol StopRequesting {
+    /// Asks the streaming thread to finish; ``CaptureDevice/stop()`` still waits for it.
+    func requestStop()
+}

@@ -12,7 +12,7 @@ import Synchronization
 /// otherwise frames come as fast as they decode. A ``CaptureEvent/stopped``
 /// event follows the last frame. An image that cannot be read is a
 /// recoverable error event (naming the file) and is skipped.
-public final class RecordedFolderDevice: CaptureDevice, Sendable {
+public final class RecordedFolderDevice: CaptureDevice, StopRequesting, Sendable {
     /// One row of `data.csv`.
     public struct Entry: Hashable, Sendable {
         /// The recorded timestamp (nanoseconds, the recording camera's clock).
@@ -115,6 +115,11 @@ public final class RecordedFolderDevice: CaptureDevice, Sendable {
             handler(.event(.stopped))
         }
         thread.withLock { $0 = worker }
+    }
+
+    /// Asks the playback thread to stop without waiting for it (``stop()`` waits).
+    func requestStop() {
+        thread.withLock { $0 }?.stopRequested.store(true, ordering: .releasing)
     }
 
     /// Stops streaming and waits for the device thread, with a deadline (see ``CaptureDevice/stop()``).

@@ -209,8 +209,12 @@ extension StereoSession {
             return true
         }
         // Frames from now on are after the end: the synchronizer drops them as
-        // `constituent_disabled` instead of pairing them.
-        if ending { synchronizer.finish() }
+        // `constituent_disabled` instead of pairing them, and sources that run as fast as
+        // they can are told to stop now.
+        if ending {
+            synchronizer.finish()
+            device.requestStop()
+        }
         wake()
     }
 
@@ -233,6 +237,7 @@ extension StereoSession {
             return s.worker
         }
         synchronizer.finish()
+        device.requestStop()
         wake()
         worker?.stopAndJoin(timeoutSeconds: 30)
     }

@@ -88,7 +88,7 @@ public final class SimulatedRigDevice: Sendable {
 }
 
 /// One camera of a ``SimulatedRigDevice``.
-public final class SimulatedCamera: CaptureDevice, @unchecked Sendable {
+public final class SimulatedCamera: CaptureDevice, StopRequesting, @unchecked Sendable {
     /// Who this device is.
     public let identity: DeviceIdentity
     /// Which camera of the rig.

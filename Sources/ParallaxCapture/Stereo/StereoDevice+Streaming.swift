@@ -60,11 +60,18 @@ extension StereoDevice {
             return s.streaming
         }
         guard running else { return }
-        // Both simulated cameras are told first: one whose partner stopped would otherwise
-        // run free (nothing holds it in step any more) until its own stop.
-        for device in constituents.both { (device as? SimulatedCamera)?.requestStop() }
+        // Both are told first: a simulated camera whose partner stopped would otherwise run
+        // free (nothing holds it in step any more) until its own stop.
+        requestStop()
         for device in constituents.both { device.stop() }
         state.withLock { $0.handler = nil }
+    }
+
+    /// Asks the constituents that run as fast as they can (simulated cameras, recordings) to
+    /// stop, without waiting: a consumer that is done stops the flood at once, and
+    /// ``stop()`` then joins them.
+    func requestStop() {
+        for device in constituents.both { (device as? any StopRequesting)?.requestStop() }
     }
 
     /// Switches one side off (it stops streaming, freeing its bandwidth) or on again, while
