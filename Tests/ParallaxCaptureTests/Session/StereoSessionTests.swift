@@ -280,11 +280,30 @@ struct StereoSessionTests {
         #expect(tracker.update(PressureFactors(consumerLoad: 0.1)) == .serious)
         #expect(tracker.update(PressureFactors(lossRate: 0.06)) == nil)  // serious again: no change
         #expect(tracker.update(PressureFactors(thermalHeadroomCelsius: 1.5)) == .shutdown)
+    }
+
+    /// Every threshold of the README's pressure table, at its edge, and the defaults it quotes.
+    @Test func theDocumentedThresholdsAndDefaults() {
         let policy = PressurePolicy()
-        #expect(policy.level(of: PressureFactors(processingLoad: 0.59)) == .nominal)
-        #expect(policy.level(of: PressureFactors(processingLoad: 0.6)) == .fair)
-        #expect(policy.level(of: PressureFactors(lossRate: 0.05)) == .serious)
-        #expect(policy.level(of: PressureFactors(cpuFrequencyLimit: 0.5)) == .serious)
-        #expect(policy.level(of: PressureFactors(thermalHeadroomCelsius: 4)) == .critical)
+        func level(_ f: PressureFactors) -> PressureLevel { policy.level(of: f) }
+        for (load, expected) in [(0.59, PressureLevel.nominal), (0.6, .fair), (0.84, .fair), (0.85, .serious), (0.99, .serious), (1.0, .critical)] {
+            #expect(level(PressureFactors(processingLoad: load)) == expected)
+            #expect(level(PressureFactors(consumerLoad: load)) == expected)
+        }
+        for (loss, expected) in [(0.009, PressureLevel.nominal), (0.01, .fair), (0.049, .fair), (0.05, .serious), (0.149, .serious), (0.15, .critical)] {
+            #expect(level(PressureFactors(lossRate: loss)) == expected)
+        }
+        #expect(level(PressureFactors(queueFill: 0.49)) == .nominal && level(PressureFactors(queueFill: 1)) == .fair)
+        for (headroom, expected) in [(20.1, PressureLevel.nominal), (20, .fair), (10, .serious), (5, .critical), (2, .shutdown)] {
+            #expect(level(PressureFactors(thermalHeadroomCelsius: headroom)) == expected)
+        }
+        for (limit, expected) in [(0.9, PressureLevel.nominal), (0.89, .fair), (0.6, .fair), (0.59, .serious)] {
+            #expect(level(PressureFactors(cpuFrequencyLimit: limit)) == expected)
+        }
+        #expect(policy.windowSeconds == 0.5 && policy.coolDownWindows == 4 && policy.lossHorizonWindows == 8)
+        #expect(policy.frameRateStep == 0.75 && policy.raiseAfterSeconds == 3 && !policy.adaptsFrameRate)
+        let options = StereoSessionOptions()
+        #expect(options.reconnectIntervalSeconds == 0.25 && options.reconnectTimeoutSeconds == 60 && options.reconnects)
+        #expect(StillPair.motionThreshold == 6 && StillQuality.quality.pairCount == 8 && StillQuality.balanced.pairCount == 4)
     }
 }
