@@ -30,6 +30,8 @@ public final class RecordedFolderDevice: CaptureDevice, StopRequesting, Sendable
     /// Real-time playback or as fast as frames decode.
     public let pace: SimulationPace
     private let recordedFormat: CaptureFormat
+    /// The recorded size and pixel format at the interval last asked for.
+    private let configured: Mutex<CaptureFormat>
     private let thread = Mutex<CaptureThread?>(nil)
 
     /// Reads `DIR/cam<camera>/data.csv` and the first image (for the format).
@@ -63,6 +65,7 @@ public final class RecordedFolderDevice: CaptureDevice, StopRequesting, Sendable
         let median = steps.isEmpty ? 33_333_333 : max(1, steps[steps.count / 2])
         recordedFormat = CaptureFormat(fourCC: fourCC, size: image.size,
                                        frameInterval: FrameInterval(framesPerSecond: 1e9 / Double(median)))
+        configured = Mutex(recordedFormat)
         identity = DeviceIdentity(stableID: "recording:\(cameraFolder)", name: "recording cam\(camera)", path: cameraFolder)
     }
 
@@ -74,22 +77,27 @@ public final class RecordedFolderDevice: CaptureDevice, StopRequesting, Sendable
     public func supports(_ format: CaptureFormat) throws(CaptureError) -> Bool {
         format.size == recordedFormat.size && format.fourCC == recordedFormat.fourCC
     }
-    /// The format in use (see ``CaptureDevice/activeFormat``).
-    public var activeFormat: CaptureFormat? { recordedFormat }
+    /// The format in use (see ``CaptureDevice/activeFormat``): the recorded size and pixel
+    /// format, at the median recorded interval until another is configured.
+    public var activeFormat: CaptureFormat? { configured.withLock { $0 } }
 
-    /// Accepts only the recorded size and pixel format (any interval: playback keeps the recorded times).
+    /// Accepts only the recorded size and pixel format, at any interval, and returns it as
+    /// asked: playback keeps the recorded times whatever the interval, so the two folders
+    /// of a recording (whose median intervals differ by their jitter and drift) configure
+    /// to one shared format.
     @discardableResult
     public func configure(_ format: CaptureFormat) throws(CaptureError) -> CaptureFormat {
         guard format.size == recordedFormat.size, format.fourCC == recordedFormat.fourCC else {
             throw .unsupportedFormat(device: cameraFolder, requested: format, available: [recordedFormat])
         }
-        return recordedFormat
+        configured.withLock { $0 = format }
+        return format
     }
 
     /// Starts streaming into `handler` (see ``CaptureDevice/start(_:)``).
     public func start(_ handler: @escaping @Sendable (CaptureOutput) -> Void) throws(CaptureError) {
         let entries = self.entries, folder = cameraFolder, identity = self.identity
-        let format = recordedFormat, pace = self.pace
+        let format = configured.withLock { $0 }, pace = self.pace
         let worker = CaptureThread(name: "parallax.recording \(folder)") { thread in
             let startedAt = monotonicNanoseconds()
             let t0 = entries.first?.timestampNanoseconds ?? 0

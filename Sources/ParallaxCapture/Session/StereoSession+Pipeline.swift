@@ -57,6 +57,8 @@ extension StereoSession {
         var incoming: Ring<Incoming>
         var pairsMade = 0
         var pushed = PerSide(repeating: 0)
+        /// When each side last pushed a frame (monotonic nanoseconds).
+        var lastPush = PerSide<Int64>(repeating: 0)
         var decided = PerSide(repeating: 0)
         var cameraDrops = PerSide<[DropReason: Int]>(repeating: [:])
         var sessionDrops: [SessionDropReason: Int] = [:]
@@ -104,8 +106,10 @@ extension StereoSession {
         switch output {
         case .frame(let frame, let side):
             if case .waitForConsumer = backPressure { waitForRoom(side) }
+            let now = monotonicNanoseconds()
             state.withLock { s in
                 s.pushed[side] += 1
+                s.lastPush[side] = now
                 s.window.framesArrived += 1
             }
             synchronizer.push(frame, from: side)
@@ -147,20 +151,21 @@ extension StereoSession {
     /// Sources that can wait are held here, before pushing: while the consumer's queue and
     /// the pairs on their way are full (for as long as the consumer takes, and the session
     /// runs), or while this side is so far ahead of the other that its synchronizer queue
-    /// would overflow (for at most a second: the other side may have stalled; the frame is
-    /// then pushed and its fate counted like any other's).
+    /// would overflow, for as long as the other side makes progress (a side that delivered
+    /// nothing for two seconds may have stalled: the frame is then pushed and its fate
+    /// counted like any other's).
     func waitForRoom(_ side: StereoSide) {
         let limit = synchronizer.configuration.queueCapacity - 1
-        let aheadDeadline = Date(timeIntervalSinceNow: 1)
         signal.lock()
         defer { signal.unlock() }
         while true {
+            let now = monotonicNanoseconds()
             let (full, ahead) = state.withLock { s -> (Bool, Bool) in
                 guard s.phase == .running else { return (false, false) }
-                return (s.incoming.count + pairQueue.count >= 2,
-                        s.pushed[side] - s.decided[side] >= limit && s.isActive(side.opposite))
+                let otherProgresses = s.isActive(side.opposite) && now - s.lastPush[side.opposite] < 2_000_000_000
+                return (s.incoming.count + pairQueue.count >= 2, s.pushed[side] - s.decided[side] >= limit && otherProgresses)
             }
-            guard full || (ahead && Date() < aheadDeadline) else { return }
+            guard full || ahead else { return }
             _ = signal.wait(until: Date(timeIntervalSinceNow: 0.05))
         }
     }
@@ -246,9 +251,8 @@ extension StereoSession {
     /// every waiting frame, and what it releases is delivered (or, when discarding, dropped
     /// as ``SessionDropReason/sessionStopped``).
     private func finishSession(_ thread: CaptureThread) {
-        // The synchronizer finishes first: the cameras stop one after the other, and a
-        // simulated camera whose partner has stopped runs free until it is stopped too;
-        // frames after the end are dropped as `constituent_disabled`, not queued.
+        // The synchronizer finishes first, so frames that arrive while the cameras stop are
+        // dropped as `constituent_disabled` rather than paired after the end.
         synchronizer.finish()
         device.stop()
         let (reason, discard) = state.withLock { ($0.endReason ?? "stopped", $0.discardOnEnd) }
@@ -271,8 +275,9 @@ extension StereoSession {
             s.phase = .stopped
             s.handler = nil
         }
-        pairQueue.finish()
+        // The event first: a consumer whose `pairs` loop ends reads a closed account.
         emit(.stopped(reason: reason))
+        pairQueue.finish()
         eventQueue.finish()
         wake()
     }

@@ -121,9 +121,13 @@ public final class StereoSession: Sendable {
 
         let interval = device.configuration.map { device.streamingFormat(for: $0).frameInterval.nanoseconds }
             ?? format.frameInterval.nanoseconds
-        let settings = options.synchronizer ?? SynchronizerConfiguration(
-            policy: .approximate, frameIntervalNanoseconds: interval, timestampJitterNanoseconds: 2_000_000)
+        // Sources that wait for the consumer have no wall-clock deadline: how long a frame
+        // waits for its partner says nothing about it there (a slow disk, a busy machine),
+        // so pairing depends on the timestamps alone.
         let waits = backPressure == .waitForConsumer
+        let settings = options.synchronizer ?? SynchronizerConfiguration(
+            policy: .approximate, frameIntervalNanoseconds: interval, timestampJitterNanoseconds: 2_000_000,
+            maximumLatencyNanoseconds: waits ? Int64.max / 4 : 100_000_000)
         var initial = State(policy: options.pressure, poolLimit: backPressure.queuedPairs + 3,
                             incomingCapacity: waits ? 64 : 2, cameraFramesPerSecond: 1e9 / Double(max(1, interval)))
         initial.sides = PerSide(repeating: device.enabledSides.left ? .running : .disabled)
@@ -206,6 +210,8 @@ public final class StereoSession: Sendable {
             s.phase = .running
             s.handler = handler.map(PairHandler.init)
             s.startedAt = monotonicNanoseconds()
+            // A side that has not pushed yet counts as progressing from the start.
+            s.lastPush = PerSide(repeating: s.startedAt)
             return true
         }
         guard fresh else { throw .invalidState("a session runs once; make a new one to stream again") }

@@ -57,7 +57,8 @@ public struct StereoSessionOptions: Sendable {
     /// How pairs are rectified when a calibration is given.
     public var rectification: SessionRectification
     /// How frames are paired; `nil`: the approximate policy with the device's frame
-    /// interval, a skew limit of half an interval and 2 ms of timestamp jitter.
+    /// interval, a skew limit of half an interval and 2 ms of timestamp jitter, and a
+    /// 100 ms latency deadline for live cameras (none for sources that wait).
     public var synchronizer: SynchronizerConfiguration?
     /// What happens when the consumer is slower than the cameras; `nil`:
     /// ``BackPressure/suited(to:)``.

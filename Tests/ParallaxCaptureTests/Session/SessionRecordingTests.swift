@@ -36,6 +36,32 @@ struct SessionRecordingTests {
         #expect(summary.statistics.accountsForEveryFrame(.left) && summary.statistics.pairsInFlight == 0)
     }
 
+    @Test("a recording played back through a session with a slow consumer loses nothing and ends by itself")
+    func playbackWaitsForTheConsumer() async throws {
+        let directory = Self.folder()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let (_, device) = SessionFixtures.simulated(size: ImageSize(width: 32, height: 24), drops: 0)
+        let recording = try await StereoSession(device: device)
+            .record(into: try EuRoCRecorder(directory: directory), pairs: 40, timeoutSeconds: 20)
+        #expect(recording.pairsWritten == 40)
+        let playback = try StereoSession(device: try StereoDevice(recording: directory))
+        #expect(playback.backPressure == .waitForConsumer)
+        try playback.start()
+        var played: [Int64] = []
+        for await pair in playback.pairs {
+            played.append(pair.left.timestampNanoseconds)
+            usleep(5_000)  // slower than the folders are read
+        }
+        let stats = playback.statistics
+        print("playback: \(played.count) pairs; drops left \(stats.drops(.left)), right \(stats.drops(.right)); "
+              + "events \(stats.events.map(\.description))")
+        // The sequence ended by itself at the end of the recording, with every pair.
+        #expect(played == (try Self.stamps(directory, 0)))
+        #expect(stats.events.last.map { "\($0.kind)" }?.contains("end of stream") == true)
+        #expect(stats.sessionDrops[.consumerBehind, default: 0] == 0 && stats.synchronizer.drops(reason: .queueOverflow) == 0)
+        for side in StereoSide.allCases { #expect(stats.frames(side) == 40 && stats.accountsForEveryFrame(side)) }
+    }
+
     @Test("a session stopped mid-recording (Ctrl-C) leaves CSVs that list exactly the images written")
     func stoppedRecordingIsConsistent() async throws {
         let directory = Self.folder()
