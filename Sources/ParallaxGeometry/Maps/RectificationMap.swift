@@ -19,6 +19,7 @@ public struct RectificationMap: Sendable, Equatable {
     /// (no lens distortion), so a resampler may compute positions on the fly.
     public var homography: Homography?
 
+    /// A map from its arrays (one entry per output pixel, row-major; NaN where undefined).
     public init(outputSize: ImageSize, sourceSize: ImageSize, sourceX: [Float], sourceY: [Float], homography: Homography? = nil) {
         precondition(sourceX.count == outputSize.area && sourceY.count == outputSize.area,
                      "map arrays must hold one entry per output pixel")
@@ -95,13 +96,16 @@ public struct RectificationMap: Sendable, Equatable {
 
 /// The two maps of a rectified stereo pair.
 public struct StereoRectificationMaps: Sendable, Equatable {
+    /// The left camera's map.
     public var left: RectificationMap
+    /// The right camera's map.
     public var right: RectificationMap
     /// The rectification the maps were built for.
     public var rectification: StereoRectification
     /// How the maps turn and flip the rectified images for display.
     public var orientation: OutputOrientation
 
+    /// The two maps of `rectification`, displayed with `orientation`.
     public init(left: RectificationMap, right: RectificationMap, rectification: StereoRectification,
                 orientation: OutputOrientation = .identity) {
         self.left = left
