@@ -115,12 +115,16 @@ struct LiveConvergenceTests {
         let image = TestImages.smooth(.gray8, width: Self.size.width, height: Self.size.height)
         let original = try rectifier.rectify(left: image, right: image)
         rectifier.setConvergence(atDistance: 250)
-        #expect(rectifier.convergenceDistance == 250)
+        #expect(rectifier.requestedConvergenceDistance == 250)
         rectifier.setConvergence(atDistance: 500)
         let back = try rectifier.rectify(left: image, right: image)
         #expect(back.left == original.left && back.right == original.right)
         rectifier.setConvergence(atDistance: nil)
         let infinity = rectifier.rectification(for: .gray8)
         #expect(abs(infinity.disparity(atDistance: 1e12)) <= 1)
+        // However near, a distance gives a bounded shift (the image is all border), not a trap.
+        rectifier.setConvergence(atDistance: 1e-300)
+        let (nearLeft, _) = try rectifier.rectify(left: image, right: image)
+        #expect(nearLeft.bytes.allSatisfy { $0 == 0 })
     }
 }

@@ -18,7 +18,7 @@ extension StereoSession {
     /// `pairs` are written (`nil`: until the session ends), the session ends, or
     /// `timeoutSeconds` pass; then stops the session and writes the CSVs.
     ///
-    /// The recorder is one more consumer of ``pairs``: with live cameras a slow disk shows up
+    /// The recorder is the consumer of ``pairs`` (a session has one): with live cameras a slow disk shows up
     /// as pairs dropped for `consumer_behind`, with sources that wait nothing is lost. A
     /// session stopped from elsewhere (``stop()``, on Ctrl-C) ends the recording cleanly: the
     /// CSVs list exactly the pairs whose two images were written.

@@ -63,7 +63,6 @@ extension StereoSession {
         var cameraDrops = PerSide<[DropReason: Int]>(repeating: [:])
         var sessionDrops: [SessionDropReason: Int] = [:]
         var delivered = 0
-        var inFlight = 0
         var pool: PairStoragePool
         var rectifyTimes = DurationHistogram()
         var consumerTimes = DurationHistogram()
@@ -141,6 +140,7 @@ extension StereoSession {
             state.withLock { $0.sides[side] = .disabled }
             synchronizer.setEnabled(false, for: side)
             emit(.disabled, side: side)
+            wake()
         case .enabled(let side):
             state.withLock { $0.sides[side] = .running }
             synchronizer.setEnabled(true, for: side)
@@ -161,7 +161,9 @@ extension StereoSession {
         while true {
             let now = monotonicNanoseconds()
             let (full, ahead) = state.withLock { s -> (Bool, Bool) in
-                guard s.phase == .running else { return (false, false) }
+                // A side being switched off or gone never waits: its camera is being stopped
+                // (maybe from the session's own thread, which this wait would hold up).
+                guard s.phase == .running, s.sides[side] == .running else { return (false, false) }
                 let otherProgresses = s.isActive(side.opposite) && now - s.lastPush[side.opposite] < 2_000_000_000
                 return (s.incoming.count + pairQueue.count >= 2, s.pushed[side] - s.decided[side] >= limit && otherProgresses)
             }
@@ -175,14 +177,12 @@ extension StereoSession {
         let overflow = state.withLock { s -> Incoming? in
             s.decided.left += 1
             s.decided.right += 1
-            s.inFlight += 1
             var dropped: Incoming?
             if s.incoming.isFull { dropped = s.incoming.popFirst() }
             s.incoming.append(Incoming(pair: pair, number: s.pairsMade))
             s.pairsMade += 1
             if dropped != nil {
                 s.sessionDrops[s.phase == .running ? .consumerBehind : .sessionStopped, default: 0] += 1
-                s.inFlight -= 1
                 s.window.sessionLosses += 2
             }
             return dropped
@@ -323,7 +323,6 @@ extension StereoSession {
     private func drop(_ incoming: Incoming, reason: SessionDropReason) {
         state.withLock { s in
             s.sessionDrops[reason, default: 0] += 1
-            s.inFlight -= 1
             if reason != .frameRateCap && reason != .sessionStopped { s.window.sessionLosses += 2 }
         }
     }
@@ -331,7 +330,6 @@ extension StereoSession {
     private func dropQueued(reason: SessionDropReason) {
         state.withLock { s in
             s.sessionDrops[reason, default: 0] += 1
-            s.inFlight -= 1
             if reason == .consumerBehind { s.window.sessionLosses += 2 }
         }
     }
@@ -410,7 +408,6 @@ extension StereoSession {
             let took = monotonicNanoseconds() - started
             state.withLock { s in
                 s.delivered += 1
-                s.inFlight -= 1
                 s.window.delivered += 1
                 s.window.consumerPairs += 1
                 s.window.consumerNanoseconds += took
@@ -425,7 +422,8 @@ extension StereoSession {
             var lastDelivered = state.withLock { $0.delivered }
             signal.lock()
             while pairQueue.isFull {
-                if state.withLock({ $0.discardOnEnd }) { break }
+                // Stopped (or ending without a consumer to wait for): stop waiting.
+                if thread.shouldStop || state.withLock({ $0.discardOnEnd || (!ending && $0.phase != .running) }) { break }
                 let delivered = state.withLock { $0.delivered }
                 if delivered != lastDelivered {
                     lastDelivered = delivered
@@ -437,7 +435,10 @@ extension StereoSession {
             }
             signal.unlock()
         }
-        if pairQueue.push(pair) != nil { dropQueued(reason: state.withLock { $0.discardOnEnd } ? .sessionStopped : .consumerBehind) }
+        if pairQueue.push(pair) != nil {
+            let stopping = ending || state.withLock { $0.discardOnEnd || $0.phase != .running }
+            dropQueued(reason: stopping ? .sessionStopped : .consumerBehind)
+        }
     }
 
     /// The next pair for the ``pairs`` consumer.
@@ -457,7 +458,6 @@ extension StereoSession {
             let at = monotonicNanoseconds()
             state.withLock { s in
                 s.delivered += 1
-                s.inFlight -= 1
                 s.window.delivered += 1
                 s.handedOverAt = at
             }
@@ -577,8 +577,16 @@ extension StereoSession {
             state.withLock { $0.sides[side] = .disconnected(since: since, lastAttempt: now) }
             do {
                 try device.reconnect(side)
-                state.withLock { $0.sides[side] = device.enabledSides[side] ? .running : .disabled }
-                synchronizer.setEnabled(device.enabledSides[side], for: side)
+                // Back, unless it vanished again on its new thread meanwhile (then its new
+                // disconnection stands and is retried like the first).
+                let enabled = device.enabledSides[side]
+                let back = state.withLock { s -> Bool in
+                    guard case .disconnected(let current, _) = s.sides[side], current == since else { return false }
+                    s.sides[side] = enabled ? .running : .disabled
+                    return true
+                }
+                guard back else { continue }
+                synchronizer.setEnabled(enabled, for: side)
                 emit(.reconnected, side: side)
             } catch {
                 if let timeout = options.reconnectTimeoutSeconds, Double(now - since) / 1e9 >= timeout {

@@ -256,14 +256,23 @@ public final class StereoSession: Sendable {
 
     /// The account so far; thread-safe, available at any time.
     public var statistics: StereoSessionStatistics {
-        let synchronizerStatistics = synchronizer.statistics
-        return state.withLock { s in
+        // The session's counts first, then the synchronizer's: pairs it made since are in
+        // flight (made, not yet delivered or dropped), never missing.
+        var snapshot = state.withLock { s in
             StereoSessionStatistics(
-                synchronizer: synchronizerStatistics, cameraDrops: s.cameraDrops, sessionDrops: s.sessionDrops,
-                pairsDelivered: s.delivered, pairsInFlight: s.inFlight, pairsPerSecond: s.pairsPerSecond,
+                synchronizer: SynchronizerStatistics(pairs: 0, pairsReleasedOnDeadline: 0, framesLeft: 0, framesRight: 0,
+                                                     dropCounts: Array(repeating: 0, count: 12), discontinuities: 0,
+                                                     skew: DurationSummary(count: 0, p50Nanoseconds: 0, p99Nanoseconds: 0, maxNanoseconds: 0),
+                                                     latency: DurationSummary(count: 0, p50Nanoseconds: 0, p99Nanoseconds: 0, maxNanoseconds: 0),
+                                                     clock: nil),
+                cameraDrops: s.cameraDrops, sessionDrops: s.sessionDrops,
+                pairsDelivered: s.delivered, pairsInFlight: 0, pairsPerSecond: s.pairsPerSecond,
                 rectification: s.rectifyTimes.summary, consumer: s.consumerTimes.summary, pressure: s.tracker.level,
                 framesPerSecond: s.currentFramesPerSecond, pooledBuffers: s.pool.count, events: s.events)
         }
+        snapshot.synchronizer = synchronizer.statistics
+        snapshot.pairsInFlight = max(0, snapshot.pairsMade - snapshot.pairsDelivered - snapshot.sessionDrops.values.reduce(0, +))
+        return snapshot
     }
 
     /// The pressure level now.

@@ -17,9 +17,10 @@ public enum SessionDropReason: String, Hashable, Sendable, CaseIterable {
 /// drop with a reason, and frames the cameras lost before they reached it are counted
 /// beside them.
 ///
-/// For each side, once the session has stopped and the consumer has read every pair:
-/// `frames(side) == pairsDelivered + pairingDrops(side) + sessionDrops(side)`; while it
-/// runs, ``pairsInFlight`` pairs are still on their way.
+/// For each side, once the session has stopped (``StereoSession/stop()``, or its end and
+/// the consumer has read every pair): `frames(side) == pairsDelivered + pairingDrops(side)
+/// + sessionDrops(side)`. While it runs, ``pairsInFlight`` pairs are on their way and
+/// frames waiting in the synchronizer for a partner are not decided yet.
 public struct StereoSessionStatistics: Sendable {
     /// The synchronizer's account: frames in, pairs made, pairing drops by side and reason,
     /// skew and latency distributions, the clock estimate.
@@ -33,7 +34,7 @@ public struct StereoSessionStatistics: Sendable {
     public var sessionDrops: [SessionDropReason: Int]
     /// Pairs handed to the consumer.
     public var pairsDelivered: Int
-    /// Pairs made but not yet delivered or dropped.
+    /// Pairs the synchronizer made that are not yet delivered or dropped.
     public var pairsInFlight: Int
     /// Pairs delivered per second over the last measurement window.
     public var pairsPerSecond: Double
@@ -61,8 +62,8 @@ public struct StereoSessionStatistics: Sendable {
     /// Frames `side` lost before the session (all reasons).
     public func cameraDrops(_ side: StereoSide) -> Int { cameraDrops[side].values.reduce(0, +) }
 
-    /// Every frame of `side` that reached the session is delivered, dropped with a reason,
-    /// or in flight.
+    /// Every frame of `side` that reached the session is in a delivered pair, dropped with
+    /// a reason, or in a pair in flight (exact once the session has stopped).
     public func accountsForEveryFrame(_ side: StereoSide) -> Bool {
         frames(side) == pairsDelivered + pairingDrops(side) + sessionDrops(side) + pairsInFlight
     }

@@ -139,9 +139,8 @@ public final class OutputSynchronizer<Payload: Sendable>: Sendable {
     /// ``pairs`` sequence ends after the consumer has read what is queued, and later pushes
     /// are dropped.
     public func finish() {
-        perform { core, now, emit in core.finish(now: now, emit: emit) } afterFinish: { _, _ in }
+        perform(finishing: true) { core, now, emit in core.finish(now: now, emit: emit) } afterFinish: { _, _ in }
         let waiter = state.withLock { state -> UnsafeContinuation<SynchronizedPair<Payload>?, Never>? in
-            state.finished = true
             defer { state.waiter = nil }
             return state.output.isEmpty ? state.waiter : nil
         }
@@ -200,6 +199,7 @@ public final class OutputSynchronizer<Payload: Sendable>: Sendable {
     /// that it is specialized for the caller's payload type.
     @inlinable
     func perform(
+        finishing: Bool = false,
         _ body: (SynchronizerCore<Payload>, Int64, SynchronizerCore<Payload>.Emit) -> Void,
         afterFinish: (SynchronizerCore<Payload>, SynchronizerCore<Payload>.Emit) -> Void
     ) {
@@ -238,6 +238,9 @@ public final class OutputSynchronizer<Payload: Sendable>: Sendable {
                     afterFinish(state.core, emit)
                 } else {
                     body(state.core, time, emit)
+                    // Under the same lock as the core's finish: a push from another thread
+                    // is then either decided by it or rejected after it, never kept.
+                    if finishing { state.finished = true }
                 }
                 defer { state.handover = nil }
                 return state.handover

@@ -65,6 +65,9 @@ public final class V4L2Camera: ReconnectableCaptureDevice, @unchecked Sendable {
         var identity: DeviceIdentity
         var calibration: CameraModel?
         var exposureNanoseconds: Int64?
+        /// `bus_info` when the camera was first opened: what a reconnect must find again (a
+        /// failed attempt that met another camera overwrites `capabilities`, not this).
+        var firstBusInfo: String?
     }
 
     /// Opens `path`, queries it and enumerates its formats.
@@ -149,7 +152,7 @@ public final class V4L2Camera: ReconnectableCaptureDevice, @unchecked Sendable {
     /// same node again, and keeps it only when it reports the same USB bus position
     /// (`bus_info`) as before, which is what a stable identity from sysfs rests on.
     public func reconnect() throws(CaptureError) {
-        let before = state.withLock { $0.capabilities.busInfo }
+        let before = state.withLock { $0.firstBusInfo ?? "" }
         try reopen()
         let after = state.withLock { $0.capabilities.busInfo }
         guard before.isEmpty || after == before else {
@@ -182,6 +185,7 @@ public final class V4L2Camera: ReconnectableCaptureDevice, @unchecked Sendable {
             state.withLock { s in
                 s.fd = fd
                 s.capabilities = capabilities
+                if s.firstBusInfo == nil { s.firstBusInfo = capabilities.busInfo }
                 s.formats = formats
                 s.identity.name = capabilities.card.isEmpty ? path : capabilities.card
                 s.exposureNanoseconds = exposure.map { Int64($0) * 100_000 }

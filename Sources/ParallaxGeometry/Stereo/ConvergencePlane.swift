@@ -78,8 +78,12 @@ extension StereoRectification {
         return -p2[axis, 3] / distance + (p1[axis, 2] - p2[axis, 2])
     }
 
-    private static func shift(_ rect: PixelRect, by amount: Double, axis: Int, within size: ImageSize) -> PixelRect {
+    private static func shift(_ rect: PixelRect, by shift: Double, axis: Int, within size: ImageSize) -> PixelRect {
         guard rect.width > 0, rect.height > 0 else { return rect }
+        // Beyond the image the rectangle is empty whatever the shift: clamp, so that a
+        // distance however near cannot overflow `Int`.
+        let limit = Double(size.width + size.height + rect.width + rect.height)
+        let amount = shift.isNaN ? 0 : min(max(shift, -limit), limit)
         var r = rect
         if axis == 0 {
             let x0 = Int(_ceil(Double(rect.x) + amount)), x1 = Int(_floor(Double(rect.x + rect.width) + amount))

@@ -269,9 +269,10 @@ public final class Rectifier: @unchecked Sendable {
 
     // MARK: Live convergence
 
-    /// The convergence distance pairs are rectified with now (calibration units), `nil`
-    /// for infinity; see ``setConvergence(atDistance:)``.
-    public var convergenceDistance: Double? {
+    /// The convergence distance asked for (calibration units; `nil`: infinity): the maps'
+    /// own, or the last ``setConvergence(atDistance:)``. Where disparity is really zero after
+    /// the whole-pixel rounding is ``rectification(for:)``'s `convergenceDistance`.
+    public var requestedConvergenceDistance: Double? {
         pthread_mutex_lock(mutex)
         defer { pthread_mutex_unlock(mutex) }
         switch liveConvergence {
@@ -345,7 +346,10 @@ public final class Rectifier: @unchecked Sendable {
         let wanted = distance.map { classic.converged(atDistance: $0).convergenceShift } ?? 0
         let axis = displayedBaselineAxis
         let step = Double(convergenceStep(for: format, alongDisplayedX: axis.x != 0))
-        let samples = ((wanted - base.convergenceShift) / step).rounded() * step
+        // A shift wider than the image shows nothing but border: clamp there, so that any
+        // distance (however near) gives a shift the kernels and `Int` can take.
+        let limit = Double(maps.rectification.size.width + maps.rectification.size.height)
+        let samples = (min(max((wanted - base.convergenceShift) / step, -limit), limit)).rounded() * step
         guard samples != 0 else { return (base, .zero, .zero) }
         let applied = classic.converged(halfShift: base.convergenceShift + samples)
         // A principal point moved by +s shows rectified pixel u − s at u.
