@@ -1,4 +1,5 @@
 import Foundation
+import ParallaxGeometry
 import Testing
 
 /// `parallax calibrate` and `parallax target` as a user runs them: real images in, files and JSON out.
@@ -71,6 +72,31 @@ struct CalibrateCommandTests {
         // No temporary files left next to the outputs.
         let leftovers = try fm.contentsOfDirectory(atPath: dir.appendingPathComponent("out").path).filter { $0.hasPrefix(".") }
         #expect(leftovers.isEmpty)
+        // A bare --square: the translations are in board units, and the file says so.
+        let written = try StereoCalibration(contentsOfFile: dir.appendingPathComponent("out/calib.json").path)
+        #expect(written.translationUnit == .unitless && result.stderr.contains("\"unit\": \"unitless\""))
+    }
+
+    @Test("a square with a unit is recorded as the calibration's unit, and distances convert against it")
+    func squareUnitIsRecorded() throws {
+        let fm = FileManager.default
+        let dir = try ParallaxCLI.temporaryDirectory()
+        defer { try? fm.removeItem(at: dir) }
+        for k in ["01", "02", "03", "04"] {
+            try fm.copyItem(atPath: "\(Self.data)/left\(k).jpg", toPath: dir.appendingPathComponent("left\(k).jpg").path)
+            try fm.copyItem(atPath: "\(Self.data)/right\(k).jpg", toPath: dir.appendingPathComponent("right\(k).jpg").path)
+        }
+        let output = dir.appendingPathComponent("calib.json").path
+        let result = try ParallaxCLI.run(["calibrate", "--left", dir.path + "/left*", "--right", dir.path + "/right*",
+                                          "--board", "9x6", "--square", "2.5cm", "--output", output])
+        #expect(result.status == 0, "\(result.stderr)")
+        let written = try StereoCalibration(contentsOfFile: output)
+        #expect(written.translationUnit == .centimetre)
+        // OpenCV's sample squares are about 2.5 cm: the baseline comes out near 8 cm, in cm.
+        #expect(written.baseline > 5 && written.baseline < 12)
+        // 1.5 m is 150 in this file's unit (before, a suffix assumed millimetres: 1500 cm, 15 m).
+        let converged = try ParallaxCLI.run(["rectification", "--calibration", output, "--json", "--convergence", "1.5m"])
+        #expect(try JSONValue(parsing: converged.stdout).object?["convergence_distance"]?.number == 150)
     }
 
     @Test func anEmptyGlobIsAnErrorNamingThePattern() throws {

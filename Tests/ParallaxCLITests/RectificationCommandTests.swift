@@ -30,6 +30,54 @@ import Testing
         #expect(readable.stdout.contains("convergence plane at 30"))
     }
 
+    /// The sample with a recorded unit (its translation read as `unit`).
+    func sample(withUnit unit: String, in dir: URL) throws -> String {
+        var text = try String(contentsOfFile: sample, encoding: .utf8)
+        text = text.replacingOccurrences(of: "\"format\"", with: "\"unit\": \"\(unit)\", \"format\"")
+        let path = dir.appendingPathComponent("rig-\(unit).json").path
+        try text.write(toFile: path, atomically: true, encoding: .utf8)
+        return path
+    }
+
+    @Test func convergenceUnitsConvertAgainstTheRecordedUnitOrAreRefused() throws {
+        let dir = try ParallaxCLI.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        func distance(_ calibration: String, _ convergence: String) throws -> Double? {
+            let result = try ParallaxCLI.run(["rectification", "--calibration", calibration, "--json", "--convergence", convergence])
+            guard result.status == 0 else { return nil }
+            return try JSONValue(parsing: result.stdout).object?["convergence_distance"]?.number
+        }
+        // The sample's baseline is 3.33 units. Recorded in centimetres, 1.5 m is 150 (not 15 m).
+        #expect(try distance(try sample(withUnit: "cm", in: dir), "1.5m") == 150)
+        #expect(try distance(try sample(withUnit: "mm", in: dir), "1.5m") == 1500)
+        #expect(try distance(try sample(withUnit: "mm", in: dir), "30") == 30)
+        // A unit against a file that records none (the sample as OpenCV's tools wrote it) is refused.
+        let unitless = try ParallaxCLI.run(["rectification", "--calibration", sample, "--convergence", "1.5m"])
+        #expect(unitless.status != 0 && unitless.stderr.contains("records no unit"), "\(unitless.stderr)")
+        // A bare 1.5 on a millimetre rig is nearer than its 3.3 mm baseline: refused with the shift.
+        let near = try ParallaxCLI.run(["rectification", "--calibration", try sample(withUnit: "mm", in: dir), "--convergence", "1.5"])
+        #expect(near.status != 0 && near.stderr.contains("nearer than the baseline") && near.stderr.contains("px"), "\(near.stderr)")
+        // A telephoto rig (focal length × 10) at 4 units: beyond the baseline, but the images
+        // would shift by about 4 400 px, more than their width: nothing in view.
+        var telephoto = try StereoCalibration(contentsOfFile: sample)
+        for side in [\StereoCalibration.left, \StereoCalibration.right] {
+            telephoto[keyPath: side].intrinsics.fx *= 10
+            telephoto[keyPath: side].intrinsics.fy *= 10
+        }
+        let telephotoPath = dir.appendingPathComponent("telephoto.json").path
+        try telephoto.write(toFile: telephotoPath)
+        let blind = try ParallaxCLI.run(["rectification", "--calibration", telephotoPath, "--convergence", "4"])
+        #expect(blind.status != 0 && blind.stderr.contains("nothing would be in view"), "\(blind.stderr)")
+        // rectify refuses it before writing anything.
+        let out = dir.appendingPathComponent("l.png").path
+        let rectify = try ParallaxCLI.run(["rectify", "--calibration", try sample(withUnit: "mm", in: dir),
+                                           "--left", "/usr/share/doc/opencv-doc/examples/data/left01.jpg",
+                                           "--right", "/usr/share/doc/opencv-doc/examples/data/right01.jpg",
+                                           "--output-left", out, "--output-right", dir.appendingPathComponent("r.png").path,
+                                           "--convergence", "1.5"])
+        #expect(rectify.status != 0 && !FileManager.default.fileExists(atPath: out))
+    }
+
     @Test func badInputIsAClearError() throws {
         let missing = try ParallaxCLI.run(["rectification", "--calibration", "/nonexistent/rig.json"])
         #expect(missing.status != 0)

@@ -89,6 +89,6 @@ public struct SimulatedStereoRig: Hashable, Sendable {
             ],
             target: PlacedTarget(target: board, pose: pose))
         return SimulatedStereoRig(
-            calibration: StereoCalibration(left: left, right: right, extrinsics: extrinsics), scene: scene)
+            calibration: StereoCalibration(left: left, right: right, extrinsics: extrinsics, translationUnit: .metre), scene: scene)
     }
 }

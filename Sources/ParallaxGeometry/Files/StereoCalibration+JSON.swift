@@ -2,7 +2,11 @@
 ///
 ///     {"format": "parallax-stereo-calibration", "version": 1,
 ///      "left": CAMERA, "right": CAMERA,
-///      "extrinsics": {"rotation": [9 numbers, row-major], "translation": [tx, ty, tz]}}
+///      "extrinsics": {"rotation": [9 numbers, row-major], "translation": [tx, ty, tz]},
+///      "unit": "m" | "cm" | "mm" | "in" | "unitless"}
+///
+/// `unit` is the translation's unit (``StereoCalibration/translationUnit``); a file
+/// without it (older ones) reads as `unitless`.
 ///
 /// with CAMERA = `{"width", "height", "intrinsics": {"fx", "fy", "cx", "cy", "skew"},
 /// "distortion": {"model": "brown" | "fisheye", "coefficients": [...]}}`.
@@ -46,14 +50,23 @@ extension StereoCalibration {
             throw .invalid(file: source, key: "extrinsics.rotation",
                            message: "not a rotation matrix (‖R Rᵀ − I‖ = \(orthogonalityError), det = \(rotation.determinant))")
         }
+        var unit = LengthUnit.unitless
+        if let value = object["unit"] {
+            let text = try reader.string(value, at: "unit")
+            guard let known = LengthUnit(rawValue: text) else {
+                throw .invalid(file: source, key: "unit",
+                               message: "expected one of \(LengthUnit.allCases.map { "\"\($0.rawValue)\"" }.joined(separator: ", ")), found \"\(text)\"")
+            }
+            unit = known
+        }
         var extra: [String: JSONValue] = [:]
-        for (key, value) in object.pairs where !["format", "version", "left", "right", "extrinsics"].contains(key) {
+        for (key, value) in object.pairs where !["format", "version", "left", "right", "extrinsics", "unit"].contains(key) {
             extra[key] = value
         }
         self.init(left: left, right: right,
                   extrinsics: RigidTransform(rotation: rotation,
                                              translation: SIMD3(translationValues[0], translationValues[1], translationValues[2])),
-                  extra: extra)
+                  translationUnit: unit, extra: extra)
     }
 
     /// Reads the calibration file at `path`.
@@ -89,6 +102,7 @@ extension StereoCalibration {
                 ("rotation", .array(extrinsics.rotation.rowMajor.map(JSONValue.number))),
                 ("translation", .array([extrinsics.translation.x, extrinsics.translation.y, extrinsics.translation.z].map(JSONValue.number))),
             ]))),
+            ("unit", .string(translationUnit.rawValue)),
         ])
         for key in extra.keys.sorted() { root[key] = extra[key] }
         return JSONValue.object(root).serialized() + "\n"

@@ -5,20 +5,28 @@
 /// `R X + T` in the right camera frame. For a horizontal rig with the right
 /// camera to the right of the left one, `T.x` is negative (−baseline).
 /// Translation units are those of the calibration target (millimetres when
-/// the square size was given in millimetres); depth comes out in the same unit.
+/// the square size was given in millimetres), recorded in ``translationUnit``; depth
+/// comes out in the same unit.
 public struct StereoCalibration: Hashable, Sendable {
     public var left: CameraModel
     public var right: CameraModel
     /// Left camera frame → right camera frame.
     public var extrinsics: RigidTransform
+    /// The unit of the translation (and so of the baseline and of every distance and depth
+    /// computed from this calibration): the unit of the square size it was made with, or
+    /// ``LengthUnit/unitless`` when that was a bare number or the file does not say.
+    public var translationUnit: LengthUnit
     /// Keys from the file this value was read from that Parallax does not use,
     /// kept so a read–write round trip loses nothing.
     public var extra: [String: JSONValue]
 
-    public init(left: CameraModel, right: CameraModel, extrinsics: RigidTransform, extra: [String: JSONValue] = [:]) {
+    /// A calibration; the translation unit defaults to ``LengthUnit/unitless``.
+    public init(left: CameraModel, right: CameraModel, extrinsics: RigidTransform,
+                translationUnit: LengthUnit = .unitless, extra: [String: JSONValue] = [:]) {
         self.left = left
         self.right = right
         self.extrinsics = extrinsics
+        self.translationUnit = translationUnit
         self.extra = extra
     }
 

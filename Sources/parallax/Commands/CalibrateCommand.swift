@@ -110,9 +110,16 @@ struct CalibrateCommand: ParsableCommand {
         let elapsed = (clock.now - start).components
         let seconds = Double(elapsed.seconds) + Double(elapsed.attoseconds) * 1e-18
 
+        // The translation is in the square size's unit: recorded, so distances convert later.
+        var calibration = result.calibration
+        calibration.translationUnit = LengthUnit(symbol: target.unit) ?? .unitless
+        if calibration.translationUnit == .unitless {
+            Self.log("note: --square has no unit, so the calibration's translations are in board units (\"unit\": \"unitless\"); "
+                     + "give the square as 25mm, 2.5cm or 0.025m to record one")
+        }
         // Everything to write, prepared before anything touches the disk.
         var files: [(path: String, bytes: [UInt8])] = []
-        files.append((output, Array(result.calibration.jsonText().utf8)))
+        files.append((output, Array(calibration.jsonText().utf8)))
         if let opencvYAML {
             files.append((opencvYAML, Array(OpenCVStereoFile.text(for: result.calibration, rectification: result.rectification).utf8)))
         }

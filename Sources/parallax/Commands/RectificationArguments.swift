@@ -12,22 +12,28 @@ struct RectificationArguments: ParsableArguments {
     @Option(name: .long, help: "Free scaling: 0 keeps only valid pixels, 1 keeps all source pixels; omit for OpenCV's -1 (no scaling). Fisheye rigs: the balance.")
     var alpha: Double?
 
-    @Option(name: .long, help: "Distance of the zero-parallax plane, in the calibration's units (for example 1500 for 1.5 m with a millimetre target). Accepts a unit suffix, assuming millimetres: 1.5m, 150cm, 1500mm. Default: infinity.")
+    @Option(name: .long, help: "Distance of the zero-parallax plane: a bare number in the calibration's own units, or with a unit (1.5m, 150cm, 1500mm, 60in) converted to the unit the calibration file records. Default: infinity.")
     var convergence: String?
 
     func validate() throws {
         if let alpha, !alpha.isFinite || (alpha < 0 && alpha != -1) || alpha > 1 {
             throw ValidationError("--alpha must be between 0 and 1 (or -1 for no scaling), got \(alpha)")
         }
-        _ = try convergenceDistance()
+        if let convergence, Length(parsing: convergence) == nil {
+            throw ValidationError(Self.distanceSyntax("--convergence", convergence))
+        }
     }
 
     /// `--alpha` as ``RectificationOptions/alpha`` (−1 means no scaling, `nil`).
     var optionsAlpha: Double? { alpha.flatMap { $0 < 0 ? nil : $0 } }
 
-    /// `--convergence` in the calibration's units, or `nil` for infinity.
-    func convergenceDistance() throws -> Double? {
-        try convergence.map(Self.parseDistance)
+    /// `--convergence` in `calibration`'s units (checked against `rectification`), or `nil`
+    /// for infinity. See ``convergenceDistance(_:option:calibration:source:rectification:)``.
+    func convergenceDistance(for calibration: StereoCalibration, rectification: StereoRectification) throws -> Double? {
+        try convergence.map {
+            try Self.convergenceDistance($0, option: "--convergence", calibration: calibration, source: self.calibration,
+                                         rectification: rectification)
+        }
     }
 
     /// The calibration file, or a one-line error naming it.
@@ -39,22 +45,50 @@ struct RectificationArguments: ParsableArguments {
         }
     }
 
-    /// A distance in the calibration's units; `m`, `cm` and `mm` suffixes
-    /// convert assuming the calibration is in millimetres, which is how
-    /// `parallax calibrate` writes it for a square size given in mm.
-    static func parseDistance(_ text: String) throws -> Double {
-        let units: [(String, Double)] = [("mm", 1), ("cm", 10), ("m", 1000)]
-        var value = text.trimmingCharacters(in: .whitespaces)
-        var factor = 1.0
-        for (suffix, f) in units where value.hasSuffix(suffix) {
-            value = String(value.dropLast(suffix.count))
-            factor = f
-            break
+    /// A convergence distance typed as `text`, in the calibration's units.
+    ///
+    /// The rule: a bare number is in the calibration's own units; a number with a unit is
+    /// converted to the unit the calibration records, and refused when it records none
+    /// (`unitless`: made with a bare square size, or an older or OpenCV file). A distance
+    /// nearer than the baseline, or one that would shift the images by their whole width or
+    /// more (nothing left in view), is refused with the shift it would cause.
+    static func convergenceDistance(_ text: String, option: String, calibration: StereoCalibration, source: String,
+                                    rectification: StereoRectification) throws -> Double {
+        guard let length = Length(parsing: text) else { throw ValidationError(distanceSyntax(option, text)) }
+        let unit = calibration.translationUnit
+        guard let distance = length.value(in: unit) else {
+            throw CLIError("\(option) \(text) has a unit, but \(source) records no unit for its translations (it was made "
+                           + "with a bare square size, or by another tool); give the distance as a bare number in the "
+                           + "calibration's own units (its baseline is \(calibration.baseline.formattedLength))")
         }
-        guard let number = Double(value), number.isFinite, number > 0 else {
-            throw ValidationError("--convergence must be a positive distance such as 1500, 1.5m or 150cm, got '\(text)'")
+        let inUnits = unit == .unitless ? "" : " \(unit.rawValue)"
+        let shift = abs(rectification.unconverged.disparity(atDistance: distance))
+        let span = Double(rectification.layout == .horizontal ? rectification.size.width : rectification.size.height)
+        if distance < calibration.baseline {
+            throw CLIError("\(option) \(text) is \(distance.formattedLength)\(inUnits), nearer than the baseline "
+                           + "(\(calibration.baseline.formattedLength)\(inUnits)): the images would shift by "
+                           + "\(shift.formattedLength) px in total. Distances are in the calibration's units\(unit == .unitless ? "" : " (\(unit.rawValue))")")
         }
-        return number * factor
+        if shift >= span {
+            throw CLIError("\(option) \(text) (\(distance.formattedLength)\(inUnits)) would shift the images by "
+                           + "\(shift.formattedLength) px in total, more than their \(Int(span)) px: nothing would be in view. "
+                           + "Distances are in the calibration's units\(unit == .unitless ? "" : " (\(unit.rawValue))")")
+        }
+        return distance
+    }
+
+    static func distanceSyntax(_ option: String, _ text: String) -> String {
+        "\(option) must be a positive distance such as 1500, 1.5m, 150cm or 1500mm, got '\(text)'"
+    }
+}
+
+extension Double {
+    /// Up to four significant decimals, without trailing zeros (`60`, `0.06`, `1500.5`).
+    var formattedLength: String {
+        guard isFinite else { return "\(self)" }
+        var text = String(format: "%.4g", self)
+        if text.contains("e") { text = String(format: "%.4f", self) }
+        return text
     }
 }
 

@@ -42,7 +42,7 @@ struct RectificationCommand: ParsableCommand {
         } catch {
             throw CLIError("\(shared.calibration): \(error)")
         }
-        if let distance = try shared.convergenceDistance() {
+        if let distance = try shared.convergenceDistance(for: calibration, rectification: rectification) {
             rectification = rectification.converged(atDistance: distance)
         }
         if json {

@@ -74,11 +74,15 @@ struct RectifyCommand: ParsableCommand {
             rightImage = try rightImage.converted(to: leftImage.format)
         }
         let rectifier: Rectifier
+        let options = RectificationOptions(alpha: shared.optionsAlpha)
+        let classic: StereoRectification
+        do { classic = try calibration.rectification(options) } catch { throw CLIError("\(shared.calibration): \(error)") }
+        let convergence = try shared.convergenceDistance(for: calibration, rectification: classic)
         do {
             rectifier = try Rectifier(
                 calibration: calibration,
-                convergenceDistance: try shared.convergenceDistance(),
-                options: RectificationOptions(alpha: shared.optionsAlpha),
+                convergenceDistance: convergence,
+                options: options,
                 interpolation: Self.interpolation(named: interpolation) ?? .bilinear,
                 threads: threads)
         } catch {

@@ -52,10 +52,8 @@ struct StereoSourceArguments: ParsableArguments {
         var driver: VirtualUVCDriver?
         /// The virtual cameras' node paths, left and right.
         var virtualPaths = PerSide(left: "/dev/video0", right: "/dev/video2")
-        /// The calibration the source knows (the simulated rig's own).
+        /// The calibration the source knows (the simulated rig's own, in metres).
         var knownCalibration: StereoCalibration?
-        /// The unit of `knownCalibration`'s translations in millimetres (the rig's are metres).
-        var knownCalibrationMillimetres = 1000.0
 
         /// Whether a pair's two frames were exposed at the same moment, for sources that know
         /// (`nil` for real cameras): the left frame must be the one nearest the right in time.

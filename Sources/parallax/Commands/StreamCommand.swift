@@ -40,7 +40,7 @@ struct StreamCommand: AsyncParsableCommand {
     @Flag(name: .long, help: "Simulated rig: do not rectify with its own calibration.")
     var raw = false
 
-    @Option(name: .long, help: "Distance of the zero-parallax plane in the calibration's units; m, cm and mm suffixes convert (the simulated rig's unit is the metre, files are taken as millimetres). Default: infinity.")
+    @Option(name: .long, help: "Distance of the zero-parallax plane: a bare number in the calibration's own units, or with a unit (1.5m, 150cm, 1500mm) converted to the unit the calibration records (the simulated rig's is the metre). Default: infinity.")
     var convergence: String?
 
     @Option(name: .customLong("consumer-delay"), help: "Time the consumer spends on each pair (e.g. 50ms), to show pressure.")
@@ -72,7 +72,9 @@ struct StreamCommand: AsyncParsableCommand {
         if !source.virtual && !(unplug.isEmpty && replug.isEmpty) {
             throw ValidationError("--unplug and --replug work on the virtual cameras only (--virtual)")
         }
-        if let convergence { _ = try RectificationArguments.parseDistance(convergence) }
+        if let convergence, Length(parsing: convergence) == nil {
+            throw ValidationError(RectificationArguments.distanceSyntax("--convergence", convergence))
+        }
         if let timeout, !(timeout > 0) { throw ValidationError("--timeout must be positive") }
     }
 
@@ -81,16 +83,22 @@ struct StreamCommand: AsyncParsableCommand {
         var options = StereoSessionOptions()
         options.pressure.adaptsFrameRate = adaptFrameRate
         var rectifyWith: StereoCalibration?
-        var unitMillimetres = 1.0
         if let calibration {
             do { rectifyWith = try StereoCalibration(contentsOfFile: calibration) } catch { throw CLIError("\(error)") }
         } else if !raw, let known = opened.knownCalibration {
             rectifyWith = known
-            unitMillimetres = opened.knownCalibrationMillimetres
         }
         if let convergence {
-            guard rectifyWith != nil else { throw ValidationError("--convergence needs a calibration (--calibration)") }
-            options.rectification.convergenceDistance = try Self.distance(convergence, unitMillimetres: unitMillimetres)
+            guard let rig = rectifyWith else { throw ValidationError("--convergence needs a calibration (--calibration)") }
+            // Checked against the calibration as the session will use it: at the active format.
+            let format = opened.device.activeFormats?.left ?? CaptureFormat(fourCC: .grey, size: rig.left.size,
+                                                                              frameInterval: FrameInterval(numerator: 1, denominator: 30))
+            let adapted = try StereoSession.adapt(rig, to: format)
+            let classic: StereoRectification
+            do { classic = try adapted.rectification(options.rectification.options) } catch { throw CLIError("\(error)") }
+            options.rectification.convergenceDistance = try RectificationArguments.convergenceDistance(
+                convergence, option: "--convergence", calibration: adapted, source: calibration ?? "the simulated rig",
+                rectification: classic)
         }
         let session = try StereoSession(device: opened.device, calibration: rectifyWith, options: options)
         let interruption = Interruption { session.stop() }
@@ -152,12 +160,6 @@ struct StreamCommand: AsyncParsableCommand {
                 action.run()
             }
         }
-    }
-
-    /// A distance in the calibration's units (`unitMillimetres` millimetres each); `m`,
-    /// `cm` and `mm` suffixes convert.
-    static func distance(_ text: String, unitMillimetres: Double) throws -> Double {
-        try RectificationArguments.parseDistance(text) / (text.last?.isLetter == true ? unitMillimetres : 1)
     }
 
     // MARK: Output
