@@ -77,6 +77,30 @@ struct CalibrateCommandTests {
         #expect(written.translationUnit == .unitless && result.stderr.contains("\"unit\": \"unitless\""))
     }
 
+    @Test("a failed output leaves an earlier calibration byte for byte as it was (the reproduction: --kalibr /proc/k.yaml)")
+    func aFailedOutputKeepsTheEarlierCalibration() throws {
+        let fm = FileManager.default
+        let dir = try ParallaxCLI.temporaryDirectory()
+        defer { try? fm.removeItem(at: dir) }
+        for k in ["01", "02", "03", "04"] {
+            try fm.copyItem(atPath: "\(Self.data)/left\(k).jpg", toPath: dir.appendingPathComponent("left\(k).jpg").path)
+            try fm.copyItem(atPath: "\(Self.data)/right\(k).jpg", toPath: dir.appendingPathComponent("right\(k).jpg").path)
+        }
+        let previous = dir.appendingPathComponent("prev.json").path
+        let earlier = Data("{\"an earlier calibration\": true}\n".utf8)
+        try earlier.write(to: URL(fileURLWithPath: previous))
+        let result = try ParallaxCLI.run(["calibrate", "--left", dir.path + "/left*", "--right", dir.path + "/right*",
+                                          "--board", "9x6", "--square", "25mm", "--output", previous, "--kalibr", "/proc/k.yaml"])
+        #expect(result.status != 0 && result.stderr.contains("/proc/k.yaml"), "\(result.stderr)")
+        #expect(try Data(contentsOf: URL(fileURLWithPath: previous)) == earlier)
+        #expect(try fm.contentsOfDirectory(atPath: dir.path).filter { $0.hasPrefix(".") }.isEmpty)
+        // An output naming an input image is refused before any work.
+        let clobber = try ParallaxCLI.run(["calibrate", "--left", dir.path + "/left*", "--right", dir.path + "/right*",
+                                           "--board", "9x6", "--square", "25mm", "--output", dir.path + "/left01.jpg"])
+        #expect(clobber.status != 0 && clobber.stderr.contains("is also the input --left"), "\(clobber.stderr)")
+        #expect(try Data(contentsOf: dir.appendingPathComponent("left01.jpg")) == Data(contentsOf: URL(fileURLWithPath: "\(Self.data)/left01.jpg")))
+    }
+
     @Test("a square with a unit is recorded as the calibration's unit, and distances convert against it")
     func squareUnitIsRecorded() throws {
         let fm = FileManager.default

@@ -24,6 +24,42 @@ import Testing
         #expect(!FileManager.default.fileExists(atPath: left), "the left image must not be left behind")
     }
 
+    @Test func anOutputThatIsAnInputOrRepeatedIsRefusedBeforeAnyWork() throws {
+        let dir = try ParallaxCLI.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let input = dir.appendingPathComponent("in.jpg").path
+        try FileManager.default.copyItem(atPath: "\(data)/left01.jpg", toPath: input)
+        let before = try Data(contentsOf: URL(fileURLWithPath: input))
+        // The reproduction: the left input as the left output, and an output that cannot be written.
+        let clobber = try ParallaxCLI.run([
+            "rectify", "--calibration", sample, "--left", input, "--right", "\(data)/right01.jpg",
+            "--output-left", dir.path + "/./in.jpg", "--output-right", "/proc/x.png",
+        ])
+        #expect(clobber.status != 0 && clobber.stderr.contains("is also the input --left"), "\(clobber.stderr)")
+        #expect(try Data(contentsOf: URL(fileURLWithPath: input)) == before)
+        let twice = try ParallaxCLI.run([
+            "rectify", "--calibration", sample, "--left", input, "--right", "\(data)/right01.jpg",
+            "--output-left", dir.appendingPathComponent("o.png").path, "--output-right", dir.appendingPathComponent("o.png").path,
+        ])
+        #expect(twice.status != 0 && twice.stderr.contains("both name"), "\(twice.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: dir.appendingPathComponent("o.png").path))
+    }
+
+    @Test func aFailedWriteLeavesEarlierOutputsAsTheyWere() throws {
+        let dir = try ParallaxCLI.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        // Outputs from an earlier run; this run's right output cannot be written.
+        let left = dir.appendingPathComponent("l.png").path
+        try Data("earlier left output".utf8).write(to: URL(fileURLWithPath: left))
+        let result = try ParallaxCLI.run([
+            "rectify", "--calibration", sample, "--left", "\(data)/left01.jpg", "--right", "\(data)/right01.jpg",
+            "--output-left", left, "--output-right", "/proc/x.png",
+        ])
+        #expect(result.status != 0 && result.stderr.contains("/proc/x.png"), "\(result.stderr)")
+        #expect(try String(contentsOfFile: left, encoding: .utf8) == "earlier left output")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: dir.path) == ["l.png"])
+    }
+
     @Test func rectifiesTheSamplePairWithPreviewAndAnaglyph() throws {
         let dir = try ParallaxCLI.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }

@@ -89,6 +89,12 @@ struct CalibrateCommand: ParsableCommand {
 
         let leftFiles = try Self.expand(left, option: "--left")
         let rightFiles = try Self.expand(right, option: "--right")
+        try OutputFiles.check(
+            outputs: [("--output", output), ("--opencv-yaml", opencvYAML), ("--kalibr", kalibr), ("--corners-out", cornersOut)]
+                .compactMap { option, path in path.map { (option, $0) } }
+                + (rosDirectory.map { [("--ros-dir", $0 + "/left.yaml"), ("--ros-dir", $0 + "/right.yaml")] } ?? []),
+            inputs: leftFiles.map { ("--left", $0) } + rightFiles.map { ("--right", $0) }
+                + (intrinsics.map { [("--intrinsics", $0)] } ?? []))
         let (pairs, unpaired) = ImagePairing.pair(left: leftFiles, right: rightFiles)
         var initial: StereoCalibration?
         if let intrinsics { initial = try StereoCalibration(contentsOfFile: intrinsics) }

@@ -62,6 +62,10 @@ struct RectifyCommand: ParsableCommand {
     }
 
     func run() throws {
+        try OutputFiles.check(
+            outputs: [("--output-left", outputLeft), ("--output-right", outputRight), ("--preview", preview), ("--anaglyph", anaglyph)]
+                .compactMap { option, path in path.map { (option, $0) } },
+            inputs: [("--left", left), ("--right", right), ("--calibration", shared.calibration)])
         let calibration = try shared.loadCalibration()
         let leftImage = try Self.read(left)
         var rightImage = try Self.read(right)
