@@ -95,9 +95,11 @@ public struct CaptureFormat: Hashable, Sendable, CustomStringConvertible {
     /// `1280x720@30:YUYV`); the `:FOURCC` part defaults to `YUYV`.
     public init?(parsing text: String) {
         let parts = text.split(separator: ":", maxSplits: 1)
-        let sizeAndRate = parts[0].split(separator: "@")
+        guard let first = parts.first else { return nil }
+        let sizeAndRate = first.split(separator: "@")
+        // Frame rates a camera can have: up to 1000 fps (an interval of 1 ms).
         guard sizeAndRate.count == 2, let size = ImageSize(parsing: String(sizeAndRate[0])),
-              let fps = Double(sizeAndRate[1]), fps > 0, fps.isFinite else { return nil }
+              let fps = Double(sizeAndRate[1]), fps > 0, fps <= 1000 else { return nil }
         let code = parts.count == 2 ? String(parts[1]) : "YUYV"
         guard code.utf8.count == 4 else { return nil }
         self.init(fourCC: FourCC(code), size: size, frameInterval: FrameInterval(framesPerSecond: fps))

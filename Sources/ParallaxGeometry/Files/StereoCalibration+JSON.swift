@@ -189,6 +189,20 @@ private struct FieldReader {
         guard fx > 0, fy > 0 else {
             throw .invalid(file: file, key: "\(key).intrinsics", message: "focal lengths must be positive, found fx = \(fx), fy = \(fy)")
         }
+        // A focal length below a pixel, or beyond ten million, describes no camera; the
+        // principal point lies within a few image sizes of the image.
+        for (name, value) in [("fx", fx), ("fy", fy)] where !(value >= 1 && value <= 1e7) {
+            throw .invalid(file: file, key: "\(key).intrinsics.\(name)",
+                           message: "\(value) px is not a usable focal length (expected 1 to 10 000 000 px)")
+        }
+        let span = 10 * max(width, height)
+        for (name, value) in [("cx", cx), ("cy", cy)] where !(abs(value) <= span) {
+            throw .invalid(file: file, key: "\(key).intrinsics.\(name)",
+                           message: "\(value) px is not a usable principal point for a \(Int(width))x\(Int(height)) image")
+        }
+        guard skew.isFinite, abs(skew) <= 1e7 else {
+            throw .invalid(file: file, key: "\(key).intrinsics.skew", message: "\(skew) is not a usable skew")
+        }
         let d = try object(o["distortion"], at: "\(key).distortion")
         let model = try string(d["model"], at: "\(key).distortion.model")
         let coefficients = try numbers(d["coefficients"], at: "\(key).distortion.coefficients")

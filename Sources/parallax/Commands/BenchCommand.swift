@@ -39,6 +39,8 @@ struct BenchOptions: ParsableArguments {
         }
         if let size = ImageSize(parsing: size) {
             do { try format.validate(size) } catch { throw ValidationError("\(error)") }
+            // Sources, float and compiled maps for both sides, outputs.
+            try MemoryLimit.check(size, bytesPerPixel: 4, copies: 24, option: "--size")
         }
         guard threads >= 1 else { throw ValidationError("--threads must be at least 1") }
         guard iterations >= 1 else { throw ValidationError("--iterations must be at least 1") }

@@ -30,7 +30,7 @@ struct CalibrateCommand: ParsableCommand {
     @Option(name: .long, help: "Inner corners as COLUMNSxROWS, e.g. 9x6.")
     var board: String
 
-    @Option(name: .long, help: "Square size, with an optional unit (25mm, 2.5cm, 0.025m, 1in); translations come out in this unit.")
+    @Option(name: .long, parsing: .unconditional, help: "Square size, with an optional unit (25mm, 2.5cm, 0.025m, 1in); translations come out in this unit.")
     var square: String
 
     @Option(name: .long, help: "Lens model: brown4, brown5, brown8 or fisheye.")
@@ -76,7 +76,9 @@ struct CalibrateCommand: ParsableCommand {
         if fixed != .none && intrinsics == nil {
             throw ValidationError("--fix \(fix) needs --intrinsics FILE with the cameras to hold")
         }
-        guard timeBudget > 0 else { throw ValidationError("--time-budget must be positive") }
+        guard timeBudget > 0, timeBudget <= 3600 else {
+            throw ValidationError("--time-budget must be a number of seconds between 0 and 3600 per image, got \(timeBudget)")
+        }
     }
 
     func run() throws {

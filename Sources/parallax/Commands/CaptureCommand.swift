@@ -52,6 +52,9 @@ struct CaptureCommand: AsyncParsableCommand {
 
     func validate() throws {
         guard frames > 0 else { throw ValidationError("--frames must be positive") }
+        if let timeout, !(timeout > 0 && timeout <= 86_400) {
+            throw ValidationError("--timeout must be a number of seconds between 0 and 86400, got \(timeout)")
+        }
         if independent && calibration != nil { throw ValidationError("--calibration rectifies pairs; it cannot be used with --independent") }
     }
 

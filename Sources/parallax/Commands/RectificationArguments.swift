@@ -9,7 +9,7 @@ struct RectificationArguments: ParsableArguments {
     @Option(name: .long, help: "Calibration file (Parallax JSON).")
     var calibration: String
 
-    @Option(name: .long, help: "Free scaling: 0 keeps only valid pixels, 1 keeps all source pixels; omit for OpenCV's -1 (no scaling). Fisheye rigs: the balance.")
+    @Option(name: .long, parsing: .unconditional, help: "Free scaling: 0 keeps only valid pixels, 1 keeps all source pixels; omit for OpenCV's -1 (no scaling). Fisheye rigs: the balance.")
     var alpha: Double?
 
     @Option(name: .long, help: "Distance of the zero-parallax plane: a bare number in the calibration's own units, or with a unit (1.5m, 150cm, 1500mm, 60in) converted to the unit the calibration file records. Default: infinity.")
@@ -83,12 +83,10 @@ struct RectificationArguments: ParsableArguments {
 }
 
 extension Double {
-    /// Up to four significant decimals, without trailing zeros (`60`, `0.06`, `1500.5`).
+    /// Four significant digits, without trailing zeros (`60`, `0.06`, `1500`, `1.731e+302`).
     var formattedLength: String {
         guard isFinite else { return "\(self)" }
-        var text = String(format: "%.4g", self)
-        if text.contains("e") { text = String(format: "%.4f", self) }
-        return text
+        return String(format: "%.4g", self)
     }
 }
 

@@ -39,7 +39,10 @@ struct StereoSourceArguments: ParsableArguments {
         if left != nil || right != nil {
             guard left != nil, right != nil else { throw ValidationError("give both --left and --right") }
         }
-        if simulated { guard ImageSize(parsing: size) != nil else { throw ValidationError("--size must look like 640x480") } }
+        if simulated {
+            guard let imageSize = ImageSize(parsing: size) else { throw ValidationError("--size must look like 640x480") }
+            try MemoryLimit.check(imageSize, bytesPerPixel: 4, copies: 48, option: "--size")
+        }
         if let maxFPS, !(maxFPS > 0 && maxFPS.isFinite) { throw ValidationError("--max-fps must be a positive number") }
     }
 
@@ -173,5 +176,22 @@ final class Interruption: @unchecked Sendable {
         sources = []
         signal(SIGINT, SIG_DFL)
         signal(SIGTERM, SIG_DFL)
+    }
+}
+
+/// Image sizes the machine's memory can hold.
+enum MemoryLimit {
+    /// The physical memory, in bytes.
+    static var physicalBytes: Double { Double(sysconf(Int32(_SC_PHYS_PAGES))) * Double(sysconf(Int32(_SC_PAGESIZE))) }
+
+    /// Refuses `size` when `copies` images of it at `bytesPerPixel` would take more than
+    /// half the machine's memory, or a side is beyond 32 768 pixels, saying so.
+    static func check(_ size: ImageSize, bytesPerPixel: Int, copies: Int, option: String) throws {
+        let bytes = Double(size.width) * Double(size.height) * Double(bytesPerPixel) * Double(copies)
+        guard size.width <= 32_768, size.height <= 32_768, bytes <= physicalBytes / 2 else {
+            throw ValidationError(String(format: "%@ %@ needs about %.1f GB of images, more than half of this machine's %.1f GB; "
+                                         + "use a smaller size (each side at most 32768)",
+                                         option, size.description, bytes / 1e9, physicalBytes / 1e9))
+        }
     }
 }

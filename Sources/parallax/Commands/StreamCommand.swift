@@ -75,7 +75,9 @@ struct StreamCommand: AsyncParsableCommand {
         if let convergence, Length(parsing: convergence) == nil {
             throw ValidationError(RectificationArguments.distanceSyntax("--convergence", convergence))
         }
-        if let timeout, !(timeout > 0) { throw ValidationError("--timeout must be positive") }
+        if let timeout, !(timeout > 0 && timeout <= 86_400) {
+            throw ValidationError("--timeout must be a number of seconds between 0 and 86400, got \(timeout)")
+        }
     }
 
     func run() async throws {

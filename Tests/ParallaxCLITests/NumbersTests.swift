@@ -1,0 +1,48 @@
+import Foundation
+import Testing
+
+/// Out-of-range numbers on the command line and in files: each a clear error naming the
+/// option or field (exit 1 or 64), never a trap, a hang or an attempt to allocate terabytes.
+@Suite("Numbers at the command line")
+struct NumbersTests {
+    static let sample = ParallaxCLI.packageRoot.appendingPathComponent("Tests/Fixtures/opencv/opencv-sample-calibration.json").path
+    static let data = "/usr/share/doc/opencv-doc/examples/data"
+
+    @Test("every out-of-range number is refused with its name, before any work")
+    func outOfRangeNumbers() throws {
+        let dir = try ParallaxCLI.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        var tiny = try String(contentsOfFile: Self.sample, encoding: .utf8)
+        tiny = tiny.replacingOccurrences(of: "\"fx\": 524.0970745055303", with: "\"fx\": 1e-300")
+        let tinyPath = dir.appendingPathComponent("tiny-fx.json").path
+        try tiny.write(toFile: tinyPath, atomically: true, encoding: .utf8)
+        #expect(tiny.contains("1e-300"))
+        let out = dir.path + "/out"
+        let cases: [(arguments: [String], names: String)] = [
+            (["rectification", "--calibration", Self.sample, "--convergence", "1e-300"], "--convergence"),
+            (["rectification", "--calibration", tinyPath], "left.intrinsics.fx"),
+            (["calibrate", "--left", "\(Self.data)/left0*.jpg", "--right", "\(Self.data)/right0*.jpg", "--board", "9x6",
+              "--square", "1", "--time-budget", "inf", "--output", out + ".json"], "--time-budget"),
+            (["calibrate", "--left", "\(Self.data)/left0*.jpg", "--right", "\(Self.data)/right0*.jpg", "--board", "9x6",
+              "--square", "1", "--time-budget", "1e18", "--output", out + ".json"], "--time-budget"),
+            (["calibrate", "--left", "\(Self.data)/left0*.jpg", "--right", "\(Self.data)/right0*.jpg", "--board", "9x6",
+              "--square", "-25mm", "--output", out + ".json"], "-25mm"),
+            (["capture", "--simulated", "--timeout", "nan", "--output", out], "--timeout"),
+            (["capture", "--simulated", "--size", "100000x100000", "--output", out], "--size"),
+            (["bench", "rectify", "--size", "100000x100000"], "--size"),
+            (["stream", "--simulated", "--size", "100000x100000"], "--size"),
+            (["capture", "--simulated", "--format", "", "--output", out], "--format"),
+            (["stream", "--simulated", "--format", "64x48@2000000000:GREY"], "--format"),
+        ]
+        for item in cases {
+            let result = try ParallaxCLI.run(item.arguments, timeout: 60)
+            #expect(result.status == 1 || result.status == 64, "\(item.arguments): status \(result.status), \(result.stderr)")
+            #expect(result.stderr.contains(item.names), "\(item.arguments): \(result.stderr)")
+            #expect(!result.stderr.contains("Fatal error") && !result.stderr.contains("crashed"))
+        }
+        #expect(!FileManager.default.fileExists(atPath: out) && !FileManager.default.fileExists(atPath: out + ".json"))
+        // Negative numbers are numbers: OpenCV users type --alpha -1 for "no scaling".
+        let alpha = try ParallaxCLI.run(["rectification", "--calibration", Self.sample, "--alpha", "-1"])
+        #expect(alpha.status == 0, "\(alpha.stderr)")
+    }
+}
