@@ -101,6 +101,36 @@ struct CalibrateCommandTests {
         #expect(try Data(contentsOf: dir.appendingPathComponent("left01.jpg")) == Data(contentsOf: URL(fileURLWithPath: "\(Self.data)/left01.jpg")))
     }
 
+    @Test("a plainly wrong calibration is refused with its figures and the reason, and nothing is written")
+    func qualityGate() throws {
+        let fm = FileManager.default
+        let dir = try ParallaxCLI.temporaryDirectory()
+        defer { try? fm.removeItem(at: dir) }
+        // The same images on both sides: a baseline of zero.
+        for k in ["01", "02", "03", "04"] {
+            try fm.copyItem(atPath: "\(Self.data)/left\(k).jpg", toPath: dir.appendingPathComponent("left\(k).jpg").path)
+        }
+        let same = dir.appendingPathComponent("same.json").path
+        let twice = try ParallaxCLI.run(["calibrate", "--left", dir.path + "/left*", "--right", dir.path + "/left*",
+                                         "--board", "9x6", "--square", "25mm", "--output", same])
+        #expect(twice.status != 0 && twice.stderr.contains("baseline") && twice.stderr.contains("same images"), "\(twice.stderr)")
+        #expect(!fm.fileExists(atPath: same))
+        // Pairs that do not show the same moments (names without numbers, paired in sorted order): a large RMS.
+        let mixed = dir.appendingPathComponent("mixed")
+        try fm.createDirectory(at: mixed, withIntermediateDirectories: true)
+        for (name, source) in [("a", "left01"), ("b", "left02"), ("c", "left03"), ("d", "left04")] {
+            try fm.copyItem(atPath: "\(Self.data)/\(source).jpg", toPath: mixed.appendingPathComponent("L-\(name).jpg").path)
+        }
+        for (name, source) in [("a", "right06"), ("b", "right07"), ("c", "right08"), ("d", "right09")] {
+            try fm.copyItem(atPath: "\(Self.data)/\(source).jpg", toPath: mixed.appendingPathComponent("R-\(name).jpg").path)
+        }
+        let wrong = dir.appendingPathComponent("wrong.json").path
+        let result = try ParallaxCLI.run(["calibrate", "--left", mixed.path + "/L-*", "--right", mixed.path + "/R-*",
+                                          "--board", "9x6", "--square", "25mm", "--output", wrong])
+        #expect(result.status != 0 && result.stderr.contains("--max-rms") && result.stderr.contains("rms stereo"), "\(result.stderr)")
+        #expect(!fm.fileExists(atPath: wrong))
+    }
+
     @Test("a square with a unit is recorded as the calibration's unit, and distances convert against it")
     func squareUnitIsRecorded() throws {
         let fm = FileManager.default

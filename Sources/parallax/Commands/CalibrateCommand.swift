@@ -66,6 +66,9 @@ struct CalibrateCommand: ParsableCommand {
     @Flag(name: .long, help: "Print one JSON object with the figures on stdout.")
     var json = false
 
+    @Option(name: .customLong("max-rms"), help: "Refuse to write a calibration whose stereo RMS reprojection error is above this many pixels (good rigs reach 0.1–0.3).")
+    var maxRMS: Double = 1
+
     func validate() throws {
         guard LensModelKind(commandLineName: model) != nil else {
             throw ValidationError("--model must be one of brown4, brown5, brown8, fisheye; got '\(model)'")
@@ -76,6 +79,7 @@ struct CalibrateCommand: ParsableCommand {
         if fixed != .none && intrinsics == nil {
             throw ValidationError("--fix \(fix) needs --intrinsics FILE with the cameras to hold")
         }
+        guard maxRMS > 0, maxRMS.isFinite else { throw ValidationError("--max-rms must be a positive number of pixels, got \(maxRMS)") }
         guard timeBudget > 0, timeBudget <= 3600 else {
             throw ValidationError("--time-budget must be a number of seconds between 0 and 3600 per image, got \(timeBudget)")
         }
@@ -115,6 +119,12 @@ struct CalibrateCommand: ParsableCommand {
             throw ExitCode.failure
         }
         let result = outcome.result
+        if let reason = Self.qualityProblem(result, maxRMS: maxRMS) {
+            Self.log("rms stereo \(formatted(result.rms)) px (left \(formatted(result.rmsLeft)), right \(formatted(result.rmsRight))), "
+                     + "baseline \(formatted(result.calibration.baseline))\(target.unit), \(result.pairs.count) pairs")
+            Self.log("error: the calibration is not written: \(reason)")
+            throw ExitCode.failure
+        }
         let elapsed = (clock.now - start).components
         let seconds = Double(elapsed.seconds) + Double(elapsed.attoseconds) * 1e-18
 
@@ -180,7 +190,8 @@ struct CalibrateCommand: ParsableCommand {
         }
     }
 
-    private func formatted(_ v: Double) -> String { String(format: "%.4f", v) }
+    private func formatted(_ v: Double) -> String { Self.formatted(v) }
+    private static func formatted(_ v: Double) -> String { String(format: "%.4f", v) }
 
     /// The `--json` object.
     static func summary(_ outcome: CalibrationPipeline.Outcome, seconds: Double) -> JSONValue {
@@ -255,6 +266,23 @@ struct CalibrateCommand: ParsableCommand {
         }
         guard !out.isEmpty else { throw ValidationError("\(option) names no files") }
         return out
+    }
+
+    /// Why a solved calibration is plainly wrong and must not be written, or `nil`: a stereo
+    /// RMS above `maxRMS` (mismatched pairs, a wrong board size), or a baseline under 1 % of
+    /// the median board distance (the same images on both sides, or one camera twice).
+    static func qualityProblem(_ result: StereoCalibrationResult, maxRMS: Double) -> String? {
+        if !(result.rms <= maxRMS) {
+            return "the stereo RMS error is \(formatted(result.rms)) px, above --max-rms \(formatted(maxRMS)) px: "
+                + "the pairs may not show the same moments (check the left/right file names pair up), or --board is wrong"
+        }
+        let distances = result.poses.map { length($0.translation) }.sorted()
+        if let median = distances.isEmpty ? nil : distances[distances.count / 2], median > 0,
+           !(result.calibration.baseline >= 0.01 * median) {
+            return "the baseline (\(formatted(result.calibration.baseline))) is under 1 % of the board's distance "
+                + "(\(formatted(median))): the two cameras are at the same place; are the same images given for both sides?"
+        }
+        return nil
     }
 
     static func log(_ line: String) {
