@@ -198,5 +198,13 @@ struct CalibrateCommandTests {
         #expect(tooBig.status != 0)
         #expect(tooBig.stderr.contains("does not fit"))
         #expect(!FileManager.default.fileExists(atPath: output + ".big.svg"))
+        // An output whose extension says something else than what is written is refused.
+        let png = dir.appendingPathComponent("board.png").path
+        let wrongKind = try ParallaxCLI.run(["target", "--board", "9x6", "--square", "25mm", "--output", png])
+        #expect(wrongKind.status != 0 && wrongKind.stderr.contains(".svg") && !FileManager.default.fileExists(atPath: png))
+        let letter = try ParallaxCLI.run(["target", "--board", "9x6", "--square", "20mm", "--paper", "Letter", "--output", output])
+        #expect(letter.status == 0, "\(letter.stderr)")
+        let badPaper = try ParallaxCLI.run(["target", "--board", "9x6", "--square", "20mm", "--paper", "a3", "--output", output])
+        #expect(badPaper.status != 0 && badPaper.stderr.contains("--paper"))
     }
 }

@@ -79,22 +79,16 @@ struct BenchRectifyCommand: ParsableCommand {
     @OptionGroup var options: BenchOptions
 
     @Option(name: .long, help: "nearest, bilinear or bicubic.")
-    var interpolation: String = "bilinear"
+    var interpolation: Interpolation = .bilinear
 
     @Option(name: .long, help: "Also write the rig, maps and source images here (for Benchmarks/compare-opencv).")
     var export: String?
-
-    func validate() throws {
-        guard RectifyCommand.interpolation(named: interpolation) != nil else {
-            throw ValidationError("--interpolation must be nearest, bilinear or bicubic, got '\(interpolation)'")
-        }
-    }
 
     func run() throws {
         let size = options.imageSize, format = options.pixelFormat
         let calibration = StereoCalibration.benchmarkRig(size: size)
         let rectifier = try Rectifier(calibration: calibration,
-                                      interpolation: RectifyCommand.interpolation(named: interpolation) ?? .bilinear,
+                                      interpolation: interpolation,
                                       threads: options.threads)
         let left = try BenchImages.pattern(format, size: size, seed: 1)
         let right = try BenchImages.pattern(format, size: size, seed: 2)

@@ -34,10 +34,10 @@ struct CalibrateCommand: ParsableCommand {
     var square: String
 
     @Option(name: .long, help: "Lens model: brown4, brown5, brown8 or fisheye.")
-    var model: String = "brown5"
+    var model: LensModelKind = .brown5
 
     @Option(name: .long, help: "Hold intrinsics fixed in the joint refinement: none, left, right or both (with --intrinsics).")
-    var fix: String = "none"
+    var fix: FixedIntrinsics = .none
 
     @Option(name: .long, help: "A Parallax JSON calibration whose cameras to start from (and hold, with --fix).")
     var intrinsics: String?
@@ -70,13 +70,7 @@ struct CalibrateCommand: ParsableCommand {
     var maxRMS: Double = 1
 
     func validate() throws {
-        guard LensModelKind(commandLineName: model) != nil else {
-            throw ValidationError("--model must be one of brown4, brown5, brown8, fisheye; got '\(model)'")
-        }
-        guard let fixed = FixedIntrinsics(rawValue: fix.lowercased()) else {
-            throw ValidationError("--fix must be none, left, right or both; got '\(fix)'")
-        }
-        if fixed != .none && intrinsics == nil {
+        if fix != .none && intrinsics == nil {
             throw ValidationError("--fix \(fix) needs --intrinsics FILE with the cameras to hold")
         }
         guard maxRMS > 0, maxRMS.isFinite else { throw ValidationError("--max-rms must be a positive number of pixels, got \(maxRMS)") }
@@ -90,8 +84,8 @@ struct CalibrateCommand: ParsableCommand {
         let start = clock.now
         let target: CalibrationBoard
         do { target = try CalibrationBoard(parsing: board, square: square) } catch { throw ValidationError(error.description) }
-        let lensModel = LensModelKind(commandLineName: model) ?? .brown5
-        let fixed = FixedIntrinsics(rawValue: fix.lowercased()) ?? .none
+        let lensModel = model
+        let fixed = fix
 
         let leftFiles = try Self.expand(left, option: "--left")
         let rightFiles = try Self.expand(right, option: "--right")
@@ -288,4 +282,14 @@ struct CalibrateCommand: ParsableCommand {
     static func log(_ line: String) {
         FileHandle.standardError.write(Data((line + "\n").utf8))
     }
+}
+
+extension LensModelKind: ExpressibleByArgument {
+    /// `brown4`, `brown5`, `brown8` or `fisheye`, in any case.
+    public init?(argument: String) { self.init(commandLineName: argument) }
+}
+
+extension FixedIntrinsics: ExpressibleByArgument {
+    /// `none`, `left`, `right` or `both`, in any case.
+    public init?(argument: String) { self.init(rawValue: argument.lowercased()) }
 }

@@ -31,7 +31,7 @@ struct RectifyCommand: ParsableCommand {
     var outputRight: String
 
     @Option(name: .long, help: "nearest, bilinear or bicubic (also: speed, balanced, quality).")
-    var interpolation: String = "bilinear"
+    var interpolation: Interpolation = .bilinear
 
     @Option(name: .long, help: "Also write the pair side by side with horizontal guide lines (PNG recommended).")
     var preview: String?
@@ -43,23 +43,12 @@ struct RectifyCommand: ParsableCommand {
     var threads: Int?
 
     func validate() throws {
-        guard Self.interpolation(named: interpolation) != nil else {
-            throw ValidationError("--interpolation must be nearest, bilinear or bicubic (or speed, balanced, quality), got '\(interpolation)'")
-        }
         if let threads, threads < 1 { throw ValidationError("--threads must be at least 1, got \(threads)") }
         for path in [outputLeft, outputRight] + [preview, anaglyph].compactMap({ $0 }) where ImageFileFormat(pathExtensionOf: path) == nil {
             throw ValidationError("'\(path)' has no image extension the writer knows (.png, .jpg, .jpeg, .pgm, .ppm)")
         }
     }
 
-    static func interpolation(named name: String) -> Interpolation? {
-        switch name.lowercased() {
-        case "nearest", "speed": return .nearest
-        case "bilinear", "balanced": return .bilinear
-        case "bicubic", "quality": return .bicubic
-        default: return nil
-        }
-    }
 
     func run() throws {
         try OutputFiles.check(
@@ -87,7 +76,7 @@ struct RectifyCommand: ParsableCommand {
                 calibration: calibration,
                 convergenceDistance: convergence,
                 options: options,
-                interpolation: Self.interpolation(named: interpolation) ?? .bilinear,
+                interpolation: interpolation,
                 threads: threads)
         } catch {
             throw CLIError("\(shared.calibration): \(error)")
@@ -122,6 +111,19 @@ struct RectifyCommand: ParsableCommand {
             return try ImageBuffer(contentsOfFile: path)
         } catch {
             throw CLIError(error.description)
+        }
+    }
+}
+
+extension Interpolation: ExpressibleByArgument {
+    /// `nearest`, `bilinear` or `bicubic`, or AVFoundation's words for them: `speed`,
+    /// `balanced`, `quality`; in any case.
+    public init?(argument: String) {
+        switch argument.lowercased() {
+        case "nearest", "speed": self = .nearest
+        case "bilinear", "balanced": self = .bilinear
+        case "bicubic", "quality": self = .bicubic
+        default: return nil
         }
     }
 }

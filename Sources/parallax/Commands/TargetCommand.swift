@@ -20,22 +20,27 @@ struct TargetCommand: ParsableCommand {
     var square: String
 
     @Option(name: .long, help: "Paper: a4 or letter.")
-    var paper: String = "a4"
+    var paper: TargetSheet.Paper = .a4
 
-    @Option(name: .long, help: "Output SVG file.")
+    @Option(name: .long, help: "Output SVG file (the name must end in .svg: that is what is written).")
     var output: String = "board.svg"
 
     func validate() throws {
-        guard TargetSheet.Paper(rawValue: paper.lowercased()) != nil else {
-            throw ValidationError("--paper must be a4 or letter, not '\(paper)'")
+        guard output.lowercased().hasSuffix(".svg") else {
+            throw ValidationError("--output '\(output)' must end in .svg: the target is written as SVG (print it at 100 %)")
         }
     }
 
     func run() throws {
         let target: CalibrationBoard
         do { target = try CalibrationBoard(parsing: board, square: square) } catch { throw ValidationError(error.description) }
-        let sheet = try TargetSheet.svg(for: target, paper: TargetSheet.Paper(rawValue: paper.lowercased()) ?? .a4)
+        let sheet = try TargetSheet.svg(for: target, paper: paper)
         try FileAccess.writeAtomically(sheet, toPath: output)
         FileHandle.standardError.write(Data("wrote \(output): \(target) on \(paper)\n".utf8))
     }
+}
+
+extension TargetSheet.Paper: ExpressibleByArgument {
+    /// `a4` or `letter`, in any case.
+    public init?(argument: String) { self.init(rawValue: argument.lowercased()) }
 }
