@@ -77,15 +77,21 @@ struct CalibrateCommandTests {
         #expect(written.translationUnit == .unitless && result.stderr.contains("\"unit\": \"unitless\""))
     }
 
+    /// Copies OpenCV's sample images `left<k>.jpg` (and `right<k>.jpg`) into `dir` under their own names.
+    static func copySamplePairs(_ numbers: [String], into dir: URL, sides: [String] = ["left", "right"]) throws {
+        for k in numbers {
+            for side in sides {
+                try FileManager.default.copyItem(atPath: "\(data)/\(side)\(k).jpg", toPath: dir.appendingPathComponent("\(side)\(k).jpg").path)
+            }
+        }
+    }
+
     @Test("a failed output leaves an earlier calibration byte for byte as it was (the reproduction: --kalibr /proc/k.yaml)")
     func aFailedOutputKeepsTheEarlierCalibration() throws {
         let fm = FileManager.default
         let dir = try ParallaxCLI.temporaryDirectory()
         defer { try? fm.removeItem(at: dir) }
-        for k in ["01", "02", "03", "04"] {
-            try fm.copyItem(atPath: "\(Self.data)/left\(k).jpg", toPath: dir.appendingPathComponent("left\(k).jpg").path)
-            try fm.copyItem(atPath: "\(Self.data)/right\(k).jpg", toPath: dir.appendingPathComponent("right\(k).jpg").path)
-        }
+        try Self.copySamplePairs(["01", "02", "03", "04"], into: dir)
         let previous = dir.appendingPathComponent("prev.json").path
         let earlier = Data("{\"an earlier calibration\": true}\n".utf8)
         try earlier.write(to: URL(fileURLWithPath: previous))
@@ -107,9 +113,7 @@ struct CalibrateCommandTests {
         let dir = try ParallaxCLI.temporaryDirectory()
         defer { try? fm.removeItem(at: dir) }
         // The same images on both sides: a baseline of zero.
-        for k in ["01", "02", "03", "04"] {
-            try fm.copyItem(atPath: "\(Self.data)/left\(k).jpg", toPath: dir.appendingPathComponent("left\(k).jpg").path)
-        }
+        try Self.copySamplePairs(["01", "02", "03", "04"], into: dir, sides: ["left"])
         let same = dir.appendingPathComponent("same.json").path
         let twice = try ParallaxCLI.run(["calibrate", "--left", dir.path + "/left*", "--right", dir.path + "/left*",
                                          "--board", "9x6", "--square", "25mm", "--output", same])
@@ -136,10 +140,7 @@ struct CalibrateCommandTests {
         let fm = FileManager.default
         let dir = try ParallaxCLI.temporaryDirectory()
         defer { try? fm.removeItem(at: dir) }
-        for k in ["01", "02", "03", "04"] {
-            try fm.copyItem(atPath: "\(Self.data)/left\(k).jpg", toPath: dir.appendingPathComponent("left\(k).jpg").path)
-            try fm.copyItem(atPath: "\(Self.data)/right\(k).jpg", toPath: dir.appendingPathComponent("right\(k).jpg").path)
-        }
+        try Self.copySamplePairs(["01", "02", "03", "04"], into: dir)
         let output = dir.appendingPathComponent("calib.json").path
         let result = try ParallaxCLI.run(["calibrate", "--left", dir.path + "/left*", "--right", dir.path + "/right*",
                                           "--board", "9x6", "--square", "2.5cm", "--output", output])

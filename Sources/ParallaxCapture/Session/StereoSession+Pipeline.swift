@@ -93,6 +93,13 @@ extension StereoSession {
             self.cameraFramesPerSecond = cameraFramesPerSecond
         }
 
+        /// Counts a dropped pair; its two frames are losses in the pressure window unless the
+        /// session meant to drop it (its own frame-rate cap, or the end).
+        mutating func countDrop(_ reason: SessionDropReason) {
+            sessionDrops[reason, default: 0] += 1
+            if reason != .frameRateCap && reason != .sessionStopped { window.sessionLosses += 2 }
+        }
+
         var currentFramesPerSecond: Double { min(cameraFramesPerSecond, capFramesPerSecond ?? cameraFramesPerSecond) }
 
         func isActive(_ side: StereoSide) -> Bool { sides[side] == .running }
@@ -181,10 +188,7 @@ extension StereoSession {
             if s.incoming.isFull { dropped = s.incoming.popFirst() }
             s.incoming.append(Incoming(pair: pair, number: s.pairsMade))
             s.pairsMade += 1
-            if dropped != nil {
-                s.sessionDrops[s.phase == .running ? .consumerBehind : .sessionStopped, default: 0] += 1
-                s.window.sessionLosses += 2
-            }
+            if dropped != nil { s.countDrop(s.phase == .running ? .consumerBehind : .sessionStopped) }
             return dropped
         }
         _ = overflow  // released here, outside the lock: its frames go back to their drivers
@@ -258,13 +262,13 @@ extension StereoSession {
         let (reason, discard) = state.withLock { ($0.endReason ?? "stopped", $0.discardOnEnd) }
         while let next = takeIncoming() {
             if discard || state.withLock({ $0.discardOnEnd }) {
-                drop(next, reason: .sessionStopped)
+                drop(.sessionStopped)
             } else {
                 process(next, thread: thread, ending: true)
             }
         }
         if state.withLock({ $0.discardOnEnd }) {
-            for _ in pairQueue.drain() { dropQueued(reason: .sessionStopped) }
+            for _ in pairQueue.drain() { drop(.sessionStopped) }
         }
         let stills = state.withLock { s -> [StillRequest] in
             defer { s.stills = [] }
@@ -320,18 +324,9 @@ extension StereoSession {
         return next
     }
 
-    private func drop(_ incoming: Incoming, reason: SessionDropReason) {
-        state.withLock { s in
-            s.sessionDrops[reason, default: 0] += 1
-            if reason != .frameRateCap && reason != .sessionStopped { s.window.sessionLosses += 2 }
-        }
-    }
-
-    private func dropQueued(reason: SessionDropReason) {
-        state.withLock { s in
-            s.sessionDrops[reason, default: 0] += 1
-            if reason == .consumerBehind { s.window.sessionLosses += 2 }
-        }
+    /// Counts a pair the session dropped (see ``State/countDrop(_:)``).
+    private func drop(_ reason: SessionDropReason) {
+        state.withLock { $0.countDrop(reason) }
     }
 
     /// Rectifies and delivers one pair on the session thread.
@@ -339,7 +334,7 @@ extension StereoSession {
         let pair = incoming.pair
         let started = monotonicNanoseconds()
         guard passesFrameRateCap(pair.left.timestampNanoseconds) else {
-            drop(incoming, reason: .frameRateCap)
+            drop(.frameRateCap)
             return
         }
         var storage: PairStorage?
@@ -349,20 +344,20 @@ extension StereoSession {
            let leftImage = pair.left.payload.image, let rightImage = pair.right.payload.image {
             storage = takeStorage(format: pixel, size: rectifier.outputSize, ending: ending)
             guard let storage else {
-                drop(incoming, reason: .noFreeBuffer)
+                drop(.noFreeBuffer)
                 return
             }
             do {
                 rectification = try rectifier.rectify(left: leftImage, right: rightImage,
                                                       into: storage.mutableView(.left), storage.mutableView(.right))
             } catch {
-                drop(incoming, reason: .rectificationFailed)
+                drop(.rectificationFailed)
                 emit(.deviceError("pair \(incoming.number) could not be rectified: \(error)"))
                 return
             }
             rectifyNanoseconds = monotonicNanoseconds() - started
         } else if rectifier != nil {
-            drop(incoming, reason: .rectificationFailed)
+            drop(.rectificationFailed)
             emit(.deviceError("pair \(incoming.number) has no pixels to rectify (\(format.fourCC))"))
             return
         }
@@ -437,7 +432,7 @@ extension StereoSession {
         }
         if pairQueue.push(pair) != nil {
             let stopping = ending || state.withLock { $0.discardOnEnd || $0.phase != .running }
-            dropQueued(reason: stopping ? .sessionStopped : .consumerBehind)
+            drop(stopping ? .sessionStopped : .consumerBehind)
         }
     }
 

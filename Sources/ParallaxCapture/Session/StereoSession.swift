@@ -258,21 +258,17 @@ public final class StereoSession: Sendable {
     public var statistics: StereoSessionStatistics {
         // The session's counts first, then the synchronizer's: pairs it made since are in
         // flight (made, not yet delivered or dropped), never missing.
-        var snapshot = state.withLock { s in
-            StereoSessionStatistics(
-                synchronizer: SynchronizerStatistics(pairs: 0, pairsReleasedOnDeadline: 0, framesLeft: 0, framesRight: 0,
-                                                     dropCounts: Array(repeating: 0, count: 12), discontinuities: 0,
-                                                     skew: DurationSummary(count: 0, p50Nanoseconds: 0, p99Nanoseconds: 0, maxNanoseconds: 0),
-                                                     latency: DurationSummary(count: 0, p50Nanoseconds: 0, p99Nanoseconds: 0, maxNanoseconds: 0),
-                                                     clock: nil),
-                cameraDrops: s.cameraDrops, sessionDrops: s.sessionDrops,
-                pairsDelivered: s.delivered, pairsInFlight: 0, pairsPerSecond: s.pairsPerSecond,
-                rectification: s.rectifyTimes.summary, consumer: s.consumerTimes.summary, pressure: s.tracker.level,
-                framesPerSecond: s.currentFramesPerSecond, pooledBuffers: s.pool.count, events: s.events)
+        let s = state.withLock { s in
+            (cameraDrops: s.cameraDrops, sessionDrops: s.sessionDrops, delivered: s.delivered, pairsPerSecond: s.pairsPerSecond,
+             rectification: s.rectifyTimes.summary, consumer: s.consumerTimes.summary, pressure: s.tracker.level,
+             framesPerSecond: s.currentFramesPerSecond, pooled: s.pool.count, events: s.events)
         }
-        snapshot.synchronizer = synchronizer.statistics
-        snapshot.pairsInFlight = max(0, snapshot.pairsMade - snapshot.pairsDelivered - snapshot.sessionDrops.values.reduce(0, +))
-        return snapshot
+        let paired = synchronizer.statistics
+        return StereoSessionStatistics(
+            synchronizer: paired, cameraDrops: s.cameraDrops, sessionDrops: s.sessionDrops, pairsDelivered: s.delivered,
+            pairsInFlight: max(0, paired.pairs - s.delivered - s.sessionDrops.values.reduce(0, +)),
+            pairsPerSecond: s.pairsPerSecond, rectification: s.rectification, consumer: s.consumer, pressure: s.pressure,
+            framesPerSecond: s.framesPerSecond, pooledBuffers: s.pooled, events: s.events)
     }
 
     /// The pressure level now.

@@ -90,7 +90,7 @@ struct CaptureCommand: AsyncParsableCommand {
         for side in StereoSide.allCases {
             let drops = stats.drops(side)
             if !drops.isEmpty {
-                print("\(side) frames not written: " + drops.sorted { $0.key < $1.key }.map { "\($0.value) \($0.key)" }.joined(separator: ", "))
+                print("\(side) frames not written: " + dropList(drops))
             }
         }
         for event in stats.events where event.name == "disconnected" || event.name == "reconnected" { print(event) }

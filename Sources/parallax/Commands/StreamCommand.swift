@@ -173,7 +173,7 @@ struct StreamCommand: AsyncParsableCommand {
         print("frames: left \(stats.frames(.left)), right \(stats.frames(.right)); pairs made \(stats.pairsMade), delivered \(stats.pairsDelivered)")
         for side in StereoSide.allCases {
             let drops = stats.drops(side)
-            print("\(side) dropped: " + (drops.isEmpty ? "none" : drops.sorted { $0.key < $1.key }.map { "\($0.value) \($0.key)" }.joined(separator: ", ")))
+            print("\(side) dropped: " + dropList(drops))
         }
         if stats.rectification.count > 0 { print("rectification: \(stats.rectification)") }
         if stats.consumer.count > 0 { print("consumer: \(stats.consumer)") }
@@ -218,6 +218,11 @@ struct StreamCommand: AsyncParsableCommand {
             ("mismatched_pairs", mismatched.map { .number(Double($0)) } ?? .null),
         ]))
     }
+}
+
+/// Drops by reason as `2 constituent_disabled, 4 simulated` (by name), or `none`.
+func dropList(_ drops: [String: Int]) -> String {
+    drops.isEmpty ? "none" : drops.sorted { $0.key < $1.key }.map { "\($0.value) \($0.key)" }.joined(separator: ", ")
 }
 
 /// `SIDE@TIME`: `right@2s`, `left@1500ms`.
