@@ -143,9 +143,13 @@ struct V4L2CameraTests {
         #expect(camera.buffersHeldByFrames == 4)
         usleep(20_000)
         #expect(collector.records.count == 4)
+        // The camera is held still while the buffers go back, so that none is filled and
+        // dequeued again before they are counted (a fast camera did that under load).
+        driver.inject(.stall(nanoseconds: nil), into: Self.path)
         collector.releaseFrames()
         #expect(camera.buffersHeldByFrames == 0)
         #expect(driver.buffersOwnedByDriver(Self.path) == 4)
+        driver.clearStall(Self.path)
         #expect(collector.waitForFrames(8, timeoutSeconds: 5))
         // The frames lost while starved are reported as a sequence gap.
         #expect(collector.waitForEvent(timeoutSeconds: 5) {
