@@ -8,7 +8,7 @@ COMPARE_PACKAGES := python3 python3-venv
 # Extra flags for `swift test`, e.g. `make test TEST_FLAGS="--filter Geometry"`.
 TEST_FLAGS ?=
 
-.PHONY: all deps install-packages build release demo test soak bench compare-opencv clean
+.PHONY: all deps install-packages build release demo test soak bench bench-pair compare-opencv clean
 
 all: build
 
@@ -50,6 +50,11 @@ soak: deps
 
 bench: deps
 	cd Benchmarks && $(SWIFT) package --allow-writing-to-package-directory benchmark
+
+# `parallax pair` on two generated logs of 10 million lines each: time and peak memory.
+bench-pair: deps
+	@$(MAKE) --no-print-directory install-packages PACKAGES="python3"
+	Benchmarks/pair-logs/run
 
 compare-opencv: release
 	@$(MAKE) --no-print-directory install-packages PACKAGES="$(COMPARE_PACKAGES)"

@@ -162,6 +162,73 @@ struct PairCommandTests {
         #expect(sorted.standardOutput.split(separator: "\n").count == Self.frameCount - 1)  // header + pairs
     }
 
+    /// Writes `text` as `name` in `directory`.
+    static func write(_ text: String, _ name: String, in directory: URL) throws {
+        try text.write(to: directory.appendingPathComponent(name), atomically: true, encoding: .utf8)
+    }
+
+    /// A 30 Hz log of `count` frames from `start` (in `scale` units per nanosecond).
+    static func log(start: Int64, count: Int, divisor: Int64 = 1) -> String {
+        "#timestamp [ns],filename\n" + (0..<count).map { k -> String in
+            let t = (start + Int64(k) * 33_333_333) / divisor
+            return "\(t),\(k).png"
+        }.joined(separator: "\n") + "\n"
+    }
+
+    @Test("logs that do not overlap in time are refused with both spans, and an earlier output is left as it was")
+    func noOverlap() throws {
+        let directory = try Self.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        try Self.write(Self.log(start: 1_000_000_000_000, count: 100), "cam0.csv", in: directory)
+        try Self.write(Self.log(start: 5_000_000_000_000, count: 100), "cam1.csv", in: directory)
+        try Self.write("earlier pairs\n", "pairs.csv", in: directory)
+        let result = try Self.run(["pair", "--left", "cam0.csv", "--right", "cam1.csv", "--output", "pairs.csv"], in: directory)
+        #expect(result.status == 1, "\(result.standardError)")
+        #expect(result.standardError.contains("the logs do not overlap in time"), "\(result.standardError)")
+        #expect(result.standardError.contains("cam0.csv spans 1000.000–1003.299 s"), "\(result.standardError)")
+        #expect(result.standardError.contains("cam1.csv starts 1.11 h after cam0.csv ends"), "\(result.standardError)")
+        #expect(try String(contentsOf: directory.appendingPathComponent("pairs.csv"), encoding: .utf8) == "earlier pairs\n")
+    }
+
+    @Test("a log in microseconds beside one in nanoseconds is named, not paired")
+    func unitMismatch() throws {
+        let directory = try Self.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        try Self.write(Self.log(start: 1_403_636_579_000_000_000, count: 100), "cam0.csv", in: directory)
+        try Self.write(Self.log(start: 1_403_636_579_000_000_000, count: 100, divisor: 1000), "cam1.csv", in: directory)
+        let result = try Self.run(["pair", "--left", "cam0.csv", "--right", "cam1.csv", "--json"], in: directory)
+        #expect(result.status == 1, "\(result.standardError)")
+        #expect(result.standardError.contains("cam1.csv looks like it counts microseconds, not nanoseconds"), "\(result.standardError)")
+        #expect(result.standardError.contains("a factor of 1000"), "\(result.standardError)")
+        #expect(result.standardOutput.isEmpty)
+    }
+
+    @Test("overlapping logs with no frame within --max-skew are an error, not zero pairs with exit 0")
+    func zeroPairs() throws {
+        let directory = try Self.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        try Self.writeLogs(in: directory)
+        let result = try Self.run(
+            ["pair", "--left", "cam0.csv", "--right", "cam1.csv", "--max-skew", "1ms", "--output", "pairs.csv"], in: directory)
+        #expect(result.status == 1, "\(result.standardError)")
+        #expect(result.standardError.contains("no frame paired"), "\(result.standardError)")
+        #expect(!FileManager.default.fileExists(atPath: directory.appendingPathComponent("pairs.csv").path))
+        let leftovers = try FileManager.default.contentsOfDirectory(atPath: directory.path).filter { $0.contains("partial") }
+        #expect(leftovers.isEmpty)
+    }
+
+    @Test("an output that is an input is refused before any work, and the input is intact")
+    func outputIsInput() throws {
+        let directory = try Self.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        try Self.writeLogs(in: directory)
+        let before = try Data(contentsOf: directory.appendingPathComponent("cam0.csv"))
+        let result = try Self.run(["pair", "--left", "cam0.csv", "--right", "cam1.csv", "--output", "./cam0.csv"], in: directory)
+        #expect(result.status != 0)
+        #expect(result.standardError.contains("is also the input --left"), "\(result.standardError)")
+        #expect(try Data(contentsOf: directory.appendingPathComponent("cam0.csv")) == before)
+    }
+
     @Test("durations take ns, us, ms and s, with decimals")
     func durations() {
         #expect(DurationArgument(argument: "5ms")?.nanoseconds == 5_000_000)

@@ -38,30 +38,25 @@ public struct RecordedTimestampLog: Sendable, Hashable {
     ///   bad line with its number and what is wrong with it, or
     ///   ``RecordedTimestampLogError/empty(path:)`` when no frame is listed.
     public init(text: String, path: String) throws(RecordedTimestampLogError) {
+        try self.init(reading: TimestampLogReader(bytes: Array(text.utf8), path: path))
+    }
+
+    /// Reads and parses the log at `path` (whole, in memory: ``TimestampLogReader`` and
+    /// ``TimestampLogSummary`` read one line at a time).
+    public init(contentsOfFile path: String) throws(RecordedTimestampLogError) {
+        try self.init(reading: TimestampLogReader(path: path))
+    }
+
+    private init(reading reader: TimestampLogReader) throws(RecordedTimestampLogError) {
         var entries: [Entry] = []
         var problems: [RecordedTimestampLogError.Problem] = []
-        var lineNumber = 0
-        // `\r\n` is one Character in Swift, so `isNewline` splits Windows line ends too.
-        for line in text.split(omittingEmptySubsequences: false, whereSeparator: \.isNewline) {
-            lineNumber += 1
-            let trimmed = line.drop { $0 == " " || $0 == "\t" }
-            if trimmed.isEmpty || trimmed.hasPrefix("#") { continue }
-            let fields = line.split(separator: ",", omittingEmptySubsequences: false).map {
-                String($0.drop { $0 == " " || $0 == "\t" }.reversed().drop { $0 == " " || $0 == "\t" }.reversed())
+        while let line = try reader.next() {
+            switch line {
+            case .frame(let timestamp, let number):
+                entries.append(Entry(timestampNanoseconds: timestamp, filename: reader.filename, line: number))
+            case .problem(let problem):
+                problems.append(problem)
             }
-            guard fields.count == 2 else {
-                problems.append(.init(line: lineNumber, message: "expected 2 fields `timestamp,filename`, found \(fields.count)"))
-                continue
-            }
-            guard let timestamp = Int64(fields[0]), timestamp >= 0 else {
-                problems.append(.init(line: lineNumber, message: "timestamp `\(fields[0])` is not a non-negative integer (nanoseconds)"))
-                continue
-            }
-            guard !fields[1].isEmpty else {
-                problems.append(.init(line: lineNumber, message: "empty file name"))
-                continue
-            }
-            entries.append(Entry(timestampNanoseconds: timestamp, filename: fields[1], line: lineNumber))
         }
         let sorted = zip(entries, entries.dropFirst()).allSatisfy { $0.timestampNanoseconds <= $1.timestampNanoseconds }
         if !sorted { entries.sort { ($0.timestampNanoseconds, $0.line) < ($1.timestampNanoseconds, $1.line) } }
@@ -69,23 +64,12 @@ public struct RecordedTimestampLog: Sendable, Hashable {
             problems.append(.init(line: b.line, message: "timestamp \(b.timestampNanoseconds) repeats line \(a.line)"))
         }
         guard problems.isEmpty else {
-            throw .malformedLines(path: path, lines: problems.sorted { $0.line < $1.line })
+            throw .malformedLines(path: reader.path, lines: problems.sorted { $0.line < $1.line })
         }
-        guard !entries.isEmpty else { throw .empty(path: path) }
+        guard !entries.isEmpty else { throw .empty(path: reader.path) }
         self.entries = entries
         self.wasUnsorted = !sorted
-        self.path = path
-    }
-
-    /// Reads and parses the log at `path`.
-    public init(contentsOfFile path: String) throws(RecordedTimestampLogError) {
-        let text: String
-        do {
-            text = try FileAccess.readText(atPath: path)
-        } catch {
-            throw .unreadable(path: path, reason: error.description)
-        }
-        try self.init(text: text, path: path)
+        self.path = reader.path
     }
 
     /// The median spacing between consecutive timestamps (nanoseconds), or `nil` with
@@ -116,6 +100,10 @@ public enum RecordedTimestampLogError: Error, Sendable, Hashable, CustomStringCo
     /// No frame is listed.
     case empty(path: String)
 
+    /// ``TimestampLogSummary`` stops reading a log at this many bad lines (so that a file
+    /// of the wrong kind is not listed line by line for minutes).
+    public static let problemLimit = 1000
+
     /// For example `cam0/data.csv: 2 malformed lines:\n  line 4: ...`.
     public var description: String {
         switch self {
@@ -125,7 +113,9 @@ public enum RecordedTimestampLogError: Error, Sendable, Hashable, CustomStringCo
         case .malformedLines(let path, let lines):
             let shown = lines.prefix(20).map { "  line \($0.line): \($0.message)" }
             let more = lines.count > 20 ? ["  ... and \(lines.count - 20) more"] : []
-            return (["\(path): \(lines.count) malformed line\(lines.count == 1 ? "" : "s") (expected `#timestamp [ns],filename` CSV):"]
+            let count = lines.count >= Self.problemLimit ? "\(lines.count) or more malformed lines (reading stopped there)"
+                : "\(lines.count) malformed line\(lines.count == 1 ? "" : "s")"
+            return (["\(path): \(count) (expected `#timestamp [ns],filename` CSV):"]
                 + shown + more).joined(separator: "\n")
         case .empty(let path):
             return "\(path): the timestamp log lists no frame"

@@ -5,6 +5,8 @@ import Musl
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import Dispatch
+import Synchronization
 
 /// Whole-file reads and atomic writes on the C library, for the file formats
 /// of this module (which avoids Foundation).
@@ -74,6 +76,133 @@ public enum FileAccess {
     private static func systemReason() -> String {
         String(cString: strerror(errno))
     }
+}
+
+/// Writes a file of any size through a buffer, atomically: the bytes go to a temporary
+/// file beside the target, which replaces the target only at ``commit()``. Dropped without
+/// a commit (an error on the way), it removes the temporary file and the target is as it
+/// was. Writing to standard output (``init(standardOutput:)``) streams instead.
+///
+/// Full buffers (1 MiB) are written by a background queue, at most two at a time, so
+/// that the caller goes on producing while the kernel copies: a write error surfaces at
+/// the next call.
+public final class AtomicFileWriter {
+    /// The target path, or `nil` for standard output.
+    public let path: String?
+    private let temporary: String?
+    private let descriptor: Int32
+    private var buffer: [UInt8] = []
+    private let flushThreshold = 1 << 20
+    private var committed = false
+    private let queue = DispatchQueue(label: "parallax.atomic-file-writer")
+    private let inFlight = DispatchSemaphore(value: 2)
+    private let failure = FailureBox()
+
+    /// Opens a temporary file beside `path`.
+    ///
+    /// - Throws: ``FileAccessError/cannotWrite(path:reason:)`` when the folder is not
+    ///   writable.
+    public init(path: String) throws(FileAccessError) {
+        self.path = path
+        let temporary = path + ".partial-\(getpid())"
+        self.temporary = temporary
+        descriptor = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+        guard descriptor >= 0 else { throw .cannotWrite(path: path, reason: String(cString: strerror(errno))) }
+        buffer.reserveCapacity(flushThreshold + 4096)
+    }
+
+    /// Streams to standard output (there is nothing to rename; ``commit()`` flushes).
+    public init(standardOutput: Void) {
+        path = nil
+        temporary = nil
+        descriptor = 1
+        buffer.reserveCapacity(flushThreshold + 4096)
+    }
+
+    deinit {
+        queue.sync {}
+        if let temporary, !committed {
+            close(descriptor)
+            unlink(temporary)
+        }
+    }
+
+    /// Appends bytes.
+    public func write(_ bytes: UnsafeRawBufferPointer) throws(FileAccessError) {
+        buffer.append(contentsOf: bytes)
+        if buffer.count >= flushThreshold { try flush() }
+    }
+
+    /// Appends bytes.
+    public func write(_ bytes: [UInt8]) throws(FileAccessError) {
+        buffer.append(contentsOf: bytes)
+        if buffer.count >= flushThreshold { try flush() }
+    }
+
+    /// Appends UTF-8 text.
+    public func write(_ text: String) throws(FileAccessError) {
+        buffer.append(contentsOf: text.utf8)
+        if buffer.count >= flushThreshold { try flush() }
+    }
+
+    /// Hands the buffer to the background queue.
+    private func flush() throws(FileAccessError) {
+        if let error = failure.error { throw error }
+        guard !buffer.isEmpty else { return }
+        let chunk = buffer
+        buffer = []
+        buffer.reserveCapacity(flushThreshold + 4096)
+        inFlight.wait()
+        let (descriptor, name, failure, inFlight) = (self.descriptor, path ?? "standard output", self.failure, self.inFlight)
+        queue.async {
+            defer { inFlight.signal() }
+            guard failure.error == nil else { return }
+            var offset = 0
+            while offset < chunk.count {
+                let n = chunk.withUnsafeBytes { writeBytes(descriptor, $0.baseAddress! + offset, $0.count - offset) }
+                if n < 0 {
+                    if errno == EINTR { continue }
+                    failure.error = .cannotWrite(path: name, reason: String(cString: strerror(errno)))
+                    return
+                }
+                offset += n
+            }
+        }
+    }
+
+    /// Writes what is buffered and, for a file, syncs it and renames it over the target.
+    public func commit() throws(FileAccessError) {
+        try flush()
+        queue.sync {}
+        if let error = failure.error { throw error }
+        guard let temporary, let path else { return }
+        if fsync(descriptor) != 0 || close(descriptor) != 0 {
+            let reason = String(cString: strerror(errno))
+            committed = true
+            unlink(temporary)
+            throw .cannotWrite(path: path, reason: reason)
+        }
+        committed = true
+        guard rename(temporary, path) == 0 else {
+            let reason = String(cString: strerror(errno))
+            unlink(temporary)
+            throw .cannotWrite(path: path, reason: reason)
+        }
+    }
+
+    /// The first write error of the background queue.
+    private final class FailureBox: Sendable {
+        private let stored = Mutex<FileAccessError?>(nil)
+        var error: FileAccessError? {
+            get { stored.withLock { $0 } }
+            set { stored.withLock { $0 = $0 ?? newValue } }
+        }
+    }
+}
+
+/// `write(2)`, named apart from the writer's own `write` methods.
+private func writeBytes(_ descriptor: Int32, _ bytes: UnsafeRawPointer, _ count: Int) -> Int {
+    write(descriptor, bytes, count)
 }
 
 /// A file that could not be read or written.

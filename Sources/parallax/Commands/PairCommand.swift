@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import Synchronization
 import ParallaxCapture
 import ParallaxGeometry
 
@@ -18,6 +19,11 @@ struct PairCommand: ParsableCommand {
             left_timestamp_ns,right_timestamp_ns,left_filename,right_filename,skew_ns \
             (skew = right − left). With --json a summary object is printed instead \
             (pairs, frames, drops by reason, skew percentiles, estimated clock offset and drift).
+
+            Both logs are read twice, a line at a time: once to report every bad line, \
+            their time spans and a log in the wrong unit before any output, then to pair \
+            them. Logs that do not overlap in time, or whose frame spacings show one is not \
+            in nanoseconds, are refused. A log out of order is read whole and sorted.
 
             Durations take a unit: 5ms, 200us, 33.3ms, 1000000ns, 0.5s.
             """)
@@ -44,10 +50,48 @@ struct PairCommand: ParsableCommand {
     var json = false
 
     func run() throws {
-        let leftLog = try Self.load(left)
-        let rightLog = try Self.load(right)
-        let interval = frameInterval?.nanoseconds ?? Self.guessInterval(leftLog, rightLog)
+        if let output {
+            try OutputFiles.check(outputs: [("--output", output)], inputs: [("--left", left), ("--right", right)])
+        }
+        // Pass 1: every bad line, the spans, the spacing and the order, before any output.
+        // The two logs are read at once, one per core.
+        let checking = ProgressLine("pair: checking the logs")
+        let results = Mutex<[Result<TimestampLogSummary, RecordedTimestampLogError>?]>([nil, nil])
+        let fractions = Mutex<[Double]>([0, 0])
+        DispatchQueue.concurrentPerform(iterations: 2) { index in
+            let result = Result { () throws(RecordedTimestampLogError) in
+                try TimestampLogSummary(scanning: index == 0 ? left : right) { read, size in
+                    let done = fractions.withLock {
+                        $0[index] = Double(read) / Double(max(size, 1))
+                        return ($0[0] + $0[1]) / 2
+                    }
+                    checking.update(done, "")
+                }
+            }
+            results.withLock { $0[index] = result }
+        }
+        checking.finish()
+        var summaries: [TimestampLogSummary] = [], problems: [String] = []
+        for result in results.withLock({ $0 }) {
+            switch result {
+            case .success(let summary): summaries.append(summary)
+            case .failure(let error): problems.append(error.description)
+            case nil: break
+            }
+        }
+        guard problems.isEmpty else { throw CLIError(problems.joined(separator: "\n")) }
+        let (leftSummary, rightSummary) = (summaries[0], summaries[1])
+        try Self.checkUnits(leftSummary, rightSummary)
+
+        // Pass 2: pair as the frames stream by (an unsorted log is read whole and sorted).
+        // Frames wait only while the other camera is silent; a gap longer than this many
+        // frames drops the oldest as queue_overflow (they could pair with nothing anyway).
+        let capacity = min(max(leftSummary.frameCount, rightSummary.frameCount) + 1, 1 << 16)
+        let leftFrames = try PairFrameSource(leftSummary, window: capacity)
+        let rightFrames = try PairFrameSource(rightSummary, window: capacity)
+        let interval = frameInterval?.nanoseconds ?? [leftFrames.spacing, rightFrames.spacing].compactMap { $0 }.filter { $0 > 0 }.min()
         let skew = maxSkew?.nanoseconds ?? interval.map { $0 / 2 } ?? 10_000_000
+        try Self.checkOverlap(leftSummary, rightSummary, maximumSkew: skew)
         let policy: SynchronizationPolicy
         switch self.policy {
         case .approximate: policy = .approximate
@@ -56,62 +100,190 @@ struct PairCommand: ParsableCommand {
         }
         let configuration = SynchronizerConfiguration(
             policy: policy, frameIntervalNanoseconds: interval, maximumSkewNanoseconds: skew,
-            queueCapacity: max(leftLog.entries.count, rightLog.entries.count) + 1, clockCorrection: .estimate)
-        let result = RecordedStreamPairing(left: leftLog, right: rightLog, configuration: configuration)
+            queueCapacity: capacity, clockCorrection: .estimate)
 
-        var csv = "left_timestamp_ns,right_timestamp_ns,left_filename,right_filename,skew_ns\n"
-        csv.reserveCapacity(result.pairs.count * 80)
-        for pair in result.pairs {
-            let l = leftLog.entries[pair.left], r = rightLog.entries[pair.right]
-            csv += "\(l.timestampNanoseconds),\(r.timestampNanoseconds),\(Self.csvField(l.filename)),\(Self.csvField(r.filename)),\(pair.skewNanoseconds)\n"
+        let writer: AtomicFileWriter?
+        do {
+            writer = try output.map { path throws(FileAccessError) in try AtomicFileWriter(path: path) }
+                ?? (json ? nil : AtomicFileWriter(standardOutput: ()))
+            try writer?.write("left_timestamp_ns,right_timestamp_ns,left_filename,right_filename,skew_ns\n")
+        } catch {
+            throw CLIError(error.description)
         }
-        if let output {
-            do {
-                try FileAccess.writeAtomically(csv, toPath: output)
-            } catch {
-                throw PairCommandFailure(message: error.description)
-            }
+        var skews: [UInt64] = []
+        let keepsSkews = json  // read once: a property wrapper's getter costs more than the pairing
+        var pairCount = 0
+        var writeError: String?
+        // Rows are formatted into a local buffer and handed to the writer a megabyte at a time.
+        var rows: [UInt8] = []
+        rows.reserveCapacity(1 << 20 + 4096)
+        let pairing = ProgressLine("pair: pairing")
+        let totalBytes = Double(max(leftFrames.fileSize + rightFrames.fileSize, 1))
+        let statistics = RecordedStreamPairing.replay(
+            configuration: configuration, left: leftFrames.next, right: rightFrames.next,
+            emit: { event in
+                guard case .pair(let pair) = event else { return }
+                pairCount += 1
+                if keepsSkews { skews.append(pair.skewNanoseconds.magnitude) }
+                if writer != nil {
+                    Self.appendRow(pair, leftFrames, rightFrames, to: &rows)
+                    if rows.count >= 1 << 20 { writeError = writeError ?? Self.hand(&rows, to: writer) }
+                }
+                if pairCount & 0xFFFF == 0 {
+                    let done = Double(leftFrames.bytesRead + rightFrames.bytesRead) / totalBytes
+                    pairing.update(done, "(\(pairCount) pairs)")
+                }
+            })
+        if writeError == nil, let writer { writeError = Self.hand(&rows, to: writer) }
+        pairing.finish()
+        for source in [leftFrames, rightFrames] {
+            if let error = source.error { throw CLIError(error) }
+        }
+        if let writeError { throw CLIError(writeError) }
+        guard pairCount > 0 else {
+            throw CLIError("""
+                no frame paired: \(statistics.drops(.left)) left and \(statistics.drops(.right)) right frames were dropped \
+                (\(Self.dropList(statistics))); the logs overlap in time but no two frames are within --max-skew \
+                \(Self.formatDuration(skew)) of each other
+                """)
+        }
+        do {
+            try writer?.commit()
+        } catch {
+            throw CLIError(error.description)
         }
         if json {
-            print(Self.summary(result, leftLog, rightLog).serialized(indent: 2))
-        } else if output == nil {
-            FileHandle.standardOutput.write(Data(csv.utf8))
-        } else {
-            let s = result.statistics
-            print("\(result.pairs.count) pairs from \(s.framesLeft) left and \(s.framesRight) right frames; written to \(output ?? "")")
+            print(Self.summary(statistics, pairs: pairCount, skews: &skews, leftSummary, rightSummary).serialized(indent: 2))
+        } else if let output {
+            print("\(pairCount) pairs from \(statistics.framesLeft) left and \(statistics.framesRight) right frames; written to \(output)")
             // Release latency means nothing for a replay; the rest is the live report.
-            print(s.description.split(separator: "\n").dropFirst().filter { !$0.hasPrefix("latency") }.joined(separator: "\n"))
+            print(statistics.description.split(separator: "\n").dropFirst().filter { !$0.hasPrefix("latency") }.joined(separator: "\n"))
         }
     }
 
-    static func load(_ path: String) throws -> RecordedTimestampLog {
-        let log: RecordedTimestampLog
+    /// Writes and empties `rows`; the reason on failure.
+    private static func hand(_ rows: inout [UInt8], to writer: AtomicFileWriter?) -> String? {
+        defer { rows.removeAll(keepingCapacity: true) }
         do {
-            log = try RecordedTimestampLog(contentsOfFile: path)
+            try writer?.write(rows)
+            return nil
         } catch {
-            throw PairCommandFailure(message: error.description)
+            return error.description
         }
-        if log.wasUnsorted {
-            warn("warning: \(path): timestamps were not in order; sorted them before pairing")
-        }
-        return log
     }
 
-    static func guessInterval(_ a: RecordedTimestampLog, _ b: RecordedTimestampLog) -> Int64? {
-        let guesses = [a.medianSpacingNanoseconds, b.medianSpacingNanoseconds].compactMap { $0 }.filter { $0 > 0 }
-        return guesses.min()
+    /// One CSV row, formatted in place (`String` interpolation would dominate the run time).
+    private static func appendRow(
+        _ pair: SynchronizedPair<Int>, _ left: PairFrameSource, _ right: PairFrameSource, to buffer: inout [UInt8]
+    ) {
+        appendDecimal(pair.left.timestampNanoseconds, to: &buffer)
+        buffer.append(UInt8(ascii: ","))
+        appendDecimal(pair.right.timestampNanoseconds, to: &buffer)
+        buffer.append(UInt8(ascii: ","))
+        left.appendFilename(pair.left.payload, to: &buffer)
+        buffer.append(UInt8(ascii: ","))
+        right.appendFilename(pair.right.payload, to: &buffer)
+        buffer.append(UInt8(ascii: ","))
+        appendDecimal(pair.skewNanoseconds, to: &buffer)
+        buffer.append(UInt8(ascii: "\n"))
     }
 
-    /// Quotes a file name for CSV when it contains a comma, quote or line break.
-    static func csvField(_ text: String) -> String {
-        guard text.contains(where: { $0 == "," || $0 == "\"" || $0 == "\n" || $0 == "\r" }) else { return text }
-        return "\"" + text.replacingOccurrences(of: "\"", with: "\"\"") + "\""
+    static func appendDecimal(_ value: Int64, to buffer: inout [UInt8]) {
+        if value < 0 { buffer.append(UInt8(ascii: "-")) }
+        var magnitude = value.magnitude
+        var digits: (UInt64, UInt64, UInt64) = (0, 0, 0)  // 24 bytes, room for the 20 digits of UInt64.max
+        withUnsafeMutableBytes(of: &digits) { raw in
+            var first = raw.count
+            repeat {
+                first -= 1
+                raw[first] = UInt8(ascii: "0") + UInt8(magnitude % 10)
+                magnitude /= 10
+            } while magnitude > 0
+            buffer.append(contentsOf: raw[first...])
+        }
+    }
+
+    /// A file name as a CSV field: quoted when it holds a comma, quote or line break.
+    static func appendField(_ name: some Collection<UInt8>, to buffer: inout [UInt8]) {
+        let special = name.contains { $0 == UInt8(ascii: ",") || $0 == UInt8(ascii: "\"") || $0 == 10 || $0 == 13 }
+        guard special else {
+            buffer.append(contentsOf: name)
+            return
+        }
+        buffer.append(UInt8(ascii: "\""))
+        for byte in name {
+            if byte == UInt8(ascii: "\"") { buffer.append(byte) }
+            buffer.append(byte)
+        }
+        buffer.append(UInt8(ascii: "\""))
+    }
+
+    /// Refuses logs whose frame spacings differ by a power of 1000: one of them is not in
+    /// nanoseconds.
+    static func checkUnits(_ left: TimestampLogSummary, _ right: TimestampLogSummary) throws {
+        guard let a = left.typicalSpacingNanoseconds, let b = right.typicalSpacingNanoseconds, a > 0, b > 0 else { return }
+        let (coarse, fine) = a < b ? (left, right) : (right, left)
+        let ratio = Double(max(a, b)) / Double(min(a, b))
+        let powers = (log10(ratio) / 3).rounded()
+        let units = ["nanoseconds", "microseconds", "milliseconds", "seconds"]
+        if powers >= 1, powers <= 3, abs(log10(ratio) - 3 * powers) < log10(3) {
+            let unit = units[Int(powers)]
+            throw CLIError("""
+                \(coarse.path) looks like it counts \(unit), not nanoseconds: read as nanoseconds its frames are \
+                \(formatDuration(coarse.typicalSpacingNanoseconds ?? 0)) apart, those of \(fine.path) \
+                \(formatDuration(fine.typicalSpacingNanoseconds ?? 0)) (a factor of \(Int(pow(1000, powers)))). \
+                Both logs must give nanoseconds (EuRoC `#timestamp [ns]`)
+                """)
+        }
+        if ratio > 30 {
+            warn("warning: the frame spacings differ by a factor of \(Int(ratio.rounded())) (\(left.path) \(formatDuration(a)), \(right.path) \(formatDuration(b))); are both logs from the same rig, in nanoseconds?")
+        }
+    }
+
+    /// Refuses logs that do not overlap in time (within the maximum skew).
+    static func checkOverlap(_ left: TimestampLogSummary, _ right: TimestampLogSummary, maximumSkew: Int64) throws {
+        func span(_ s: TimestampLogSummary) -> String {
+            "\(s.path) spans \(seconds(s.firstTimestampNanoseconds))–\(seconds(s.lastTimestampNanoseconds)) s "
+                + "(\(s.frameCount) frames over \(formatDuration(s.lastTimestampNanoseconds - s.firstTimestampNanoseconds)))"
+        }
+        let (early, late) = left.firstTimestampNanoseconds <= right.firstTimestampNanoseconds ? (left, right) : (right, left)
+        let gap = late.firstTimestampNanoseconds.subtractingReportingOverflow(early.lastTimestampNanoseconds)
+        guard !gap.overflow, gap.partialValue > maximumSkew else { return }
+        throw CLIError("""
+            the logs do not overlap in time, so no frame can pair: \(span(left)); \(span(right)). \
+            \(late.path) starts \(formatDuration(gap.partialValue)) after \(early.path) ends. \
+            Were they recorded together, on the same clock?
+            """)
+    }
+
+    /// Nanoseconds as seconds with millisecond digits.
+    static func seconds(_ nanoseconds: Int64) -> String {
+        let whole = nanoseconds / 1_000_000_000, milli = (nanoseconds % 1_000_000_000) / 1_000_000
+        return "\(whole)." + String(repeating: "0", count: 3 - String(milli).count) + String(milli)
+    }
+
+    /// A duration in the unit that reads best: `33.3 ms`, `200 µs`, `1.5 h`.
+    static func formatDuration(_ nanoseconds: Int64) -> String {
+        let value = Double(nanoseconds)
+        let steps: [(Double, String)] = [(3.6e12, "h"), (60e9, "min"), (1e9, "s"), (1e6, "ms"), (1e3, "µs")]
+        for (scale, unit) in steps where value.magnitude >= scale {
+            return String(format: "%.3g %@", value / scale, unit)
+        }
+        return "\(nanoseconds) ns"
+    }
+
+    static func dropList(_ statistics: SynchronizerStatistics) -> String {
+        FrameDropReason.allCases.compactMap { reason in
+            let n = statistics.drops(reason: reason)
+            return n > 0 ? "\(n) \(reason.description)" : nil
+        }.joined(separator: ", ")
     }
 
     /// The `--json` object; skew percentiles are exact (nearest rank over |skew|).
-    static func summary(_ result: RecordedStreamPairing, _ left: RecordedTimestampLog, _ right: RecordedTimestampLog) -> JSONValue {
-        let s = result.statistics
-        let skews = result.pairs.map { $0.skewNanoseconds.magnitude }.sorted()
+    static func summary(
+        _ s: SynchronizerStatistics, pairs: Int, skews: inout [UInt64], _ left: TimestampLogSummary, _ right: TimestampLogSummary
+    ) -> JSONValue {
+        skews.sort()
         func percentile(_ fraction: Double) -> JSONValue {
             guard !skews.isEmpty else { return .null }
             let rank = max(1, Int((fraction * Double(skews.count)).rounded(.up)))
@@ -122,9 +294,9 @@ struct PairCommand: ParsableCommand {
             reasons[reason.description] = .number(Double(s.drops(reason: reason)))
         }
         return .object(JSONObject([
-            ("pairs", .number(Double(result.pairs.count))),
-            ("left_frames", .number(Double(left.entries.count))),
-            ("right_frames", .number(Double(right.entries.count))),
+            ("pairs", .number(Double(pairs))),
+            ("left_frames", .number(Double(left.frameCount))),
+            ("right_frames", .number(Double(right.frameCount))),
             ("dropped_left", .number(Double(s.drops(.left)))),
             ("dropped_right", .number(Double(s.drops(.right)))),
             ("drop_reasons", .object(reasons)),
@@ -137,14 +309,8 @@ struct PairCommand: ParsableCommand {
     }
 }
 
-/// An input or output problem, printed as `Error: <message>` without the usage text.
-struct PairCommandFailure: Error, CustomStringConvertible {
-    var message: String
-    var description: String { message }
-}
-
 /// Writes a line to standard error.
-private func warn(_ message: String) {
+func warn(_ message: String) {
     FileHandle.standardError.write(Data((message + "\n").utf8))
 }
 

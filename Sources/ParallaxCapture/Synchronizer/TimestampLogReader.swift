@@ -1,0 +1,236 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Reads a recorded timestamp log (see ``RecordedTimestampLog`` for the format) one line at
+/// a time in bounded memory, for logs of millions of frames.
+///
+/// The file is read in 1 MiB chunks; a line is parsed in place, and its file name becomes a
+/// `String` only when asked for (``filename``). The rules are exactly those of
+/// ``RecordedTimestampLog/init(text:path:)``: `#` comments and blank lines are skipped,
+/// spaces and tabs around fields are ignored, `\n`, `\r\n` and `\r` end lines.
+public final class TimestampLogReader {
+    /// What one call to ``next()`` found.
+    public enum Line: Sendable, Hashable {
+        /// A frame: its timestamp (nanoseconds) and its 1-based line number. Its file name is
+        /// ``TimestampLogReader/filename`` until the next call.
+        case frame(timestampNanoseconds: Int64, line: Int)
+        /// A line that is not `timestamp,filename`.
+        case problem(RecordedTimestampLogError.Problem)
+    }
+
+    /// The log's path, for messages.
+    public let path: String
+    /// The file's size in bytes when it was opened (for progress).
+    public let fileSize: Int
+    /// Bytes consumed so far.
+    public private(set) var bytesRead = 0
+
+    /// The open file, or -1 for a log read from memory.
+    private let descriptor: Int32
+    private var buffer: UnsafeMutableRawBufferPointer
+    /// Unparsed bytes are `buffer[start..<end]`.
+    private var start = 0
+    private var end = 0
+    private var atEndOfFile = false
+    private var lineNumber = 0
+    private var filenameRange = 0..<0
+
+    /// Opens the log at `path`.
+    ///
+    /// - Parameter chunkSize: bytes read at a time (the buffer grows for a longer line).
+    /// - Throws: ``RecordedTimestampLogError/unreadable(path:reason:)``.
+    public init(path: String, chunkSize: Int = 1 << 20) throws(RecordedTimestampLogError) {
+        self.path = path
+        descriptor = open(path, O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else { throw .unreadable(path: path, reason: Self.systemReason()) }
+        var status = stat()
+        if fstat(descriptor, &status) == 0, (status.st_mode & S_IFMT) == S_IFDIR {
+            close(descriptor)
+            throw .unreadable(path: path, reason: "it is a folder, not a file")
+        }
+        fileSize = fstat(descriptor, &status) == 0 ? Int(status.st_size) : 0
+        buffer = .allocate(byteCount: max(chunkSize, 1), alignment: 16)
+    }
+
+    /// Reads a log already in memory (`path` names it in messages).
+    public init(bytes: [UInt8], path: String) {
+        self.path = path
+        descriptor = -1
+        fileSize = bytes.count
+        buffer = .allocate(byteCount: max(bytes.count, 1), alignment: 16)
+        bytes.withUnsafeBytes { buffer.copyMemory(from: $0) }
+        end = bytes.count
+        atEndOfFile = true
+    }
+
+    deinit {
+        if descriptor >= 0 { close(descriptor) }
+        buffer.deallocate()
+    }
+
+    /// The file name of the frame ``next()`` returned last.
+    public var filename: String {
+        String(decoding: UnsafeRawBufferPointer(rebasing: buffer[filenameRange]), as: UTF8.self)
+    }
+
+    /// The file name's UTF-8 bytes, valid until the next call to ``next()``.
+    public var filenameBytes: UnsafeRawBufferPointer { UnsafeRawBufferPointer(rebasing: buffer[filenameRange]) }
+
+    /// The next frame or bad line, or `nil` at the end of the file.
+    ///
+    /// - Throws: ``RecordedTimestampLogError/unreadable(path:reason:)`` when reading fails.
+    public func next() throws(RecordedTimestampLogError) -> Line? {
+        while true {
+            guard let (lineStart, lineEnd) = try nextLineBounds() else { return nil }
+            lineNumber += 1
+            if let line = parse(lineStart, lineEnd) { return line }
+        }
+    }
+
+    // MARK: Lines
+
+    private static let newline = UInt8(ascii: "\n"), carriageReturn = UInt8(ascii: "\r")
+
+    /// The bounds of the next line in `buffer` (terminator excluded), reading more as needed.
+    private func nextLineBounds() throws(RecordedTimestampLogError) -> (Int, Int)? {
+        var searchFrom = start
+        while true {
+            if let terminator = firstTerminator(from: searchFrom) {
+                let isPairedCR = buffer[terminator] == Self.carriageReturn
+                if isPairedCR && terminator + 1 == end && !atEndOfFile {
+                    // Whether `\r` is followed by `\n` is in the next chunk.
+                    searchFrom = terminator - start
+                    try refill()
+                    searchFrom += start
+                    continue
+                }
+                let next = isPairedCR && terminator + 1 < end && buffer[terminator + 1] == Self.newline ? terminator + 2 : terminator + 1
+                let bounds = (start, terminator)
+                bytesRead += next - start
+                start = next
+                return bounds
+            }
+            if atEndOfFile {
+                guard start < end else { return nil }
+                let bounds = (start, end)
+                bytesRead += end - start
+                start = end
+                return bounds
+            }
+            searchFrom = end - start
+            try refill()
+            searchFrom += start
+        }
+    }
+
+    /// The first `\n` or `\r` at or after `index`: `memchr` finds the `\n` (vectorized), then
+    /// the line before it is searched for a `\r`.
+    private func firstTerminator(from index: Int) -> Int? {
+        guard index < end, let base = buffer.baseAddress else { return nil }
+        let newline = memchr(base + index, Int32(Self.newline), end - index).map { $0 - UnsafeMutableRawPointer(base) } ?? end
+        let cr = memchr(base + index, Int32(Self.carriageReturn), newline - index).map { $0 - UnsafeMutableRawPointer(base) }
+        if let cr { return cr }
+        return newline < end ? newline : nil
+    }
+
+    /// Moves the unparsed bytes to the front (growing the buffer for a line longer than it)
+    /// and reads more after them.
+    private func refill() throws(RecordedTimestampLogError) {
+        let pending = end - start
+        if start > 0 {
+            if pending > 0, let base = buffer.baseAddress { memmove(base, base + start, pending) }
+            start = 0
+            end = pending
+        }
+        if end == buffer.count {
+            let larger = UnsafeMutableRawBufferPointer.allocate(byteCount: buffer.count * 2, alignment: 16)
+            larger.copyMemory(from: UnsafeRawBufferPointer(rebasing: buffer[0..<end]))
+            buffer.deallocate()
+            buffer = larger
+        }
+        while true {
+            let n = read(descriptor, buffer.baseAddress! + end, buffer.count - end)
+            if n < 0 {
+                if errno == EINTR { continue }
+                throw .unreadable(path: path, reason: Self.systemReason())
+            }
+            if n == 0 { atEndOfFile = true }
+            end += n
+            return
+        }
+    }
+
+    // MARK: Fields
+
+    private static func isBlank(_ byte: UInt8) -> Bool { byte == 0x20 || byte == 0x09 }
+
+    /// Parses `buffer[lineStart..<lineEnd]`: `nil` for a comment or blank line.
+    private func parse(_ lineStart: Int, _ lineEnd: Int) -> Line? {
+        let bytes = buffer
+        var s = lineStart
+        while s < lineEnd, Self.isBlank(bytes[s]) { s += 1 }
+        if s == lineEnd || bytes[s] == UInt8(ascii: "#") { return nil }
+        // Exactly one comma: memchr finds the first, and any second.
+        let base = bytes.baseAddress.unsafelyUnwrapped
+        guard let first = memchr(base + s, Int32(UInt8(ascii: ",")), lineEnd - s) else {
+            return .problem(.init(line: lineNumber, message: "expected 2 fields `timestamp,filename`, found 1"))
+        }
+        let comma = first - UnsafeMutableRawPointer(base)
+        if memchr(base + comma + 1, Int32(UInt8(ascii: ",")), lineEnd - comma - 1) != nil {
+            var commas = 0
+            for i in comma..<lineEnd where bytes[i] == UInt8(ascii: ",") { commas += 1 }
+            return .problem(.init(line: lineNumber, message: "expected 2 fields `timestamp,filename`, found \(commas + 1)"))
+        }
+        let (timeStart, timeEnd) = Self.trimmed(bytes, s, comma)
+        guard let timestamp = Self.parseTimestamp(bytes, timeStart, timeEnd) else {
+            let text = String(decoding: UnsafeRawBufferPointer(rebasing: bytes[timeStart..<timeEnd]), as: UTF8.self)
+            return .problem(.init(line: lineNumber, message: "timestamp `\(text)` is not a non-negative integer (nanoseconds)"))
+        }
+        let (nameStart, nameEnd) = Self.trimmed(bytes, comma + 1, lineEnd)
+        guard nameStart < nameEnd else { return .problem(.init(line: lineNumber, message: "empty file name")) }
+        filenameRange = nameStart..<nameEnd
+        return .frame(timestampNanoseconds: timestamp, line: lineNumber)
+    }
+
+    private static func trimmed(_ bytes: UnsafeMutableRawBufferPointer, _ from: Int, _ to: Int) -> (Int, Int) {
+        var a = from, b = to
+        while a < b, isBlank(bytes[a]) { a += 1 }
+        while b > a, isBlank(bytes[b - 1]) { b -= 1 }
+        return (a, b)
+    }
+
+    /// Decimal digits with an optional `+`, within Int64.
+    private static func parseTimestamp(_ bytes: UnsafeMutableRawBufferPointer, _ from: Int, _ to: Int) -> Int64? {
+        var i = from
+        if i < to, bytes[i] == UInt8(ascii: "+") { i += 1 }
+        guard i < to else { return nil }
+        var value: Int64 = 0
+        if to - i <= 18 {
+            // 18 digits cannot overflow Int64.
+            while i < to {
+                let digit = bytes[i] &- UInt8(ascii: "0")
+                guard digit < 10 else { return nil }
+                value = value &* 10 &+ Int64(digit)
+                i += 1
+            }
+            return value
+        }
+        while i < to {
+            let digit = bytes[i] &- UInt8(ascii: "0")
+            guard digit < 10 else { return nil }
+            let (times10, o1) = value.multipliedReportingOverflow(by: 10)
+            let (sum, o2) = times10.addingReportingOverflow(Int64(digit))
+            guard !o1, !o2 else { return nil }
+            value = sum
+            i += 1
+        }
+        return value
+    }
+
+    private static func systemReason() -> String { String(cString: strerror(errno)) }
+}
