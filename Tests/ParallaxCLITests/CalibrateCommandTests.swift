@@ -130,9 +130,36 @@ struct CalibrateCommandTests {
         }
         let wrong = dir.appendingPathComponent("wrong.json").path
         let result = try ParallaxCLI.run(["calibrate", "--left", mixed.path + "/L-*", "--right", mixed.path + "/R-*",
-                                          "--board", "9x6", "--square", "25mm", "--output", wrong])
+                                          "--pair-by", "order", "--board", "9x6", "--square", "25mm", "--output", wrong])
         #expect(result.status != 0 && result.stderr.contains("--max-rms") && result.stderr.contains("rms stereo"), "\(result.stderr)")
         #expect(!fm.fileExists(atPath: wrong))
+    }
+
+    @Test("files that cannot be paired stop the run with the list (the reproduction: left0*.jpg with right*.jpg)")
+    func unpairedFilesAreListed() throws {
+        let fm = FileManager.default
+        let dir = try ParallaxCLI.temporaryDirectory()
+        defer { try? fm.removeItem(at: dir) }
+        for name in try fm.contentsOfDirectory(atPath: Self.data)
+        where (name.hasPrefix("left") || name.hasPrefix("right")) && name.hasSuffix(".jpg") {
+            try fm.copyItem(atPath: "\(Self.data)/\(name)", toPath: dir.appendingPathComponent(name).path)
+        }
+        let output = dir.appendingPathComponent("calib.json").path
+        let arguments = ["calibrate", "--left", dir.path + "/left0*.jpg", "--right", dir.path + "/right*.jpg",
+                         "--board", "9x6", "--square", "25mm", "--output", output]
+        let refused = try ParallaxCLI.run(arguments)
+        #expect(refused.status != 0, "\(refused.stderr)")
+        #expect(refused.stderr.contains("right.jpg: its name has no number to pair by"), "\(refused.stderr)")
+        #expect(refused.stderr.contains("right11.jpg: no left image with number 11"), "\(refused.stderr)")
+        #expect(refused.stderr.contains("9 pairs line up by number"), "\(refused.stderr)")
+        #expect(!fm.fileExists(atPath: output))
+        // Asked to go on, the nine pairs that line up make a good calibration.
+        let skipped = try ParallaxCLI.run(arguments + ["--skip-unpaired", "--json"])
+        #expect(skipped.status == 0, "\(skipped.stderr)")
+        let figures = try #require(try JSONValue(parsing: skipped.stdout).object)
+        #expect((figures["rms_stereo"]?.number ?? 99) < 1)
+        #expect(figures["unit"]?.string == "mm")
+        #expect(figures["pairs_used"]?.number == 9)
     }
 
     @Test("a square with a unit is recorded as the calibration's unit, and distances convert against it")

@@ -13,11 +13,30 @@ struct ImagePairingTests {
         #expect(unpaired.first { $0.name == "cam/left_0002.png" }?.left == "cam/left_0002.png")
     }
 
-    @Test func fallsBackToSortedOrderWithoutNumbers() {
-        let (pairs, unpaired) = ImagePairing.pair(left: ["b.png", "a.png", "c.png"], right: ["y.png", "x.png"])
+    @Test func pairsInSortedOrderOnlyWhenAsked() {
+        let (pairs, unpaired) = ImagePairing.pair(left: ["b.png", "a.png", "c.png"], right: ["y.png", "x.png"], by: .order)
         #expect(pairs.map(\.left) == ["a.png", "b.png"])
         #expect(pairs.map(\.right) == ["x.png", "y.png"])
         #expect(unpaired.map(\.name) == ["c.png"])
+    }
+
+    @Test("a file without a number does not shift the others to sorted order (OpenCV's left0*.jpg with right*.jpg)")
+    func aFileWithoutANumberIsSetAsideAlone() {
+        let left = (1...9).map { String(format: "left%02d.jpg", $0) }
+        let right = ["right.jpg"] + [1, 2, 3, 4, 5, 6, 7, 8, 9, 11, 12, 13, 14].map { String(format: "right%02d.jpg", $0) }
+        let (pairs, unpaired) = ImagePairing.pair(left: left, right: right)
+        #expect(pairs.count == 9)
+        #expect(pairs.allSatisfy { ImagePairing.number(in: $0.left) == ImagePairing.number(in: $0.right) })
+        #expect(unpaired.map(\.name) == ["right.jpg", "right11.jpg", "right12.jpg", "right13.jpg", "right14.jpg"])
+        #expect(unpaired[0].reason == "its name has no number to pair by")
+        #expect(unpaired[1].reason == "no left image with number 11")
+    }
+
+    @Test func aNumberUsedTwiceOnOneSideIsNamed() {
+        let (pairs, unpaired) = ImagePairing.pair(left: ["l1.png", "l01.png", "l2.png"], right: ["r1.png", "r2.png"])
+        #expect(pairs == [ImagePairing.Pair(left: "l2.png", right: "r2.png")])
+        #expect(unpaired.map(\.name) == ["l01.png", "l1.png", "r1.png"])
+        #expect(unpaired[0].reason == "number 1 is also in l1.png")
     }
 
     @Test func readsTheLastNumberOfTheFileName() {

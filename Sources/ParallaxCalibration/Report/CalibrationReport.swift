@@ -123,7 +123,8 @@ public enum CalibrationReport {
         html += row("rms left / right", "\(formatPixels(result.rmsLeft)) / \(formatPixels(result.rmsRight)) px")
         html += row("epipolar error (mean)", "\(formatPixels(result.epipolarErrorMean)) px")
         html += row("rectified vertical rms", "\(formatPixels(result.rectifiedVerticalRMS)) px")
-        html += row("baseline", "\(result.calibration.baseline)")
+        let unit = result.calibration.translationUnit
+        html += row("baseline", formatPixels(result.calibration.baseline) + (unit == .unitless ? " (board units: the square size had no unit)" : " \(unit.rawValue)"))
         html += "</table>"
         if !result.rejected.isEmpty {
             html += "<h2>Rejected</h2><ul>" + result.rejected.map { "<li>\(SVGDocument.escape($0.description))</li>" }.joined() + "</ul>"

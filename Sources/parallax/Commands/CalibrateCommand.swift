@@ -10,11 +10,17 @@ struct CalibrateCommand: ParsableCommand {
         commandName: "calibrate",
         abstract: "Calibrate a stereo rig from pairs of chessboard images.",
         discussion: """
-            Files pair by the number in their names (left07.png with right07.png), or in sorted order when \
-            the names carry no numbers. Pairs where an image cannot be read, the board is not found on both \
-            sides, or the size differs are set aside with the reason; the command fails only when fewer than \
-            3 usable pairs remain. Progress goes to stderr; every output is written only once the \
-            calibration has succeeded, each file atomically.
+            Files pair by the number in their names (left07.png with right07.png; --pair-by order pairs \
+            them in sorted order instead). A file that cannot be paired (no number, a number used twice, \
+            no partner) stops the command before any work, with the list, unless --skip-unpaired is given. \
+            Pairs where an image cannot be read, the board is not found on both sides, or the size differs \
+            are set aside with the reason; the command fails when fewer than 3 usable pairs remain.
+
+            Quality gate: nothing is written, and the command fails with the figures and the reason, when \
+            the stereo RMS reprojection error is above --max-rms (1 px by default) or the baseline is under \
+            1 % of the median board distance (the same images on both sides, for example). Translations \
+            are in the unit of --square, which the calibration records ("unit": "mm"). Progress goes to \
+            stderr; every output is written only once the calibration has succeeded, each file atomically.
 
             Example:
               parallax calibrate --left 'left*.jpg' --right 'right*.jpg' --board 9x6 --square 25mm \\
@@ -26,6 +32,12 @@ struct CalibrateCommand: ParsableCommand {
 
     @Option(name: .long, parsing: .upToNextOption, help: "Right images: a quoted glob or a list of files.")
     var right: [String]
+
+    @Option(name: .customLong("pair-by"), help: "Pair left and right files by the number in their names, or in sorted order.")
+    var pairBy: ImagePairing.Rule = .number
+
+    @Flag(name: .customLong("skip-unpaired"), help: "Go on without the files that cannot be paired (they are listed) instead of stopping.")
+    var skipUnpaired = false
 
     @Option(name: .long, help: "Inner corners as COLUMNSxROWS, e.g. 9x6.")
     var board: String
@@ -95,7 +107,15 @@ struct CalibrateCommand: ParsableCommand {
                 + (rosDirectory.map { [("--ros-dir", $0 + "/left.yaml"), ("--ros-dir", $0 + "/right.yaml")] } ?? []),
             inputs: leftFiles.map { ("--left", $0) } + rightFiles.map { ("--right", $0) }
                 + (intrinsics.map { [("--intrinsics", $0)] } ?? []))
-        let (pairs, unpaired) = ImagePairing.pair(left: leftFiles, right: rightFiles)
+        let (pairs, unpaired) = ImagePairing.pair(left: leftFiles, right: rightFiles, by: pairBy)
+        if !unpaired.isEmpty && !skipUnpaired {
+            let shown = unpaired.prefix(20).map { "  \($0.name): \($0.reason)" }
+            let more = unpaired.count > 20 ? ["  ... and \(unpaired.count - 20) more"] : []
+            throw CLIError((["\(unpaired.count) of \(leftFiles.count + rightFiles.count) files cannot be paired "
+                             + "(\(pairs.count) pairs line up by \(pairBy == .number ? "number" : "sorted order")):"] + shown + more
+                            + ["Give --left and --right only the files that belong together, --pair-by order to pair in sorted "
+                               + "order, or --skip-unpaired to go on without these."]).joined(separator: "\n"))
+        }
         var initial: StereoCalibration?
         if let intrinsics { initial = try StereoCalibration(contentsOfFile: intrinsics) }
 
@@ -160,7 +180,9 @@ struct CalibrateCommand: ParsableCommand {
         }
         if let report {
             do {
-                files += try Self.reportFiles(result, board: target, directory: report)
+                var reported = result
+                reported.calibration.translationUnit = calibration.translationUnit
+                files += try Self.reportFiles(reported, board: target, directory: report)
             } catch {
                 Self.log("error: the report could not be drawn: \(error)")
                 throw ExitCode.failure
@@ -169,7 +191,7 @@ struct CalibrateCommand: ParsableCommand {
         try OutputFiles.writeAll(files)
 
         if json {
-            print(Self.summary(outcome, seconds: seconds).serialized())
+            print(Self.summary(outcome, unit: calibration.translationUnit, seconds: seconds).serialized())
         } else {
             let c = result.calibration
             print("pairs used: \(result.pairs.count) of \(outcome.pairsTotal)")
@@ -188,7 +210,7 @@ struct CalibrateCommand: ParsableCommand {
     private static func formatted(_ v: Double) -> String { String(format: "%.4f", v) }
 
     /// The `--json` object.
-    static func summary(_ outcome: CalibrationPipeline.Outcome, seconds: Double) -> JSONValue {
+    static func summary(_ outcome: CalibrationPipeline.Outcome, unit: LengthUnit, seconds: Double) -> JSONValue {
         let r = outcome.result
         let c = r.calibration
         let rejected = outcome.rejected.map { v in
@@ -206,6 +228,7 @@ struct CalibrateCommand: ParsableCommand {
             ("rms_right", .number(r.rmsRight)),
             ("rms_stereo", .number(r.rms)),
             ("baseline", .number(c.baseline)),
+            ("unit", .string(unit.rawValue)),
             ("epipolar_error_mean", .number(r.epipolarErrorMean)),
             ("rectified_vertical_rms", .number(r.rectifiedVerticalRMS)),
             ("focal_left", .array([.number(c.left.intrinsics.fx), .number(c.left.intrinsics.fy)])),
@@ -283,6 +306,8 @@ struct CalibrateCommand: ParsableCommand {
         FileHandle.standardError.write(Data((line + "\n").utf8))
     }
 }
+
+extension ImagePairing.Rule: ExpressibleByArgument {}
 
 extension LensModelKind: ExpressibleByArgument {
     /// `brown4`, `brown5`, `brown8` or `fisheye`, in any case.
