@@ -63,6 +63,30 @@ struct CaptureCommandTests {
         #expect(try FileManager.default.contentsOfDirectory(atPath: output.appendingPathComponent("cam0/data").path).count == 3)
     }
 
+    @Test("--timeout bounds the whole run, rendering included, and a short recording is an error (exit 1), not a usage error")
+    func timeoutIncludesRendering() throws {
+        for extra in [[], ["--independent"]] {
+            let output = Self.temporaryDirectory()
+            defer { try? FileManager.default.removeItem(at: output) }
+            // A full-HD view takes the debug build about a minute to render.
+            let started = Date()
+            let result = try ParallaxCLI.run(["capture", "--simulated", "--size", "1920x1080", "--frames", "1000",
+                                              "--timeout", "1s", "--output", output.path] + extra, timeout: 120)
+            let elapsed = Date().timeIntervalSince(started)
+            #expect(result.status == 1, "\(extra): \(result.stderr)")
+            #expect(elapsed < 15, "\(extra): --timeout 1s took \(elapsed) s")
+            #expect(result.stderr.contains("1000"), "\(extra): \(result.stderr)")
+            // The recording is consistent: each CSV lists exactly the images on disk.
+            for camera in ["cam0", "cam1"] {
+                let folder = output.appendingPathComponent(camera)
+                let images = (try? FileManager.default.contentsOfDirectory(atPath: folder.appendingPathComponent("data").path)) ?? []
+                let csv = try String(contentsOf: folder.appendingPathComponent("data.csv"), encoding: .utf8)
+                let listed = csv.split(separator: "\n").dropFirst().map { String($0.split(separator: ",")[1]) }
+                #expect(Set(listed) == Set(images) && listed.count == images.count, "\(extra) \(camera)")
+            }
+        }
+    }
+
     @Test("capture --independent records each camera on its own")
     func independentCapture() throws {
         let output = Self.temporaryDirectory()

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+@testable import parallax
 
 /// Out-of-range numbers on the command line and in files: each a clear error naming the
 /// option or field (exit 1 or 64), never a trap, a hang or an attempt to allocate terabytes.
@@ -22,12 +23,14 @@ struct NumbersTests {
             (["rectification", "--calibration", Self.sample, "--convergence", "1e-300"], "--convergence"),
             (["rectification", "--calibration", tinyPath], "left.intrinsics.fx"),
             (["calibrate", "--left", "\(Self.data)/left0*.jpg", "--right", "\(Self.data)/right0*.jpg", "--board", "9x6",
-              "--square", "1", "--time-budget", "inf", "--output", out + ".json"], "--time-budget"),
+              "--square", "1", "--time-budget", "2h", "--output", out + ".json"], "--time-budget"),
             (["calibrate", "--left", "\(Self.data)/left0*.jpg", "--right", "\(Self.data)/right0*.jpg", "--board", "9x6",
-              "--square", "1", "--time-budget", "1e18", "--output", out + ".json"], "--time-budget"),
+              "--square", "1", "--time-budget", "1e18s", "--output", out + ".json"], "--time-budget"),
             (["calibrate", "--left", "\(Self.data)/left0*.jpg", "--right", "\(Self.data)/right0*.jpg", "--board", "9x6",
               "--square", "-25mm", "--output", out + ".json"], "-25mm"),
             (["capture", "--simulated", "--timeout", "nan", "--output", out], "--timeout"),
+            (["capture", "--simulated", "--timeout", "nans", "--output", out], "--timeout"),
+            (["stream", "--simulated", "--timeout", "2d"], "--timeout"),
             (["capture", "--simulated", "--size", "100000x100000", "--output", out], "--size"),
             (["bench", "rectify", "--size", "100000x100000"], "--size"),
             (["stream", "--simulated", "--size", "100000x100000"], "--size"),
@@ -44,5 +47,32 @@ struct NumbersTests {
         // Negative numbers are numbers: OpenCV users type --alpha -1 for "no scaling".
         let alpha = try ParallaxCLI.run(["rectification", "--calibration", Self.sample, "--alpha", "-1"])
         #expect(alpha.status == 0, "\(alpha.stderr)")
+    }
+
+    @Test("every duration option takes the same syntax, and a bare number is refused with it")
+    func oneDurationSyntax() throws {
+        let dir = try ParallaxCLI.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let out = dir.path + "/out"
+        let bare: [[String]] = [
+            ["capture", "--simulated", "--timeout", "5", "--output", out],
+            ["stream", "--simulated", "--timeout", "5"],
+            ["stream", "--simulated", "--consumer-delay", "50"],
+            ["calibrate", "--left", "\(Self.data)/left0*.jpg", "--right", "\(Self.data)/right0*.jpg", "--board", "9x6",
+             "--square", "25mm", "--time-budget", "2", "--output", out + ".json"],
+            ["pair", "--left", "a.csv", "--right", "b.csv", "--max-skew", "5"],
+            ["pair", "--left", "a.csv", "--right", "b.csv", "--frame-interval", "33.3"],
+        ]
+        for arguments in bare {
+            let result = try ParallaxCLI.run(arguments, timeout: 60)
+            let option = arguments.first { $0.hasPrefix("--") && ["--timeout", "--consumer-delay", "--time-budget", "--max-skew", "--frame-interval"].contains($0) }!
+            #expect(result.status == 64, "\(arguments): \(result.stderr)")
+            #expect(result.stderr.contains(option) && result.stderr.contains("a duration needs a unit (a number with a unit: 200us, 33.3ms, 5s, 2min, 1h)"),
+                    "\(arguments): \(result.stderr)")
+        }
+        #expect(!FileManager.default.fileExists(atPath: out) && !FileManager.default.fileExists(atPath: out + ".json"))
+        #expect(DurationArgument(argument: "2min")?.nanoseconds == 120_000_000_000)
+        #expect(DurationArgument(argument: "1.5h")?.nanoseconds == 5_400_000_000_000)
+        #expect(DurationArgument(argument: "33.3ms")?.description == "33.3ms")
     }
 }

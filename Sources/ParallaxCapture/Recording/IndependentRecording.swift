@@ -37,32 +37,42 @@ public func recordIndependently(_ devices: [any CaptureDevice], frames: Int, int
     }
     var started: [any CaptureDevice] = []
     defer { for device in started { device.stop() } }
+    // The time counts from here: a simulated camera renders its view when it starts, and
+    // gives up when the time runs out first.
+    let deadline = Date(timeIntervalSinceNow: timeoutSeconds)
+    let interrupt = DispatchWorkItem { for device in devices { (device as? any StopRequesting)?.requestStop() } }
+    DispatchQueue.global().asyncAfter(deadline: .now() + max(0, timeoutSeconds), execute: interrupt)
+    defer { interrupt.cancel() }
     for (index, device) in devices.enumerated() {
-        try device.start { output in
-            switch output {
-            case .frame(let frame):
-                let done = summaries.withLock { $0[index].framesWritten >= frames || $0[index].writeError != nil }
-                if done { return }
-                do throws(CaptureError) {
-                    try recorder.record(frame, camera: index)
-                    summaries.withLock { $0[index].framesWritten += 1 }
-                } catch {
-                    summaries.withLock { $0[index].writeError = error }
+        do throws(CaptureError) {
+            try device.start { output in
+                switch output {
+                case .frame(let frame):
+                    let done = summaries.withLock { $0[index].framesWritten >= frames || $0[index].writeError != nil }
+                    if done { return }
+                    do throws(CaptureError) {
+                        try recorder.record(frame, camera: index)
+                        summaries.withLock { $0[index].framesWritten += 1 }
+                    } catch {
+                        summaries.withLock { $0[index].writeError = error }
+                    }
+                case .event(.dropped(let count, let reason)):
+                    summaries.withLock { $0[index].drops[reason, default: 0] += count }
+                case .event(.disconnected):
+                    summaries.withLock { $0[index].disconnected = true }
+                case .event:
+                    break
                 }
-            case .event(.dropped(let count, let reason)):
-                summaries.withLock { $0[index].drops[reason, default: 0] += count }
-            case .event(.disconnected):
-                summaries.withLock { $0[index].disconnected = true }
-            case .event:
-                break
+                condition.lock()
+                condition.broadcast()
+                condition.unlock()
             }
-            condition.lock()
-            condition.broadcast()
-            condition.unlock()
+        } catch {
+            guard Date() >= deadline else { throw error }
+            break  // out of time while starting: what was recorded so far (nothing) is the answer
         }
         started.append(device)
     }
-    let deadline = Date(timeIntervalSinceNow: timeoutSeconds)
     condition.lock()
     while !finished() {
         if !condition.wait(until: deadline) { break }

@@ -23,11 +23,13 @@ extension StereoSession {
     /// session stopped from elsewhere (``stop()``, on Ctrl-C) ends the recording cleanly: the
     /// CSVs list exactly the pairs whose two images were written.
     ///
+    /// The timeout covers the start too (a simulated rig renders its views then): when it
+    /// runs out first, the start gives up and the summary says so.
+    ///
     /// - Throws: ``StereoSessionError`` when the session cannot start; write errors end the
     ///   recording and are reported in the summary.
     public func record(into recorder: EuRoCRecorder, pairs limit: Int?, timeoutSeconds: Double? = nil)
         async throws(StereoSessionError) -> SessionRecordingSummary {
-        if !isRunning { try start() }
         let timedOut = TimeoutFlag()
         let watchdog = timeoutSeconds.map { seconds in
             Task { [weak self] in
@@ -35,6 +37,18 @@ extension StereoSession {
                 guard !Task.isCancelled else { return }
                 timedOut.fired.store(true, ordering: .relaxed)
                 self?.stop()
+            }
+        }
+        if !isRunning {
+            do {
+                try start()
+            } catch {
+                watchdog?.cancel()
+                guard timedOut.fired.load(ordering: .relaxed) else { throw error }
+                try? recorder.finish()
+                return SessionRecordingSummary(
+                    pairsWritten: 0, statistics: statistics, writeError: nil,
+                    endedEarly: "timed out after \(timeoutSeconds ?? 0) s, before the cameras were streaming")
             }
         }
         var written = 0

@@ -42,8 +42,11 @@ public struct SceneRenderer: Sendable {
     ///
     /// - Throws: ``SimulationError`` for a format outside ``supportedFormats``
     ///   or a size the format cannot hold.
+    ///
+    /// `isCancelled` is asked before each row: when it answers true, rendering stops with
+    /// ``SimulationError/cancelled`` (a big view can take seconds).
     public func render(_ scene: SimulatedScene, camera: CameraModel, cameraFromWorld: RigidTransform = .identity,
-                       format: PixelFormat = .gray8) throws(SimulationError) -> ImageBuffer {
+                       format: PixelFormat = .gray8, isCancelled: () -> Bool = { false }) throws(SimulationError) -> ImageBuffer {
         guard Self.supportedFormats.contains(format) else { throw .unsupportedFormat(format) }
         let width = camera.size.width, height = camera.size.height
         var buffer: ImageBuffer
@@ -55,8 +58,13 @@ public struct SceneRenderer: Sendable {
         let channels = format == .rgb8 || format == .bgr8 ? 3 : 1
         var levels = [Double](repeating: 0, count: width * channels)
         var upper = CornerRow(camera: camera, y: -0.5, width: width)
+        var cancelled = false
         buffer.withMutableView { view in
             for y in 0..<height {
+                if isCancelled() {
+                    cancelled = true
+                    return
+                }
                 let lower = CornerRow(camera: camera, y: Double(y) + 0.5, width: width)
                 for x in 0..<width {
                     let colour = shade(pixel: x, upper: upper, lower: lower, surfaces: surfaces,
@@ -73,6 +81,7 @@ public struct SceneRenderer: Sendable {
                 upper = lower
             }
         }
+        if cancelled { throw .cancelled }
         return buffer
     }
 

@@ -102,6 +102,8 @@ public final class SimulatedCamera: CaptureDevice, StopRequesting, @unchecked Se
     private let seed: UInt64
     fileprivate let lockstep: Lockstep
     private let state: Mutex<State>
+    /// Set by ``requestStop()``: a rendering in progress stops (cleared by ``stop()``).
+    private let renderingCancelled = Atomic<Bool>(false)
 
     private struct State: @unchecked Sendable {
         var format: CaptureFormat
@@ -195,10 +197,13 @@ public final class SimulatedCamera: CaptureDevice, StopRequesting, @unchecked Se
     public func stop() {
         let thread = state.withLock { s in defer { s.thread = nil }; return s.thread }
         thread?.stopAndJoin(timeoutSeconds: 5)
+        renderingCancelled.store(false, ordering: .releasing)
     }
 
-    /// Asks the streaming thread to stop without waiting for it (``stop()`` waits).
+    /// Asks the streaming thread to stop without waiting for it (``stop()`` waits), and a
+    /// rendering in progress (in ``prepare()`` or ``start(_:)``) to give up.
     func requestStop() {
+        renderingCancelled.store(true, ordering: .releasing)
         state.withLock { $0.thread }?.stopRequested.store(true, ordering: .releasing)
     }
 
@@ -217,7 +222,11 @@ public final class SimulatedCamera: CaptureDevice, StopRequesting, @unchecked Se
         var geometry = rig
         if camera == .left { geometry.calibration.left = model } else { geometry.calibration.right = model }
         let image: ImageBuffer
-        do { image = try geometry.render(camera, format: pixel) } catch {
+        do {
+            image = try geometry.render(camera, format: pixel) { renderingCancelled.load(ordering: .acquiring) }
+        } catch {
+            // The stop request is answered; a later start renders afresh.
+            if error == .cancelled { renderingCancelled.store(false, ordering: .releasing) }
             throw .simulation(device: identity.name, reason: "\(error)")
         }
         var pixels = [SharedPixels(image)]

@@ -37,9 +37,10 @@ public struct SimulatedStereoRig: Hashable, Sendable {
     }
 
     /// The image one camera sees (see ``SceneRenderer``).
-    public func render(_ camera: StereoSide, format: PixelFormat = .gray8) throws(SimulationError) -> ImageBuffer {
+    public func render(_ camera: StereoSide, format: PixelFormat = .gray8, isCancelled: () -> Bool = { false })
+        throws(SimulationError) -> ImageBuffer {
         try SceneRenderer(samplesPerAxis: samplesPerAxis)
-            .render(scene, camera: model(camera), cameraFromWorld: cameraFromWorld(camera), format: format)
+            .render(scene, camera: model(camera), cameraFromWorld: cameraFromWorld(camera), format: format, isCancelled: isCancelled)
     }
 
     /// Ground truth: the target's inner corners in one camera's pixels, OpenCV

@@ -9,6 +9,8 @@ public enum SimulationError: Error, Hashable, Sendable, CustomStringConvertible 
     case invalidSize(ImageSize, format: PixelFormat)
     /// A parameter that must be positive or finite is not.
     case invalidParameter(String)
+    /// Rendering was stopped before it finished (the caller's `isCancelled` said so).
+    case cancelled
 
     /// A readable one-line description.
     public var description: String {
@@ -19,6 +21,8 @@ public enum SimulationError: Error, Hashable, Sendable, CustomStringConvertible 
             return "the simulated camera cannot render \(s) in \(f.rawValue)"
         case .invalidParameter(let m):
             return "simulation: \(m)"
+        case .cancelled:
+            return "stopped while rendering the simulated view"
         }
     }
 }

@@ -72,8 +72,8 @@ struct CalibrateCommand: ParsableCommand {
     @Option(name: .customLong("corners-out"), help: "Write the detected corners of every image as JSON.")
     var cornersOut: String?
 
-    @Option(name: .customLong("time-budget"), help: "Detection time budget per image, in seconds.")
-    var timeBudget: Double = 2
+    @Option(name: .customLong("time-budget"), help: "Detection time allowed per image (e.g. 2s, 500ms).", transform: DurationArgument.parse)
+    var timeBudget = DurationArgument(nanoseconds: 2_000_000_000)
 
     @Flag(name: .long, help: "Print one JSON object with the figures on stdout.")
     var json = false
@@ -86,9 +86,7 @@ struct CalibrateCommand: ParsableCommand {
             throw ValidationError("--fix \(fix) needs --intrinsics FILE with the cameras to hold")
         }
         guard maxRMS > 0, maxRMS.isFinite else { throw ValidationError("--max-rms must be a positive number of pixels, got \(maxRMS)") }
-        guard timeBudget > 0, timeBudget <= 3600 else {
-            throw ValidationError("--time-budget must be a number of seconds between 0 and 3600 per image, got \(timeBudget)")
-        }
+        try timeBudget.check("--time-budget", atMost: DurationArgument(nanoseconds: 3_600_000_000_000))
     }
 
     func run() throws {
@@ -120,7 +118,7 @@ struct CalibrateCommand: ParsableCommand {
         if let intrinsics { initial = try StereoCalibration(contentsOfFile: intrinsics) }
 
         var pipeline = CalibrationPipeline(board: target, model: lensModel, fixed: fixed)
-        pipeline.timeBudgetSeconds = timeBudget
+        pipeline.timeBudgetSeconds = timeBudget.seconds
         Self.log("calibrating \(target), model \(lensModel.rawValue): \(pairs.count) pairs")
         for u in unpaired { Self.log("skipped \(u.name): \(u.reason)") }
         let outcome: CalibrationPipeline.Outcome

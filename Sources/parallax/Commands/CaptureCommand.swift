@@ -47,14 +47,13 @@ struct CaptureCommand: AsyncParsableCommand {
     @Flag(name: .long, help: "Replace an older recording (its cam0/cam1 folders) in the output folder.")
     var overwrite = false
 
-    @Option(name: .long, help: "Give up after this many seconds (default: enough for the frames at the frame rate, plus 10 s).")
-    var timeout: Double?
+    @Option(name: .long, help: "Give up after this long, rendering and writing included, e.g. 30s or 2min (default: enough for the frames at the frame rate, plus 10 s).",
+            transform: DurationArgument.parse)
+    var timeout: DurationArgument?
 
     func validate() throws {
         guard frames > 0 else { throw ValidationError("--frames must be positive") }
-        if let timeout, !(timeout > 0 && timeout <= 86_400) {
-            throw ValidationError("--timeout must be a number of seconds between 0 and 86400, got \(timeout)")
-        }
+        try timeout?.check("--timeout", atMost: DurationArgument(nanoseconds: 86_400_000_000_000))
         if independent && calibration != nil { throw ValidationError("--calibration rectifies pairs; it cannot be used with --independent") }
     }
 
@@ -62,7 +61,7 @@ struct CaptureCommand: AsyncParsableCommand {
         let opened = try source.open()
         let device = opened.device
         let interval = device.activeFormats?.left.frameInterval.seconds ?? 1.0 / 30
-        let deadline = timeout ?? (Double(frames) * interval * 2 + 10)
+        let deadline = timeout?.seconds ?? (Double(frames) * interval * 2 + 10)
         let recorder = try EuRoCRecorder(directory: output, cameraCount: 2, replacingExisting: overwrite)
         if independent {
             try recordEach(device.constituents.both, into: recorder, deadline: deadline)
@@ -112,7 +111,7 @@ struct CaptureCommand: AsyncParsableCommand {
         }
         print("recorded to \(output)/cam0 and \(output)/cam1")
         if summaries.contains(where: { $0.framesWritten < frames }) {
-            throw ValidationError("fewer than \(frames) frames per camera within \(Int(deadline)) s")
+            throw CLIError("fewer than \(frames) frames per camera within \(Int(deadline)) s")
         }
     }
 

@@ -25,7 +25,7 @@ struct PairCommand: ParsableCommand {
             them. Logs that do not overlap in time, or whose frame spacings show one is not \
             in nanoseconds, are refused. A log out of order is read whole and sorted.
 
-            Durations take a unit: 5ms, 200us, 33.3ms, 1000000ns, 0.5s.
+            Durations take a unit: 5ms, 200us, 33.3ms, 1000000ns, 0.5s (a bare number is refused).
             """)
 
     @Option(name: .long, help: "The left camera's timestamp log (EuRoC CSV).")
@@ -37,10 +37,12 @@ struct PairCommand: ParsableCommand {
     @Option(name: .long, help: "approximate (optimal nearest pairs), exact (equal timestamps) or epsilon (within --max-skew).")
     var policy: PolicyArgument = .approximate
 
-    @Option(name: .long, help: "Frames farther apart never pair. Default: half the frame interval.")
+    @Option(name: .long, help: "Frames farther apart never pair (e.g. 5ms). Default: half the frame interval.",
+            transform: DurationArgument.parse)
     var maxSkew: DurationArgument?
 
-    @Option(name: .long, help: "The cameras' frame interval. Default: the median spacing of the logs.")
+    @Option(name: .long, help: "The cameras' frame interval (e.g. 33.3ms). Default: the median spacing of the logs' first 100,000 frames.",
+            transform: DurationArgument.parse)
     var frameInterval: DurationArgument?
 
     @Option(name: .long, help: "Write the pairs to this CSV file (atomically) instead of standard output.")

@@ -43,7 +43,8 @@ struct StreamCommand: AsyncParsableCommand {
     @Option(name: .long, help: "Distance of the zero-parallax plane: a bare number in the calibration's own units, or with a unit (1.5m, 150cm, 1500mm) converted to the unit the calibration records (the simulated rig's is the metre). Default: infinity.")
     var convergence: String?
 
-    @Option(name: .customLong("consumer-delay"), help: "Time the consumer spends on each pair (e.g. 50ms), to show pressure.")
+    @Option(name: .customLong("consumer-delay"), help: "Time the consumer spends on each pair (e.g. 50ms), to show pressure.",
+            transform: DurationArgument.parse)
     var consumerDelay: DurationArgument?
 
     @Flag(name: .customLong("adapt-frame-rate"), help: "Lower the frame rate while the session is under serious pressure, raise it again after.")
@@ -61,8 +62,9 @@ struct StreamCommand: AsyncParsableCommand {
     @Option(name: .long, parsing: .singleValue, help: "Switch it on again (SIDE@TIME).")
     var enable: [SideAtTime] = []
 
-    @Option(name: .long, help: "Give up after this many seconds (default: twice the time --frames takes at the frame rate, plus 10 s).")
-    var timeout: Double?
+    @Option(name: .long, help: "Give up after this long, e.g. 30s or 2min (default: twice the time --frames takes at the frame rate, plus 10 s).",
+            transform: DurationArgument.parse)
+    var timeout: DurationArgument?
 
     @Flag(name: .long, help: "Print one JSON object at the end instead of the summary.")
     var json = false
@@ -75,9 +77,7 @@ struct StreamCommand: AsyncParsableCommand {
         if let convergence, Length(parsing: convergence) == nil {
             throw ValidationError(RectificationArguments.distanceSyntax("--convergence", convergence))
         }
-        if let timeout, !(timeout > 0 && timeout <= 86_400) {
-            throw ValidationError("--timeout must be a number of seconds between 0 and 86400, got \(timeout)")
-        }
+        try timeout?.check("--timeout", atMost: DurationArgument(nanoseconds: 86_400_000_000_000))
     }
 
     func run() async throws {
@@ -106,7 +106,7 @@ struct StreamCommand: AsyncParsableCommand {
         let interruption = Interruption { session.stop() }
         defer { interruption.cancel() }
         let fps = opened.device.deliveredFramesPerSecond ?? 30
-        let deadline = timeout ?? (Double(frames) / fps * 2 + 10)
+        let deadline = timeout?.seconds ?? (Double(frames) / fps * 2 + 10)
         try session.start()
         let started = Date()
         let scheduled = schedule(on: session, source: opened)
@@ -235,7 +235,7 @@ struct SideAtTime: ExpressibleByArgument, Sendable {
         guard parts.count == 2, let side = StereoSide.allCases.first(where: { $0.description == parts[0].lowercased() }),
               let time = DurationArgument(argument: parts[1]) else { return nil }
         self.side = side
-        seconds = Double(time.nanoseconds) / 1e9
+        seconds = time.seconds
     }
 }
 
