@@ -68,7 +68,7 @@ let package = Package(
         .testTarget(name: "ParallaxImageTests", dependencies: ["ParallaxImage", "ParallaxGeometry"]),
         .testTarget(name: "ParallaxCaptureTests", dependencies: ["ParallaxCapture", "ParallaxTestSupport"]),
         .testTarget(name: "ParallaxCalibrationTests", dependencies: ["ParallaxCalibration", "ParallaxTestSupport"]),
-        .testTarget(name: "ParallaxCLITests", dependencies: ["parallax", "ParallaxGeometry"]),
+        .testTarget(name: "ParallaxCLITests", dependencies: ["parallax", "ParallaxGeometry", "ParallaxCalibration"]),
         /// The README's example, compiled against `import Parallax`.
         .testTarget(name: "ParallaxTests", dependencies: ["Parallax"]),
     ],

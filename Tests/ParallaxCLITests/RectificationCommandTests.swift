@@ -1,4 +1,5 @@
 import Foundation
+import ParallaxCalibration
 import ParallaxGeometry
 import Testing
 
@@ -90,5 +91,77 @@ import Testing
         try "{\"format\": \"parallax-stereo-calibration\", \"version\": 1, \"left\": 3}".write(to: broken, atomically: true, encoding: .utf8)
         let malformed = try ParallaxCLI.run(["rectification", "--calibration", broken.path])
         #expect(malformed.status != 0 && malformed.stderr.contains("\"left\""), "\(malformed.stderr)")
+    }
+}
+
+/// `--calibration` reads every format Parallax writes, told apart by content.
+@Suite("The CLI reads what it writes")
+struct CalibrationFormatsTests {
+    static let sample = ParallaxCLI.packageRoot.appendingPathComponent("Tests/Fixtures/opencv/opencv-sample-calibration.json").path
+
+    /// P1, P2 and Q from `rectification --json`.
+    static func figures(_ calibration: String) throws -> [Double] {
+        let result = try ParallaxCLI.run(["rectification", "--calibration", calibration, "--alpha", "0", "--json"])
+        #expect(result.status == 0, "\(calibration): \(result.stderr)")
+        let object = try #require(try JSONValue(parsing: result.stdout).object)
+        return ["P1", "P2", "Q"].flatMap { key in (object[key]?.array ?? []).flatMap { $0.array?.compactMap(\.number) ?? [$0.number ?? .nan] } }
+    }
+
+    @Test("OpenCV YAML (M1 or K1 names) and ROS camera_info pairs give the rectification the JSON gives")
+    func everyFormatGivesTheSameRectification() throws {
+        let fm = FileManager.default
+        let dir = try ParallaxCLI.temporaryDirectory()
+        defer { try? fm.removeItem(at: dir) }
+        let calibration = try StereoCalibration(contentsOfFile: Self.sample)
+        let rectification = try calibration.rectification(RectificationOptions(alpha: 0))
+        let yaml = dir.appendingPathComponent("rig.yml").path
+        try OpenCVStereoFile.text(for: calibration, rectification: rectification).write(toFile: yaml, atomically: true, encoding: .utf8)
+        let pythonNames = dir.appendingPathComponent("python.yaml").path
+        try OpenCVStereoFile.text(for: calibration, rectification: rectification)
+            .replacingOccurrences(of: "M1:", with: "K1:").replacingOccurrences(of: "M2:", with: "K2:")
+            .write(toFile: pythonNames, atomically: true, encoding: .utf8)
+        let ros = dir.appendingPathComponent("ros")
+        try fm.createDirectory(at: ros, withIntermediateDirectories: true)
+        let (left, right) = ROSCameraInfo.stereoPair(calibration, rectification: rectification)
+        try left.text.write(to: ros.appendingPathComponent("left.yaml"), atomically: true, encoding: .utf8)
+        try right.text.write(to: ros.appendingPathComponent("right.yaml"), atomically: true, encoding: .utf8)
+
+        let expected = try Self.figures(Self.sample)
+        #expect(expected.count == 12 + 12 + 16)
+        for source in [yaml, pythonNames, ros.path, ros.path + "/left.yaml," + ros.path + "/right.yaml"] {
+            let got = try Self.figures(source)
+            #expect(got.count == expected.count, "\(source)")
+            for (a, b) in zip(got, expected) {
+                #expect(abs(a - b) <= 1e-6 * max(1, abs(b)), "\(source): \(got) vs \(expected)")
+            }
+        }
+    }
+
+    @Test("a file of the wrong kind says what it is")
+    func wrongKindsAreNamed() throws {
+        let fm = FileManager.default
+        let dir = try ParallaxCLI.temporaryDirectory()
+        defer { try? fm.removeItem(at: dir) }
+        let calibration = try StereoCalibration(contentsOfFile: Self.sample)
+        let (left, _) = ROSCameraInfo.stereoPair(calibration, rectification: try calibration.rectification(RectificationOptions()))
+        let one = dir.appendingPathComponent("left.yaml").path
+        try left.text.write(toFile: one, atomically: true, encoding: .utf8)
+        let kalibr = dir.appendingPathComponent("camchain.yaml").path
+        try "cam0:\n  camera_model: pinhole\n  intrinsics: [1, 2, 3, 4]\ncam1:\n  T_cn_cnm1: []\n".write(toFile: kalibr, atomically: true, encoding: .utf8)
+        let image = "/usr/share/doc/opencv-doc/examples/data/left01.jpg"
+        let cases: [(String, String)] = [
+            (one, "is one camera's ROS camera_info"),
+            (kalibr, "is a Kalibr camchain, not a calibration Parallax reads"),
+            (image, "is a JPEG image, not a calibration Parallax reads"),
+            (dir.path, "is a folder without right.yaml"),
+            (dir.appendingPathComponent("missing.json").path, "missing.json: no such file or directory"),
+        ]
+        for (source, message) in cases {
+            let result = try ParallaxCLI.run(["rectification", "--calibration", source])
+            #expect(result.status == 1, "\(source): \(result.stderr)")
+            #expect(result.stderr.contains(message), "\(source): \(result.stderr)")
+            // The path is named once, not twice.
+            #expect(result.stderr.components(separatedBy: source).count == 2, "\(source): \(result.stderr)")
+        }
     }
 }

@@ -2,7 +2,8 @@ import ParallaxGeometry
 
 /// OpenCV FileStorage YAML for stereo calibrations, as OpenCV's `stereo_calib`
 /// sample writes them: `%YAML:1.0`, then `!!opencv-matrix` entries (rows, cols,
-/// dt, data) named M1, D1, M2, D2 (intrinsics and distortion), R, T (left → right),
+/// dt, data) named M1, D1, M2, D2 (intrinsics and distortion; K1 and K2 are read as
+/// M1 and M2, as OpenCV's Python API names them), R, T (left → right),
 /// and R1, R2, P1, P2, Q (rectification).
 ///
 /// One file holds everything when Parallax writes it, plus `image_width` and
@@ -83,7 +84,9 @@ public enum OpenCVStereoFile {
             guard intrinsics.isValid else { throw mr.error(mr.node(m), "'\(m)' is not a valid camera matrix") }
             return CameraModel(size: imageSize, intrinsics: intrinsics, distortion: distortion)
         }
-        let left = try camera("M1", "D1"), right = try camera("M2", "D2")
+        // OpenCV's C++ sample names the camera matrices M1 and M2, its Python API K1 and K2.
+        let (m1, m2) = readers.contains { $0.node("M1") != nil } || !readers.contains { $0.node("K1") != nil } ? ("M1", "M2") : ("K1", "K2")
+        let left = try camera(m1, "D1"), right = try camera(m2, "D2")
         let rr = try reader(for: "R")
         let r = try rr.matrix("R", shapes: [(3, 3), (3, 1), (1, 3)])
         let rotation = r.data.count == 3 ? Matrix3x3(rodrigues: SIMD3(r.data[0], r.data[1], r.data[2])) : Matrix3x3(rowMajor: r.data)

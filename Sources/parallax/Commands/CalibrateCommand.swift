@@ -51,7 +51,7 @@ struct CalibrateCommand: ParsableCommand {
     @Option(name: .long, help: "Hold intrinsics fixed in the joint refinement: none, left, right or both (with --intrinsics).")
     var fix: FixedIntrinsics = .none
 
-    @Option(name: .long, help: "A Parallax JSON calibration whose cameras to start from (and hold, with --fix).")
+    @Option(name: .long, help: "A calibration (Parallax JSON, OpenCV YAML or ROS camera_info) whose cameras to start from (and hold, with --fix).")
     var intrinsics: String?
 
     @Option(name: .long, help: "Parallax JSON calibration to write.")
@@ -115,7 +115,7 @@ struct CalibrateCommand: ParsableCommand {
                                + "order, or --skip-unpaired to go on without these."]).joined(separator: "\n"))
         }
         var initial: StereoCalibration?
-        if let intrinsics { initial = try StereoCalibration(contentsOfFile: intrinsics) }
+        if let intrinsics { initial = try RectificationArguments.loadCalibration(intrinsics) }
 
         var pipeline = CalibrationPipeline(board: target, model: lensModel, fixed: fixed)
         pipeline.timeBudgetSeconds = timeBudget.seconds

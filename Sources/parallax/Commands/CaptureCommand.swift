@@ -38,7 +38,7 @@ struct CaptureCommand: AsyncParsableCommand {
     @Flag(name: .long, help: "Record each camera's frames on their own, without pairing.")
     var independent = false
 
-    @Option(name: .long, help: "Rectify the pairs with this calibration (Parallax JSON) before writing them.")
+    @Option(name: .long, help: "Rectify the pairs with this calibration (Parallax JSON, OpenCV YAML or ROS camera_info) before writing them.")
     var calibration: String?
 
     @Option(name: .long, help: "Output folder (created if missing; must be empty unless --overwrite).")
@@ -69,7 +69,7 @@ struct CaptureCommand: AsyncParsableCommand {
         }
         var rectifyWith: StereoCalibration?
         if let calibration {
-            do { rectifyWith = try StereoCalibration(contentsOfFile: calibration) } catch { throw CLIError("\(error)") }
+            rectifyWith = try RectificationArguments.loadCalibration(calibration)
         }
         let session = try StereoSession(device: device, calibration: rectifyWith)
         let interruption = Interruption { session.stop() }

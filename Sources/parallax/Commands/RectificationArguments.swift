@@ -1,12 +1,13 @@
 import ArgumentParser
 import Foundation
+import ParallaxCalibration
 import ParallaxGeometry
 
 /// The options every command that rectifies shares: the calibration file, OpenCV's
 /// alpha and the distance of the zero-parallax plane, with one validation and one
 /// way of loading the calibration so the commands cannot drift apart.
 struct RectificationArguments: ParsableArguments {
-    @Option(name: .long, help: "Calibration file (Parallax JSON).")
+    @Option(name: .long, help: "The calibration: Parallax JSON, OpenCV YAML, or ROS camera_info (the folder with left.yaml and right.yaml, or left.yaml,right.yaml); told apart by content.")
     var calibration: String
 
     @Option(name: .long, parsing: .unconditional, help: "Free scaling: 0 keeps only valid pixels, 1 keeps all source pixels; omit for OpenCV's -1 (no scaling). Fisheye rigs: the balance.")
@@ -37,9 +38,13 @@ struct RectificationArguments: ParsableArguments {
     }
 
     /// The calibration file, or a one-line error naming it.
-    func loadCalibration() throws -> StereoCalibration {
+    func loadCalibration() throws -> StereoCalibration { try Self.loadCalibration(calibration) }
+
+    /// Reads a calibration in any format Parallax writes (see ``CalibrationFile``), or fails
+    /// with a one-line error naming the file.
+    static func loadCalibration(_ source: String) throws -> StereoCalibration {
         do {
-            return try StereoCalibration(contentsOfFile: calibration)
+            return try CalibrationFile.load(source).calibration
         } catch {
             throw CLIError(error.description)
         }

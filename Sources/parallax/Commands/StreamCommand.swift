@@ -34,7 +34,7 @@ struct StreamCommand: AsyncParsableCommand {
     @Option(name: .long, help: "Pairs to receive before stopping.")
     var frames: Int = 300
 
-    @Option(name: .long, help: "Rectify with this calibration (Parallax JSON).")
+    @Option(name: .long, help: "Rectify with this calibration (Parallax JSON, OpenCV YAML or ROS camera_info, see `rectify --help`).")
     var calibration: String?
 
     @Flag(name: .long, help: "Simulated rig: do not rectify with its own calibration.")
@@ -86,7 +86,7 @@ struct StreamCommand: AsyncParsableCommand {
         options.pressure.adaptsFrameRate = adaptFrameRate
         var rectifyWith: StereoCalibration?
         if let calibration {
-            do { rectifyWith = try StereoCalibration(contentsOfFile: calibration) } catch { throw CLIError("\(error)") }
+            rectifyWith = try RectificationArguments.loadCalibration(calibration)
         } else if !raw, let known = opened.knownCalibration {
             rectifyWith = known
         }

@@ -1,0 +1,145 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import ParallaxGeometry
+
+/// Reads a stereo calibration in any format Parallax writes, told apart by content, not
+/// by file extension:
+///
+/// - Parallax JSON (`calibrate --output`);
+/// - OpenCV FileStorage YAML (`calibrate --opencv-yaml`, or `stereo_calib`'s intrinsics and
+///   extrinsics files given together as `intrinsics.yml,extrinsics.yml`), with M1/D1/M2/D2
+///   (or K1/D1/K2/D2), R and T;
+/// - a pair of ROS camera_info files (`calibrate --ros-dir`): the folder that holds
+///   left.yaml and right.yaml, or `left.yaml,right.yaml`.
+///
+/// Translations from OpenCV and ROS files load as ``LengthUnit/unitless``: those formats
+/// record no unit. A file of another kind (a Kalibr camchain, one camera's camera_info, an
+/// image) is named as what it is.
+public enum CalibrationFile {
+    /// What a file turned out to be.
+    public enum Format: String, Sendable, CaseIterable {
+        /// Parallax JSON.
+        case parallaxJSON = "Parallax JSON"
+        /// OpenCV FileStorage YAML.
+        case openCVYAML = "OpenCV YAML"
+        /// Two ROS camera_info files.
+        case rosCameraInfo = "ROS camera_info"
+    }
+
+    /// Reads the calibration `source` names: one file, a folder with ROS `left.yaml` and
+    /// `right.yaml`, or two files separated by a comma.
+    ///
+    /// - Throws: ``CalibrationFormatError`` naming the file and what is wrong, or what the
+    ///   file is when it is not a calibration Parallax reads.
+    public static func load(_ source: String) throws(CalibrationFormatError) -> (calibration: StereoCalibration, format: Format) {
+        var paths = source.split(separator: ",", omittingEmptySubsequences: false).map(String.init)
+        if paths.count == 1, isFolder(source) {
+            let folder = source.hasSuffix("/") ? String(source.dropLast()) : source
+            paths = [folder + "/left.yaml", folder + "/right.yaml"]
+            for path in paths where !exists(path) {
+                throw CalibrationFormatError(
+                    file: source, line: nil,
+                    message: "is a folder without \(path.split(separator: "/").last ?? ""); a calibration folder holds the ROS camera_info files left.yaml and right.yaml (as calibrate --ros-dir writes them)")
+            }
+        }
+        guard (1...2).contains(paths.count), paths.allSatisfy({ !$0.isEmpty }) else {
+            throw CalibrationFormatError(file: source, line: nil,
+                                         message: "give one calibration file, or two separated by a comma (left.yaml,right.yaml)")
+        }
+        var texts: [(text: String, file: String)] = []
+        for path in paths {
+            do {
+                texts.append((try FileAccess.readText(atPath: path), path))
+            } catch {
+                throw CalibrationFormatError(file: path, line: nil, message: Self.reason(error))
+            }
+        }
+        let kinds = texts.map { kind(of: $0.text) }
+        switch (kinds.count, kinds.first) {
+        case (1, .parallaxJSON?):
+            do {
+                return (try StereoCalibration(jsonText: texts[0].text, source: paths[0]), .parallaxJSON)
+            } catch {
+                throw CalibrationFormatError(file: paths[0], line: nil, message: error.description.replacingOccurrences(of: paths[0] + ": ", with: ""))
+            }
+        case (_, .openCVYAML?) where kinds.allSatisfy({ $0 == .openCVYAML }):
+            return (try OpenCVStereoFile.calibration(from: texts), .openCVYAML)
+        case (2, .rosCameraInfo?) where kinds[1] == .rosCameraInfo:
+            let left = try ROSCameraInfo(text: texts[0].text, file: paths[0])
+            let right = try ROSCameraInfo(text: texts[1].text, file: paths[1])
+            return (try ROSCameraInfo.stereoCalibration(left: left, right: right), .rosCameraInfo)
+        case (1, .rosCameraInfo?):
+            throw CalibrationFormatError(
+                file: paths[0], line: nil,
+                message: "is one camera's ROS camera_info; a stereo calibration needs both: give the folder that holds left.yaml and right.yaml, or left.yaml,right.yaml")
+        default:
+            for (index, kind) in kinds.enumerated() where kind.isOther {
+                throw CalibrationFormatError(
+                    file: paths[index], line: nil,
+                    message: "is \(kind.name), not a calibration Parallax reads (Parallax JSON, OpenCV YAML, or a pair of ROS camera_info files)")
+            }
+            throw CalibrationFormatError(
+                file: source, line: nil,
+                message: "mixes \(kinds.map(\.name).joined(separator: " and ")); give one Parallax JSON or OpenCV YAML file, or two ROS camera_info files")
+        }
+    }
+
+    /// A file's kind, from its first bytes and keys.
+    enum Kind: Equatable {
+        case parallaxJSON, openCVYAML, rosCameraInfo
+        case other(String)
+
+        var isOther: Bool { if case .other = self { return true } else { return false } }
+
+        var name: String {
+            switch self {
+            case .parallaxJSON: return "Parallax JSON"
+            case .openCVYAML: return "OpenCV YAML"
+            case .rosCameraInfo: return "ROS camera_info"
+            case .other(let what): return what
+            }
+        }
+    }
+
+    static func kind(of text: String) -> Kind {
+        let head = text.prefix(4096)
+        let trimmed = head.drop { $0 == " " || $0 == "\n" || $0 == "\r" || $0 == "\t" || $0 == "\u{FEFF}" }
+        if trimmed.hasPrefix("{") {
+            return head.contains("\"left\"") && head.contains("\"right\"") ? .parallaxJSON : .other("JSON of another kind (no \"left\" and \"right\" cameras)")
+        }
+        if trimmed.hasPrefix("\u{89}PNG") || trimmed.hasPrefix("\u{FFFD}PNG") { return .other("a PNG image") }
+        if trimmed.hasPrefix("P5") || trimmed.hasPrefix("P2") || trimmed.hasPrefix("P6") { return .other("a Netpbm image") }
+        if text.utf8.prefix(3).elementsEqual([0xFF, 0xD8, 0xFF]) || trimmed.hasPrefix("\u{FFFD}\u{FFFD}") { return .other("a JPEG image") }
+        func hasKey(_ key: String) -> Bool {
+            text.hasPrefix(key + ":") || text.contains("\n" + key + ":") || text.contains("\r\n" + key + ":")
+        }
+        if hasKey("camera_matrix") && hasKey("projection_matrix") { return .rosCameraInfo }
+        if hasKey("cam0") && (text.contains("T_cn_cnm1") || text.contains("intrinsics:")) { return .other("a Kalibr camchain") }
+        if trimmed.hasPrefix("%YAML") || text.contains("!!opencv-matrix")
+            || ["M1", "K1", "D1", "R", "T"].contains(where: hasKey) {
+            return .openCVYAML
+        }
+        return .other("not JSON or YAML Parallax recognizes")
+    }
+
+    private static func reason(_ error: FileAccessError) -> String {
+        switch error {
+        case .cannotOpen(_, let r), .cannotRead(_, let r), .cannotWrite(_, let r): return r.prefix(1).lowercased() + r.dropFirst()
+        }
+    }
+
+    private static func isFolder(_ path: String) -> Bool {
+        var info = stat()
+        return stat(path, &info) == 0 && (info.st_mode & S_IFMT) == S_IFDIR
+    }
+
+    private static func exists(_ path: String) -> Bool {
+        var info = stat()
+        return stat(path, &info) == 0
+    }
+}
