@@ -165,3 +165,47 @@ struct CalibrationFormatsTests {
         }
     }
 }
+
+@Suite("Degenerate geometry at the command line")
+struct DegenerateGeometryCommandTests {
+    static let sample = ParallaxCLI.packageRoot.appendingPathComponent("Tests/Fixtures/opencv/opencv-sample-calibration.json").path
+
+    /// The sample calibration with another translation.
+    static func calibration(translation: [Double], in dir: URL) throws -> String {
+        var text = try String(contentsOfFile: sample, encoding: .utf8)
+        let path = dir.appendingPathComponent("rig.json").path
+        let json = try #require(try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any])
+        var extrinsics = try #require(json["extrinsics"] as? [String: Any])
+        extrinsics["translation"] = translation
+        var changed = json
+        changed["extrinsics"] = extrinsics
+        text = String(decoding: try JSONSerialization.data(withJSONObject: changed), as: UTF8.self)
+        try text.write(toFile: path, atomically: true, encoding: .utf8)
+        return path
+    }
+
+    @Test("a right camera in front of the left is refused by rectification and rectify, and nothing is written")
+    func cameraInFront() throws {
+        let dir = try ParallaxCLI.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let rig = try Self.calibration(translation: [0.5, 0.2, -30], in: dir)
+        let listing = try ParallaxCLI.run(["rectification", "--calibration", rig])
+        #expect(listing.status == 1 && listing.stderr.contains("in front of the left one"), "\(listing.stderr)")
+        #expect(!listing.stdout.contains("roi1"))
+        let data = "/usr/share/doc/opencv-doc/examples/data"
+        let outLeft = dir.appendingPathComponent("l.png").path, outRight = dir.appendingPathComponent("r.png").path
+        let rectify = try ParallaxCLI.run(["rectify", "--calibration", rig, "--left", "\(data)/left01.jpg", "--right", "\(data)/right01.jpg",
+                                           "--output-left", outLeft, "--output-right", outRight])
+        #expect(rectify.status == 1 && rectify.stderr.contains("in front of the left one"), "\(rectify.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: outLeft) && !FileManager.default.fileExists(atPath: outRight))
+    }
+
+    @Test("a huge translation is named, not called zero")
+    func hugeTranslation() throws {
+        let dir = try ParallaxCLI.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let rig = try Self.calibration(translation: [-1e200, 0, 0], in: dir)
+        let result = try ParallaxCLI.run(["rectification", "--calibration", rig])
+        #expect(result.status == 1 && result.stderr.contains("implausible") && !result.stderr.contains("translation is zero"), "\(result.stderr)")
+    }
+}

@@ -90,3 +90,19 @@ import Testing
         #expect(abs(try pinhole.fieldOfView().horizontal - k.fieldOfView(for: size).horizontal) < 1e-9)
     }
 }
+
+/// A row out of range is a programmer error: it stops the program instead of reading row 2.
+@Suite("Matrix subscripts")
+struct MatrixSubscriptTests {
+    @Test func rowsInRangeReadTheirEntries() {
+        let m = Matrix3x4(Matrix3x3(rowMajor: [1, 2, 3, 4, 5, 6, 7, 8, 9]), SIMD3(10, 11, 12))
+        #expect(m[2, 3] == 12 && m[0, 0] == 1)
+        #expect(Matrix4x4.identity[3, 3] == 1)
+    }
+
+    @Test func anOutOfRangeRowTraps() async {
+        await #expect(processExitsWith: .failure) { _ = Matrix3x3.identity[3, 0] }
+        await #expect(processExitsWith: .failure) { _ = Matrix3x4(Matrix3x3.identity, .zero)[-1, 0] }
+        await #expect(processExitsWith: .failure) { _ = Matrix4x4.identity[4, 0] }
+    }
+}

@@ -92,3 +92,54 @@ import Testing
         #expect(throws: RectificationError.sizeMismatch(left: camera.size, right: other.size)) { try mixed.rectification() }
     }
 }
+
+/// ``StereoRectification/findings(for:)``: degenerate rigs are named, good ones pass quietly.
+@Suite("Degenerate geometry is named")
+struct RectificationFindingsTests {
+    static let camera = CameraModel(size: ImageSize(width: 640, height: 480),
+                                    intrinsics: CameraIntrinsics(fx: 500, fy: 500, cx: 320, cy: 240))
+
+    static func rig(rotationDegreesAboutY degrees: Double = 0, translation: SIMD3<Double>) -> StereoCalibration {
+        let a = degrees * .pi / 180
+        let rotation = Matrix3x3(rodrigues: SIMD3(0, a, 0))
+        return StereoCalibration(left: camera, right: camera, extrinsics: RigidTransform(rotation: rotation, translation: translation))
+    }
+
+    static func findings(_ rig: StereoCalibration) throws -> [RectificationFinding] {
+        try rig.rectification().findings(for: rig)
+    }
+
+    @Test func aSideBySideRigHasNoFinding() throws {
+        #expect(try Self.findings(Self.rig(rotationDegreesAboutY: 2, translation: SIMD3(-60, 0.5, 1))).isEmpty)
+    }
+
+    @Test func aCameraBehindTheOtherIsFatal() throws {
+        let findings = try Self.findings(Self.rig(translation: SIMD3(2, 1, -60)))
+        #expect(findings.first?.severity == .fatal)
+        #expect(findings.first?.message.contains("in front of the left one rather than beside it") == true)
+    }
+
+    @Test func viewsThatDoNotOverlapAreFatal() throws {
+        let findings = try Self.findings(Self.rig(rotationDegreesAboutY: 150, translation: SIMD3(-60, 0, 0)))
+        #expect(findings.contains { $0.severity == .fatal && $0.message.contains("has no valid pixel") }, "\(findings)")
+    }
+
+    @Test func tensOfDegreesAndSwappedCamerasAreWarnings() throws {
+        let turned = try Self.findings(Self.rig(rotationDegreesAboutY: 30, translation: SIMD3(-60, 0, 0)))
+        #expect(turned.contains { $0.severity == .warning && $0.message.contains("turned 30° against each other") }, "\(turned)")
+        #expect(!turned.contains { $0.severity == .fatal })
+        let swapped = try Self.findings(Self.rig(translation: SIMD3(60, 0, 0)))
+        #expect(swapped.map(\.severity) == [.warning] && swapped[0].message.contains("were the cameras swapped?"), "\(swapped)")
+    }
+
+    @Test("a huge translation is named as corrupt, not as a zero translation")
+    func hugeTranslation() throws {
+        let huge = Self.rig(translation: SIMD3(-1e200, 0, 0))
+        #expect(huge.baseline == 1e200)
+        let findings = try Self.findings(huge)
+        #expect(findings.first?.severity == .fatal && findings.first?.message.contains("implausible") == true, "\(findings)")
+        #expect(throws: RectificationError.nonFiniteTranslation) {
+            try Self.rig(translation: SIMD3(.infinity, 0, 0)).rectification()
+        }
+    }
+}

@@ -51,21 +51,24 @@ public struct Matrix3x3: Hashable, Sendable {
         [row0.x, row0.y, row0.z, row1.x, row1.y, row1.z, row2.x, row2.y, row2.z]
     }
 
-    /// The entry at `row`, `column` (both 0-based).
+    /// The entry at `row`, `column` (both 0-based); an index out of range traps (a
+    /// programmer error, never answered with another row).
     @inlinable
     public subscript(row: Int, column: Int) -> Double {
         get {
             switch row {
             case 0: return row0[column]
             case 1: return row1[column]
-            default: return row2[column]
+            case 2: return row2[column]
+            default: preconditionFailure("row \(row) is out of range 0...2")
             }
         }
         set {
             switch row {
             case 0: row0[column] = newValue
             case 1: row1[column] = newValue
-            default: row2[column] = newValue
+            case 2: row2[column] = newValue
+            default: preconditionFailure("row \(row) is out of range 0...2")
             }
         }
     }

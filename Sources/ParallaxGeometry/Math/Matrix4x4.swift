@@ -40,6 +40,8 @@ public struct Matrix4x4: Hashable, Sendable {
         [row0, row1, row2, row3].flatMap { [$0.x, $0.y, $0.z, $0.w] }
     }
 
+    /// The entry at `row`, `column` (both 0-based); an index out of range traps (a
+    /// programmer error, never answered with another row).
     @inlinable
     public subscript(row: Int, column: Int) -> Double {
         get {
@@ -47,7 +49,8 @@ public struct Matrix4x4: Hashable, Sendable {
             case 0: return row0[column]
             case 1: return row1[column]
             case 2: return row2[column]
-            default: return row3[column]
+            case 3: return row3[column]
+            default: preconditionFailure("row \(row) is out of range 0...3")
             }
         }
         set {
@@ -55,7 +58,8 @@ public struct Matrix4x4: Hashable, Sendable {
             case 0: row0[column] = newValue
             case 1: row1[column] = newValue
             case 2: row2[column] = newValue
-            default: row3[column] = newValue
+            case 3: row3[column] = newValue
+            default: preconditionFailure("row \(row) is out of range 0...3")
             }
         }
     }

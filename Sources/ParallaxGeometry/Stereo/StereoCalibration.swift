@@ -31,7 +31,13 @@ public struct StereoCalibration: Hashable, Sendable {
     }
 
     /// The distance between the two optical centres, in the translation's unit.
-    public var baseline: Double { length(extrinsics.translation) }
+    public var baseline: Double {
+        // Scaled first, so that a translation of 1e200 has a length of 1.7e200, not infinity.
+        let t = extrinsics.translation
+        let largest = max(abs(t.x), abs(t.y), abs(t.z))
+        guard largest > 0, largest.isFinite else { return largest.isNaN ? .nan : largest }
+        return largest * length(t / largest)
+    }
 
     /// The right camera's optical centre in the left camera's frame.
     public var rightCameraCentre: SIMD3<Double> { extrinsics.inverseOrigin }

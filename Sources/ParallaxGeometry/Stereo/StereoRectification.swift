@@ -95,8 +95,10 @@ public struct StereoRectification: Hashable, Sendable {
 
 /// A calibration that cannot be rectified.
 public enum RectificationError: Error, Hashable, Sendable, CustomStringConvertible {
-    /// The two optical centres coincide (zero or non-finite translation).
+    /// The two optical centres coincide (a zero translation).
     case zeroBaseline
+    /// The translation has an infinite or NaN component.
+    case nonFiniteTranslation
     /// The two cameras have different image sizes.
     case sizeMismatch(left: ImageSize, right: ImageSize)
     /// A camera's intrinsics are unusable (non-positive or non-finite focal length).
@@ -109,6 +111,7 @@ public enum RectificationError: Error, Hashable, Sendable, CustomStringConvertib
     public var description: String {
         switch self {
         case .zeroBaseline: return "the two cameras share one optical centre (translation is zero): nothing to rectify"
+        case .nonFiniteTranslation: return "the translation between the cameras is not a finite vector (infinite or NaN)"
         case .sizeMismatch(let l, let r): return "the two cameras must have one image size; left is \(l), right is \(r)"
         case .invalidIntrinsics(let side): return "the \(side) camera's intrinsics are invalid (focal lengths must be positive and finite)"
         case .invalidRotation: return "the extrinsic rotation is not a rotation matrix"
@@ -244,8 +247,11 @@ extension StereoCalibration {
         guard left.size == right.size else { throw .sizeMismatch(left: left.size, right: right.size) }
         guard left.intrinsics.isValid else { throw .invalidIntrinsics(side: "left") }
         guard right.intrinsics.isValid else { throw .invalidIntrinsics(side: "right") }
-        let baseline = length(extrinsics.translation)
-        guard baseline > 0, baseline.isFinite else { throw .zeroBaseline }
+        let t = extrinsics.translation
+        guard t.x.isFinite, t.y.isFinite, t.z.isFinite else { throw .nonFiniteTranslation }
+        // Compared component by component: the length of a huge translation overflows to
+        // infinity, which is not "zero".
+        guard max(abs(t.x), abs(t.y), abs(t.z)) > 0 else { throw .zeroBaseline }
         guard extrinsics.rotation.isFinite, abs(extrinsics.rotation.determinant - 1) < 1e-3 else { throw .invalidRotation }
     }
 

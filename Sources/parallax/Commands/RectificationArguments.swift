@@ -37,6 +37,37 @@ struct RectificationArguments: ParsableArguments {
         }
     }
 
+    /// The rectification of `calibration` under `options`, checked (see ``check(_:of:)``).
+    /// When alpha scaling degenerates, the unscaled rectification is checked too, so that
+    /// a broken rig is named for what it is rather than as a lens problem.
+    func rectification(of calibration: StereoCalibration, _ options: RectificationOptions) throws -> StereoRectification {
+        do {
+            let rectification = try calibration.rectification(options)
+            try check(rectification, of: calibration)
+            return rectification
+        } catch let error as RectificationError {
+            if error == .degenerateValidArea, options.alpha != nil {
+                var unscaled = options
+                unscaled.alpha = nil
+                if let plain = try? calibration.rectification(unscaled) { try check(plain, of: calibration) }
+            }
+            throw CLIError("\(self.calibration): \(error)")
+        }
+    }
+
+    /// Prints the warnings ``StereoRectification/findings(for:)`` has for this
+    /// rectification and refuses it (naming the calibration) when any is fatal.
+    func check(_ rectification: StereoRectification, of calibration: StereoCalibration) throws {
+        let findings = rectification.findings(for: calibration)
+        let fatal = findings.filter { $0.severity == .fatal }
+        guard fatal.isEmpty else {
+            throw CLIError("\(self.calibration): " + fatal.map(\.message).joined(separator: "; "))
+        }
+        for finding in findings {
+            FileHandle.standardError.write(Data("warning: \(self.calibration): \(finding)\n".utf8))
+        }
+    }
+
     /// The calibration file, or a one-line error naming it.
     func loadCalibration() throws -> StereoCalibration { try Self.loadCalibration(calibration) }
 

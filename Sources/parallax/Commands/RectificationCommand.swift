@@ -36,12 +36,7 @@ struct RectificationCommand: ParsableCommand {
             alpha: shared.optionsAlpha,
             outputSize: size.flatMap(ImageSize.init(parsing:)),
             zeroDisparity: !noZeroDisparity)
-        var rectification: StereoRectification
-        do {
-            rectification = try calibration.rectification(options)
-        } catch {
-            throw CLIError("\(shared.calibration): \(error)")
-        }
+        var rectification = try shared.rectification(of: calibration, options)
         if let distance = try shared.convergenceDistance(for: calibration, rectification: rectification) {
             rectification = rectification.converged(atDistance: distance)
         }

@@ -68,8 +68,7 @@ struct RectifyCommand: ParsableCommand {
         }
         let rectifier: Rectifier
         let options = RectificationOptions(alpha: shared.optionsAlpha)
-        let classic: StereoRectification
-        do { classic = try calibration.rectification(options) } catch { throw CLIError("\(shared.calibration): \(error)") }
+        let classic = try shared.rectification(of: calibration, options)
         let convergence = try shared.convergenceDistance(for: calibration, rectification: classic)
         do {
             rectifier = try Rectifier(
@@ -82,6 +81,12 @@ struct RectifyCommand: ParsableCommand {
             throw CLIError("\(shared.calibration): \(error)")
         }
         let (l, r) = try rectifier.rectify(left: leftImage, right: rightImage)
+        // A last guard: an image that came out all black is a geometry problem, not a result.
+        for (side, image) in [("left", l), ("right", r)] where image.bytes.allSatisfy({ $0 == 0 })
+            && !Self.isAllBlack(side == "left" ? left : right) {
+            throw CLIError("the rectified \(side) image is all black: nothing of the input lands in it with \(shared.calibration)"
+                           + (shared.convergence.map { " and --convergence \($0)" } ?? "") + "; nothing was written")
+        }
         // Encode everything first, then write all or nothing.
         var files = [(path: outputLeft, bytes: try Self.encode(l, for: outputLeft)),
                      (path: outputRight, bytes: try Self.encode(r, for: outputRight))]
@@ -104,6 +109,11 @@ struct RectifyCommand: ParsableCommand {
             throw CLIError("'\(path)' has no image extension the writer knows (.png, .jpg, .jpeg, .pgm, .ppm)")
         }
         return try image.encoded(as: format, destination: path)
+    }
+
+    /// Whether the image at `path` is itself all black (then a black result is honest).
+    static func isAllBlack(_ path: String) -> Bool {
+        (try? ImageBuffer(contentsOfFile: path))?.bytes.allSatisfy { $0 == 0 } ?? false
     }
 
     static func read(_ path: String) throws -> ImageBuffer {
