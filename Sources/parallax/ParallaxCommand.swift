@@ -1,4 +1,5 @@
 import ArgumentParser
+import ParallaxGeometry
 
 @main
 struct ParallaxCommand: AsyncParsableCommand {
@@ -9,6 +10,7 @@ struct ParallaxCommand: AsyncParsableCommand {
             Calibrate a stereo rig, pair and rectify its frames, and measure the pipeline. \
             Run `parallax demo` to see every stage on a simulated rig, no hardware needed.
             """,
+        version: "parallax \(ParallaxVersion.string) (calibration files: format version \(StereoCalibration.fileFormatVersion))",
         subcommands: [
             DemoCommand.self,
             DevicesCommand.self,

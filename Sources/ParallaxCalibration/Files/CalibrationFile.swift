@@ -129,7 +129,8 @@ public enum CalibrationFile {
 
     private static func reason(_ error: FileAccessError) -> String {
         switch error {
-        case .cannotOpen(_, let r), .cannotRead(_, let r), .cannotWrite(_, let r): return r.prefix(1).lowercased() + r.dropFirst()
+        case .cannotOpen(_, let r), .cannotRead(_, let r), .cannotWrite(_, let r), .cannotCreateFolder(_, let r):
+            return r.prefix(1).lowercased() + r.dropFirst()
         }
     }
 

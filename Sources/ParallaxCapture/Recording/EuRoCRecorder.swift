@@ -50,9 +50,9 @@ public final class EuRoCRecorder: Sendable {
         for index in 0..<max(1, cameraCount) {
             let folder = Self.dataFolder(directory, index)
             do {
-                try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+                try FileAccess.createDirectories(atPath: folder)
             } catch {
-                throw .recording(path: folder, reason: "cannot create the folder: \(error.localizedDescription)")
+                throw .recording(path: error.path, reason: error.reason)
             }
         }
     }

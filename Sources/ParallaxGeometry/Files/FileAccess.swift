@@ -68,6 +68,25 @@ public enum FileAccess {
         }
     }
 
+    /// Creates the folder at `path` and any missing parents (`mkdir -p`).
+    ///
+    /// - Throws: ``FileAccessError/cannotWrite(path:reason:)`` naming the folder that
+    ///   could not be made and the system's reason (``FileAccessError/cannotCreateFolder(path:reason:)``).
+    public static func createDirectories(atPath path: String) throws(FileAccessError) {
+        var prefix = path.hasPrefix("/") ? "/" : ""
+        for component in path.split(separator: "/") where !component.isEmpty {
+            prefix += component
+            if mkdir(prefix, 0o755) != 0 && errno != EEXIST {
+                throw .cannotCreateFolder(path: prefix, reason: systemReason())
+            }
+            var info = stat()
+            if stat(prefix, &info) != 0 || (info.st_mode & S_IFMT) != S_IFDIR {
+                throw .cannotCreateFolder(path: prefix, reason: "a file of that name is in the way")
+            }
+            prefix += "/"
+        }
+    }
+
     /// Writes UTF-8 `text` atomically (see ``writeAtomically(_:toPath:)``).
     public static func writeAtomically(_ text: String, toPath path: String) throws(FileAccessError) {
         try writeAtomically(Array(text.utf8), toPath: path)
@@ -207,15 +226,38 @@ private func writeBytes(_ descriptor: Int32, _ bytes: UnsafeRawPointer, _ count:
 
 /// A file that could not be read or written.
 public enum FileAccessError: Error, Hashable, Sendable, CustomStringConvertible {
+    /// The file could not be opened (the system's reason).
     case cannotOpen(path: String, reason: String)
+    /// Reading it failed.
     case cannotRead(path: String, reason: String)
+    /// Writing, syncing or renaming it failed.
     case cannotWrite(path: String, reason: String)
+    /// A folder on the way to it could not be made.
+    case cannotCreateFolder(path: String, reason: String)
+
+    /// The file or folder concerned.
+    public var path: String {
+        switch self {
+        case .cannotOpen(let p, _), .cannotRead(let p, _), .cannotWrite(let p, _), .cannotCreateFolder(let p, _): return p
+        }
+    }
+
+    /// What went wrong, without the path: `cannot open: No such file or directory`.
+    public var reason: String {
+        switch self {
+        case .cannotOpen(_, let r): return "cannot open: \(r)"
+        case .cannotRead(_, let r): return "cannot read: \(r)"
+        case .cannotWrite(_, let r): return "cannot write: \(r)"
+        case .cannotCreateFolder(_, let r): return "cannot create the folder: \(r)"
+        }
+    }
 
     public var description: String {
         switch self {
         case .cannotOpen(let p, let r): return "\(p): cannot open: \(r)"
         case .cannotRead(let p, let r): return "\(p): cannot read: \(r)"
         case .cannotWrite(let p, let r): return "\(p): cannot write: \(r)"
+        case .cannotCreateFolder(let p, let r): return "\(p): cannot create the folder: \(r)"
         }
     }
 }

@@ -52,11 +52,24 @@ extension StereoRectification {
             fatal.append("the right camera sits \(t.z < 0 ? "in front of" : "behind") the left one rather than beside it (\(formattedT)): "
                          + "the baseline runs along the viewing direction, which rectification cannot turn into a side-by-side pair")
         }
-        for (side, roi) in [("left", roi1), ("right", roi2)] where roi.width <= 0 || roi.height <= 0 {
-            fatal.append("the rectified \(side) image has no valid pixel (its region is \(roi.width)x\(roi.height)): "
-                         + "after rectification the cameras do not see the same scene; check the rotation and translation")
-        }
         let relative = degrees(calibration.extrinsics.rotation)
+        for (side, roi) in [("left", roi1), ("right", roi2)] where roi.width <= 0 || roi.height <= 0 {
+            // An empty valid rectangle has three causes: the views do not overlap at all
+            // (fatal), cameras turned far apart, or a lens model that folds over near the
+            // corners (a poor fit; the middle is usable).
+            let region = "its region is \(roi.width)x\(roi.height)"
+            if sampledValidFraction(leftSide: side == "left", of: calibration) == 0 {
+                fatal.append("the rectified \(side) image has no valid pixel (\(region)): "
+                             + "after rectification the cameras do not see the same scene; check the rotation and translation")
+            } else if relative > RectificationFinding.rotationWarningDegrees {
+                warnings.append("the rectified \(side) image has no rectangle of valid pixels (\(region)): "
+                                + "the cameras are turned too far apart for the images to share one")
+            } else {
+                warnings.append("the rectified \(side) image has no rectangle of valid pixels (\(region)) "
+                                + "although the camera sees where the rig looks: the lens model probably folds over near the image corners "
+                                + "(too few views, or none near the corners?)")
+            }
+        }
         if relative > RectificationFinding.rotationWarningDegrees {
             warnings.append("the cameras are turned \(short(relative))° against each other; rectification will crop and stretch much of each image")
         }
@@ -79,6 +92,30 @@ extension StereoRectification {
         }
         return fatal.map { RectificationFinding(severity: .fatal, message: $0) }
             + warnings.map { RectificationFinding(severity: .warning, message: $0) }
+    }
+}
+
+extension StereoRectification {
+    /// The fraction of a 5×5 fan of directions within 10° of the rectified optical axis
+    /// that the left (or right) camera sees: 0 when, after rectification, the camera looks
+    /// away from where the rig looks. Independent of the rectified focal length, which a
+    /// poor lens model can blow up or shrink.
+    func sampledValidFraction(leftSide: Bool, of calibration: StereoCalibration) -> Double {
+        let (rotation, camera) = leftSide ? (r1, calibration.left) : (r2, calibration.right)
+        let spread = 10 * Double.pi / 180
+        var inside = 0, total = 0
+        for i in -2...2 {
+            for j in -2...2 {
+                total += 1
+                let direction = SIMD3(_tan(spread * Double(i) / 2), _tan(spread * Double(j) / 2), 1)
+                let ray = rotation.transposed * direction
+                guard ray.z > 0, let pixel = camera.project(ray) else { continue }
+                if pixel.x >= 0, pixel.y >= 0, pixel.x < Double(camera.size.width), pixel.y < Double(camera.size.height) {
+                    inside += 1
+                }
+            }
+        }
+        return Double(inside) / Double(total)
     }
 }
 

@@ -14,7 +14,7 @@ extension ImageBuffer {
         do {
             bytes = try FileAccess.readBytes(atPath: path)
         } catch {
-            throw .fileAccess(path: path, reason: "\(error)")
+            throw .fileAccess(path: path, reason: error.reason)
         }
         try self.init(decoding: bytes, source: path)
     }
@@ -54,7 +54,7 @@ extension ImageBuffer {
         do {
             try FileAccess.writeAtomically(encoded, toPath: path)
         } catch {
-            throw .fileAccess(path: path, reason: "\(error)")
+            throw .fileAccess(path: path, reason: error.reason)
         }
     }
 

@@ -6,9 +6,11 @@ import ParallaxGeometry
 /// never from its name, so a mislabelled file still opens. Writing picks the
 /// format from the path's extension.
 public enum ImageFileFormat: String, CaseIterable, Hashable, Sendable {
-    /// Binary netpbm gray map (`P5`), 8-bit; 16-bit files are read and reduced to 8 bits.
+    /// Netpbm gray map, 8-bit: binary (`P5`) read and written, plain ASCII (`P2`) read;
+    /// 16-bit files are read and reduced to 8 bits.
     case pgm
-    /// Binary netpbm pixel map (`P6`), 8-bit RGB; 16-bit files are read and reduced to 8 bits.
+    /// Netpbm pixel map, 8-bit RGB: binary (`P6`) read and written, plain ASCII (`P3`)
+    /// read; 16-bit files are read and reduced to 8 bits.
     case ppm
     /// PNG through libpng: gray, gray + alpha (alpha dropped), RGB, RGBA, palette; 16-bit reduced to 8 bits.
     case png
@@ -22,9 +24,9 @@ public enum ImageFileFormat: String, CaseIterable, Hashable, Sendable {
             self = .png
         } else if head.count >= 3, head[0] == 0xFF, head[1] == 0xD8, head[2] == 0xFF {
             self = .jpeg
-        } else if head.count >= 2, head[0] == UInt8(ascii: "P"), head[1] == UInt8(ascii: "5") {
+        } else if head.count >= 2, head[0] == UInt8(ascii: "P"), head[1] == UInt8(ascii: "5") || head[1] == UInt8(ascii: "2") {
             self = .pgm
-        } else if head.count >= 2, head[0] == UInt8(ascii: "P"), head[1] == UInt8(ascii: "6") {
+        } else if head.count >= 2, head[0] == UInt8(ascii: "P"), head[1] == UInt8(ascii: "6") || head[1] == UInt8(ascii: "3") {
             self = .ppm
         } else {
             return nil

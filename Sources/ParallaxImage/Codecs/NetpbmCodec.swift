@@ -1,12 +1,14 @@
 import ParallaxGeometry
 
-/// Binary PGM (P5) and PPM (P6), as netpbm specifies them: a text header
-/// (magic, width, height, maxval, separated by whitespace, `#` comments to
-/// the end of the line), one whitespace byte, then the raster.
+/// PGM and PPM, as netpbm specifies them: a text header (magic, width, height, maxval,
+/// separated by whitespace, `#` comments to the end of the line), then the raster: after
+/// one whitespace byte, binary samples (P5, P6), or decimal samples separated by
+/// whitespace (the plain formats P2, P3, read only).
 enum NetpbmCodec {
     static func decode(_ bytes: [UInt8], source: String) throws(ImageError) -> ImageBuffer {
         var cursor = 2
-        let channels = bytes[1] == UInt8(ascii: "5") ? 1 : 3
+        let channels = bytes[1] == UInt8(ascii: "5") || bytes[1] == UInt8(ascii: "2") ? 1 : 3
+        let plain = bytes[1] == UInt8(ascii: "2") || bytes[1] == UInt8(ascii: "3")
         func corrupt(_ reason: String) -> ImageError { .corruptFile(path: source, reason: reason) }
         func nextNumber(_ name: String) throws(ImageError) -> Int {
             // Skip whitespace and comments.
@@ -39,6 +41,22 @@ enum NetpbmCodec {
             throw corrupt("image size \(width)x\(height) is not supported")
         }
         guard maxval > 0, maxval < 65536 else { throw corrupt("maximum value \(maxval) is outside 1…65535") }
+        if plain {
+            let samples = width * height * channels
+            var pixels = [UInt8](repeating: 0, count: samples)
+            for i in 0..<samples {
+                let raw: Int
+                do {
+                    raw = try nextNumber("sample")
+                } catch {
+                    throw corrupt(cursor >= bytes.count ? "file is truncated: raster has \(i) of \(samples) samples"
+                                  : "sample \(i + 1) is not a number")
+                }
+                guard raw <= maxval else { throw corrupt("sample \(raw) exceeds the maximum value \(maxval)") }
+                pixels[i] = UInt8((raw * 255 + maxval / 2) / maxval)
+            }
+            return try ImageBuffer(format: channels == 1 ? .gray8 : .rgb8, size: ImageSize(width: width, height: height), bytes: pixels)
+        }
         guard cursor < bytes.count, bytes[cursor] == 32 || (9...13).contains(bytes[cursor]) else {
             throw corrupt("file is truncated after the header")
         }

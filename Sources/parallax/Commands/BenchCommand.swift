@@ -23,8 +23,8 @@ struct BenchOptions: ParsableArguments {
     @Option(name: .long, help: "Pixel format: gray8, rgb8, bgr8, rgba8, bgra8, yuyv, uyvy or nv12.")
     var format: String = "gray8"
 
-    @Option(name: .long, help: "Threads per pair, including the caller's.")
-    var threads: Int = 1
+    @Option(name: .long, help: "Threads per pair, including the caller's (default: all processors, as rectify uses).")
+    var threads: Int?
 
     @Option(name: .long, help: "Timed repetitions (after warm-up).")
     var iterations: Int = 50
@@ -42,9 +42,12 @@ struct BenchOptions: ParsableArguments {
             // Sources, float and compiled maps for both sides, outputs.
             try MemoryLimit.check(size, bytesPerPixel: 4, copies: 24, option: "--size")
         }
-        guard threads >= 1 else { throw ValidationError("--threads must be at least 1") }
+        if let threads, threads < 1 { throw ValidationError("--threads must be at least 1, got \(threads)") }
         guard iterations >= 1 else { throw ValidationError("--iterations must be at least 1") }
     }
+
+    /// `--threads`, or every processor.
+    var threadCount: Int { threads ?? ProcessInfo.processInfo.activeProcessorCount }
 
     var imageSize: ImageSize { ImageSize(parsing: size) ?? ImageSize(width: 1920, height: 1080) }
     var pixelFormat: PixelFormat { PixelFormat(rawValue: format) ?? .gray8 }
@@ -89,7 +92,7 @@ struct BenchRectifyCommand: ParsableCommand {
         let calibration = StereoCalibration.benchmarkRig(size: size)
         let rectifier = try Rectifier(calibration: calibration,
                                       interpolation: interpolation,
-                                      threads: options.threads)
+                                      threads: options.threadCount)
         let left = try BenchImages.pattern(format, size: size, seed: 1)
         let right = try BenchImages.pattern(format, size: size, seed: 2)
         if let export { try BenchImages.export(to: export, calibration: calibration, rectifier: rectifier, left: left, right: right) }
@@ -113,13 +116,13 @@ struct BenchRectifyCommand: ParsableCommand {
         if options.json {
             print(JSONValue.object(JSONObject([
                 ("operation", .string("rectify-pair")), ("size", .string("\(size)")), ("format", .string(format.rawValue)),
-                ("threads", .number(Double(options.threads))), ("iterations", .number(Double(options.iterations))),
+                ("threads", .number(Double(options.threadCount))), ("iterations", .number(Double(options.iterations))),
                 ("interpolation", .string(rectifier.interpolation.rawValue)),
                 ("ms_per_pair_median", jsonNumber(median)), ("ms_per_pair_min", jsonNumber(minimum)),
                 ("megapixels_per_second", jsonNumber(megapixels)),
             ])).serialized(indent: 0))
         } else {
-            print("rectify-pair \(size) \(format.rawValue) \(rectifier.interpolation.rawValue), \(options.threads) thread(s): "
+            print("rectify-pair \(size) \(format.rawValue) \(rectifier.interpolation.rawValue), \(options.threadCount) thread(s): "
                 + "median \(formatNumber(median)) ms, min \(formatNumber(minimum)) ms per pair, \(String(format: "%.1f", megapixels)) MP/s")
         }
     }
@@ -139,7 +142,7 @@ struct BenchMapsCommand: ParsableCommand {
         var timings: [Double] = []
         for _ in 0..<options.iterations {
             let start = monotonicSeconds()
-            let rectifier = try Rectifier(calibration: calibration, threads: options.threads)
+            let rectifier = try Rectifier(calibration: calibration, threads: options.threadCount)
             try rectifier.prepare(for: format)
             timings.append(monotonicSeconds() - start)
         }
@@ -147,7 +150,7 @@ struct BenchMapsCommand: ParsableCommand {
         if options.json {
             print(JSONValue.object(JSONObject([
                 ("operation", .string("build-maps")), ("size", .string("\(size)")), ("format", .string(format.rawValue)),
-                ("threads", .number(Double(options.threads))), ("iterations", .number(Double(options.iterations))),
+                ("threads", .number(Double(options.threadCount))), ("iterations", .number(Double(options.iterations))),
                 ("ms_median", jsonNumber(median)), ("ms_min", jsonNumber(minimum)),
             ])).serialized(indent: 0))
         } else {
@@ -176,7 +179,7 @@ enum BenchImages {
     /// and the raw source images (`left.raw`, `right.raw`, packed).
     static func export(to folder: String, calibration: StereoCalibration, rectifier: Rectifier,
                        left: ImageBuffer, right: ImageBuffer) throws {
-        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        do { try FileAccess.createDirectories(atPath: folder) } catch { throw CLIError(error.description) }
         func path(_ name: String) -> String { (folder as NSString).appendingPathComponent(name) }
         try calibration.write(toFile: path("calibration.json"))
         func floats(_ values: [Float]) -> [UInt8] {

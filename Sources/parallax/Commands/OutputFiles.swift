@@ -43,12 +43,14 @@ enum OutputFiles {
             let staged = temporary(for: file.path, index)
             do {
                 let folder = (file.path as NSString).deletingLastPathComponent
-                if !folder.isEmpty { try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true) }
+                if !folder.isEmpty { try FileAccess.createDirectories(atPath: folder) }
                 try FileAccess.writeAtomically(file.bytes, toPath: staged)
                 temporaries.append(staged)
             } catch {
                 for t in temporaries { unlink(t) }
-                throw CLIError("could not write \(file.path): \(error); nothing was written and no existing file was changed")
+                // The staged file's own name means nothing to the user; a folder that could not be made does.
+                throw CLIError("could not write \(file.path): \(error.path == staged ? error.reason : error.description); "
+                               + "nothing was written and no existing file was changed")
             }
         }
         // Every output is on disk: move them into place, keeping what they replace until all are.

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import ParallaxGeometry
 
 /// `parallax demo`: runs every stage the library has on the simulated rig.
 ///
@@ -23,7 +24,7 @@ struct DemoCommand: AsyncParsableCommand {
     ]
 
     func run() async throws {
-        try FileManager.default.createDirectory(atPath: output, withIntermediateDirectories: true)
+        do { try FileAccess.createDirectories(atPath: output) } catch { throw CLIError(error.description) }
         let context = DemoContext(outputDirectory: output)
         for (index, step) in Self.steps.enumerated() {
             print("== \(index + 1)/\(Self.steps.count) \(step.title)")

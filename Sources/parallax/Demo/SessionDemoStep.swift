@@ -25,7 +25,7 @@ struct SessionDemoStep: DemoStep {
         let session = try StereoSession(device: device, calibration: rig.rig.calibration, options: options)
         try session.start()
         let folder = context.path("session")
-        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        do { try FileAccess.createDirectories(atPath: folder) } catch { throw CLIError(error.description) }
         var received = 0
         var next = 1
         var pending: Double? = Self.schedule[0].metres
