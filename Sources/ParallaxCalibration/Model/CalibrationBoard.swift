@@ -36,15 +36,9 @@ public struct CalibrationBoard: Hashable, Sendable, CustomStringConvertible {
         guard parts.count == 2, let c = Int(parts[0]), let r = Int(parts[1]), c >= 2, r >= 2, c <= 200, r <= 200 else {
             throw .badBoard(board)
         }
-        var number = square.trimmingWhitespace
-        var unit = ""
-        for suffix in ["mm", "cm", "in", "m"] where number.hasSuffix(suffix) {
-            unit = suffix
-            number = String(number.dropLast(suffix.count))
-            break
-        }
-        guard let size = Double(number), size > 0, size.isFinite else { throw .badSquare(square) }
-        self.init(columns: c, rows: r, squareSize: size, unit: unit)
+        // The one length syntax of the CLI (``Length``), as --convergence takes it.
+        guard let size = Length(parsing: square) else { throw .badSquare(square) }
+        self.init(columns: c, rows: r, squareSize: size.value, unit: size.unit?.rawValue ?? "")
     }
 
     /// Number of inner corners.
@@ -75,14 +69,5 @@ public enum TargetSpecificationError: Error, Hashable, Sendable, CustomStringCon
         case .badBoard(let s): return "board '\(s)' is not COLUMNSxROWS of inner corners (e.g. 9x6, each at least 2)"
         case .badSquare(let s): return "square size '\(s)' is not a positive number with an optional unit mm, cm, m or in (e.g. 25mm)"
         }
-    }
-}
-
-extension String {
-    var trimmingWhitespace: String {
-        var s = Substring(self)
-        while let f = s.first, f.isWhitespace { s.removeFirst() }
-        while let l = s.last, l.isWhitespace { s.removeLast() }
-        return String(s)
     }
 }
