@@ -190,6 +190,24 @@ struct PairCommandTests {
         #expect(try String(contentsOf: directory.appendingPathComponent("pairs.csv"), encoding: .utf8) == "earlier pairs\n")
     }
 
+    @Test("an error found after a big log's background parser started stops cleanly (no trap)")
+    func errorWhileParsing() throws {
+        let directory = try Self.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        // Left: five batches, so its parser fills its queue. Right: out of order, with a
+        // repeated timestamp that only the whole-log read finds, after the left parser started.
+        try Self.write(Self.log(start: 1_000_000_000_000, count: 40_000), "cam0.csv", in: directory)
+        var right = Self.log(start: 1_000_003_000_000, count: 100).split(separator: "\n").map(String.init)
+        right.swapAt(10, 50)
+        right[70] = right[20].split(separator: ",")[0] + ",again.png"
+        try Self.write(right.joined(separator: "\n") + "\n", "cam1.csv", in: directory)
+        let result = try Self.run(["pair", "--left", "cam0.csv", "--right", "cam1.csv", "--output", "pairs.csv"], in: directory)
+        #expect(result.status == 1, "\(result.standardError)")
+        #expect(result.standardError.contains("repeats line"), "\(result.standardError)")
+        let left = try FileManager.default.contentsOfDirectory(atPath: directory.path).filter { $0.contains("pairs") }
+        #expect(left.isEmpty, "\(left)")
+    }
+
     @Test("a log in microseconds beside one in nanoseconds is named, not paired")
     func unitMismatch() throws {
         let directory = try Self.temporaryDirectory()

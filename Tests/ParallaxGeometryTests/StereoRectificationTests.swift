@@ -143,3 +143,18 @@ struct RectificationFindingsTests {
         }
     }
 }
+
+extension RectificationFindingsTests {
+    @Test("a right camera beside the left but turned more than 45° is not called 'behind'")
+    func turnedButBeside() throws {
+        // The right camera's centre is 60 units to the right; it looks 50° inwards.
+        let rotation = Matrix3x3(rodrigues: SIMD3(0, -50 * Double.pi / 180, 0))
+        let centre = SIMD3<Double>(60, 0, 0)
+        let rig = StereoCalibration(left: Self.camera, right: Self.camera,
+                                    extrinsics: RigidTransform(rotation: rotation, translation: -(rotation * centre)))
+        #expect(abs(rig.rightCameraCentre.x - 60) < 1e-9)
+        let findings = try rig.rectification().findings(for: rig)
+        #expect(!findings.contains { $0.message.contains("rather than beside it") }, "\(findings)")
+        #expect(findings.contains { $0.message.contains("turned 50° against each other") }, "\(findings)")
+    }
+}

@@ -37,7 +37,8 @@ public enum CalibrationFile {
     /// - Throws: ``CalibrationFormatError`` naming the file and what is wrong, or what the
     ///   file is when it is not a calibration Parallax reads.
     public static func load(_ source: String) throws(CalibrationFormatError) -> (calibration: StereoCalibration, format: Format) {
-        var paths = source.split(separator: ",", omittingEmptySubsequences: false).map(String.init)
+        // A comma separates two files, unless the whole text names an existing file.
+        var paths = exists(source) ? [source] : source.split(separator: ",", omittingEmptySubsequences: false).map(String.init)
         if paths.count == 1, isFolder(source) {
             let folder = source.hasSuffix("/") ? String(source.dropLast()) : source
             paths = [folder + "/left.yaml", folder + "/right.yaml"]
@@ -109,9 +110,8 @@ public enum CalibrationFile {
     static func kind(of text: String) -> Kind {
         let head = text.prefix(4096)
         let trimmed = head.drop { $0 == " " || $0 == "\n" || $0 == "\r" || $0 == "\t" || $0 == "\u{FEFF}" }
-        if trimmed.hasPrefix("{") {
-            return head.contains("\"left\"") && head.contains("\"right\"") ? .parallaxJSON : .other("JSON of another kind (no \"left\" and \"right\" cameras)")
-        }
+        // Any JSON object is read as Parallax JSON, whose parser names a missing or wrong key.
+        if trimmed.hasPrefix("{") { return .parallaxJSON }
         if trimmed.hasPrefix("\u{89}PNG") || trimmed.hasPrefix("\u{FFFD}PNG") { return .other("a PNG image") }
         if trimmed.hasPrefix("P5") || trimmed.hasPrefix("P2") || trimmed.hasPrefix("P6") { return .other("a Netpbm image") }
         if text.utf8.prefix(3).elementsEqual([0xFF, 0xD8, 0xFF]) || trimmed.hasPrefix("\u{FFFD}\u{FFFD}") { return .other("a JPEG image") }

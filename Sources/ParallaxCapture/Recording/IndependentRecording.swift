@@ -44,6 +44,7 @@ public func recordIndependently(_ devices: [any CaptureDevice], frames: Int, int
     DispatchQueue.global().asyncAfter(deadline: .now() + max(0, timeoutSeconds), execute: interrupt)
     defer { interrupt.cancel() }
     for (index, device) in devices.enumerated() {
+        if Date() >= deadline { break }
         do throws(CaptureError) {
             try device.start { output in
                 switch output {

@@ -39,12 +39,11 @@ public struct SceneRenderer: Sendable {
     ///
     /// Gray and YUYV use the texture level (YUYV with neutral chroma); RGB and
     /// BGR multiply it by each plane's tint (the chessboard is untinted).
+    /// `isCancelled` is asked before each row: a big view can take seconds.
     ///
     /// - Throws: ``SimulationError`` for a format outside ``supportedFormats``
-    ///   or a size the format cannot hold.
-    ///
-    /// `isCancelled` is asked before each row: when it answers true, rendering stops with
-    /// ``SimulationError/cancelled`` (a big view can take seconds).
+    ///   or a size the format cannot hold, and ``SimulationError/cancelled`` when
+    ///   `isCancelled` answered true.
     public func render(_ scene: SimulatedScene, camera: CameraModel, cameraFromWorld: RigidTransform = .identity,
                        format: PixelFormat = .gray8, isCancelled: () -> Bool = { false }) throws(SimulationError) -> ImageBuffer {
         guard Self.supportedFormats.contains(format) else { throw .unsupportedFormat(format) }

@@ -102,7 +102,8 @@ public final class SimulatedCamera: CaptureDevice, StopRequesting, @unchecked Se
     private let seed: UInt64
     fileprivate let lockstep: Lockstep
     private let state: Mutex<State>
-    /// Set by ``requestStop()``: a rendering in progress stops (cleared by ``stop()``).
+    /// Set by ``requestStop()`` while a rendering is in progress, which then stops; cleared
+    /// when the next rendering starts, so a stop request never outlives its rendering.
     private let renderingCancelled = Atomic<Bool>(false)
 
     private struct State: @unchecked Sendable {
@@ -110,6 +111,8 @@ public final class SimulatedCamera: CaptureDevice, StopRequesting, @unchecked Se
         var pixels: [SharedPixels]?
         var thread: CaptureThread?
         var nextFrame: Int64 = 0
+        /// A rendering is in progress (``requestStop()`` cancels only then).
+        var rendering = false
     }
 
     init(rig: SimulatedStereoRig, camera: StereoSide, timing: SimulatedCameraTiming, interval: FrameInterval,
@@ -197,14 +200,16 @@ public final class SimulatedCamera: CaptureDevice, StopRequesting, @unchecked Se
     public func stop() {
         let thread = state.withLock { s in defer { s.thread = nil }; return s.thread }
         thread?.stopAndJoin(timeoutSeconds: 5)
-        renderingCancelled.store(false, ordering: .releasing)
     }
 
     /// Asks the streaming thread to stop without waiting for it (``stop()`` waits), and a
     /// rendering in progress (in ``prepare()`` or ``start(_:)``) to give up.
     func requestStop() {
-        renderingCancelled.store(true, ordering: .releasing)
-        state.withLock { $0.thread }?.stopRequested.store(true, ordering: .releasing)
+        let thread = state.withLock { s in
+            if s.rendering { renderingCancelled.store(true, ordering: .releasing) }
+            return s.thread
+        }
+        thread?.stopRequested.store(true, ordering: .releasing)
     }
 
     fileprivate func remember(nextFrame: Int64) { state.withLock { $0.nextFrame = nextFrame } }
@@ -221,12 +226,15 @@ public final class SimulatedCamera: CaptureDevice, StopRequesting, @unchecked Se
         }
         var geometry = rig
         if camera == .left { geometry.calibration.left = model } else { geometry.calibration.right = model }
+        state.withLock { s in
+            s.rendering = true
+            renderingCancelled.store(false, ordering: .releasing)
+        }
+        defer { state.withLock { $0.rendering = false } }
         let image: ImageBuffer
         do {
             image = try geometry.render(camera, format: pixel) { renderingCancelled.load(ordering: .acquiring) }
         } catch {
-            // The stop request is answered; a later start renders afresh.
-            if error == .cancelled { renderingCancelled.store(false, ordering: .releasing) }
             throw .simulation(device: identity.name, reason: "\(error)")
         }
         var pixels = [SharedPixels(image)]

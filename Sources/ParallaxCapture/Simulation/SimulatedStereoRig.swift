@@ -36,7 +36,8 @@ public struct SimulatedStereoRig: Hashable, Sendable {
         camera == .left ? .identity : calibration.extrinsics
     }
 
-    /// The image one camera sees (see ``SceneRenderer``).
+    /// The image one camera sees (see ``SceneRenderer``); `isCancelled` can stop the
+    /// rendering between rows (``SimulationError/cancelled``).
     public func render(_ camera: StereoSide, format: PixelFormat = .gray8, isCancelled: () -> Bool = { false })
         throws(SimulationError) -> ImageBuffer {
         try SceneRenderer(samplesPerAxis: samplesPerAxis)

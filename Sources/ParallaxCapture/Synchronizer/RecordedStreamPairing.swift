@@ -64,7 +64,7 @@ public struct RecordedStreamPairing: Sendable {
     ///
     /// - Parameters:
     ///   - left: the next left frame's timestamp (nanoseconds), or `nil` at the end. The
-    ///     timestamps must not decrease (a decrease is a discontinuity, see
+    ///     timestamps must increase (a repeat or a decrease is a discontinuity, see
     ///     ``SynchronizerCore/push(_:timestampNanoseconds:sequence:exposureNanoseconds:timestampSource:payload:now:emit:)``).
     ///   - right: the same for the right camera.
     ///   - emit: receives every pair and drop, in order.

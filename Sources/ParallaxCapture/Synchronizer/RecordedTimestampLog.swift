@@ -113,7 +113,8 @@ public enum RecordedTimestampLogError: Error, Sendable, Hashable, CustomStringCo
         case .malformedLines(let path, let lines):
             let shown = lines.prefix(20).map { "  line \($0.line): \($0.message)" }
             let more = lines.count > 20 ? ["  ... and \(lines.count - 20) more"] : []
-            let count = lines.count >= Self.problemLimit ? "\(lines.count) or more malformed lines (reading stopped there)"
+            // Only ``TimestampLogSummary`` stops at the limit; a whole-file read lists them all.
+            let count = lines.count == Self.problemLimit ? "\(lines.count) or more malformed lines (reading stopped there)"
                 : "\(lines.count) malformed line\(lines.count == 1 ? "" : "s")"
             return (["\(path): \(count) (expected `#timestamp [ns],filename` CSV):"]
                 + shown + more).joined(separator: "\n")

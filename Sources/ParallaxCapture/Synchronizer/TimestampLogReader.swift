@@ -39,6 +39,10 @@ public final class TimestampLogReader {
     private var atEndOfFile = false
     private var lineNumber = 0
     private var filenameRange = 0..<0
+    /// Where the next `\n` at or after the last search is (`end` when there is none in the
+    /// buffer): kept so that a file whose lines end in a bare `\r` is not searched to the
+    /// end of the buffer for every line. Forgotten when the buffer moves.
+    private var knownNewline: Int?
 
     /// Opens the log at `path`.
     ///
@@ -132,7 +136,13 @@ public final class TimestampLogReader {
     /// the line before it is searched for a `\r`.
     private func firstTerminator(from index: Int) -> Int? {
         guard index < end, let base = buffer.baseAddress else { return nil }
-        let newline = memchr(base + index, Int32(Self.newline), end - index).map { $0 - UnsafeMutableRawPointer(base) } ?? end
+        let newline: Int
+        if let known = knownNewline, known >= index {
+            newline = known
+        } else {
+            newline = memchr(base + index, Int32(Self.newline), end - index).map { $0 - UnsafeMutableRawPointer(base) } ?? end
+            knownNewline = newline
+        }
         let cr = memchr(base + index, Int32(Self.carriageReturn), newline - index).map { $0 - UnsafeMutableRawPointer(base) }
         if let cr { return cr }
         return newline < end ? newline : nil
@@ -141,6 +151,7 @@ public final class TimestampLogReader {
     /// Moves the unparsed bytes to the front (growing the buffer for a line longer than it)
     /// and reads more after them.
     private func refill() throws(RecordedTimestampLogError) {
+        knownNewline = nil
         let pending = end - start
         if start > 0 {
             if pending > 0, let base = buffer.baseAddress { memmove(base, base + start, pending) }

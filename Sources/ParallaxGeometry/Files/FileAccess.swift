@@ -41,9 +41,7 @@ public enum FileAccess {
     /// flushed, then renamed over the destination. A failure leaves any
     /// existing file untouched and no partial file behind.
     public static func writeAtomically(_ bytes: [UInt8], toPath path: String) throws(FileAccessError) {
-        let temporary = path + ".partial-\(getpid())"
-        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
-        guard fd >= 0 else { throw .cannotWrite(path: path, reason: systemReason()) }
+        let (fd, temporary) = try createTemporary(beside: path)
         var offset = 0
         while offset < bytes.count {
             let n = bytes.withUnsafeBytes { write(fd, $0.baseAddress! + offset, $0.count - offset) }
@@ -68,10 +66,23 @@ public enum FileAccess {
         }
     }
 
+    /// A new file beside `path` to write before renaming it over `path`: created
+    /// exclusively (`O_EXCL`), so that a file of the same name the user had is never
+    /// truncated; another name is tried when one is taken.
+    static func createTemporary(beside path: String) throws(FileAccessError) -> (descriptor: Int32, path: String) {
+        for attempt in 0..<100 {
+            let temporary = path + ".partial-\(getpid())" + (attempt == 0 ? "" : "-\(attempt)")
+            let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
+            if fd >= 0 { return (fd, temporary) }
+            if errno != EEXIST { throw .cannotWrite(path: path, reason: systemReason()) }
+        }
+        throw .cannotWrite(path: path, reason: "no free name for a temporary file beside it")
+    }
+
     /// Creates the folder at `path` and any missing parents (`mkdir -p`).
     ///
-    /// - Throws: ``FileAccessError/cannotWrite(path:reason:)`` naming the folder that
-    ///   could not be made and the system's reason (``FileAccessError/cannotCreateFolder(path:reason:)``).
+    /// - Throws: ``FileAccessError/cannotCreateFolder(path:reason:)`` naming the folder
+    ///   that could not be made and the system's reason.
     public static func createDirectories(atPath path: String) throws(FileAccessError) {
         var prefix = path.hasPrefix("/") ? "/" : ""
         for component in path.split(separator: "/") where !component.isEmpty {
@@ -123,10 +134,7 @@ public final class AtomicFileWriter {
     ///   writable.
     public init(path: String) throws(FileAccessError) {
         self.path = path
-        let temporary = path + ".partial-\(getpid())"
-        self.temporary = temporary
-        descriptor = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
-        guard descriptor >= 0 else { throw .cannotWrite(path: path, reason: String(cString: strerror(errno))) }
+        (descriptor, temporary) = try FileAccess.createTemporary(beside: path)
         buffer.reserveCapacity(flushThreshold + 4096)
     }
 
@@ -252,6 +260,7 @@ public enum FileAccessError: Error, Hashable, Sendable, CustomStringConvertible 
         }
     }
 
+    /// `<path>: <reason>`.
     public var description: String {
         switch self {
         case .cannotOpen(let p, let r): return "\(p): cannot open: \(r)"

@@ -37,19 +37,28 @@ extension StereoRectification {
     /// - Warning: cameras turned against each other, or turned to rectify, by more than
     ///   ``RectificationFinding/rotationWarningDegrees``; a valid region under
     ///   ``RectificationFinding/smallValidAreaFraction`` of the image; a right camera on
-    ///   the left (OpenCV's `T.x` is negative for a left-to-right rig), which makes
+    ///   the left (its optical centre at negative x in the left camera's frame; OpenCV's
+    ///   `T.x` is then positive), which makes
     ///   disparities negative.
     public func findings(for calibration: StereoCalibration) -> [RectificationFinding] {
         var fatal: [String] = [], warnings: [String] = []
         let t = calibration.extrinsics.translation
-        let largest = max(abs(t.x), abs(t.y), abs(t.z))
-        let direction = largest > 0 ? t / largest : t
         let formattedT = "T = (\(short(t.x)), \(short(t.y)), \(short(t.z)))"
+        // Where the right camera is, in the left camera's frame, against where the rig looks
+        // (between the two optical axes): T itself is in the right camera's frame.
+        let centre = calibration.rightCameraCentre
+        let largest = max(abs(centre.x), abs(centre.y), abs(centre.z))
+        let position = largest > 0 && largest.isFinite ? centre / largest : centre
+        let rightAxis = calibration.extrinsics.rotation.transposed * SIMD3<Double>(0, 0, 1)
+        let viewing = SIMD3<Double>(0, 0, 1) + rightAxis
+        let axis = length(viewing) > 1e-9 ? viewing / length(viewing) : SIMD3<Double>(0, 0, 1)
+        let along = dot(position, axis)
+        let across = length(position - along * axis)
         if calibration.baseline > RectificationFinding.implausibleBaseline {
             fatal.append("the baseline is \(calibration.baseline) (\(formattedT)), implausible for a rig in any unit: the translation is corrupt")
         }
-        if abs(direction.z) > max(abs(direction.x), abs(direction.y)) {
-            fatal.append("the right camera sits \(t.z < 0 ? "in front of" : "behind") the left one rather than beside it (\(formattedT)): "
+        if abs(along) > across {
+            fatal.append("the right camera sits \(along > 0 ? "in front of" : "behind") the left one rather than beside it (\(formattedT)): "
                          + "the baseline runs along the viewing direction, which rectification cannot turn into a side-by-side pair")
         }
         let relative = degrees(calibration.extrinsics.rotation)
@@ -86,8 +95,8 @@ extension StereoRectification {
                 warnings.append("only \(short(fraction * 100)) % of the rectified \(side) image is valid (\(roi))")
             }
         }
-        if layout == .horizontal && direction.x > 0 {
-            warnings.append("the right camera is to the left of the left one (T.x > 0 in \(formattedT)): were the cameras swapped? "
+        if layout == .horizontal && position.x < 0 {
+            warnings.append("the right camera is to the left of the left one (\(formattedT)): were the cameras swapped? "
                             + "Disparities will be negative")
         }
         return fatal.map { RectificationFinding(severity: .fatal, message: $0) }

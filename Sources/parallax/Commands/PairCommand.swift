@@ -41,7 +41,7 @@ struct PairCommand: ParsableCommand {
             transform: DurationArgument.parse)
     var maxSkew: DurationArgument?
 
-    @Option(name: .long, help: "The cameras' frame interval (e.g. 33.3ms). Default: the median spacing of the logs' first 100,000 frames.",
+    @Option(name: .long, help: "The cameras' frame interval (e.g. 33.3ms). Default: the median spacing of the logs' first 100,000 frames (of a whole unsorted log).",
             transform: DurationArgument.parse)
     var frameInterval: DurationArgument?
 
@@ -52,8 +52,18 @@ struct PairCommand: ParsableCommand {
     var json = false
 
     func run() throws {
+        // The output file is opened (its temporary beside it) before any work, so that an
+        // unwritable place fails at once.
+        var fileWriter: AtomicFileWriter?
         if let output {
             try OutputFiles.check(outputs: [("--output", output)], inputs: [("--left", left), ("--right", right)])
+            do {
+                let folder = (output as NSString).deletingLastPathComponent
+                if !folder.isEmpty { try FileAccess.createDirectories(atPath: folder) }
+                fileWriter = try AtomicFileWriter(path: output)
+            } catch {
+                throw CLIError(error.description)
+            }
         }
         // Pass 1: every bad line, the spans, the spacing and the order, before any output.
         // The two logs are read at once, one per core.
@@ -85,15 +95,18 @@ struct PairCommand: ParsableCommand {
         let (leftSummary, rightSummary) = (summaries[0], summaries[1])
         try Self.checkUnits(leftSummary, rightSummary)
 
+        func defaultInterval(_ spacings: [Int64?]) -> Int64? { spacings.compactMap { $0 }.filter { $0 > 0 }.min() }
+        let firstGuess = frameInterval?.nanoseconds ?? defaultInterval([leftSummary.typicalSpacingNanoseconds, rightSummary.typicalSpacingNanoseconds])
+        try Self.checkOverlap(leftSummary, rightSummary, maximumSkew: maxSkew?.nanoseconds ?? firstGuess.map { $0 / 2 } ?? 10_000_000)
+
         // Pass 2: pair as the frames stream by (an unsorted log is read whole and sorted).
         // Frames wait only while the other camera is silent; a gap longer than this many
         // frames drops the oldest as queue_overflow (they could pair with nothing anyway).
         let capacity = min(max(leftSummary.frameCount, rightSummary.frameCount) + 1, 1 << 16)
         let leftFrames = try PairFrameSource(leftSummary, window: capacity)
         let rightFrames = try PairFrameSource(rightSummary, window: capacity)
-        let interval = frameInterval?.nanoseconds ?? [leftFrames.spacing, rightFrames.spacing].compactMap { $0 }.filter { $0 > 0 }.min()
+        let interval = frameInterval?.nanoseconds ?? defaultInterval([leftFrames.spacing, rightFrames.spacing])
         let skew = maxSkew?.nanoseconds ?? interval.map { $0 / 2 } ?? 10_000_000
-        try Self.checkOverlap(leftSummary, rightSummary, maximumSkew: skew)
         let policy: SynchronizationPolicy
         switch self.policy {
         case .approximate: policy = .approximate
@@ -104,10 +117,8 @@ struct PairCommand: ParsableCommand {
             policy: policy, frameIntervalNanoseconds: interval, maximumSkewNanoseconds: skew,
             queueCapacity: capacity, clockCorrection: .estimate)
 
-        let writer: AtomicFileWriter?
+        let writer = fileWriter ?? (json ? nil : AtomicFileWriter(standardOutput: ()))
         do {
-            writer = try output.map { path throws(FileAccessError) in try AtomicFileWriter(path: path) }
-                ?? (json ? nil : AtomicFileWriter(standardOutput: ()))
             try writer?.write("left_timestamp_ns,right_timestamp_ns,left_filename,right_filename,skew_ns\n")
         } catch {
             throw CLIError(error.description)
@@ -138,8 +149,12 @@ struct PairCommand: ParsableCommand {
             })
         if writeError == nil, let writer { writeError = Self.hand(&rows, to: writer) }
         pairing.finish()
+        let consequence = output != nil ? "nothing was written" : "the pairs already on standard output are incomplete"
         for source in [leftFrames, rightFrames] {
-            if let error = source.error { throw CLIError(error) }
+            if let error = source.error { throw CLIError("\(error); \(consequence)") }
+            if source.grew {
+                warn("warning: \(source.path) grew while it was being paired: its \(source.frameLimit) frames of the first pass were paired, later lines were not")
+            }
         }
         if let writeError { throw CLIError(writeError) }
         guard pairCount > 0 else {

@@ -31,10 +31,18 @@ final class PairFrameSource {
     /// Why the stream stopped early (the file changed since the first pass, or a read
     /// failed).
     private(set) var error: String?
+    /// The log's path.
+    let path: String
+    /// Frames the first pass counted: no more are paired.
+    let frameLimit: Int
+    /// Whether the file held more frames than the first pass counted (it was being written).
+    private(set) var grew = false
 
     /// - Parameter window: how many frames may be undecided at once (see
     ///   ``RecordedStreamPairing/replay(configuration:left:right:emit:)``).
     init(_ summary: TimestampLogSummary, window: Int) throws {
+        path = summary.path
+        frameLimit = summary.frameCount
         if summary.isSorted {
             spacing = summary.typicalSpacingNanoseconds
             let channel = BatchChannel(capacity: 4)
@@ -48,7 +56,8 @@ final class PairFrameSource {
             fileSize = reader.fileSize
             batches = Array(repeating: FrameBatch(), count: (2 * window + 2) / Self.batchSize + 3)
             let transfer = UncheckedTransfer(reader)
-            DispatchQueue.global().async { Self.produce(transfer.value, into: channel) }
+            let limit = summary.frameCount
+            DispatchQueue.global().async { Self.produce(transfer.value, limit: limit, into: channel) }
         } else {
             warn("warning: \(summary.path): timestamps were not in order; sorted them before pairing (the whole log is read into memory for that)")
             do {
@@ -80,6 +89,7 @@ final class PairFrameSource {
             bytesRead = current.bytesRead
             if current.isLast { finished = true }
             if let problem = current.problem { error = problem }
+            if current.grew { grew = true }
             guard !current.timestamps.isEmpty else { return nil }
         }
         defer {
@@ -108,9 +118,11 @@ final class PairFrameSource {
 
     // MARK: The background parser
 
-    /// Parses the log into batches until its end, a bad line, or cancellation.
-    private static func produce(_ reader: TimestampLogReader, into channel: BatchChannel) {
+    /// Parses the log into batches until its end (or `limit` frames), a bad line, or
+    /// cancellation.
+    private static func produce(_ reader: TimestampLogReader, limit: Int, into channel: BatchChannel) {
         var previous = Int64.min
+        var produced = 0
         while true {
             var batch = FrameBatch()
             batch.timestamps.reserveCapacity(batchSize)
@@ -118,6 +130,14 @@ final class PairFrameSource {
             batch.names.reserveCapacity(batchSize * 32)
             do {
                 while batch.timestamps.count < batchSize {
+                    if produced == limit {
+                        // Lines appended since the first pass are not paired (and not checked).
+                        while let line = try reader.next() {
+                            if case .frame = line { batch.grew = true; break }
+                        }
+                        batch.isLast = true
+                        break
+                    }
                     guard let line = try reader.next() else {
                         batch.isLast = true
                         break
@@ -125,16 +145,17 @@ final class PairFrameSource {
                     switch line {
                     case .frame(let timestamp, let number):
                         guard timestamp > previous else {
-                            batch.problem = "\(reader.path) changed while it was being paired (line \(number) is out of order now); nothing was written"
+                            batch.problem = "\(reader.path) changed while it was being paired (line \(number) is out of order now)"
                             batch.isLast = true
                             break
                         }
                         previous = timestamp
+                        produced += 1
                         batch.timestamps.append(timestamp)
                         batch.names.append(contentsOf: reader.filenameBytes)
                         batch.nameEnds.append(Int32(batch.names.count))
                     case .problem(let problem):
-                        batch.problem = "\(reader.path) changed while it was being paired (line \(problem.line): \(problem.message)); nothing was written"
+                        batch.problem = "\(reader.path) changed while it was being paired (line \(problem.line): \(problem.message))"
                         batch.isLast = true
                     }
                     if batch.isLast { break }
@@ -159,6 +180,8 @@ struct FrameBatch: Sendable {
     var bytesRead = 0
     var isLast = false
     var problem: String?
+    /// The file held frames beyond the first pass's count.
+    var grew = false
 }
 
 /// A bounded queue of batches from one producer thread to one consumer.
@@ -168,7 +191,12 @@ private final class BatchChannel: Sendable {
     private let free: DispatchSemaphore
     private let cancelled = Atomic<Bool>(false)
 
-    init(capacity: Int) { free = DispatchSemaphore(value: capacity) }
+    init(capacity: Int) {
+        // Created at zero and raised: libdispatch traps when a semaphore is released with a
+        // count below its initial value, which a consumer that stops early would leave.
+        free = DispatchSemaphore(value: 0)
+        for _ in 0..<capacity { free.signal() }
+    }
 
     /// Waits for room; `false` once the consumer went away.
     func send(_ batch: FrameBatch) -> Bool {

@@ -84,6 +84,18 @@ struct SessionRecordingTests {
         }
     }
 
+    @Test("a stop request while nothing renders does not cancel the next rendering (a device reused by a new session)")
+    func staleStopRequestDoesNotCancelALaterRendering() async throws {
+        let directory = Self.folder()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let (_, device) = SessionFixtures.simulated(size: ImageSize(width: 32, height: 24), drops: 0)
+        // Stopped before it ever started: the device is asked to stop while idle.
+        try StereoSession(device: device).stop()
+        let session = try StereoSession(device: device)
+        let summary = try await session.record(into: try EuRoCRecorder(directory: directory), pairs: 5, timeoutSeconds: 20)
+        #expect(summary.pairsWritten == 5, "\(summary.endedEarly ?? "")")
+    }
+
     @Test("a folder that is not empty is refused; overwriting replaces only the older recording")
     func neverMixesRecordings() throws {
         let directory = Self.folder()
