@@ -3,12 +3,14 @@
 
 SWIFT ?= swift
 DEBIAN_PACKAGES := pkg-config libv4l-dev liblapacke-dev libopenblas-dev libturbojpeg0-dev libpng-dev libudev-dev opencv-doc
+# Only `make test-kernel` needs these (qemu boots Debian's kernel with the vivid driver).
+KERNEL_PACKAGES := qemu-system-x86 busybox-static cpio kmod
 # Only the OpenCV comparison needs these (it builds a virtualenv with opencv-python-headless).
 COMPARE_PACKAGES := python3 python3-venv
 # Extra flags for `swift test`, e.g. `make test TEST_FLAGS="--filter Geometry"`.
 TEST_FLAGS ?=
 
-.PHONY: all deps install-packages build release demo test soak bench bench-pair compare-opencv clean
+.PHONY: all deps install-packages build release demo test test-kernel soak bench bench-pair compare-opencv clean
 
 all: build
 
@@ -41,6 +43,16 @@ demo: release
 test: deps
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build $(TEST_FLAGS)
+
+# The V4L2 backend against the real kernel: Debian's kernel with two vivid nodes under
+# qemu (software emulation), the host shared read-only; runs the kernel-backed tests (debug
+# test bundle) and the release CLI there (Tests/Kernel/run, Tests/Kernel/guest-checks):
+# about 40 s after the builds. The release CLI because the emulated guest is slow.
+test-kernel: deps
+	@$(MAKE) --no-print-directory install-packages PACKAGES="$(KERNEL_PACKAGES)"
+	$(SWIFT) build --build-tests
+	$(SWIFT) build -c release --product parallax
+	Tests/Kernel/run
 
 # One simulated hour at 60 fps through the whole stereo session, time-compressed (about
 # 90 s after the release build), with the virtual driver's faults injected at random.

@@ -67,6 +67,14 @@ public struct V4L2Discovery: Sendable {
                 found[i].identity.stableID = "usb-\(vendor):\(product)-\(serial)"
             }
         }
+        // One platform device can hold several cameras (vivid's instances all hang off
+        // vivid.0): the node's name tells them apart, and stays put across reboots.
+        let capture = found.filter { $0.nodeIndex == 0 && $0.usb == nil }
+        for i in found.indices where found[i].usb == nil {
+            let id = found[i].identity.stableID
+            guard capture.filter({ $0.identity.stableID == id }).count > 1 else { continue }
+            found[i].identity.stableID = id + ":" + found[i].name.replacingOccurrences(of: " ", with: "_")
+        }
         return found.sorted { Self.nodeNumber($0.devicePath) < Self.nodeNumber($1.devicePath) }
     }
 

@@ -215,13 +215,30 @@ public final class StereoDevice: Sendable {
         }
     }
 
-    /// The largest shared format that runs (cost below 1.0), fastest first among equals:
-    /// a sensible default when the user names none.
+    /// A sensible default when the user names no format: among the shared formats that run
+    /// (cost below 1.0), native and uncompressed, the largest both cameras deliver at
+    /// ``preferredFramesPerSecond`` or more (the faster among equal sizes). When none is
+    /// that fast, the fastest, then the largest. Never simply the largest: drivers list
+    /// their biggest sizes at a few frames per second (vivid: 3840×2160 at 2 fps, and
+    /// 640×480 at 25 at most).
     public func preferredFormat() throws(StereoDeviceError) -> SharedFormat? {
-        try sharedFormats().filter { $0.cost.runs && !$0.isEmulated && $0.format.pixelFormat != nil }.max { a, b in
-            let (pa, pb) = (a.format.size.width * a.format.size.height, b.format.size.width * b.format.size.height)
-            return pa != pb ? pa < pb : b.format.frameInterval < a.format.frameInterval
+        Self.preferred(among: try sharedFormats())
+    }
+
+    /// The frame rate ``preferredFormat()`` looks for first: 25 fps, the PAL rate many
+    /// cameras (and vivid at 640×480) top out at.
+    public static let preferredFramesPerSecond = 24.9
+
+    /// ``preferredFormat()``'s choice among `formats`.
+    static func preferred(among formats: [SharedFormat]) -> SharedFormat? {
+        let usable = formats.filter { $0.cost.runs && !$0.isEmulated && $0.format.pixelFormat != nil }
+        func area(_ f: SharedFormat) -> Int { f.format.size.width * f.format.size.height }
+        func rate(_ f: SharedFormat) -> Double { f.format.frameInterval.framesPerSecond }
+        let fast = usable.filter { rate($0) >= preferredFramesPerSecond }
+        if !fast.isEmpty {
+            return fast.max { a, b in area(a) != area(b) ? area(a) < area(b) : rate(a) < rate(b) }
         }
+        return usable.max { a, b in rate(a) != rate(b) ? rate(a) < rate(b) : area(a) < area(b) }
     }
 
     func offeredFormats() throws(StereoDeviceError) -> PerSide<[CaptureFormat]> {

@@ -19,7 +19,7 @@ struct StereoSourceArguments: ParsableArguments {
     @Option(name: .long, help: "Right camera: a device node or a stable identity.")
     var right: String?
 
-    @Option(name: .long, help: "Format WxH@FPS:FOURCC, e.g. 1280x720@30:YUYV (FOURCC defaults to YUYV). Default: the largest shared format that fits.")
+    @Option(name: .long, help: "Format WxH@FPS:FOURCC, e.g. 1280x720@30:YUYV (FOURCC defaults to YUYV). Default: the largest shared format both cameras run at 25 fps or more.")
     var format: FormatArgument?
 
     @Option(name: .customLong("max-fps"), help: "A frame-rate cap: never more than this many pairs per second (lowers the USB cost).")
@@ -111,7 +111,10 @@ struct StereoSourceArguments: ParsableArguments {
             chosen = requested
         } else if let preferred = try source.device.preferredFormat() {
             chosen = preferred.format
-            if !quiet { print("format: \(preferred) (the largest shared format that fits; choose another with --format)") }
+            if !quiet {
+                FileHandle.standardError.write(Data(("format: \(preferred) (the largest shared format both cameras run at 25 fps "
+                                                     + "or more; choose another with --format)\n").utf8))
+            }
         } else {
             throw ValidationError("the two cameras share no uncompressed format that fits the USB bandwidth; "
                                   + "see `parallax devices --pairs` and pass --format")

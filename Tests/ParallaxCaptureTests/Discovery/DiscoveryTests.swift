@@ -5,6 +5,15 @@ import Testing
 
 @Suite("Discovery and hot-plug")
 struct DiscoveryTests {
+    @Test("cameras that share one platform device (vivid's instances) get distinct stable identities from their names")
+    func platformCamerasSharingADevice() throws {
+        let fake = try FakeSysfs()
+        defer { fake.remove() }
+        try fake.addPlatformCameras(device: "vivid.0", names: [(0, "vivid-000-vid-cap"), (1, "vivid-001-vid-cap")])
+        let cameras = V4L2Discovery(sysfsRoot: fake.sys, devRoot: fake.dev).cameras()
+        #expect(cameras.map(\.identity.stableID) == ["platform-vivid.0:vivid-000-vid-cap", "platform-vivid.0:vivid-001-vid-cap"])
+    }
+
     @Test("Video nodes are found with name, driver, USB bus, port and speed; metadata nodes are not cameras")
     func findsCameras() throws {
         let fake = try FakeSysfs()

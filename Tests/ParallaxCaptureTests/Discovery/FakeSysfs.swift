@@ -48,6 +48,24 @@ struct FakeSysfs {
         }
     }
 
+    /// Adds a platform device (no USB) holding one capture node per name, as vivid lays out
+    /// its instances: every node's `device` is the one platform device.
+    func addPlatformCameras(device: String, names: [(node: Int, name: String)]) throws {
+        let fm = FileManager.default
+        let platform = sys + "/devices/platform/\(device)"
+        try fm.createDirectory(atPath: platform, withIntermediateDirectories: true)
+        func write(_ text: String, _ path: String) throws { try (text + "\n").write(toFile: path, atomically: true, encoding: .utf8) }
+        for (number, name) in names {
+            let node = platform + "/video4linux/video\(number)"
+            try fm.createDirectory(atPath: node, withIntermediateDirectories: true)
+            try write(name, node + "/name")
+            try write("0", node + "/index")
+            try fm.createSymbolicLink(atPath: node + "/device", withDestinationPath: "../..")
+            try fm.createSymbolicLink(atPath: sys + "/class/video4linux/video\(number)", withDestinationPath: node)
+            try write("", dev + "/video\(number)")
+        }
+    }
+
     /// Removes the `/dev` nodes and class entries of `videoNodes` (an unplug).
     func removeNodes(_ videoNodes: [Int]) throws {
         for number in videoNodes {

@@ -88,6 +88,33 @@ struct StereoDeviceTests {
 
     // MARK: Formats
 
+    @Test("The preferred format is the largest both run at 25 fps or more, not the largest listed (vivid lists 2160p at 2 fps)")
+    func preferredFormatRunsAt30() throws {
+        // Like vivid: the biggest size only at a few frames per second.
+        func camera(_ path: String, port: String) -> VirtualCameraSpec {
+            var spec = VirtualCameraSpec(
+                path: path, card: "Test pattern \(port)", busInfo: "platform-vivid.\(port)",
+                formats: [
+                    .init(fourCC: .yuyv, sizes: [Self.size(3840, 2160)], intervals: [Self.fps(2), Self.fps(1)]),
+                    .init(fourCC: .grey, sizes: [Self.size(1280, 720), Self.size(640, 480)], intervals: [Self.fps(25), Self.fps(15)]),
+                ])
+            spec.usb = nil
+            return spec
+        }
+        let driver = VirtualUVCDriver(cameras: [camera("/dev/video0", port: "0"), camera("/dev/video1", port: "1")])
+        let device = StereoDevice(left: try driver.camera(at: "/dev/video0"), right: try driver.camera(at: "/dev/video1"))
+        let preferred = try #require(try device.preferredFormat())
+        #expect(preferred.format == Self.format("1280x720@25:GREY"), "\(preferred)")
+        // With nothing at 30 fps, the fastest wins, then the largest.
+        let slow = VirtualUVCDriver(cameras: ["/dev/video0", "/dev/video1"].map { path in
+            VirtualCameraSpec(path: path, card: "Slow", busInfo: "platform-slow.\(path.last!)",
+                              formats: [.init(fourCC: .yuyv, sizes: [Self.size(1920, 1080), Self.size(640, 480)],
+                                              intervals: [Self.fps(15), Self.fps(5)])])
+        })
+        let slowDevice = StereoDevice(left: try slow.camera(at: "/dev/video0"), right: try slow.camera(at: "/dev/video1"))
+        #expect(try slowDevice.preferredFormat()?.format == Self.format("1920x1080@15:YUYV"))
+    }
+
     @Test("Two cameras with no common format: the error names what each offers")
     func noCommonFormat() throws {
         var greyOnly = Self.webcam("/dev/video0", bus: 1, port: "1")

@@ -1,0 +1,111 @@
+import Foundation
+import ParallaxCapture
+import ParallaxGeometry
+import ParallaxTestSupport
+import Testing
+
+/// The V4L2 backend against the real kernel: two vivid nodes in the qemu guest of
+/// `make test-kernel` (Tests/Kernel/run sets PARALLAX_KERNEL=1 there). Everywhere else
+/// these tests are off: this machine's kernel has no V4L2.
+@Suite("V4L2 against the kernel's vivid driver", .serialized,
+       .enabled(if: ProcessInfo.processInfo.environment["PARALLAX_KERNEL"] == "1"))
+struct KernelV4L2Tests {
+    static let nodes = ["/dev/video0", "/dev/video1"]
+
+    static func monotonicNanoseconds() -> Int64 {
+        var ts = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &ts)
+        return Int64(ts.tv_sec) * 1_000_000_000 + Int64(ts.tv_nsec)
+    }
+
+    @Test("discovery finds both vivid nodes in sysfs with stable identities")
+    func discovery() throws {
+        let first = V4L2Discovery().cameras().filter { $0.driver == "vivid" }
+        let second = V4L2Discovery().cameras().filter { $0.driver == "vivid" }
+        print("kernel: discovered \(first.map { "\($0.devicePath) \($0.identity.stableID)" })")
+        #expect(first.map(\.devicePath).sorted() == Self.nodes)
+        #expect(Set(first.map(\.identity.stableID)).count == 2)
+        #expect(first.map(\.identity.stableID) == second.map(\.identity.stableID))
+    }
+
+    @Test("formats are enumerated as the driver lists them, and the driver's adjustment is read back")
+    func formatsAndAdjustment() throws {
+        let camera = try V4L2Camera(path: Self.nodes[0])
+        let formats = try camera.supportedFormats()
+        #expect(formats.contains { $0.fourCC == .yuyv && $0.size == ImageSize(width: 640, height: 480) })
+        let requested = CaptureFormat(fourCC: .yuyv, size: ImageSize(width: 640, height: 480),
+                                      frameInterval: FrameInterval(numerator: 1, denominator: 30))
+        let configured = try camera.configure(requested)
+        print("kernel: asked \(requested), vivid set \(configured)")
+        #expect(configured.size == requested.size && configured.fourCC == .yuyv)
+        // vivid runs 640×480 at 25 fps at most: the answer is the driver's, not the request.
+        #expect(configured.frameInterval.framesPerSecond == 25)
+    }
+
+    @Test("streaming: CLOCK_MONOTONIC timestamps, rising sequence numbers, the timestamp source flag")
+    func streaming() throws {
+        let camera = try V4L2Camera(path: Self.nodes[0])
+        try camera.configure(CaptureFormat(fourCC: .yuyv, size: ImageSize(width: 320, height: 180),
+                                           frameInterval: FrameInterval(numerator: 1, denominator: 30)))
+        // Frames are handed back at once (a held frame keeps its kernel buffer).
+        let sources = SourcesSeen()
+        let collector = FrameCollector(keepFrames: false) { sources.add("\($0.timestampSource)") }
+        let before = Self.monotonicNanoseconds()
+        try camera.start(collector.handler)
+        let got = collector.waitForFrames(20, timeoutSeconds: 60)
+        camera.stop()
+        let after = Self.monotonicNanoseconds()
+        let frames = collector.records
+        print("kernel: \(frames.count) frames, sequences \(frames.first?.sequence ?? 0)…\(frames.last?.sequence ?? 0), "
+              + "sources \(sources.all)")
+        // vivid stamps buffers at the end of the frame, as its default.
+        #expect(sources.all == ["endOfFrame"])
+        #expect(got && frames.count >= 20)
+        // On CLOCK_MONOTONIC: between the start and the stop. vivid computes its stamps from
+        // its frame counter, so the last one may lie up to a frame interval past the stop.
+        let interval: Int64 = 1_000_000_000 / 30
+        let latest = frames.map(\.timestampNanoseconds).max() ?? 0
+        print("kernel: latest stamp \(Double(latest - after) / 1e6) ms after the stop")
+        for frame in frames {
+            #expect(frame.timestampNanoseconds > before - 1_000_000_000 && frame.timestampNanoseconds < after + 2 * interval)
+        }
+        for (a, b) in zip(frames, frames.dropFirst()) {
+            #expect(b.sequence > a.sequence)
+            #expect(b.timestampNanoseconds > a.timestampNanoseconds)
+        }
+    }
+
+    @Test("a stereo session over the two vivid nodes: one format, pairs, every frame accounted for")
+    func session() async throws {
+        let device = StereoDevice(left: try V4L2Camera(path: Self.nodes[0]), right: try V4L2Camera(path: Self.nodes[1]))
+        let preferred = try #require(try device.preferredFormat())
+        print("kernel: preferred shared format \(preferred)")
+        #expect(preferred.format.frameInterval.framesPerSecond >= 25)
+        #expect(preferred.format.size.width * preferred.format.size.height >= 640 * 480)
+        try device.configure(StereoConfiguration(format: CaptureFormat(
+            fourCC: .yuyv, size: ImageSize(width: 320, height: 180), frameInterval: FrameInterval(numerator: 1, denominator: 30))))
+        let session = try StereoSession(device: device)
+        try session.start()
+        var pairs = 0
+        for await _ in session.pairs {
+            pairs += 1
+            if pairs == 30 { break }
+        }
+        session.stop()
+        let stats = session.statistics
+        print("kernel: session \(stats.pairsDelivered) pairs, frames \(stats.frames(.left))/\(stats.frames(.right)), "
+              + "drops \(stats.drops(.left))/\(stats.drops(.right))")
+        #expect(pairs == 30)
+        for side in StereoSide.allCases {
+            #expect(stats.accountsForEveryFrame(side))
+        }
+    }
+}
+
+/// The timestamp sources seen, from the capture thread.
+private final class SourcesSeen: @unchecked Sendable {
+    private let lock = NSLock()
+    private var seen: Set<String> = []
+    func add(_ source: String) { lock.lock(); seen.insert(source); lock.unlock() }
+    var all: Set<String> { lock.lock(); defer { lock.unlock() }; return seen }
+}
