@@ -91,15 +91,68 @@ struct KernelV4L2Tests {
             pairs += 1
             if pairs == 30 { break }
         }
+        // One side off while the other runs, then on again: pairs resume.
+        try session.setEnabled(false, .right)
+        try await Task.sleep(nanoseconds: 500_000_000)
+        try session.setEnabled(true, .right)
+        for await _ in session.pairs {
+            pairs += 1
+            if pairs == 40 { break }
+        }
         session.stop()
         let stats = session.statistics
         print("kernel: session \(stats.pairsDelivered) pairs, frames \(stats.frames(.left))/\(stats.frames(.right)), "
               + "drops \(stats.drops(.left))/\(stats.drops(.right))")
-        #expect(pairs == 30)
+        #expect(pairs == 40)
+        #expect(stats.drops(.left)["constituent_disabled", default: 0] > 0, "frames of the running side while the other was off")
         for side in StereoSide.allCases {
             #expect(stats.accountsForEveryFrame(side))
         }
     }
+}
+
+extension KernelV4L2Tests {
+    @Test("hot-plug: unbinding vivid's platform device makes a streaming camera report a disconnect; after rebinding it reconnects by identity")
+    func unbindAndRebind() throws {
+        let camera = try V4L2Camera(path: Self.nodes[0])
+        try camera.configure(CaptureFormat(fourCC: .yuyv, size: ImageSize(width: 320, height: 180),
+                                           frameInterval: FrameInterval(numerator: 1, denominator: 30)))
+        let events = EventsSeen()
+        let collector = FrameCollector(keepFrames: false)
+        try camera.start { output in
+            if case .event(let event) = output { events.add("\(event)") }
+            collector.handler(output)
+        }
+        #expect(collector.waitForFrames(5, timeoutSeconds: 30))
+        let driver = "/sys/bus/platform/drivers/vivid"
+        try "vivid.0".write(toFile: driver + "/unbind", atomically: false, encoding: .utf8)
+        let deadline = Date().addingTimeInterval(10)
+        while !events.all.contains("disconnected") && Date() < deadline { usleep(20_000) }
+        print("kernel: events after unbind \(events.all)")
+        #expect(events.all.contains("disconnected"))
+        #expect(!FileManager.default.fileExists(atPath: Self.nodes[0]))
+        camera.stop()
+        try "vivid.0".write(toFile: driver + "/bind", atomically: false, encoding: .utf8)
+        let back = Date().addingTimeInterval(10)
+        while !FileManager.default.fileExists(atPath: Self.nodes[0]) && Date() < back { usleep(20_000) }
+        let identity = try #require(V4L2Discovery().cameras().first { $0.devicePath == Self.nodes[0] }?.identity.stableID)
+        #expect(identity == "platform-vivid.0:vivid-000-vid-cap")
+        let reopened = try V4L2Camera.open(stableID: identity)
+        let again = FrameCollector(keepFrames: false)
+        try reopened.configure(CaptureFormat(fourCC: .yuyv, size: ImageSize(width: 320, height: 180),
+                                             frameInterval: FrameInterval(numerator: 1, denominator: 30)))
+        try reopened.start(again.handler)
+        #expect(again.waitForFrames(5, timeoutSeconds: 30))
+        reopened.stop()
+    }
+}
+
+/// Event descriptions seen, from the capture thread.
+private final class EventsSeen: @unchecked Sendable {
+    private let lock = NSLock()
+    private var seen: [String] = []
+    func add(_ event: String) { lock.lock(); seen.append(event); lock.unlock() }
+    var all: [String] { lock.lock(); defer { lock.unlock() }; return seen }
 }
 
 /// The timestamp sources seen, from the capture thread.
