@@ -49,4 +49,57 @@ extension V4L2Camera {
         try xioctl(fd, CV4L2_VIDIOC_G_CTRL, "VIDIOC_G_CTRL", &c)
         return c.value
     }
+
+    /// Every control the driver offers, its own ones included, as QUERYCTRL enumerates them
+    /// with `V4L2_CTRL_FLAG_NEXT_CTRL` (control-class headings and disabled controls are
+    /// left out). Use it for drivers' private controls, such as the vivid test driver's
+    /// fault injection ("Percentage of Dropped Buffers", "Disconnect").
+    public func driverControls() throws(CaptureError) -> [DriverControl] {
+        let fd = state.withLock { $0.fd }
+        guard fd >= 0 else { throw .disconnected(device: path) }
+        var result: [DriverControl] = []
+        var query = v4l2_queryctrl()
+        query.id = CV4L2_CTRL_FLAG_NEXT_CTRL
+        while call(fd, CV4L2_VIDIOC_QUERYCTRL, &query) == nil {
+            let disabled = query.flags & UInt32(V4L2_CTRL_FLAG_DISABLED) != 0
+            if !disabled && query.type != V4L2_CTRL_TYPE_CTRL_CLASS.rawValue {
+                result.append(DriverControl(
+                    rawID: query.id, name: String(cArray: query.name), minimum: query.minimum, maximum: query.maximum,
+                    defaultValue: query.default_value, isButton: query.type == V4L2_CTRL_TYPE_BUTTON.rawValue))
+            }
+            query.id |= CV4L2_CTRL_FLAG_NEXT_CTRL
+            if result.count > 1000 { break }  // a driver that never ends the list
+        }
+        return result
+    }
+
+    /// Sets any control by its V4L2 id (S_CTRL); a button control is pressed by any value.
+    /// Returns the value the driver kept (0 for a button, which has none to read).
+    @discardableResult
+    public func set(driverControl control: DriverControl, to value: Int32) throws(CaptureError) -> Int32 {
+        let fd = state.withLock { $0.fd }
+        guard fd >= 0 else { throw .disconnected(device: path) }
+        var c = v4l2_control(id: control.rawID, value: value)
+        try xioctl(fd, CV4L2_VIDIOC_S_CTRL, "VIDIOC_S_CTRL", &c)
+        if control.isButton { return 0 }
+        var read = v4l2_control(id: control.rawID, value: 0)
+        try xioctl(fd, CV4L2_VIDIOC_G_CTRL, "VIDIOC_G_CTRL", &read)
+        return read.value
+    }
+}
+
+/// A control as the driver enumerates it (see ``V4L2Camera/driverControls()``).
+public struct DriverControl: Hashable, Sendable {
+    /// The V4L2 control id.
+    public var rawID: UInt32
+    /// The driver's name for it.
+    public var name: String
+    /// The smallest value.
+    public var minimum: Int32
+    /// The largest value.
+    public var maximum: Int32
+    /// The driver's default.
+    public var defaultValue: Int32
+    /// A button: setting it acts once and it holds no value.
+    public var isButton: Bool
 }

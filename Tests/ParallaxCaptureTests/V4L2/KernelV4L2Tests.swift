@@ -147,6 +147,114 @@ extension KernelV4L2Tests {
     }
 }
 
+extension KernelV4L2Tests {
+    /// vivid's fault-injection control named like `name` on `camera`, or a recorded issue
+    /// listing what the driver offers.
+    static func control(_ name: String, on camera: V4L2Camera) throws -> DriverControl? {
+        let controls = try camera.driverControls()
+        if let found = controls.first(where: { $0.name.lowercased() == name.lowercased() }) { return found }
+        Issue.record("vivid offers no control named \(name): \(controls.map(\.name))")
+        return nil
+    }
+
+    /// Streams the first node at 320×180, applies `fault` after a few frames, and goes on
+    /// until `wanted` frames or an event `until` accepts (30 s at most); then `restore`.
+    static func stream(frames wanted: Int, until stop: ([String]) -> Bool = { _ in false },
+                       fault: (V4L2Camera) throws -> Void, restore: (V4L2Camera) throws -> Void = { _ in })
+        throws -> (records: [FrameCollector.Record], events: [String]) {
+        let camera = try V4L2Camera(path: nodes[0])
+        try camera.configure(CaptureFormat(fourCC: .yuyv, size: ImageSize(width: 320, height: 180),
+                                           frameInterval: FrameInterval(numerator: 1, denominator: 30)))
+        let events = EventsSeen()
+        let collector = FrameCollector(keepFrames: false)
+        try camera.start { output in
+            if case .event(let event) = output { events.add("\(event)") }
+            collector.handler(output)
+        }
+        _ = collector.waitForFrames(3, timeoutSeconds: 30)
+        try fault(camera)
+        let deadline = Date().addingTimeInterval(30)
+        while collector.records.count < wanted && !stop(events.all) && Date() < deadline { usleep(20_000) }
+        camera.stop()
+        try? restore(camera)
+        return (collector.records, events.all)
+    }
+
+    @Test("fault: vivid's dropped buffers arrive as sequence gaps, counted as dropped frames")
+    func droppedBuffers() throws {
+        let (records, events) = try Self.stream(frames: 40, fault: { camera in
+            if let control = try Self.control("Percentage of Dropped Buffers", on: camera) {
+                try camera.set(driverControl: control, to: 50)
+            }
+        }, restore: { camera in
+            if let control = try Self.control("Percentage of Dropped Buffers", on: camera) {
+                try camera.set(driverControl: control, to: 0)
+            }
+        })
+        let gaps = zip(records, records.dropFirst()).filter { $1.sequence > $0.sequence + 1 }.count
+        print("kernel: dropped buffers: \(records.count) frames, \(gaps) sequence gaps, events \(Set(events))")
+        #expect(gaps > 0)
+        #expect(events.contains { $0.contains("sequenceGap") }, "\(events)")
+    }
+
+    @Test("fault: a buffer vivid flags as an error (V4L2_BUF_FLAG_ERROR) is dropped as corruptBuffer and streaming goes on")
+    func errorFlaggedBuffer() throws {
+        let (records, events) = try Self.stream(frames: 15) { camera in
+            if let control = try Self.control("Inject V4L2_BUF_FLAG_ERROR", on: camera) {
+                try camera.set(driverControl: control, to: 1)
+            }
+        }
+        print("kernel: flagged buffer: \(records.count) frames, events \(events)")
+        #expect(events.contains { $0.contains("corruptBuffer") }, "\(events)")
+        #expect(records.count >= 15)
+    }
+
+    @Test("fault: vivid's STREAMON error injection makes start fail with a typed error, and a fresh open streams")
+    func streamOnError() throws {
+        let camera = try V4L2Camera(path: Self.nodes[0])
+        try camera.configure(CaptureFormat(fourCC: .yuyv, size: ImageSize(width: 320, height: 180),
+                                           frameInterval: FrameInterval(numerator: 1, denominator: 30)))
+        let control = try #require(try Self.control("Inject VIDIOC_STREAMON Error", on: camera))
+        try camera.set(driverControl: control, to: 1)
+        let collector = FrameCollector(keepFrames: false)
+        do {
+            try camera.start(collector.handler)
+            camera.stop()
+            Issue.record("STREAMON succeeded although vivid was told to fail it")
+        } catch {
+            print("kernel: STREAMON error: \(error)")
+            #expect("\(error)".contains("STREAMON"), "\(error)")
+        }
+        try camera.set(driverControl: control, to: 0)
+        // Found here, not yet fixed: after a failed STREAMON the same open camera's next
+        // STREAMON fails with EINVAL on the real kernel (the virtual driver lets it stream).
+        withKnownIssue("a retry on the same descriptor after a failed STREAMON gets EINVAL from vivid") {
+            try camera.start(collector.handler)
+            #expect(collector.waitForFrames(3, timeoutSeconds: 30))
+            camera.stop()
+        }
+        // A fresh open streams.
+        let fresh = try V4L2Camera(path: Self.nodes[0])
+        try fresh.configure(CaptureFormat(fourCC: .yuyv, size: ImageSize(width: 320, height: 180),
+                                          frameInterval: FrameInterval(numerator: 1, denominator: 30)))
+        let again = FrameCollector(keepFrames: false)
+        try fresh.start(again.handler)
+        #expect(again.waitForFrames(3, timeoutSeconds: 30))
+        fresh.stop()
+    }
+
+    @Test("fault: vivid's Disconnect control makes a streaming camera report a disconnect")
+    func disconnectControl() throws {
+        let (_, events) = try Self.stream(frames: 1_000_000, until: { $0.contains("disconnected") }) { camera in
+            if let control = try Self.control("Disconnect", on: camera) {
+                try camera.set(driverControl: control, to: 1)
+            }
+        }
+        print("kernel: disconnect: events \(events)")
+        #expect(events.contains("disconnected"), "\(events)")
+    }
+}
+
 /// Event descriptions seen, from the capture thread.
 private final class EventsSeen: @unchecked Sendable {
     private let lock = NSLock()
