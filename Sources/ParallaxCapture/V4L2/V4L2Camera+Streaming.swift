@@ -198,6 +198,9 @@ private final class CaptureContext: @unchecked Sendable {
         // poll() in slices so stop() is honoured within one slice.
         let sliceMs = Int32(max(5, min(50, frameNs / 1_000_000)))
         var lastSequence: UInt32?
+        // The driver's 32-bit counter, extended to 64 bits so that a wrap (after 2³² frames,
+        // or at once under vivid's "Wrap Sequence Number") keeps the sequence rising.
+        var sequence: UInt64 = 0
         var lastTimestamp: Int64?
         var lastFrameAt = monotonicNanoseconds()
         var stalled = false
@@ -239,8 +242,13 @@ private final class CaptureContext: @unchecked Sendable {
                 handler(.event(.resumed))
             }
             session.outstanding.add(1, ordering: .relaxed)
-            if let last = lastSequence, buffer.sequence &- last > 1 {
-                handler(.event(.dropped(count: Int(buffer.sequence &- last &- 1), reason: .sequenceGap)))
+            if let last = lastSequence {
+                if buffer.sequence &- last > 1 {
+                    handler(.event(.dropped(count: Int(buffer.sequence &- last &- 1), reason: .sequenceGap)))
+                }
+                sequence &+= UInt64(buffer.sequence &- last)
+            } else {
+                sequence = UInt64(buffer.sequence)
             }
             lastSequence = buffer.sequence
             if buffer.flags & UInt32(V4L2_BUF_FLAG_ERROR) != 0 {
@@ -276,7 +284,7 @@ private final class CaptureContext: @unchecked Sendable {
             let session = self.session
             let frame = Frame(image: image, payload: FramePayload(baseAddress: base, count: used),
                               format: negotiation.actual, timestampNanoseconds: timestamp, timestampSource: source,
-                              sequence: UInt64(buffer.sequence), source: identity, exposureNanoseconds: exposure,
+                              sequence: sequence, source: identity, exposureNanoseconds: exposure,
                               camera: model, release: { session.requeue(index) })
             handler(.frame(frame))
         }

@@ -243,6 +243,29 @@ extension KernelV4L2Tests {
         fresh.stop()
     }
 
+    @Test("fault: vivid's sequence counter wraps past 2³²; frames keep a rising 64-bit sequence, nothing is dropped for it")
+    func sequenceWrap() throws {
+        let camera = try V4L2Camera(path: Self.nodes[0])
+        try camera.configure(CaptureFormat(fourCC: .yuyv, size: ImageSize(width: 320, height: 180),
+                                           frameInterval: FrameInterval(numerator: 1, denominator: 30)))
+        let control = try #require(try Self.control("Wrap Sequence Number", on: camera))
+        try camera.set(driverControl: control, to: 1)
+        defer { _ = try? camera.set(driverControl: control, to: 0) }
+        let events = EventsSeen()
+        let collector = FrameCollector(keepFrames: false)
+        try camera.start { output in
+            if case .event(let event) = output { events.add("\(event)") }
+            collector.handler(output)
+        }
+        _ = collector.waitForFrames(160, timeoutSeconds: 60)
+        camera.stop()
+        let sequences = collector.records.map(\.sequence)
+        print("kernel: sequence wrap: \(sequences.count) frames, \(sequences.first ?? 0)…\(sequences.last ?? 0), events \(Set(events.all))")
+        #expect(sequences.count >= 160)
+        #expect((sequences.last ?? 0) > UInt64(UInt32.max), "the counter did not wrap within the frames seen")
+        #expect(zip(sequences, sequences.dropFirst()).allSatisfy { $1 > $0 })
+    }
+
     @Test("fault: vivid's Disconnect control makes a streaming camera report a disconnect")
     func disconnectControl() throws {
         let (_, events) = try Self.stream(frames: 1_000_000, until: { $0.contains("disconnected") }) { camera in
