@@ -20,6 +20,9 @@ struct DevicesCommand: ParsableCommand {
     @Flag(name: .long, help: "List the camera pairs that can run together as one stereo device, with their formats and costs.")
     var pairs = false
 
+    @Flag(name: .long, help: "With --pairs: also list the formats libv4l2 only emulates (converted in software); JSON always has them.")
+    var emulated = false
+
     @Option(name: .long, help: ArgumentHelp("sysfs root (for testing).", visibility: .hidden))
     var sysfs: String = "/sys"
 
@@ -103,7 +106,11 @@ struct DevicesCommand: ParsableCommand {
         for (identities, formats) in found {
             print("\(identities.left.path ?? identities.left.stableID) + \(identities.right.path ?? identities.right.stableID)"
                   + "  (\(identities.left.stableID), \(identities.right.stableID))")
-            for shared in formats { print("    \(shared)") }
+            let shown = emulated ? formats : formats.filter { !$0.isEmulated }
+            for shared in shown { print("    \(shared)") }
+            if shown.count < formats.count {
+                print("    (\(formats.count - shown.count) formats libv4l2 only emulates are not shown; --emulated lists them)")
+            }
         }
     }
 
