@@ -35,19 +35,28 @@ extension V4L2Camera {
     /// Exposure is in 100 µs units; setting it also updates the exposure frames report.
     @discardableResult
     public func set(_ control: CameraControlID, to value: Int32) throws(CaptureError) -> Int32 {
-        let fd = state.withLock { $0.fd }
-        guard fd >= 0 else { throw .disconnected(device: path) }
-        var c = v4l2_control(id: control.rawID, value: value)
-        try xioctl(fd, CV4L2_VIDIOC_S_CTRL, "VIDIOC_S_CTRL", &c)
-        let kept = try readControl(fd, control)
+        let kept = try writeControl(control.rawID, value, readBack: true)
         if control == .exposureAbsolute { state.withLock { $0.exposureNanoseconds = Int64(kept) * 100_000 } }
         return kept
     }
 
     func readControl(_ fd: Int32, _ control: CameraControlID) throws(CaptureError) -> Int32 {
-        var c = v4l2_control(id: control.rawID, value: 0)
+        try readControl(fd, rawID: control.rawID)
+    }
+
+    private func readControl(_ fd: Int32, rawID: UInt32) throws(CaptureError) -> Int32 {
+        var c = v4l2_control(id: rawID, value: 0)
         try xioctl(fd, CV4L2_VIDIOC_G_CTRL, "VIDIOC_G_CTRL", &c)
         return c.value
+    }
+
+    /// S_CTRL on the open descriptor, then (when asked) G_CTRL for the value the driver kept.
+    private func writeControl(_ rawID: UInt32, _ value: Int32, readBack: Bool) throws(CaptureError) -> Int32 {
+        let fd = state.withLock { $0.fd }
+        guard fd >= 0 else { throw .disconnected(device: path) }
+        var c = v4l2_control(id: rawID, value: value)
+        try xioctl(fd, CV4L2_VIDIOC_S_CTRL, "VIDIOC_S_CTRL", &c)
+        return readBack ? try readControl(fd, rawID: rawID) : 0
     }
 
     /// Every control the driver offers, its own ones included, as QUERYCTRL enumerates them
@@ -77,14 +86,7 @@ extension V4L2Camera {
     /// Returns the value the driver kept (0 for a button, which has none to read).
     @discardableResult
     public func set(driverControl control: DriverControl, to value: Int32) throws(CaptureError) -> Int32 {
-        let fd = state.withLock { $0.fd }
-        guard fd >= 0 else { throw .disconnected(device: path) }
-        var c = v4l2_control(id: control.rawID, value: value)
-        try xioctl(fd, CV4L2_VIDIOC_S_CTRL, "VIDIOC_S_CTRL", &c)
-        if control.isButton { return 0 }
-        var read = v4l2_control(id: control.rawID, value: 0)
-        try xioctl(fd, CV4L2_VIDIOC_G_CTRL, "VIDIOC_G_CTRL", &read)
-        return read.value
+        try writeControl(control.rawID, value, readBack: !control.isButton)
     }
 }
 

@@ -38,13 +38,7 @@ struct FakeSysfs {
             try fm.createSymbolicLink(atPath: interface + "/driver", withDestinationPath: sys + "/bus/usb/drivers/uvcvideo")
         }
         for (index, number) in videoNodes.enumerated() {
-            let node = interface + "/video4linux/video\(number)"
-            try fm.createDirectory(atPath: node, withIntermediateDirectories: true)
-            try write(name, node + "/name")
-            try write("\(index)", node + "/index")
-            try fm.createSymbolicLink(atPath: node + "/device", withDestinationPath: "../..")
-            try fm.createSymbolicLink(atPath: sys + "/class/video4linux/video\(number)", withDestinationPath: node)
-            if createDeviceNodes { try write("", dev + "/video\(number)") }
+            try addNode(number, index: index, name: name, under: interface, createDeviceNode: createDeviceNodes)
         }
     }
 
@@ -54,16 +48,23 @@ struct FakeSysfs {
         let fm = FileManager.default
         let platform = sys + "/devices/platform/\(device)"
         try fm.createDirectory(atPath: platform, withIntermediateDirectories: true)
-        func write(_ text: String, _ path: String) throws { try (text + "\n").write(toFile: path, atomically: true, encoding: .utf8) }
         for (number, name) in names {
-            let node = platform + "/video4linux/video\(number)"
-            try fm.createDirectory(atPath: node, withIntermediateDirectories: true)
-            try write(name, node + "/name")
-            try write("0", node + "/index")
-            try fm.createSymbolicLink(atPath: node + "/device", withDestinationPath: "../..")
-            try fm.createSymbolicLink(atPath: sys + "/class/video4linux/video\(number)", withDestinationPath: node)
-            try write("", dev + "/video\(number)")
+            try addNode(number, index: 0, name: name, under: platform, createDeviceNode: true)
         }
+    }
+
+    /// Video node `number` of the device folder `device`: its sysfs entry, class link and
+    /// (unless not wanted) its `/dev` node.
+    private func addNode(_ number: Int, index: Int, name: String, under device: String, createDeviceNode: Bool) throws {
+        let fm = FileManager.default
+        func write(_ text: String, _ path: String) throws { try (text + "\n").write(toFile: path, atomically: true, encoding: .utf8) }
+        let node = device + "/video4linux/video\(number)"
+        try fm.createDirectory(atPath: node, withIntermediateDirectories: true)
+        try write(name, node + "/name")
+        try write("\(index)", node + "/index")
+        try fm.createSymbolicLink(atPath: node + "/device", withDestinationPath: "../..")
+        try fm.createSymbolicLink(atPath: sys + "/class/video4linux/video\(number)", withDestinationPath: node)
+        if createDeviceNode { try write("", dev + "/video\(number)") }
     }
 
     /// Removes the `/dev` nodes and class entries of `videoNodes` (an unplug).

@@ -12,6 +12,29 @@ import Testing
 struct KernelV4L2Tests {
     static let nodes = ["/dev/video0", "/dev/video1"]
 
+    /// 320×180 YUYV at 30 fps: small enough for the emulated guest.
+    static let smallFormat = CaptureFormat(fourCC: .yuyv, size: ImageSize(width: 320, height: 180),
+                                           frameInterval: FrameInterval(numerator: 1, denominator: 30))
+
+    /// The first vivid node, configured to ``smallFormat``.
+    static func openSmall() throws -> V4L2Camera {
+        let camera = try V4L2Camera(path: nodes[0])
+        try camera.configure(smallFormat)
+        return camera
+    }
+
+    /// Starts `camera` into a collector that hands each frame back at once (a held frame
+    /// keeps its kernel buffer), noting every event's description.
+    fileprivate static func start(_ camera: V4L2Camera) throws -> (FrameCollector, EventsSeen) {
+        let events = EventsSeen()
+        let collector = FrameCollector(keepFrames: false)
+        try camera.start { output in
+            if case .event(let event) = output { events.add("\(event)") }
+            collector.handler(output)
+        }
+        return (collector, events)
+    }
+
     static func monotonicNanoseconds() -> Int64 {
         var ts = timespec()
         clock_gettime(CLOCK_MONOTONIC, &ts)
@@ -44,9 +67,7 @@ struct KernelV4L2Tests {
 
     @Test("streaming: CLOCK_MONOTONIC timestamps, rising sequence numbers, the timestamp source flag")
     func streaming() throws {
-        let camera = try V4L2Camera(path: Self.nodes[0])
-        try camera.configure(CaptureFormat(fourCC: .yuyv, size: ImageSize(width: 320, height: 180),
-                                           frameInterval: FrameInterval(numerator: 1, denominator: 30)))
+        let camera = try Self.openSmall()
         // Frames are handed back at once (a held frame keeps its kernel buffer).
         let sources = SourcesSeen()
         let collector = FrameCollector(keepFrames: false) { sources.add("\($0.timestampSource)") }
@@ -82,8 +103,7 @@ struct KernelV4L2Tests {
         print("kernel: preferred shared format \(preferred)")
         #expect(preferred.format.frameInterval.framesPerSecond >= 25)
         #expect(preferred.format.size.width * preferred.format.size.height >= 640 * 480)
-        try device.configure(StereoConfiguration(format: CaptureFormat(
-            fourCC: .yuyv, size: ImageSize(width: 320, height: 180), frameInterval: FrameInterval(numerator: 1, denominator: 30))))
+        try device.configure(StereoConfiguration(format: Self.smallFormat))
         let session = try StereoSession(device: device)
         try session.start()
         var pairs = 0
@@ -114,15 +134,8 @@ struct KernelV4L2Tests {
 extension KernelV4L2Tests {
     @Test("hot-plug: unbinding vivid's platform device makes a streaming camera report a disconnect; after rebinding it reconnects by identity")
     func unbindAndRebind() throws {
-        let camera = try V4L2Camera(path: Self.nodes[0])
-        try camera.configure(CaptureFormat(fourCC: .yuyv, size: ImageSize(width: 320, height: 180),
-                                           frameInterval: FrameInterval(numerator: 1, denominator: 30)))
-        let events = EventsSeen()
-        let collector = FrameCollector(keepFrames: false)
-        try camera.start { output in
-            if case .event(let event) = output { events.add("\(event)") }
-            collector.handler(output)
-        }
+        let camera = try Self.openSmall()
+        let (collector, events) = try Self.start(camera)
         #expect(collector.waitForFrames(5, timeoutSeconds: 30))
         let driver = "/sys/bus/platform/drivers/vivid"
         try "vivid.0".write(toFile: driver + "/unbind", atomically: false, encoding: .utf8)
@@ -139,8 +152,7 @@ extension KernelV4L2Tests {
         #expect(identity == "platform-vivid.0:vivid-000-vid-cap")
         let reopened = try V4L2Camera.open(stableID: identity)
         let again = FrameCollector(keepFrames: false)
-        try reopened.configure(CaptureFormat(fourCC: .yuyv, size: ImageSize(width: 320, height: 180),
-                                             frameInterval: FrameInterval(numerator: 1, denominator: 30)))
+        try reopened.configure(Self.smallFormat)
         try reopened.start(again.handler)
         #expect(again.waitForFrames(5, timeoutSeconds: 30))
         reopened.stop()
@@ -159,18 +171,11 @@ extension KernelV4L2Tests {
 
     /// Streams the first node at 320×180, applies `fault` after a few frames, and goes on
     /// until `wanted` frames or an event `until` accepts (30 s at most); then `restore`.
-    static func stream(frames wanted: Int, until stop: ([String]) -> Bool = { _ in false },
+    fileprivate static func stream(frames wanted: Int, until stop: ([String]) -> Bool = { _ in false },
                        fault: (V4L2Camera) throws -> Void, restore: (V4L2Camera) throws -> Void = { _ in })
         throws -> (records: [FrameCollector.Record], events: [String]) {
-        let camera = try V4L2Camera(path: nodes[0])
-        try camera.configure(CaptureFormat(fourCC: .yuyv, size: ImageSize(width: 320, height: 180),
-                                           frameInterval: FrameInterval(numerator: 1, denominator: 30)))
-        let events = EventsSeen()
-        let collector = FrameCollector(keepFrames: false)
-        try camera.start { output in
-            if case .event(let event) = output { events.add("\(event)") }
-            collector.handler(output)
-        }
+        let camera = try openSmall()
+        let (collector, events) = try Self.start(camera)
         _ = collector.waitForFrames(3, timeoutSeconds: 30)
         try fault(camera)
         let deadline = Date().addingTimeInterval(30)
@@ -211,9 +216,7 @@ extension KernelV4L2Tests {
 
     @Test("fault: vivid's STREAMON error injection makes start fail with a typed error, and a fresh open streams")
     func streamOnError() throws {
-        let camera = try V4L2Camera(path: Self.nodes[0])
-        try camera.configure(CaptureFormat(fourCC: .yuyv, size: ImageSize(width: 320, height: 180),
-                                           frameInterval: FrameInterval(numerator: 1, denominator: 30)))
+        let camera = try Self.openSmall()
         let control = try #require(try Self.control("Inject VIDIOC_STREAMON Error", on: camera))
         try camera.set(driverControl: control, to: 1)
         let collector = FrameCollector(keepFrames: false)
@@ -234,9 +237,7 @@ extension KernelV4L2Tests {
             camera.stop()
         }
         // A fresh open streams.
-        let fresh = try V4L2Camera(path: Self.nodes[0])
-        try fresh.configure(CaptureFormat(fourCC: .yuyv, size: ImageSize(width: 320, height: 180),
-                                          frameInterval: FrameInterval(numerator: 1, denominator: 30)))
+        let fresh = try Self.openSmall()
         let again = FrameCollector(keepFrames: false)
         try fresh.start(again.handler)
         #expect(again.waitForFrames(3, timeoutSeconds: 30))
@@ -245,18 +246,11 @@ extension KernelV4L2Tests {
 
     @Test("fault: vivid's sequence counter wraps past 2³²; frames keep a rising 64-bit sequence, nothing is dropped for it")
     func sequenceWrap() throws {
-        let camera = try V4L2Camera(path: Self.nodes[0])
-        try camera.configure(CaptureFormat(fourCC: .yuyv, size: ImageSize(width: 320, height: 180),
-                                           frameInterval: FrameInterval(numerator: 1, denominator: 30)))
+        let camera = try Self.openSmall()
         let control = try #require(try Self.control("Wrap Sequence Number", on: camera))
         try camera.set(driverControl: control, to: 1)
         defer { _ = try? camera.set(driverControl: control, to: 0) }
-        let events = EventsSeen()
-        let collector = FrameCollector(keepFrames: false)
-        try camera.start { output in
-            if case .event(let event) = output { events.add("\(event)") }
-            collector.handler(output)
-        }
+        let (collector, events) = try Self.start(camera)
         _ = collector.waitForFrames(160, timeoutSeconds: 60)
         camera.stop()
         let sequences = collector.records.map(\.sequence)
