@@ -41,29 +41,10 @@ public enum FileAccess {
     /// flushed, then renamed over the destination. A failure leaves any
     /// existing file untouched and no partial file behind.
     public static func writeAtomically(_ bytes: [UInt8], toPath path: String) throws(FileAccessError) {
-        let (fd, temporary) = try createTemporary(beside: path)
-        var offset = 0
-        while offset < bytes.count {
-            let n = bytes.withUnsafeBytes { write(fd, $0.baseAddress! + offset, $0.count - offset) }
-            if n < 0 {
-                if errno == EINTR { continue }
-                let reason = systemReason()
-                close(fd)
-                unlink(temporary)
-                throw .cannotWrite(path: path, reason: reason)
-            }
-            offset += n
-        }
-        if fsync(fd) != 0 || close(fd) != 0 {
-            let reason = systemReason()
-            unlink(temporary)
-            throw .cannotWrite(path: path, reason: reason)
-        }
-        guard rename(temporary, path) == 0 else {
-            let reason = systemReason()
-            unlink(temporary)
-            throw .cannotWrite(path: path, reason: reason)
-        }
+        // One mechanism for every atomic write: the streaming writer, given everything at once.
+        let writer = try AtomicFileWriter(path: path)
+        try writer.write(bytes)
+        try writer.commit()
     }
 
     /// A new file beside `path` to write before renaming it over `path`: created
