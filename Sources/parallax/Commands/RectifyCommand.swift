@@ -81,9 +81,10 @@ struct RectifyCommand: ParsableCommand {
             throw CLIError("\(shared.calibration): \(error)")
         }
         let (l, r) = try rectifier.rectify(left: leftImage, right: rightImage)
-        // A last guard: an image that came out all black is a geometry problem, not a result.
-        for (side, image) in [("left", l), ("right", r)] where image.bytes.allSatisfy({ $0 == 0 })
-            && !Self.isAllBlack(side == "left" ? left : right) {
+        // A last guard: an image that came out all black, from an input that is not, is a
+        // geometry problem, not a result.
+        for (side, image, input) in [("left", l, leftImage), ("right", r, rightImage)]
+        where image.bytes.allSatisfy({ $0 == 0 }) && !input.bytes.allSatisfy({ $0 == 0 }) {
             throw CLIError("the rectified \(side) image is all black: nothing of the input lands in it with \(shared.calibration)"
                            + (shared.convergence.map { " and --convergence \($0)" } ?? "") + "; nothing was written")
         }
@@ -109,11 +110,6 @@ struct RectifyCommand: ParsableCommand {
             throw CLIError("'\(path)' has no image extension the writer knows (.png, .jpg, .jpeg, .pgm, .ppm)")
         }
         return try image.encoded(as: format, destination: path)
-    }
-
-    /// Whether the image at `path` is itself all black (then a black result is honest).
-    static func isAllBlack(_ path: String) -> Bool {
-        (try? ImageBuffer(contentsOfFile: path))?.bytes.allSatisfy { $0 == 0 } ?? false
     }
 
     static func read(_ path: String) throws -> ImageBuffer {
