@@ -20,7 +20,7 @@ struct StreamCommandTests {
     static func number(_ object: JSONObject, _ key: String) -> Int { Int(object[key]?.number ?? -1) }
 
     /// Reasons a frame is lost before it reaches the session (not in `left_frames`).
-    static let cameraReasons: Set<String> = ["simulated", "sequence_gap", "corrupt_buffer", "timestamp_went_backwards"]
+    static let cameraReasons: Set<String> = ["simulated", "sequence_gap", "corrupt_buffer", "timestamp_went_backwards", "stream_restarted"]
 
     @Test("--simulated --json: every frame is a pair or a drop with a reason, no pair is wrong")
     func simulatedAccount() throws {

@@ -6,6 +6,9 @@ public enum DropReason: String, Hashable, Sendable {
     case sequenceGap
     /// The frame's timestamp was not after the previous one; delivering it would break pairing.
     case timestampWentBackwards
+    /// Due while the driver's stream was restarted after a queue error (counted from the
+    /// gap in timestamps: the driver's counter starts again at 0).
+    case streamRestarted
     /// A simulated loss (the simulated rig's drop probability).
     case simulated
     /// Held back by a stereo device to keep its frame-rate cap (the cameras could not be

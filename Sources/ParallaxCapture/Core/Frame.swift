@@ -16,6 +16,10 @@ public enum TimestampSource: String, Hashable, Sendable {
     case endOfFrame
     /// Already the middle of exposure (simulated and recorded devices, and every ``Frame``).
     case midExposure
+    /// When the frame was dequeued: the driver's own stamps were not on CLOCK_MONOTONIC (by
+    /// their flag, or far ahead of it, as under vivid's "Wrap Timestamp"). Corrected as
+    /// ``endOfFrame``; less exact by the driver's and the capture thread's latency.
+    case arrival
 
     /// The mid-exposure timestamp (nanoseconds), or `timestamp` unchanged when the exposure
     /// is unknown, zero or negative.
@@ -23,7 +27,7 @@ public enum TimestampSource: String, Hashable, Sendable {
     public func midExposure(timestampNanoseconds timestamp: Int64, exposureNanoseconds exposure: Int64?) -> Int64 {
         guard let exposure, exposure > 0 else { return timestamp }
         switch self {
-        case .endOfFrame: return timestamp &- exposure / 2
+        case .endOfFrame, .arrival: return timestamp &- exposure / 2
         case .startOfExposure: return timestamp &+ exposure / 2
         case .midExposure: return timestamp
         }

@@ -84,12 +84,13 @@ public struct StereoSessionStatistics: Sendable {
 }
 
 extension DropReason {
-    /// `corrupt_buffer`, `sequence_gap`, `timestamp_went_backwards`, `simulated`, `frame_rate_cap`.
+    /// `corrupt_buffer`, `sequence_gap`, `timestamp_went_backwards`, `stream_restarted`, `simulated`, `frame_rate_cap`.
     public var snakeCaseName: String {
         switch self {
         case .corruptBuffer: "corrupt_buffer"
         case .sequenceGap: "sequence_gap"
         case .timestampWentBackwards: "timestamp_went_backwards"
+        case .streamRestarted: "stream_restarted"
         case .simulated: "simulated"
         case .frameRateCap: "frame_rate_cap"
         }

@@ -19,8 +19,15 @@ final class StreamSession: @unchecked Sendable {
     let mappings: [Mapping]
     /// Buffers are re-queued only while the session streams.
     let active = Atomic<Bool>(true)
-    /// Buffers currently held by frames (for tests and diagnostics).
-    let outstanding = Atomic<Int>(0)
+    /// Which buffers are out of the driver's hands, under one lock so that a restart after a
+    /// queue error re-queues exactly the buffers no frame holds while frames are released.
+    private struct Buffers {
+        /// Held by frames.
+        var held: Set<UInt32> = []
+        /// Released by their frames but refused by QBUF; the errno, and whether it was reported.
+        var refused: [UInt32: (errno: Int32, reported: Bool)] = [:]
+    }
+    private let buffers = Mutex(Buffers())
 
     init(syscalls: any V4L2Syscalls, fd: Int32, mappings: [Mapping]) {
         self.syscalls = syscalls
@@ -32,23 +39,74 @@ final class StreamSession: @unchecked Sendable {
         for mapping in mappings { syscalls.munmap(mapping.address, length: mapping.length) }
     }
 
-    /// Gives buffer `index` back to the driver (called from a frame's release).
+    /// Buffers currently held by frames (for tests and diagnostics).
+    var heldCount: Int { buffers.withLock { $0.held.count } }
+
+    /// Notes that buffer `index` left the driver (dequeued); ``requeue(_:)`` gives it back.
+    func dequeued(_ index: UInt32) {
+        buffers.withLock { _ = $0.held.insert(index) }
+    }
+
+    /// Gives buffer `index` back to the driver (called from a frame's release, on any thread).
+    /// A refusal is kept for the capture thread, which retries and reports it
+    /// (``retryRefused()``); a buffer is never silently lost to the stream.
     func requeue(_ index: UInt32) {
-        outstanding.subtract(1, ordering: .relaxed)
-        guard active.load(ordering: .acquiring) else { return }
+        buffers.withLock { b in
+            b.held.remove(index)
+            guard active.load(ordering: .acquiring) else { return }
+            if let error = queue(index), error.code != ENODEV { b.refused[index] = (error.code, false) }
+        }
+    }
+
+    /// Queues the buffers QBUF refused again; returns the refusals not reported yet
+    /// (buffer index and errno), marking them reported.
+    func retryRefused() -> [(index: UInt32, errno: Int32)] {
+        buffers.withLock { b in
+            guard !b.refused.isEmpty else { return [] }
+            var unreported: [(index: UInt32, errno: Int32)] = []
+            for (index, refusal) in b.refused.sorted(by: { $0.key < $1.key }) {
+                if !refusal.reported { unreported.append((index, refusal.errno)) }
+                if let error = queue(index) { b.refused[index] = (error.code, true) } else { b.refused[index] = nil }
+            }
+            return unreported
+        }
+    }
+
+    /// After the driver put its queue in the error state (vb2's `vb2_queue_error`: POLLERR,
+    /// DQBUF and QBUF fail with EIO until STREAMOFF): STREAMOFF, every buffer no frame holds
+    /// queued again, STREAMON. The failed request and its errno, or nil.
+    func restart() -> (request: String, error: V4L2Errno)? {
+        buffers.withLock { b -> (request: String, error: V4L2Errno)? in
+            var type = Int32(V4L2_BUF_TYPE_VIDEO_CAPTURE.rawValue)
+            if let error = ioctl(CV4L2_VIDIOC_STREAMOFF, &type) { return ("VIDIOC_STREAMOFF", error) }
+            b.refused = [:]
+            for index in 0..<UInt32(mappings.count) where !b.held.contains(index) {
+                if let error = queue(index) { return ("VIDIOC_QBUF", error) }
+            }
+            if let error = ioctl(CV4L2_VIDIOC_STREAMON, &type) { return ("VIDIOC_STREAMON", error) }
+            return nil
+        }
+    }
+
+    private func queue(_ index: UInt32) -> V4L2Errno? {
         var buffer = v4l2_buffer()
         buffer.type = V4L2_BUF_TYPE_VIDEO_CAPTURE.rawValue
         buffer.memory = V4L2_MEMORY_MMAP.rawValue
         buffer.index = index
+        return ioctl(CV4L2_VIDIOC_QBUF, &buffer)
+    }
+
+    private func ioctl<T>(_ request: UInt, _ value: inout T) -> V4L2Errno? {
         let syscalls = self.syscalls, fd = self.fd
-        // A failure means the device is going away; the capture thread reports that.
-        _ = withUnsafeMutableBytes(of: &buffer) { raw in try? syscalls.ioctl(fd, CV4L2_VIDIOC_QBUF, raw.baseAddress!) }
+        return withUnsafeMutableBytes(of: &value) { raw -> V4L2Errno? in
+            do throws(V4L2Errno) { try syscalls.ioctl(fd, request, raw.baseAddress!); return nil } catch { return error }
+        }
     }
 }
 
 extension V4L2Camera {
     /// Buffers held by live frames right now (0 once every frame is released).
-    public var buffersHeldByFrames: Int { state.withLock { $0.session?.outstanding.load(ordering: .relaxed) ?? 0 } }
+    public var buffersHeldByFrames: Int { state.withLock { $0.session?.heldCount ?? 0 } }
 
     /// Starts streaming into `handler` (see ``CaptureDevice/start(_:)``).
     public func start(_ handler: @escaping @Sendable (CaptureOutput) -> Void) throws(CaptureError) {
@@ -203,20 +261,30 @@ private final class CaptureContext: @unchecked Sendable {
         var sequence: UInt64 = 0
         var lastTimestamp: Int64?
         var lastFrameAt = monotonicNanoseconds()
+        let streamStartedAt = syscalls.monotonicNanoseconds()
         var stalled = false
         var warnedAboutClock = false
+        var warnedAboutSequence = false
+        var restarted = false
+        var restartFailing = false
         let (identity, calibration, exposure) = frameContext
         let model = calibration.map { $0.size == negotiation.actual.size ? $0 : $0.resized(to: negotiation.actual.size) }
 
         while !thread.shouldStop && camera != nil {
+            for refusal in session.retryRefused() {
+                handler(.event(.recoverableError(.ioctlFailed(device: path, request: "VIDIOC_QBUF", errno: refusal.errno))))
+            }
             let revents: Int16
             do { revents = try syscalls.poll(fd, events: Int16(POLLIN), timeoutMilliseconds: sliceMs) } catch {
                 if error.code == ENODEV { return disconnect() }
                 handler(.event(.recoverableError(.ioctlFailed(device: path, request: "poll", errno: error.code))))
                 continue
             }
-            if revents & Int16(POLLERR | POLLHUP | POLLNVAL) != 0 { return disconnect() }
-            if revents & Int16(POLLIN) == 0 {
+            // POLLHUP: the device was unregistered (unplugged). POLLERR alone: the queue is
+            // not streaming or failed, which DQBUF below tells apart.
+            if revents & Int16(POLLHUP | POLLNVAL) != 0 { return disconnect() }
+            let queueFailed = revents & Int16(POLLERR) != 0
+            if !queueFailed && revents & Int16(POLLIN) == 0 {
                 let waited = monotonicNanoseconds() - lastFrameAt
                 if !stalled && waited > stallAfter {
                     stalled = true
@@ -228,9 +296,31 @@ private final class CaptureContext: @unchecked Sendable {
             buffer.type = V4L2_BUF_TYPE_VIDEO_CAPTURE.rawValue
             buffer.memory = V4L2_MEMORY_MMAP.rawValue
             if let error = dequeue(&buffer) {
+                if error.code == ENODEV { return disconnect() }
+                // EIO is vb2's fatal queue error (it stays until STREAMOFF); POLLERR with any
+                // other answer means the queue stopped under us. Both: restart the stream.
+                if error.code == EIO || queueFailed {
+                    handler(.event(.recoverableError(.ioctlFailed(device: path, request: "VIDIOC_DQBUF", errno: error.code))))
+                    if let failed = session.restart() {
+                        if failed.error.code == ENODEV { return disconnect() }
+                        if !restartFailing {
+                            handler(.event(.recoverableError(.ioctlFailed(device: path, request: failed.request, errno: failed.error.code))))
+                        }
+                        restartFailing = true
+                        _ = thread.sleep(untilMonotonicNanoseconds: monotonicNanoseconds() + Int64(sliceMs) * 1_000_000)  // then again
+                    } else {
+                        restartFailing = false
+                        restarted = true
+                    }
+                    let waited = monotonicNanoseconds() - lastFrameAt
+                    if !stalled && waited > stallAfter {
+                        stalled = true
+                        handler(.event(.stalled(waitedNanoseconds: waited)))
+                    }
+                    continue
+                }
                 switch error.code {
                 case EAGAIN, EINTR: continue  // a spurious wake-up: poll again
-                case ENODEV: return disconnect()
                 default:
                     handler(.event(.recoverableError(.ioctlFailed(device: path, request: "VIDIOC_DQBUF", errno: error.code))))
                     continue
@@ -241,28 +331,67 @@ private final class CaptureContext: @unchecked Sendable {
                 stalled = false
                 handler(.event(.resumed))
             }
-            session.outstanding.add(1, ordering: .relaxed)
-            if let last = lastSequence {
-                if buffer.sequence &- last > 1 {
-                    handler(.event(.dropped(count: Int(buffer.sequence &- last &- 1), reason: .sequenceGap)))
+            session.dequeued(buffer.index)
+            let dequeuedAt = syscalls.monotonicNanoseconds()
+            var (timestamp, source) = Self.timestamp(of: buffer, exposure: exposure)
+            // A stamp off CLOCK_MONOTONIC (by its flag, ahead of the moment it was dequeued, or
+            // before the stream started, as under vivid's "Wrap Timestamp", whose stamps run
+            // just below 2⁶³ ns and then wrap) cannot be paired with another camera's: the
+            // dequeue time is used instead, and that is said once.
+            // In Double: a driver's stamp may lie anywhere in Int64 (vivid's wrap crosses 2⁶³).
+            let lead = Double(timestamp) - Double(dequeuedAt), lateness = Double(streamStartedAt) - Double(timestamp)
+            let clockProblem: String? =
+                buffer.flags & UInt32(V4L2_BUF_FLAG_TIMESTAMP_MASK) != UInt32(V4L2_BUF_FLAG_TIMESTAMP_MONOTONIC)
+                    ? "are not on CLOCK_MONOTONIC"
+                    : lead > Self.greatestLeadSeconds * 1e9
+                        ? "are \(String(format: "%.3f", lead / 1e9)) s ahead of CLOCK_MONOTONIC"
+                        : lateness > Self.greatestLeadSeconds * 1e9
+                            ? "lie \(String(format: "%.3f", lateness / 1e9)) s before the stream started on CLOCK_MONOTONIC"
+                            : nil
+            if let clockProblem {
+                (timestamp, source) = (TimestampSource.arrival.midExposure(timestampNanoseconds: dequeuedAt, exposureNanoseconds: exposure), .arrival)
+                if !warnedAboutClock {
+                    warnedAboutClock = true
+                    handler(.event(.recoverableError(.invalidState(
+                        device: path, reason: "the driver's buffer timestamps \(clockProblem); frames are stamped when dequeued instead, which is less exact"))))
                 }
-                sequence &+= UInt64(buffer.sequence &- last)
+            }
+            if restarted, let previous = lastTimestamp {
+                // The driver counts from 0 again after a restart: number on from the last frame,
+                // counting the frames that were due while the stream was down as lost.
+                restarted = false
+                let lost = max(0, Int((timestamp - previous + frameNs / 2) / max(1, frameNs)) - 1)
+                if lost > 0 { handler(.event(.dropped(count: lost, reason: .streamRestarted))) }
+                sequence &+= UInt64(1 + lost)
+            } else if let last = lastSequence {
+                let step = buffer.sequence &- last
+                if step == 0 || step > UInt32.max / 2 {
+                    // The counter repeated or stepped back (vivid repeats one when its thread
+                    // wakes twice in a frame period). The frame is real and its timestamp is
+                    // checked below; it is numbered one past the previous so sequences keep rising.
+                    sequence &+= 1
+                    if !warnedAboutSequence {
+                        warnedAboutSequence = true
+                        handler(.event(.recoverableError(.invalidState(
+                            device: path, reason: "the driver's frame counter went from \(last) to \(buffer.sequence); "
+                                + "frames are numbered on from the previous one"))))
+                    }
+                } else {
+                    if step > 1 {
+                        handler(.event(.dropped(count: Int(step - 1), reason: .sequenceGap)))
+                    }
+                    sequence &+= UInt64(step)
+                }
             } else {
                 sequence = UInt64(buffer.sequence)
             }
+            restarted = false
             lastSequence = buffer.sequence
             if buffer.flags & UInt32(V4L2_BUF_FLAG_ERROR) != 0 {
                 session.requeue(buffer.index)
                 handler(.event(.dropped(count: 1, reason: .corruptBuffer)))
                 continue
             }
-            if !warnedAboutClock && buffer.flags & UInt32(V4L2_BUF_FLAG_TIMESTAMP_MASK) != UInt32(V4L2_BUF_FLAG_TIMESTAMP_MONOTONIC) {
-                // Said once: frames still flow, but their times cannot be compared with another camera's.
-                warnedAboutClock = true
-                handler(.event(.recoverableError(.invalidState(
-                    device: path, reason: "the driver's buffer timestamps are not on CLOCK_MONOTONIC; they cannot be paired with another camera's"))))
-            }
-            let (timestamp, source) = Self.timestamp(of: buffer, exposure: exposure)
             if let last = lastTimestamp, timestamp <= last {
                 session.requeue(buffer.index)
                 handler(.event(.dropped(count: 1, reason: .timestampWentBackwards)))
@@ -298,14 +427,22 @@ private final class CaptureContext: @unchecked Sendable {
         handler(.event(.disconnected))
     }
 
+    /// How far (seconds) a buffer's timestamp may lie after the moment it was dequeued, or
+    /// before the stream started, before it is taken to be on another clock (a frame is
+    /// stamped before it can be dequeued; start-of-exposure stamps moved to mid-exposure may
+    /// lead by half an exposure).
+    static let greatestLeadSeconds = 1.0
+
     /// The buffer's timestamp in nanoseconds, moved to mid-exposure when the
     /// exposure is known: V4L2 stamps either the start of exposure (SOE) or the
     /// end of the frame (EOF, where only the exposure half is corrected; the
     /// sensor's read-out time is not reported by V4L2).
     static func timestamp(of buffer: v4l2_buffer, exposure: Int64?) -> (Int64, TimestampSource) {
-        let raw = Int64(buffer.timestamp.tv_sec) * 1_000_000_000 + Int64(buffer.timestamp.tv_usec) * 1000
+        // Wrapping arithmetic: the driver's numbers are not trusted not to overflow; a stamp
+        // that wrapped is caught by the clock checks of the capture loop.
+        let raw = Int64(buffer.timestamp.tv_sec) &* 1_000_000_000 &+ Int64(buffer.timestamp.tv_usec) &* 1000
         let isStartOfExposure = buffer.flags & UInt32(V4L2_BUF_FLAG_TSTAMP_SRC_MASK) == UInt32(V4L2_BUF_FLAG_TSTAMP_SRC_SOE)
         let half = (exposure ?? 0) / 2
-        return isStartOfExposure ? (raw + half, .startOfExposure) : (raw - half, .endOfFrame)
+        return isStartOfExposure ? (raw &+ half, .startOfExposure) : (raw &- half, .endOfFrame)
     }
 }

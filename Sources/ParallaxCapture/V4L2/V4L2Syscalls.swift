@@ -34,6 +34,14 @@ public protocol V4L2Syscalls: Sendable {
     /// Waits up to `timeoutMilliseconds` for `events` (POLLIN, …) on `fd`;
     /// returns the `revents` (0 on timeout).
     func poll(_ fd: Int32, events: Int16, timeoutMilliseconds: Int32) throws(V4L2Errno) -> Int16
+    /// Now on the clock the driver stamps buffers with: CLOCK_MONOTONIC for the kernel (the
+    /// default); a virtual driver whose time runs faster answers with its own clock.
+    func monotonicNanoseconds() -> Int64
+}
+
+extension V4L2Syscalls {
+    /// CLOCK_MONOTONIC.
+    public func monotonicNanoseconds() -> Int64 { ParallaxCapture.monotonicNanoseconds() }
 }
 
 /// An errno value from a V4L2 system call (`EIO`, `ENODEV`, `ENOSPC`, …).

@@ -195,16 +195,30 @@ public struct VirtualCameraSpec: Sendable {
 
 /// A fault the virtual driver can be told to produce.
 public enum VirtualCameraFault: Hashable, Sendable {
-    /// The next `count` DQBUFs fail with EIO.
-    case ioError(count: Int)
+    /// The driver puts its buffer queue in the error state, as the kernel's vb2 does on a
+    /// fatal streaming error (`vb2_queue_error`: vivid's "Inject Fatal Streaming Error",
+    /// uvcvideo on a broken stream): poll reports POLLERR and DQBUF and QBUF fail with EIO
+    /// until STREAMOFF. (Before the kernel-backed tests this was a one-off EIO from DQBUF,
+    /// which vb2 never produces.)
+    case queueError
     /// The next `count` polls report data that DQBUF then does not have (EAGAIN).
     case spuriousWakeups(count: Int)
+    /// The next `count` QBUFs fail with EINVAL (as under vivid's "Inject VIDIOC_QBUF Error",
+    /// which makes one buffer preparation fail).
+    case refusedQueueing(count: Int)
     /// The next STREAMON fails with ENOSPC (not enough USB bandwidth).
     case noSpaceAtStreamOn
     /// The next `count` frames come back with V4L2_BUF_FLAG_ERROR.
     case errorFlaggedBuffers(count: Int)
     /// The sequence counter skips `frames` before the next frame.
     case sequenceGap(frames: Int)
+    /// The next frame's sequence number is `by` less than the previous frame's (0: it
+    /// repeats it, as vivid does when its thread wakes twice within one frame period).
+    case sequenceStepsBack(by: Int)
+    /// From the next frame on, timestamps are `nanoseconds` ahead of CLOCK_MONOTONIC (behind
+    /// it when negative), as under vivid's "Wrap Timestamp", which moves them to 16 s before
+    /// the 64-bit nanosecond count wraps.
+    case timestampsAhead(nanoseconds: Int64)
     /// The next frame's timestamp is `nanoseconds` before the previous one.
     case timestampBackwards(nanoseconds: Int64)
     /// No frames for `nanoseconds` (nil: until ``VirtualUVCDriver/clearStall(_:)``).

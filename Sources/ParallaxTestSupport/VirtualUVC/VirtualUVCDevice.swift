@@ -52,11 +52,16 @@ final class Device {
     let clock: VirtualClock
     var random: UInt64
 
-    var pendingIOErrors = 0
+    /// vb2's queue error state: POLLERR, EIO from DQBUF and QBUF, until STREAMOFF.
+    var queueFailed = false
+    var pendingRefusedQueueing = 0
     var pendingSpurious = 0
     var failNextStreamOn = false
     var pendingErrorFlags = 0
     var pendingGap = 0
+    var pendingStepBack: Int?
+    /// Added to every timestamp (``VirtualCameraFault/timestampsAhead(nanoseconds:)``).
+    var timestampOffset: Int64 = 0
     var pendingBackwards: Int64?
     var stallUntil: Int64?
     /// Bytes per microframe reserved on the USB bus while streaming (the alternate setting's packet).
@@ -263,6 +268,11 @@ final class Device {
         guard Int(b.pointee.index) < buffers.count, b.pointee.memory == V4L2_MEMORY_MMAP.rawValue else { throw .invalidArgument }
         let buffer = buffers[Int(b.pointee.index)]
         guard buffer.state == .dequeued else { throw .invalidArgument }
+        if queueFailed { throw .ioError }
+        if pendingRefusedQueueing > 0 {
+            pendingRefusedQueueing -= 1
+            throw .invalidArgument
+        }
         buffer.state = .queued
         buffer.flags = 0
         queue.append(Int(buffer.index))
@@ -270,10 +280,7 @@ final class Device {
 
     func dequeueBuffer(_ b: UnsafeMutablePointer<v4l2_buffer>) throws(V4L2Errno) {
         guard streaming else { throw .invalidArgument }
-        if pendingIOErrors > 0 {
-            pendingIOErrors -= 1
-            throw .ioError
-        }
+        if queueFailed { throw .ioError }
         if pendingSpurious > 0 {
             pendingSpurious -= 1
             throw .wouldBlock
@@ -312,6 +319,7 @@ final class Device {
 
     func stopStreaming() {
         streaming = false
+        queueFailed = false
         reservedPacketBytes = 0
         nextDue = .max
         done = []
@@ -342,8 +350,12 @@ final class Device {
                 sequence &+= 1  // no buffer, or lost on the bus: the frame is lost, as in a real driver
                 continue
             }
+            if let back = pendingStepBack {
+                sequence &-= UInt32(truncatingIfNeeded: 1 + back)
+                pendingStepBack = nil
+            }
             let buffer = buffers[queue.removeFirst()]
-            var timestamp = due + jitter()
+            var timestamp = due + jitter() + timestampOffset
             if let back = pendingBackwards {
                 timestamp = lastTimestamp - back
                 pendingBackwards = nil

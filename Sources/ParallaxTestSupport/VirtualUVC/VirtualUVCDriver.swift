@@ -74,11 +74,14 @@ public final class VirtualUVCDriver: V4L2Syscalls, @unchecked Sendable {
         lock.lock(); defer { lock.broadcast(); lock.unlock() }
         guard let device = devices[path] else { return }
         switch fault {
-        case .ioError(let n): device.pendingIOErrors += n
+        case .queueError: device.queueFailed = true
+        case .refusedQueueing(let n): device.pendingRefusedQueueing += n
         case .spuriousWakeups(let n): device.pendingSpurious += n
         case .noSpaceAtStreamOn: device.failNextStreamOn = true
         case .errorFlaggedBuffers(let n): device.pendingErrorFlags += n
         case .sequenceGap(let n): device.pendingGap += n
+        case .sequenceStepsBack(let n): device.pendingStepBack = n
+        case .timestampsAhead(let ns): device.timestampOffset = ns
         case .timestampBackwards(let ns): device.pendingBackwards = ns
         case .stall(let ns): device.stallUntil = ns.map { clock.now() + $0 } ?? Int64.max
         }
@@ -225,16 +228,19 @@ public final class VirtualUVCDriver: V4L2Syscalls, @unchecked Sendable {
         }
     }
 
+    /// The driver's clock (faster than CLOCK_MONOTONIC with a time scale above 1).
+    public func monotonicNanoseconds() -> Int64 { clock.now() }
+
     /// See ``V4L2Syscalls/poll(_:events:timeoutMilliseconds:)``.
     public func poll(_ fd: Int32, events: Int16, timeoutMilliseconds: Int32) throws(V4L2Errno) -> Int16 {
-        let deadline = monotonicNanoseconds() + Int64(max(0, timeoutMilliseconds)) * 1_000_000
+        let deadline = ParallaxCapture.monotonicNanoseconds() + Int64(max(0, timeoutMilliseconds)) * 1_000_000
         lock.lock(); defer { lock.unlock() }
         while true {
             guard let device = try? live(fd) else { return Int16(POLLERR | POLLHUP) }
-            guard device.streaming else { return Int16(POLLERR) }
+            guard device.streaming, !device.queueFailed else { return Int16(POLLERR) }
             device.produce(until: clock.now())
             if device.pendingSpurious > 0 || !device.done.isEmpty { return Int16(POLLIN | POLLRDNORM) }
-            let now = monotonicNanoseconds()
+            let now = ParallaxCapture.monotonicNanoseconds()
             if now >= deadline { return 0 }
             let wake = min(deadline, clock.realTime(of: device.nextDue))
             _ = lock.wait(until: Date(timeIntervalSinceNow: Double(max(0, wake - now)) / 1e9))

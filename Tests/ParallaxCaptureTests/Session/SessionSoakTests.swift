@@ -68,7 +68,7 @@ struct SessionSoakTests {
                     driver.replug(path)
                     counts["unplug", default: 0] += 1
                 case 1:
-                    driver.inject(.ioError(count: 1 + Int(random.nextUnit() * 3)), into: path)
+                    driver.inject(.queueError, into: path)
                     counts["eio", default: 0] += 1
                 case 2:
                     driver.inject(.errorFlaggedBuffers(count: 1 + Int(random.nextUnit() * 3)), into: path)

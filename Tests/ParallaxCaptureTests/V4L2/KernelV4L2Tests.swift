@@ -185,6 +185,14 @@ extension KernelV4L2Tests {
         return (collector.records, events.all)
     }
 
+    /// ``stream(frames:until:fault:restore:)`` with vivid's button control `button` pressed once.
+    fileprivate static func stream(frames wanted: Int, pressing button: String)
+        throws -> (records: [FrameCollector.Record], events: [String]) {
+        try stream(frames: wanted) { camera in
+            if let control = try Self.control(button, on: camera) { try camera.set(driverControl: control, to: 1) }
+        }
+    }
+
     @Test("fault: vivid's dropped buffers arrive as sequence gaps, counted as dropped frames")
     func droppedBuffers() throws {
         let (records, events) = try Self.stream(frames: 40, fault: { camera in
@@ -204,44 +212,43 @@ extension KernelV4L2Tests {
 
     @Test("fault: a buffer vivid flags as an error (V4L2_BUF_FLAG_ERROR) is dropped as corruptBuffer and streaming goes on")
     func errorFlaggedBuffer() throws {
-        let (records, events) = try Self.stream(frames: 15) { camera in
-            if let control = try Self.control("Inject V4L2_BUF_FLAG_ERROR", on: camera) {
-                try camera.set(driverControl: control, to: 1)
-            }
-        }
+        let (records, events) = try Self.stream(frames: 15, pressing: "Inject V4L2_BUF_FLAG_ERROR")
         print("kernel: flagged buffer: \(records.count) frames, events \(events)")
         #expect(events.contains { $0.contains("corruptBuffer") }, "\(events)")
         #expect(records.count >= 15)
     }
 
-    @Test("fault: vivid's STREAMON error injection makes start fail with a typed error, and a fresh open streams")
-    func streamOnError() throws {
+    /// Presses vivid's button `button`, expects `start` to fail with an error naming
+    /// `request`, then starts the same open camera again: the failed start left nothing
+    /// behind (buffers unmapped and freed).
+    static func startFailsThenStreams(pressing button: String, naming request: String) throws {
         let camera = try Self.openSmall()
-        let control = try #require(try Self.control("Inject VIDIOC_STREAMON Error", on: camera))
+        let control = try #require(try Self.control(button, on: camera))
+        // A button: any write arms it once (writing 0 to "reset" it would arm it again).
+        #expect(control.isButton)
         try camera.set(driverControl: control, to: 1)
         let collector = FrameCollector(keepFrames: false)
         do {
             try camera.start(collector.handler)
             camera.stop()
-            Issue.record("STREAMON succeeded although vivid was told to fail it")
+            Issue.record("\(request) succeeded although vivid was told to fail it")
         } catch {
-            print("kernel: STREAMON error: \(error)")
-            #expect("\(error)".contains("STREAMON"), "\(error)")
+            print("kernel: \(request) error: \(error)")
+            #expect("\(error)".contains(request), "\(error)")
         }
-        try camera.set(driverControl: control, to: 0)
-        // Found here, not yet fixed: after a failed STREAMON the same open camera's next
-        // STREAMON fails with EINVAL on the real kernel (the virtual driver lets it stream).
-        withKnownIssue("a retry on the same descriptor after a failed STREAMON gets EINVAL from vivid") {
-            try camera.start(collector.handler)
-            #expect(collector.waitForFrames(3, timeoutSeconds: 30))
-            camera.stop()
-        }
-        // A fresh open streams.
-        let fresh = try Self.openSmall()
-        let again = FrameCollector(keepFrames: false)
-        try fresh.start(again.handler)
-        #expect(again.waitForFrames(3, timeoutSeconds: 30))
-        fresh.stop()
+        try camera.start(collector.handler)
+        #expect(collector.waitForFrames(3, timeoutSeconds: 30))
+        camera.stop()
+    }
+
+    @Test("fault: vivid's STREAMON error injection makes start fail with a typed error; the next start on the same camera streams")
+    func streamOnError() throws {
+        try Self.startFailsThenStreams(pressing: "Inject VIDIOC_STREAMON Error", naming: "VIDIOC_STREAMON")
+    }
+
+    @Test("fault: vivid's REQBUFS error makes start fail with a typed error; the next start on the same camera streams")
+    func requestBuffersError() throws {
+        try Self.startFailsThenStreams(pressing: "Inject VIDIOC_REQBUFS Error", naming: "VIDIOC_REQBUFS")
     }
 
     @Test("fault: vivid's sequence counter wraps past 2³²; frames keep a rising 64-bit sequence, nothing is dropped for it")
@@ -260,6 +267,89 @@ extension KernelV4L2Tests {
         #expect(zip(sequences, sequences.dropFirst()).allSatisfy { $1 > $0 })
     }
 
+    @Test("fault: vivid's fatal streaming error (vb2's queue error: POLLERR, EIO) restarts the stream; no disconnect, frames go on")
+    func fatalStreamingError() throws {
+        let (records, events) = try Self.stream(frames: 40, pressing: "Inject Fatal Streaming Error")
+        print("kernel: fatal streaming error: \(records.count) frames, events \(events)")
+        #expect(events.contains { $0.contains("VIDIOC_DQBUF failed (EIO") }, "\(events)")
+        #expect(!events.contains("disconnected"))
+        #expect(records.count >= 40)
+        #expect(zip(records, records.dropFirst()).allSatisfy { $1.sequence > $0.sequence && $1.timestampNanoseconds > $0.timestampNanoseconds })
+    }
+
+    @Test("fault: a QBUF vivid refuses (its buffer-prepare error) is reported and retried; no buffer is lost to the stream")
+    func refusedQueueing() throws {
+        let (records, events) = try Self.stream(frames: 40, pressing: "Inject VIDIOC_QBUF Error")
+        print("kernel: QBUF error: \(records.count) frames, events \(events)")
+        #expect(events.contains { $0.contains("VIDIOC_QBUF failed (EINVAL") }, "\(events)")
+        #expect(records.count >= 40)
+    }
+
+    @Test("fault: with every buffer dropped vivid delivers nothing: a stall is reported, then the recovery and the gap")
+    func stall() throws {
+        let camera = try V4L2Camera(path: Self.nodes[0], options: .init(stallTimeoutNanoseconds: 500_000_000))
+        try camera.configure(Self.smallFormat)
+        let control = try #require(try Self.control("Percentage of Dropped Buffers", on: camera))
+        let (collector, events) = try Self.start(camera)
+        defer { camera.stop() }
+        #expect(collector.waitForFrames(3, timeoutSeconds: 30))
+        try camera.set(driverControl: control, to: 100)
+        let stalled = collector.waitForEvent(timeoutSeconds: 30) { if case .stalled = $0 { return true }; return false }
+        try camera.set(driverControl: control, to: 0)
+        let resumed = collector.waitForEvent(timeoutSeconds: 30) { if case .resumed = $0 { return true }; return false }
+        #expect(collector.waitForFrames(collector.records.count + 5, timeoutSeconds: 30))
+        let sequences = collector.records.map(\.sequence)
+        print("kernel: stall: events \(events.all), sequences \(sequences.first ?? 0)…\(sequences.last ?? 0) in \(sequences.count) frames")
+        #expect(stalled != nil && resumed != nil)
+        // vivid counts the frames it dropped: they arrive as a gap, so every frame is accounted for.
+        #expect(events.all.contains { $0.contains("sequenceGap") }, "\(events.all)")
+        #expect(zip(sequences, sequences.dropFirst()).allSatisfy { $1 > $0 })
+    }
+
+    @Test("vivid's Timestamp Source control: start-of-exposure stamps are flagged SOE and read as such")
+    func startOfExposureStamps() throws {
+        let camera = try Self.openSmall()
+        let control = try #require(try Self.control("Timestamp Source", on: camera))
+        try camera.set(driverControl: control, to: 1)  // the menu's "Start of Exposure"
+        defer { _ = try? camera.set(driverControl: control, to: 0) }
+        let sources = SourcesSeen()
+        let collector = FrameCollector(keepFrames: false) { sources.add("\($0.timestampSource)") }
+        try camera.start(collector.handler)
+        #expect(collector.waitForFrames(10, timeoutSeconds: 30))
+        camera.stop()
+        print("kernel: timestamp source: \(sources.all)")
+        #expect(sources.all == ["startOfExposure"])
+    }
+
+    @Test("fault: vivid's Wrap Timestamp moves its stamps off CLOCK_MONOTONIC; frames are stamped when dequeued, said once")
+    func timestampWrap() throws {
+        let camera = try Self.openSmall()
+        let control = try #require(try Self.control("Wrap Timestamp", on: camera))
+        try camera.set(driverControl: control, to: 1)
+        defer { _ = try? camera.set(driverControl: control, to: 0) }
+        let sources = SourcesSeen()
+        let events = EventsSeen()
+        let collector = FrameCollector(keepFrames: false) { sources.add("\($0.timestampSource)") }
+        let before = Self.monotonicNanoseconds()
+        try camera.start { output in
+            if case .event(let event) = output { events.add("\(event)") }
+            collector.handler(output)
+        }
+        // vivid's stamps start 16 s below 2⁶³ ns and then wrap: stream past that.
+        #expect(collector.waitForFrames(10, timeoutSeconds: 30))
+        while Self.monotonicNanoseconds() - before < 18_000_000_000 { usleep(100_000) }
+        let beforeStop = collector.records.count
+        #expect(collector.waitForFrames(beforeStop + 10, timeoutSeconds: 30))
+        camera.stop()
+        let after = Self.monotonicNanoseconds()
+        print("kernel: timestamp wrap: \(collector.records.count) frames over \(Double(after - before) / 1e9) s, sources \(sources.all), events \(events.all)")
+        #expect(!events.all.contains { $0.contains("timestampWentBackwards") })
+        #expect(sources.all == ["arrival"])
+        #expect(events.all.filter { $0.contains("CLOCK_MONOTONIC") }.count == 1, "\(events.all)")
+        #expect(collector.records.allSatisfy { $0.timestampNanoseconds > before - 100_000_000 && $0.timestampNanoseconds <= after })
+    }
+
+    // Last: vivid's disconnect leaves the node gone for the rest of the run.
     @Test("fault: vivid's Disconnect control makes a streaming camera report a disconnect")
     func disconnectControl() throws {
         let (_, events) = try Self.stream(frames: 1_000_000, until: { $0.contains("disconnected") }) { camera in

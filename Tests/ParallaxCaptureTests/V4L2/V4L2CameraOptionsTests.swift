@@ -3,6 +3,7 @@ import ParallaxCapture
 import ParallaxGeometry
 import ParallaxImage
 import ParallaxTestSupport
+import Synchronization
 import Testing
 
 @Suite("V4L2 camera options: conversion, timestamp sources, lifetime")
@@ -80,7 +81,7 @@ struct V4L2CameraOptionsTests {
         #expect(result.adjustments == ["size 1001x701 → 1008x704"])
     }
 
-    @Test("Timestamps not on CLOCK_MONOTONIC are reported once; frames still flow")
+    @Test("Timestamps not on CLOCK_MONOTONIC are reported once; frames flow, stamped when dequeued")
     func nonMonotonicClockReported() throws {
         var spec = V4L2CameraTests.fastSpec()
         spec.monotonicTimestamps = false
@@ -95,6 +96,47 @@ struct V4L2CameraOptionsTests {
             return false
         }
         #expect(warnings.count == 1)
+    }
+
+    /// Where the virtual driver's stamps are off CLOCK_MONOTONIC.
+    enum OffClock: String, CaseIterable, Sendable { case flag, ahead, beforeTheStart }
+
+    @Test("Timestamps off CLOCK_MONOTONIC (by the flag, far ahead, or before the stream started, as under vivid's Wrap Timestamp) become dequeue times, said once",
+          arguments: OffClock.allCases)
+    func timestampsOffTheClockBecomeArrivalTimes(off: OffClock) throws {
+        var spec = V4L2CameraTests.fastSpec()
+        spec.monotonicTimestamps = off != .flag
+        let driver = VirtualUVCDriver(cameras: [spec])
+        let camera = try V4L2CameraTests.openFast(driver)
+        let sources = Mutex<[TimestampSource]>([])
+        let collector = FrameCollector(keepFrames: false) { frame in sources.withLock { $0.append(frame.timestampSource) } }
+        let offset: Int64 = 1_000_000 * 1_000_000_000
+        if off == .ahead { driver.inject(.timestampsAhead(nanoseconds: offset), into: V4L2CameraTests.path) }
+        if off == .beforeTheStart { driver.inject(.timestampsAhead(nanoseconds: -offset), into: V4L2CameraTests.path) }
+        #expect(try camera.set(.exposureAbsolute, to: 100) == 100)  // 100 µs units: 10 ms
+        let before = monotonicNanoseconds()
+        try camera.start(collector.handler)
+        #expect(collector.waitForFrames(20, timeoutSeconds: 5))
+        camera.stop()
+        let after = monotonicNanoseconds()
+        #expect(sources.withLock { $0 }.allSatisfy { $0 == .arrival })
+        // Dequeue times moved back by half the exposure (10 ms, set below), not the driver's stamps.
+        let halfExposure: Int64 = 5_000_000
+        #expect(collector.records.allSatisfy { $0.timestampNanoseconds > before - halfExposure && $0.timestampNanoseconds <= after - halfExposure },
+                "\(before) \(after) \(collector.records.prefix(3).map(\.timestampNanoseconds))")
+        let stamps = collector.records.map(\.timestampNanoseconds)
+        #expect(zip(stamps, stamps.dropFirst()).allSatisfy { $0 < $1 })
+        let warnings = collector.events.filter {
+            if case .recoverableError(.invalidState(_, let reason)) = $0 { return reason.contains("CLOCK_MONOTONIC") }
+            return false
+        }
+        #expect(warnings.count == 1)
+        let said = "\(warnings)"
+        switch off {
+        case .flag: #expect(said.contains("are not on CLOCK_MONOTONIC"), "\(said)")
+        case .ahead: #expect(said.contains("s ahead of CLOCK_MONOTONIC") && said.contains(" 99999"), "\(said)")
+        case .beforeTheStart: #expect(said.contains("s before the stream started"), "\(said)")
+        }
     }
 
     @Test("A camera released while streaming stops and closes its node")

@@ -3,6 +3,7 @@ import ParallaxCapture
 import ParallaxGeometry
 import ParallaxImage
 import ParallaxTestSupport
+import Synchronization
 import Testing
 
 /// `V4L2Camera` driven through the virtual UVC driver: the same marshalling,
@@ -217,13 +218,58 @@ struct V4L2CameraTests {
         return (event, collector)
     }
 
-    @Test("EIO from DQBUF is a recoverable error event and streaming continues")
-    func ioErrorSurfaces() throws {
-        let (event, _) = try Self.faultSurfaces(.ioError(count: 1)) {
+    @Test("A queue error (POLLERR, EIO until STREAMOFF) restarts the stream; a frame held across it stays valid and goes back")
+    func queueErrorRestartsTheStream() throws {
+        let driver = VirtualUVCDriver(cameras: [Self.fastSpec()])
+        let camera = try Self.openFast(driver)
+        let collector = FrameCollector(keepFrames: false)
+        let holder = FrameCollector()  // keeps the first frame only
+        let kept = Mutex(false)
+        try camera.start { output in
+            collector.handler(output)
+            if case .frame = output, kept.withLock({ k in defer { k = true }; return !k }) { holder.handler(output) }
+        }
+        defer { camera.stop() }
+        #expect(collector.waitForFrames(5, timeoutSeconds: 5))
+        let held = try #require(holder.frames.first)
+        let heldByte = held.payload.bytes[0]
+        driver.inject(.queueError, into: Self.path)
+        let event = collector.waitForEvent(timeoutSeconds: 5) {
             if case .recoverableError(.ioctlFailed(_, "VIDIOC_DQBUF", EIO)) = $0 { return true }
             return false
         }
         #expect(event != nil)
+        // Streaming goes on after the restart, with sequences still rising.
+        let seen = collector.records.count
+        #expect(collector.waitForFrames(seen + 20, timeoutSeconds: 5))
+        let sequences = collector.records.map(\.sequence)
+        #expect(zip(sequences, sequences.dropFirst()).allSatisfy { $0 < $1 })
+        #expect(!collector.events.contains { if case .disconnected = $0 { return true }; return false })
+        // The held frame was not re-queued by the restart: its pixels are untouched.
+        #expect(held.payload.bytes[0] == heldByte)
+        #expect(camera.buffersHeldByFrames >= 1)
+        holder.releaseFrames()
+        #expect(collector.waitForFrames(collector.records.count + 5, timeoutSeconds: 5))
+    }
+
+    @Test("A QBUF the driver refuses is reported and retried: no buffer is lost to the stream")
+    func refusedQueueingIsRetried() throws {
+        let driver = VirtualUVCDriver(cameras: [Self.fastSpec()])
+        let camera = try Self.openFast(driver)
+        let collector = FrameCollector(keepFrames: false)
+        try camera.start(collector.handler)
+        defer { camera.stop() }
+        #expect(collector.waitForFrames(5, timeoutSeconds: 5))
+        // As many refusals as the camera has buffers: without the retry the stream would starve.
+        driver.inject(.refusedQueueing(count: V4L2Camera.Options().bufferCount), into: Self.path)
+        let event = collector.waitForEvent(timeoutSeconds: 5) {
+            if case .recoverableError(.ioctlFailed(_, "VIDIOC_QBUF", EINVAL)) = $0 { return true }
+            return false
+        }
+        #expect(event != nil)
+        let seen = collector.records.count
+        #expect(collector.waitForFrames(seen + 100, timeoutSeconds: 5))
+        #expect(!collector.events.contains { if case .stalled = $0 { return true }; return false })
     }
 
     @Test("A spurious wake-up (EAGAIN) is absorbed without an error")
@@ -251,6 +297,19 @@ struct V4L2CameraTests {
             return false
         }
         #expect(event != nil)
+    }
+
+    @Test("A frame counter that repeats or steps back keeps frames, numbered on so sequences keep rising", arguments: [0, 3])
+    func sequenceSteppingBackIsNumberedOn(by steps: Int) throws {
+        let (event, collector) = try Self.faultSurfaces(.sequenceStepsBack(by: steps)) {
+            if case .recoverableError(.invalidState(_, let reason)) = $0 { return reason.contains("frame counter went from") }
+            return false
+        }
+        #expect(event != nil)
+        let sequences = collector.records.map(\.sequence)
+        #expect(zip(sequences, sequences.dropFirst()).allSatisfy { $0 < $1 })
+        // Not mistaken for a wrap: no gap of billions of frames is reported.
+        #expect(!collector.events.contains { if case .dropped(let n, .sequenceGap) = $0 { return n > 1_000_000 }; return false })
     }
 
     @Test("A timestamp going backwards drops that frame")
