@@ -145,6 +145,15 @@ public final class VirtualUVCDriver: V4L2Syscalls, @unchecked Sendable {
         return devices[path]?.rawTimestamps[UInt32(truncatingIfNeeded: sequence)]
     }
 
+    /// The driver's own counter for the frame whose buffer carried `timestamp` (nanoseconds;
+    /// matched to the microsecond the buffer carries), among the last 1024 frames. A frame's
+    /// ``Frame/sequence`` is numbered on across stream restarts while the driver's counter
+    /// starts again at 0, so ground truth is looked up by timestamp.
+    public func driverSequence(_ path: String, timestamp: Int64) -> UInt64? {
+        lock.lock(); defer { lock.unlock() }
+        return devices[path]?.rawTimestamps.first { abs($0.value - timestamp) < 1000 }.map { UInt64($0.key) }
+    }
+
     /// Ground truth: when frame `sequence` of the camera at `path` was really due, before
     /// jitter and timestamp faults (the last 1024 frames of the current connection).
     public func dueTime(_ path: String, sequence: UInt64) -> Int64? {

@@ -7,7 +7,7 @@ import Testing
 /// One simulated hour through the whole session, time-compressed: `make soak`
 /// (`PARALLAX_SOAK=1`, release build). Two virtual UVC cameras at 60 fps with drift,
 /// jitter and 1 % of frames lost on the bus, rectified at 160×120, with the virtual
-/// driver's faults injected at random: unplug and replug, EIO from DQBUF, error-flagged
+/// driver's faults injected at random: unplug and replug, vb2's queue error, error-flagged
 /// buffers, sequence gaps, timestamps jumping back.
 @Suite("Session soak (make soak)", .enabled(if: ProcessInfo.processInfo.environment["PARALLAX_SOAK"] != nil))
 struct SessionSoakTests {
@@ -69,7 +69,7 @@ struct SessionSoakTests {
                     counts["unplug", default: 0] += 1
                 case 1:
                     driver.inject(.queueError, into: path)
-                    counts["eio", default: 0] += 1
+                    counts["queue_error", default: 0] += 1
                 case 2:
                     driver.inject(.errorFlaggedBuffers(count: 1 + Int(random.nextUnit() * 3)), into: path)
                     counts["error_flag", default: 0] += 1
@@ -99,9 +99,12 @@ struct SessionSoakTests {
             // be looked up: counted apart.
             // The driver's timestamps (end of frame, whole microseconds) are the frames' own
             // before the capture code moved them to mid-exposure.
-            let r = pair.right.sequence, l = pair.left.sequence
+            // Looked up by timestamp: after a stream restart the frames' sequences are numbered
+            // on while the driver counts from 0 again.
             func raw(_ side: StereoPairSide) -> Int64 { side.timestampNanoseconds + (side.exposureNanoseconds ?? 0) / 2 }
-            if let rightDue = driver.dueTime(paths.right, sequence: r), let leftDue = driver.dueTime(paths.left, sequence: l),
+            if let r = driver.driverSequence(paths.right, timestamp: raw(pair.right)),
+               let l = driver.driverSequence(paths.left, timestamp: raw(pair.left)),
+               let rightDue = driver.dueTime(paths.right, sequence: r), let leftDue = driver.dueTime(paths.left, sequence: l),
                abs(rightDue - raw(pair.right)) <= jitter + 1000, abs(leftDue - raw(pair.left)) <= jitter + 1000 {
                 let chosen = abs(leftDue - rightDue)
                 let neighbours = [l &- 1, l &+ 1].compactMap { driver.dueTime(paths.left, sequence: $0) }
