@@ -17,8 +17,10 @@ final class StreamSession: @unchecked Sendable {
     let syscalls: any V4L2Syscalls
     let fd: Int32
     let mappings: [Mapping]
-    /// Buffers are re-queued only while the session streams.
-    let active = Atomic<Bool>(true)
+    /// Buffers are re-queued only while the session streams. Cleared under the buffers'
+    /// lock (``deactivate()``), so no re-queue or restart is half-way when STREAMOFF or
+    /// close follows.
+    private let active = Atomic<Bool>(true)
     /// Which buffers are out of the driver's hands, under one lock so that a restart after a
     /// queue error re-queues exactly the buffers no frame holds while frames are released.
     private struct Buffers {
@@ -42,6 +44,12 @@ final class StreamSession: @unchecked Sendable {
     /// Buffers currently held by frames (for tests and diagnostics).
     var heldCount: Int { buffers.withLock { $0.held.count } }
 
+    /// Ends re-queueing and restarts; true if the session was still active (the caller then
+    /// stops the stream).
+    func deactivate() -> Bool {
+        buffers.withLock { _ in active.exchange(false, ordering: .acquiringAndReleasing) }
+    }
+
     /// Notes that buffer `index` left the driver (dequeued); ``requeue(_:)`` gives it back.
     func dequeued(_ index: UInt32) {
         buffers.withLock { _ = $0.held.insert(index) }
@@ -54,7 +62,9 @@ final class StreamSession: @unchecked Sendable {
         buffers.withLock { b in
             b.held.remove(index)
             guard active.load(ordering: .acquiring) else { return }
-            if let error = queue(index), error.code != ENODEV { b.refused[index] = (error.code, false) }
+            // ENODEV: the device is gone; EIO: vb2's queue error, whose restart queues this
+            // buffer again. Anything else is retried by the capture thread.
+            if let error = queue(index), error.code != ENODEV && error.code != EIO { b.refused[index] = (error.code, false) }
         }
     }
 
@@ -74,14 +84,16 @@ final class StreamSession: @unchecked Sendable {
 
     /// After the driver put its queue in the error state (vb2's `vb2_queue_error`: POLLERR,
     /// DQBUF and QBUF fail with EIO until STREAMOFF): STREAMOFF, every buffer no frame holds
-    /// queued again, STREAMON. The failed request and its errno, or nil.
+    /// queued again (a refusal is kept for ``retryRefused()``), STREAMON. Nothing once the
+    /// session was deactivated (stopped meanwhile). The failed request and its errno, or nil.
     func restart() -> (request: String, error: V4L2Errno)? {
         buffers.withLock { b -> (request: String, error: V4L2Errno)? in
+            guard active.load(ordering: .acquiring) else { return nil }
             var type = Int32(V4L2_BUF_TYPE_VIDEO_CAPTURE.rawValue)
             if let error = ioctl(CV4L2_VIDIOC_STREAMOFF, &type) { return ("VIDIOC_STREAMOFF", error) }
             b.refused = [:]
             for index in 0..<UInt32(mappings.count) where !b.held.contains(index) {
-                if let error = queue(index) { return ("VIDIOC_QBUF", error) }
+                if let error = queue(index) { b.refused[index] = (error.code, false) }
             }
             if let error = ioctl(CV4L2_VIDIOC_STREAMON, &type) { return ("VIDIOC_STREAMON", error) }
             return nil
@@ -175,7 +187,7 @@ extension V4L2Camera {
         }
         guard let thread else { return }
         thread.stopAndJoin()
-        if let session, session.active.exchange(false, ordering: .acquiringAndReleasing) {
+        if let session, session.deactivate() {
             var type = Int32(V4L2_BUF_TYPE_VIDEO_CAPTURE.rawValue)
             _ = call(fd, CV4L2_VIDIOC_STREAMOFF, &type)
         }
@@ -195,7 +207,7 @@ extension V4L2Camera {
     /// Tears the stream down after the device vanished: no more re-queues,
     /// STREAMOFF attempted, the descriptor closed. Mappings go with the last frame.
     fileprivate func tearDownAfterDisconnect(_ session: StreamSession) {
-        session.active.store(false, ordering: .releasing)
+        _ = session.deactivate()
         let fd = state.withLock { s -> Int32 in
             defer {
                 s.fd = -1
@@ -265,8 +277,19 @@ private final class CaptureContext: @unchecked Sendable {
         var stalled = false
         var warnedAboutClock = false
         var warnedAboutSequence = false
+        // Stream restarts after a queue error: one happened and no frame came yet; how many
+        // in a row came before a frame; whether a restart's own failure was said.
         var restarted = false
+        var failedRestarts = 0
         var restartFailing = false
+        var lastDequeuedTimestamp: Int64?
+        func reportStallIfDue() {
+            let waited = monotonicNanoseconds() - lastFrameAt
+            if !stalled && waited > stallAfter {
+                stalled = true
+                handler(.event(.stalled(waitedNanoseconds: waited)))
+            }
+        }
         let (identity, calibration, exposure) = frameContext
         let model = calibration.map { $0.size == negotiation.actual.size ? $0 : $0.resized(to: negotiation.actual.size) }
 
@@ -285,11 +308,7 @@ private final class CaptureContext: @unchecked Sendable {
             if revents & Int16(POLLHUP | POLLNVAL) != 0 { return disconnect() }
             let queueFailed = revents & Int16(POLLERR) != 0
             if !queueFailed && revents & Int16(POLLIN) == 0 {
-                let waited = monotonicNanoseconds() - lastFrameAt
-                if !stalled && waited > stallAfter {
-                    stalled = true
-                    handler(.event(.stalled(waitedNanoseconds: waited)))
-                }
+                reportStallIfDue()
                 continue
             }
             var buffer = v4l2_buffer()
@@ -297,26 +316,35 @@ private final class CaptureContext: @unchecked Sendable {
             buffer.memory = V4L2_MEMORY_MMAP.rawValue
             if let error = dequeue(&buffer) {
                 if error.code == ENODEV { return disconnect() }
-                // EIO is vb2's fatal queue error (it stays until STREAMOFF); POLLERR with any
-                // other answer means the queue stopped under us. Both: restart the stream.
+                if queueFailed && (error.code == EAGAIN || error.code == EINTR) {
+                    // vb2 says POLLERR while it waits for buffers to be queued (after a restart
+                    // with every buffer held by frames): nothing to do until a frame is released.
+                    _ = thread.sleep(untilMonotonicNanoseconds: monotonicNanoseconds() + Int64(sliceMs) * 1_000_000)
+                    reportStallIfDue()
+                    continue
+                }
+                // EIO is vb2's fatal queue error (it stays until STREAMOFF); POLLERR with EINVAL
+                // means the queue is not streaming. Both: restart the stream, said once per run
+                // of failures, backing off while the error keeps coming back before a frame does.
                 if error.code == EIO || queueFailed {
-                    handler(.event(.recoverableError(.ioctlFailed(device: path, request: "VIDIOC_DQBUF", errno: error.code))))
+                    if failedRestarts == 0 {
+                        handler(.event(.recoverableError(.ioctlFailed(device: path, request: "VIDIOC_DQBUF", errno: error.code))))
+                    } else {
+                        let backoff = min(Int64(1_000_000_000), Int64(sliceMs) * 1_000_000 << min(failedRestarts - 1, 10))
+                        _ = thread.sleep(untilMonotonicNanoseconds: monotonicNanoseconds() + backoff)
+                    }
+                    failedRestarts += 1
+                    if thread.shouldStop { continue }
                     if let failed = session.restart() {
                         if failed.error.code == ENODEV { return disconnect() }
                         if !restartFailing {
+                            restartFailing = true
                             handler(.event(.recoverableError(.ioctlFailed(device: path, request: failed.request, errno: failed.error.code))))
                         }
-                        restartFailing = true
-                        _ = thread.sleep(untilMonotonicNanoseconds: monotonicNanoseconds() + Int64(sliceMs) * 1_000_000)  // then again
                     } else {
-                        restartFailing = false
                         restarted = true
                     }
-                    let waited = monotonicNanoseconds() - lastFrameAt
-                    if !stalled && waited > stallAfter {
-                        stalled = true
-                        handler(.event(.stalled(waitedNanoseconds: waited)))
-                    }
+                    reportStallIfDue()
                     continue
                 }
                 switch error.code {
@@ -327,6 +355,8 @@ private final class CaptureContext: @unchecked Sendable {
                 }
             }
             lastFrameAt = monotonicNanoseconds()
+            failedRestarts = 0
+            restartFailing = false
             if stalled {
                 stalled = false
                 handler(.event(.resumed))
@@ -356,13 +386,14 @@ private final class CaptureContext: @unchecked Sendable {
                         device: path, reason: "the driver's buffer timestamps \(clockProblem); frames are stamped when dequeued instead, which is less exact"))))
                 }
             }
-            if restarted, let previous = lastTimestamp {
-                // The driver counts from 0 again after a restart: number on from the last frame,
-                // counting the frames that were due while the stream was down as lost.
-                restarted = false
-                let lost = max(0, Int((timestamp - previous + frameNs / 2) / max(1, frameNs)) - 1)
+            if restarted, let previous = lastDequeuedTimestamp {
+                // The driver counts from 0 again after a restart: number on from the last frame
+                // dequeued, counting the frames that were due while the stream was down as lost.
+                let lost = frameNs > 0 ? max(0, Int((timestamp - previous + frameNs / 2) / frameNs) - 1) : 0
                 if lost > 0 { handler(.event(.dropped(count: lost, reason: .streamRestarted))) }
                 sequence &+= UInt64(1 + lost)
+            } else if restarted {
+                sequence = lastSequence == nil ? UInt64(buffer.sequence) : sequence &+ 1
             } else if let last = lastSequence {
                 let step = buffer.sequence &- last
                 if step == 0 || step > UInt32.max / 2 {
@@ -387,6 +418,7 @@ private final class CaptureContext: @unchecked Sendable {
             }
             restarted = false
             lastSequence = buffer.sequence
+            lastDequeuedTimestamp = timestamp
             if buffer.flags & UInt32(V4L2_BUF_FLAG_ERROR) != 0 {
                 session.requeue(buffer.index)
                 handler(.event(.dropped(count: 1, reason: .corruptBuffer)))
@@ -422,7 +454,7 @@ private final class CaptureContext: @unchecked Sendable {
 
     private func disconnect() {
         // Without the camera (it is in deinit) its deinit closes the descriptor.
-        session.active.store(false, ordering: .releasing)
+        _ = session.deactivate()
         camera?.tearDownAfterDisconnect(session)
         handler(.event(.disconnected))
     }

@@ -55,6 +55,9 @@ final class Device {
     /// vb2's queue error state: POLLERR, EIO from DQBUF and QBUF, until STREAMOFF.
     var queueFailed = false
     var pendingRefusedQueueing = 0
+    /// vb2's `waiting_for_buffers`: set by STREAMOFF and REQBUFS, cleared by QBUF; while set,
+    /// poll reports POLLERR (vb2's capture-queue quirk) and DQBUF has nothing.
+    var waitingForBuffers = true
     var pendingSpurious = 0
     var failNextStreamOn = false
     var pendingErrorFlags = 0
@@ -232,6 +235,7 @@ final class Device {
         buffers = []
         done = []
         queue = []
+        waitingForBuffers = true
         let count = r.pointee.count == 0 ? 0 : min(max(Int(r.pointee.count), 2), spec.maximumBuffers)
         let length = imageSize
         buffers = (0..<count).map { Buffer(index: UInt32($0), length: length) }
@@ -273,6 +277,7 @@ final class Device {
             pendingRefusedQueueing -= 1
             throw .invalidArgument
         }
+        waitingForBuffers = false
         buffer.state = .queued
         buffer.flags = 0
         queue.append(Int(buffer.index))
@@ -320,6 +325,7 @@ final class Device {
     func stopStreaming() {
         streaming = false
         queueFailed = false
+        waitingForBuffers = true
         reservedPacketBytes = 0
         nextDue = .max
         done = []
@@ -355,7 +361,7 @@ final class Device {
                 pendingStepBack = nil
             }
             let buffer = buffers[queue.removeFirst()]
-            var timestamp = due + jitter() + timestampOffset
+            var timestamp = due + jitter()
             if let back = pendingBackwards {
                 timestamp = lastTimestamp - back
                 pendingBackwards = nil
@@ -363,6 +369,9 @@ final class Device {
                 timestamp = max(timestamp, lastTimestamp + 1)
             }
             lastTimestamp = max(lastTimestamp, timestamp)
+            // Off the clock by the injected offset after the ordering above, as a driver
+            // whose whole clock is shifted.
+            timestamp += timestampOffset
             buffer.sequence = sequence
             buffer.timestamp = timestamp
             rawTimestamps[sequence] = timestamp

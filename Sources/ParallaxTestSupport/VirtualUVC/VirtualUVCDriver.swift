@@ -246,7 +246,7 @@ public final class VirtualUVCDriver: V4L2Syscalls, @unchecked Sendable {
         lock.lock(); defer { lock.unlock() }
         while true {
             guard let device = try? live(fd) else { return Int16(POLLERR | POLLHUP) }
-            guard device.streaming, !device.queueFailed else { return Int16(POLLERR) }
+            guard device.streaming, !device.queueFailed, !device.waitingForBuffers else { return Int16(POLLERR) }
             device.produce(until: clock.now())
             if device.pendingSpurious > 0 || !device.done.isEmpty { return Int16(POLLIN | POLLRDNORM) }
             let now = ParallaxCapture.monotonicNanoseconds()

@@ -231,8 +231,11 @@ struct V4L2CameraTests {
         }
         defer { camera.stop() }
         #expect(collector.waitForFrames(5, timeoutSeconds: 5))
-        let held = try #require(holder.frames.first)
-        let heldByte = held.payload.bytes[0]
+        // The held frame's buffer, by address; the virtual driver writes each frame's
+        // sequence into its first 8 bytes.
+        func heldFrame() -> Frame? { holder.frames.first }
+        let heldAddress = try #require(heldFrame().map { UInt(bitPattern: $0.payload.baseAddress) })
+        let heldBytes = try #require(heldFrame().map { Array($0.payload.bytes.prefix(8)) })
         driver.inject(.queueError, into: Self.path)
         let event = collector.waitForEvent(timeoutSeconds: 5) {
             if case .recoverableError(.ioctlFailed(_, "VIDIOC_DQBUF", EIO)) = $0 { return true }
@@ -245,11 +248,67 @@ struct V4L2CameraTests {
         let sequences = collector.records.map(\.sequence)
         #expect(zip(sequences, sequences.dropFirst()).allSatisfy { $0 < $1 })
         #expect(!collector.events.contains { if case .disconnected = $0 { return true }; return false })
-        // The held frame was not re-queued by the restart: its pixels are untouched.
-        #expect(held.payload.bytes[0] == heldByte)
-        #expect(camera.buffersHeldByFrames >= 1)
+        // The held frame was not re-queued by the restart: no later frame used its buffer,
+        // and its pixels are untouched.
+        #expect(!collector.records.dropFirst(seen).contains { $0.baseAddress == heldAddress })
+        #expect(heldFrame().map { Array($0.payload.bytes.prefix(8)) } == heldBytes)
         holder.releaseFrames()
-        #expect(collector.waitForFrames(collector.records.count + 5, timeoutSeconds: 5))
+        // Released after the restart, its buffer goes back into circulation.
+        let released = collector.records.count
+        #expect(collector.waitForFrames(released + 40, timeoutSeconds: 5))
+        #expect(collector.records.dropFirst(released).contains { $0.baseAddress == heldAddress })
+        #expect(!collector.events.contains { if case .recoverableError(.ioctlFailed(_, "VIDIOC_QBUF", _)) = $0 { return true }; return false })
+        #expect(collector.events.filter { if case .recoverableError(.ioctlFailed(_, "VIDIOC_DQBUF", _)) = $0 { return true }; return false }.count == 1)
+    }
+
+    @Test("A queue error while frames hold every buffer: said once, no busy loop, streaming resumes when they are released")
+    func queueErrorWithEveryBufferHeld() throws {
+        let driver = VirtualUVCDriver(cameras: [Self.fastSpec()])
+        let camera = try Self.openFast(driver)
+        let collector = FrameCollector()  // keeps every frame: all buffers end up held
+        try camera.start(collector.handler)
+        defer { camera.stop() }
+        let buffers = V4L2Camera.Options().bufferCount
+        #expect(collector.waitForFrames(buffers, timeoutSeconds: 5))
+        driver.inject(.queueError, into: Self.path)
+        #expect(collector.waitForEvent(timeoutSeconds: 5) {
+            if case .recoverableError(.ioctlFailed(_, "VIDIOC_DQBUF", EIO)) = $0 { return true }
+            return false
+        } != nil)
+        // vb2 answers POLLERR and DQBUF EAGAIN while it waits for buffers; that is waited
+        // out, not taken for more queue errors.
+        usleep(300_000)
+        let errors = collector.events.filter { if case .recoverableError = $0 { return true }; return false }
+        #expect(errors.count == 1, "\(errors)")
+        collector.releaseFrames()
+        #expect(collector.waitForFrames(collector.records.count + 1, timeoutSeconds: 5))
+    }
+
+    @Test("stop() from the handler on a queue error stops for good: the restart does not start the stream again")
+    func stopDuringQueueError() throws {
+        let driver = VirtualUVCDriver(cameras: [Self.fastSpec()])
+        let camera = try Self.openFast(driver)
+        let collector = FrameCollector(keepFrames: false)
+        let stopped = Mutex(false)
+        try camera.start { output in
+            collector.handler(output)
+            if case .event(.recoverableError(.ioctlFailed(_, "VIDIOC_DQBUF", EIO))) = output {
+                camera.stop()
+                stopped.withLock { $0 = true }
+            }
+        }
+        #expect(collector.waitForFrames(5, timeoutSeconds: 5))
+        driver.inject(.queueError, into: Self.path)
+        let deadline = Date().addingTimeInterval(5)
+        while !stopped.withLock({ $0 }) && Date() < deadline { usleep(5_000) }
+        usleep(100_000)
+        #expect(stopped.withLock { $0 })
+        #expect(!driver.isStreaming(Self.path))
+        // And it starts again cleanly.
+        let again = FrameCollector(keepFrames: false)
+        try camera.start(again.handler)
+        #expect(again.waitForFrames(5, timeoutSeconds: 5))
+        camera.stop()
     }
 
     @Test("A QBUF the driver refuses is reported and retried: no buffer is lost to the stream")
