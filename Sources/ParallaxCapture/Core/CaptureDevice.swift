@@ -57,7 +57,6 @@ extension CaptureDevice {
     }
 }
 
-import Synchronization
 
 /// The outputs of a streaming device as an `AsyncSequence` (see ``CaptureDevice/outputs(bufferingNewest:)``).
 public struct CaptureOutputs: AsyncSequence, Sendable {
@@ -93,7 +92,7 @@ public struct CaptureOutputs: AsyncSequence, Sendable {
             var finished = false
         }
         let limit: Int
-        let state = Mutex(State())
+        let state = Locked(State())
 
         init(limit: Int) { self.limit = limit }
 

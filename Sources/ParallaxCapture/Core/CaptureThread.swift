@@ -1,3 +1,4 @@
+import ParallaxGeometry
 import Foundation
 import Synchronization
 
@@ -5,18 +6,18 @@ import Synchronization
 /// rig, recordings) and a way to wait for its end with a deadline.
 final class CaptureThread: Sendable {
     let stopRequested = Atomic<Bool>(false)
-    private let finished = Mutex<Bool>(false)
+    private let finished = Locked<Bool>(false)
     private let condition = NSCondition()
 
     /// The thread's pthread id, so a stop requested from the thread itself does not wait for itself.
-    private let runner = Mutex<pthread_t?>(nil)
+    private let runner = Locked<pthread_t?>(nil)
 
     /// The work, taken (and released) by the thread so that nothing it captured,
     /// such as a stream's mapped buffers, outlives the join.
-    private let body: Mutex<(@Sendable (CaptureThread) -> Void)?>
+    private let body: Locked<(@Sendable (CaptureThread) -> Void)?>
 
     init(name: String, body: @escaping @Sendable (CaptureThread) -> Void) {
-        self.body = Mutex(body)
+        self.body = Locked(body)
         let thread = Thread { [self] in
             runner.withLock { $0 = pthread_self() }
             if let work = self.body.withLock({ b -> (@Sendable (CaptureThread) -> Void)? in defer { b = nil }; return b }) {

@@ -31,8 +31,8 @@ public final class RecordedFolderDevice: CaptureDevice, StopRequesting, Sendable
     public let pace: SimulationPace
     private let recordedFormat: CaptureFormat
     /// The recorded size and pixel format at the interval last asked for.
-    private let configured: Mutex<CaptureFormat>
-    private let thread = Mutex<CaptureThread?>(nil)
+    private let configured: Locked<CaptureFormat>
+    private let thread = Locked<CaptureThread?>(nil)
 
     /// Reads `DIR/cam<camera>/data.csv` and the first image (for the format).
     ///
@@ -65,7 +65,7 @@ public final class RecordedFolderDevice: CaptureDevice, StopRequesting, Sendable
         let median = steps.isEmpty ? 33_333_333 : max(1, steps[steps.count / 2])
         recordedFormat = CaptureFormat(fourCC: fourCC, size: image.size,
                                        frameInterval: FrameInterval(framesPerSecond: 1e9 / Double(median)))
-        configured = Mutex(recordedFormat)
+        configured = Locked(recordedFormat)
         identity = DeviceIdentity(stableID: "recording:\(cameraFolder)", name: "recording cam\(camera)", path: cameraFolder)
     }
 

@@ -1,6 +1,5 @@
 import ParallaxGeometry
 import ParallaxImage
-import Synchronization
 
 /// Splits a camera that delivers both views in one frame (a side-by-side
 /// stereo camera: 2560×720 holding two 1280×720 views, left view on the
@@ -35,7 +34,7 @@ public final class SideBySideSplitter: Sendable {
     /// The source's frames fanned out to the halves that are running.
     final class Hub: Sendable {
         let source: any CaptureDevice
-        let handlers = Mutex<[StereoSide: @Sendable (CaptureOutput) -> Void]>([:])
+        let handlers = Locked<[StereoSide: @Sendable (CaptureOutput) -> Void]>([:])
 
         init(source: any CaptureDevice) { self.source = source }
 

@@ -1,5 +1,5 @@
+import ParallaxGeometry
 import Foundation
-import Synchronization
 
 /// A camera arriving or leaving.
 public enum HotplugEvent: Hashable, Sendable {
@@ -29,7 +29,7 @@ public final class HotplugMonitor: Sendable {
     public let discovery: V4L2Discovery
     /// Quiet time before a burst of changes is scanned.
     public let debounceNanoseconds: Int64
-    private let thread: Mutex<CaptureThread?> = Mutex(nil)
+    private let thread: Locked<CaptureThread?> = Locked(nil)
 
     /// A monitor; call ``start(_:)`` to begin watching.
     public init(discovery: V4L2Discovery = V4L2Discovery(), debounceNanoseconds: Int64 = 250_000_000) {

@@ -20,7 +20,7 @@ public final class EuRoCRecorder: Sendable {
     public let directory: String
     /// File extension for uncompressed frames (`png` by default; `pgm` and `ppm` also work).
     public let imageExtension: String
-    private let rows: Mutex<[[(Int64, String)]]>
+    private let rows: Locked<[[(Int64, String)]]>
 
     /// Creates `DIR/camN/data/` for `cameraCount` cameras.
     ///
@@ -34,7 +34,7 @@ public final class EuRoCRecorder: Sendable {
                 replacingExisting: Bool = false) throws(CaptureError) {
         self.directory = directory
         self.imageExtension = imageExtension
-        self.rows = Mutex(Array(repeating: [], count: max(1, cameraCount)))
+        self.rows = Locked(Array(repeating: [], count: max(1, cameraCount)))
         let existing = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
         if !existing.isEmpty {
             guard replacingExisting else {

@@ -1,5 +1,5 @@
+import ParallaxGeometry
 import Foundation
-import Synchronization
 
 /// What one camera contributed to a recording.
 public struct CameraRecordingSummary: Hashable, Sendable {
@@ -30,7 +30,7 @@ public struct CameraRecordingSummary: Hashable, Sendable {
 public func recordIndependently(_ devices: [any CaptureDevice], frames: Int, into recorder: EuRoCRecorder,
                                 timeoutSeconds: Double) throws(CaptureError) -> [CameraRecordingSummary] {
     let condition = NSCondition()
-    let summaries = Mutex(devices.map { CameraRecordingSummary(identity: $0.identity, framesWritten: 0, drops: [:],
+    let summaries = Locked(devices.map { CameraRecordingSummary(identity: $0.identity, framesWritten: 0, drops: [:],
                                                                disconnected: false, writeError: nil) })
     func finished() -> Bool {
         summaries.withLock { $0.allSatisfy { $0.framesWritten >= frames || $0.disconnected || $0.writeError != nil } }

@@ -1,4 +1,4 @@
-import Synchronization
+import ParallaxGeometry
 
 /// Something that happened in a ``StereoSession``, with when it happened.
 public struct SessionEvent: Sendable, Hashable, CustomStringConvertible {
@@ -106,9 +106,9 @@ final class AsyncQueue<Element: Sendable>: Sendable {
         var waiter: UnsafeContinuation<Element?, Never>?
         var finished = false
     }
-    private let state: Mutex<State>
+    private let state: Locked<State>
 
-    init(capacity: Int) { state = Mutex(State(items: Ring(capacity: max(1, capacity)))) }
+    init(capacity: Int) { state = Locked(State(items: Ring(capacity: max(1, capacity)))) }
 
     /// Hands `element` to the waiting reader or queues it; returns the element dropped to
     /// make room, if any. Ignored (and returned) after ``finish()``.

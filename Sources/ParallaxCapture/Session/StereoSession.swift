@@ -1,7 +1,6 @@
 import Foundation
 import ParallaxGeometry
 import ParallaxImage
-import Synchronization
 
 /// Two cameras in, rectified matched pairs out: a ``StereoDevice`` → an
 /// ``OutputSynchronizer`` → a ``Rectifier`` → your code.
@@ -48,7 +47,7 @@ public final class StereoSession: Sendable {
     let models: PerSide<CameraModel>?
     let pairQueue: AsyncQueue<StereoPair>
     let eventQueue = AsyncQueue<SessionEvent>(capacity: 1024)
-    let state: Mutex<State>
+    let state: Locked<State>
     /// Wakes the session thread and cameras waiting for room.
     let signal = NSCondition()
     let machine = MachineState()
@@ -132,7 +131,7 @@ public final class StereoSession: Sendable {
                             incomingCapacity: waits ? 64 : 2, cameraFramesPerSecond: 1e9 / Double(max(1, interval)))
         initial.sides = PerSide(repeating: device.enabledSides.left ? .running : .disabled)
         initial.sides.right = device.enabledSides.right ? .running : .disabled
-        state = Mutex(initial)
+        state = Locked(initial)
         let box = WeakSession()
         synchronizer = OutputSynchronizer(configuration: settings, pairHandler: { pair in
             box.session?.received(pair)

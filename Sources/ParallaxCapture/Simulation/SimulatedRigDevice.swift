@@ -101,7 +101,7 @@ public final class SimulatedCamera: CaptureDevice, StopRequesting, @unchecked Se
     private let epoch: Int64
     private let seed: UInt64
     fileprivate let lockstep: Lockstep
-    private let state: Mutex<State>
+    private let state: Locked<State>
     /// Set by ``requestStop()`` while a rendering is in progress, which then stops; cleared
     /// when the next rendering starts, so a stop request never outlives its rendering.
     private let renderingCancelled = Atomic<Bool>(false)
@@ -127,7 +127,7 @@ public final class SimulatedCamera: CaptureDevice, StopRequesting, @unchecked Se
         self.identity = DeviceIdentity(stableID: "simulated-\(camera)", name: "simulated \(camera) camera")
         let size = rig.model(camera).size
         let fourCC = CaptureFormat.fourCC(of: pixelFormat) ?? .grey
-        self.state = Mutex(State(format: CaptureFormat(fourCC: fourCC, size: size, frameInterval: interval)))
+        self.state = Locked(State(format: CaptureFormat(fourCC: fourCC, size: size, frameInterval: interval)))
     }
 
     deinit { stop() }

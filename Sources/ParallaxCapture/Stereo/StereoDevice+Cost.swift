@@ -1,4 +1,4 @@
-import Synchronization
+import ParallaxGeometry
 
 extension StereoDevice {
     /// The hardware cost of streaming `configuration` on both sides, computed before
@@ -122,7 +122,7 @@ extension StereoDevice {
 /// said they fit, for the life of the process: the next estimate for them reports it.
 final class BandwidthRefusals: Sendable {
     static let shared = BandwidthRefusals()
-    private let keys = Mutex<Set<String>>([])
+    private let keys = Locked<Set<String>>([])
 
     func insert(_ key: String) { _ = keys.withLock { $0.insert(key) } }
     func contains(_ key: String) -> Bool { keys.withLock { $0.contains(key) } }

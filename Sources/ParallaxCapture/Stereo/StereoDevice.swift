@@ -1,5 +1,4 @@
 import ParallaxGeometry
-import Synchronization
 
 /// Two cameras as one device: constituents that share one format and one frame interval,
 /// with a hardware cost known before streaming.
@@ -42,7 +41,7 @@ public final class StereoDevice: Sendable {
     public let kind: Kind
     /// The side-by-side camera itself, for ``Kind/sideBySide`` (one stream on the bus).
     let sideBySideSource: (any CaptureDevice)?
-    let state = Mutex(State())
+    let state = Locked(State())
 
     struct State {
         var configuration: StereoConfiguration?

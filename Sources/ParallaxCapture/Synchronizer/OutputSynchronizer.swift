@@ -1,9 +1,9 @@
+import ParallaxGeometry
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
-import Synchronization
 
 /// Pairs the frames of two cameras as they arrive, from any threads, and hands the pairs
 /// to one consumer: an `AsyncSequence` (``pairs``) or a callback.
@@ -54,9 +54,9 @@ public final class OutputSynchronizer<Payload: Sendable>: Sendable {
 
     /// The configuration the synchronizer was made with.
     public let configuration: SynchronizerConfiguration
-    @usableFromInline let state: Mutex<State>
+    @usableFromInline let state: Locked<State>
     /// Held while handlers run, so events reach them in order even when both cameras push.
-    @usableFromInline let delivery = Mutex<Void>(())
+    @usableFromInline let delivery = Locked<Void>(())
     @usableFromInline let pairHandler: PairHandler?
     @usableFromInline let dropHandler: DropHandler?
     @usableFromInline let now: @Sendable () -> Int64
@@ -80,7 +80,7 @@ public final class OutputSynchronizer<Payload: Sendable>: Sendable {
         // Each frame produces one event at most once; a push can therefore decide at most
         // every waiting frame plus itself, and output overflow adds two drops per pair.
         let queue = max(1, configuration.queueCapacity)
-        state = Mutex(
+        state = Locked(
             State(
                 core: SynchronizerCore(configuration: configuration),
                 outbox: Ring(capacity: 4 * queue + 4),

@@ -29,7 +29,7 @@ final class StreamSession: @unchecked Sendable {
         /// Released by their frames but refused by QBUF; the errno, and whether it was reported.
         var refused: [UInt32: (errno: Int32, reported: Bool)] = [:]
     }
-    private let buffers = Mutex(Buffers())
+    private let buffers = Locked(Buffers())
 
     init(syscalls: any V4L2Syscalls, fd: Int32, mappings: [Mapping]) {
         self.syscalls = syscalls

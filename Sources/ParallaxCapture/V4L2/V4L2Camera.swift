@@ -2,7 +2,6 @@ import CV4L2
 import Foundation
 import ParallaxGeometry
 import ParallaxImage
-import Synchronization
 
 /// A V4L2 video capture node (a UVC webcam, a CSI camera), through libv4l2.
 ///
@@ -53,7 +52,7 @@ public final class V4L2Camera: ReconnectableCaptureDevice, @unchecked Sendable {
     /// How it was opened.
     public let options: Options
     let syscalls: any V4L2Syscalls
-    let state: Mutex<State>
+    let state: Locked<State>
 
     struct State: @unchecked Sendable {
         var fd: Int32 = -1
@@ -81,7 +80,7 @@ public final class V4L2Camera: ReconnectableCaptureDevice, @unchecked Sendable {
         self.path = path
         self.options = options
         self.syscalls = syscalls
-        self.state = Mutex(State(identity: DeviceIdentity(stableID: stableID ?? path, name: path, path: path, usb: usb)))
+        self.state = Locked(State(identity: DeviceIdentity(stableID: stableID ?? path, name: path, path: path, usb: usb)))
         try open()
         if stableID == nil {
             state.withLock { s in

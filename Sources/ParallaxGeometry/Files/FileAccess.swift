@@ -200,7 +200,7 @@ public final class AtomicFileWriter {
 
     /// The first write error of the background queue.
     private final class FailureBox: Sendable {
-        private let stored = Mutex<FileAccessError?>(nil)
+        private let stored = Locked<FileAccessError?>(nil)
         var error: FileAccessError? {
             get { stored.withLock { $0 } }
             set { stored.withLock { $0 = $0 ?? newValue } }

@@ -68,8 +68,8 @@ struct PairCommand: ParsableCommand {
         // Pass 1: every bad line, the spans, the spacing and the order, before any output.
         // The two logs are read at once, one per core.
         let checking = ProgressLine("pair: checking the logs")
-        let results = Mutex<[Result<TimestampLogSummary, RecordedTimestampLogError>?]>([nil, nil])
-        let fractions = Mutex<[Double]>([0, 0])
+        let results = Locked<[Result<TimestampLogSummary, RecordedTimestampLogError>?]>([nil, nil])
+        let fractions = Locked<[Double]>([0, 0])
         DispatchQueue.concurrentPerform(iterations: 2) { index in
             let result = Result { () throws(RecordedTimestampLogError) in
                 try TimestampLogSummary(scanning: index == 0 ? left : right) { read, size in

@@ -1,3 +1,4 @@
+import ParallaxGeometry
 import Dispatch
 import ParallaxCapture
 import Synchronization
@@ -186,7 +187,7 @@ struct FrameBatch: Sendable {
 
 /// A bounded queue of batches from one producer thread to one consumer.
 private final class BatchChannel: Sendable {
-    private let items = Mutex<[FrameBatch]>([])
+    private let items = Locked<[FrameBatch]>([])
     private let filled = DispatchSemaphore(value: 0)
     private let free: DispatchSemaphore
     private let cancelled = Atomic<Bool>(false)

@@ -1,5 +1,5 @@
+import ParallaxGeometry
 import Foundation
-import Synchronization
 
 /// A progress line on standard error for work that takes more than a few seconds: silent
 /// for the first two seconds, then updated at most once a second (in place on a terminal,
@@ -8,7 +8,7 @@ import Synchronization
 final class ProgressLine: Sendable {
     private let label: String
     private let started = ContinuousClock.now
-    private let lastShown = Mutex<ContinuousClock.Instant?>(nil)
+    private let lastShown = Locked<ContinuousClock.Instant?>(nil)
     private let terminal = isatty(2) != 0
 
     init(_ label: String) { self.label = label }

@@ -5,6 +5,11 @@ import Testing
 
 @Suite("CaptureDevice.outputs as an AsyncSequence")
 struct CaptureOutputsTests {
+    /// `withDeadline`'s limit in these tests: a guard against hangs, not a timing assertion.
+    /// Generous because the async tests share the cooperative pool (one thread per core) with
+    /// tests that block on waits, which under the thread sanitizer can hold it for seconds.
+    static let hangGuardSeconds = 60.0
+
     /// Runs `body` but fails instead of hanging when it takes longer than `seconds`.
     static func withDeadline<T: Sendable>(_ seconds: Double, _ body: @escaping @Sendable () async -> T) async throws -> T {
         try await withThrowingTaskGroup(of: T?.self) { group in
@@ -29,7 +34,7 @@ struct CaptureOutputsTests {
         let camera = SimulatedRigDevice(rig: rig, frameInterval: FrameInterval(numerator: 1, denominator: 1000),
                                         pace: .realTime).left
         let outputs = try camera.outputs(bufferingNewest: 2)
-        let sequences = try await Self.withDeadline(10) { () -> [UInt64] in
+        let sequences = try await Self.withDeadline(Self.hangGuardSeconds) { () -> [UInt64] in
             var seen: [UInt64] = []
             for await output in outputs {
                 if case .frame(let frame) = output {
@@ -54,7 +59,7 @@ struct CaptureOutputsTests {
         let camera = SimulatedRigDevice(rig: rig, frameInterval: FrameInterval(numerator: 1, denominator: 200),
                                         pace: .realTime).left
         let outputs = try camera.outputs()
-        let last = try await Self.withDeadline(10) { () -> CaptureEvent? in
+        let last = try await Self.withDeadline(Self.hangGuardSeconds) { () -> CaptureEvent? in
             var frames = 0
             var lastEvent: CaptureEvent?
             for await output in outputs {

@@ -3,7 +3,6 @@ import ParallaxCapture
 import ParallaxGeometry
 import ParallaxImage
 import ParallaxTestSupport
-import Synchronization
 
 /// Rigs, devices and helpers shared by the session tests.
 enum SessionFixtures {

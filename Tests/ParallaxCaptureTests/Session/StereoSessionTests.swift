@@ -3,7 +3,6 @@ import ParallaxCapture
 import ParallaxGeometry
 import ParallaxImage
 import ParallaxTestSupport
-import Synchronization
 import Testing
 
 /// The session end to end on the simulated rig and the virtual UVC driver: the account,
@@ -181,7 +180,7 @@ struct StereoSessionTests {
                                           raiseAfterSeconds: 0.5, readsMachineState: false)
         let session = try StereoSession(device: device, options: options)
         #expect(session.backPressure == .newestWins(queuedPairs: 2))
-        let slow = Mutex(true)
+        let slow = Locked(true)
         let log = PairLog()
         try session.start(delivering: { pair in
             if slow.withLock({ $0 }) { usleep(50_000) }

@@ -2,7 +2,6 @@ import Foundation
 import ParallaxCapture
 import ParallaxGeometry
 import ParallaxTestSupport
-import Synchronization
 import Testing
 
 /// Two virtual UVC webcams made into one stereo device: shared formats, the hardware cost
@@ -361,7 +360,7 @@ struct StereoDeviceTests {
         #expect(cost.streams.count == 1 && cost.streams[0].packetBytes == 2688)
         try device.configure(format)
         // Keep only the numbers: a pair held keeps two driver buffers from the camera.
-        let collected = Mutex<[(Int64, Int64, UInt64, UInt64)]>([])
+        let collected = Locked<[(Int64, Int64, UInt64, UInt64)]>([])
         let synchronizer = OutputSynchronizer<Frame>(
             configuration: SynchronizerConfiguration(policy: .exact(.sequence), frameIntervalNanoseconds: 66_666_666, queueCapacity: 4),
             pairHandler: { pair in

@@ -1,5 +1,5 @@
+import ParallaxGeometry
 import Foundation
-import Synchronization
 import Testing
 @testable import ParallaxCapture
 
@@ -45,8 +45,8 @@ struct OutputSynchronizerTests {
 
     @Test("callbacks from two camera threads: every frame is paired correctly or dropped with a reason")
     func callbacksFromTwoThreads() {
-        let pairs = Mutex<[SynchronizedPair<Int>]>([])
-        let drops = Mutex<[FrameDrop]>([])
+        let pairs = Locked<[SynchronizedPair<Int>]>([])
+        let drops = Locked<[FrameDrop]>([])
         let synchronizer = OutputSynchronizer<Int>(
             configuration: Self.configuration,
             pairHandler: { pair in pairs.withLock { $0.append(pair) } },

@@ -3,7 +3,6 @@ import ParallaxCapture
 import ParallaxGeometry
 import ParallaxImage
 import ParallaxTestSupport
-import Synchronization
 import Testing
 
 @Suite("V4L2 camera options: conversion, timestamp sources, lifetime")
@@ -108,7 +107,7 @@ struct V4L2CameraOptionsTests {
         spec.monotonicTimestamps = off != .flag
         let driver = VirtualUVCDriver(cameras: [spec])
         let camera = try V4L2CameraTests.openFast(driver)
-        let sources = Mutex<[TimestampSource]>([])
+        let sources = Locked<[TimestampSource]>([])
         let collector = FrameCollector(keepFrames: false) { frame in sources.withLock { $0.append(frame.timestampSource) } }
         let offset: Int64 = 1_000_000 * 1_000_000_000
         if off == .ahead { driver.inject(.timestampsAhead(nanoseconds: offset), into: V4L2CameraTests.path) }

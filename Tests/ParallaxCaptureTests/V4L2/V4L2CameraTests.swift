@@ -3,7 +3,6 @@ import ParallaxCapture
 import ParallaxGeometry
 import ParallaxImage
 import ParallaxTestSupport
-import Synchronization
 import Testing
 
 /// `V4L2Camera` driven through the virtual UVC driver: the same marshalling,
@@ -224,7 +223,7 @@ struct V4L2CameraTests {
         let camera = try Self.openFast(driver)
         let collector = FrameCollector(keepFrames: false)
         let holder = FrameCollector()  // keeps the first frame only
-        let kept = Mutex(false)
+        let kept = Locked(false)
         try camera.start { output in
             collector.handler(output)
             if case .frame = output, kept.withLock({ k in defer { k = true }; return !k }) { holder.handler(output) }
@@ -289,7 +288,7 @@ struct V4L2CameraTests {
         let driver = VirtualUVCDriver(cameras: [Self.fastSpec()])
         let camera = try Self.openFast(driver)
         let collector = FrameCollector(keepFrames: false)
-        let stopped = Mutex(false)
+        let stopped = Locked(false)
         try camera.start { output in
             collector.handler(output)
             if case .event(.recoverableError(.ioctlFailed(_, "VIDIOC_DQBUF", EIO))) = output {
