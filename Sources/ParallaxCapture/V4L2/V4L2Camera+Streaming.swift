@@ -109,10 +109,7 @@ final class StreamSession: @unchecked Sendable {
     }
 
     private func ioctl<T>(_ request: UInt, _ value: inout T) -> V4L2Errno? {
-        let syscalls = self.syscalls, fd = self.fd
-        return withUnsafeMutableBytes(of: &value) { raw -> V4L2Errno? in
-            do throws(V4L2Errno) { try syscalls.ioctl(fd, request, raw.baseAddress!); return nil } catch { return error }
-        }
+        syscalls.call(fd, request, &value)
     }
 }
 
@@ -255,10 +252,7 @@ private final class CaptureContext: @unchecked Sendable {
 
     /// DQBUF straight through the seam (the camera may be going away).
     private func dequeue(_ buffer: inout v4l2_buffer) -> V4L2Errno? {
-        let syscalls = session.syscalls, fd = session.fd
-        return withUnsafeMutableBytes(of: &buffer) { raw -> V4L2Errno? in
-            do throws(V4L2Errno) { try syscalls.ioctl(fd, CV4L2_VIDIOC_DQBUF, raw.baseAddress!); return nil } catch { return error }
-        }
+        session.syscalls.call(session.fd, CV4L2_VIDIOC_DQBUF, &buffer)
     }
 
     func run(_ thread: CaptureThread) {

@@ -199,11 +199,7 @@ public final class V4L2Camera: ReconnectableCaptureDevice, @unchecked Sendable {
 
     /// Runs one ioctl on `value`'s bytes; the raw errno on failure.
     func call<T>(_ fd: Int32, _ request: UInt, _ value: inout T) -> V4L2Errno? {
-        let syscalls = self.syscalls
-        return withUnsafeMutableBytes(of: &value) { raw -> V4L2Errno? in
-            guard let base = raw.baseAddress else { return .invalidArgument }
-            do throws(V4L2Errno) { try syscalls.ioctl(fd, request, base); return nil } catch { return error }
-        }
+        syscalls.call(fd, request, &value)
     }
 
     /// Runs one ioctl and turns a failure into a ``CaptureError`` naming the request.

@@ -42,6 +42,14 @@ public protocol V4L2Syscalls: Sendable {
 extension V4L2Syscalls {
     /// CLOCK_MONOTONIC.
     public func monotonicNanoseconds() -> Int64 { ParallaxCapture.monotonicNanoseconds() }
+
+    /// ``ioctl(_:_:_:)`` on `value`'s bytes; the errno on failure, nil on success.
+    func call<T>(_ fd: Int32, _ request: UInt, _ value: inout T) -> V4L2Errno? {
+        withUnsafeMutableBytes(of: &value) { raw -> V4L2Errno? in
+            guard let base = raw.baseAddress else { return .invalidArgument }
+            do throws(V4L2Errno) { try ioctl(fd, request, base); return nil } catch { return error }
+        }
+    }
 }
 
 /// An errno value from a V4L2 system call (`EIO`, `ENODEV`, `ENOSPC`, …).
