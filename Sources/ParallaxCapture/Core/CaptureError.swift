@@ -21,7 +21,7 @@ public enum CaptureError: Error, Hashable, Sendable, CustomStringConvertible {
     case unsupportedFormat(device: String, requested: CaptureFormat, available: [CaptureFormat])
     /// STREAMON returned ENOSPC: the USB bus cannot carry this format next to the other cameras.
     case insufficientBandwidth(device: String, format: CaptureFormat?)
-    /// The device is gone (ENODEV, POLLHUP/POLLERR).
+    /// The device is gone (ENODEV, POLLHUP).
     case disconnected(device: String)
     /// `start` before `configure`, `configure` while streaming, and other misuse at run time.
     case invalidState(device: String, reason: String)
