@@ -21,6 +21,8 @@ public final class EuRoCRecorder: Sendable {
     /// File extension for uncompressed frames (`png` by default; `pgm` and `ppm` also work).
     public let imageExtension: String
     private let rows: Locked<[[(Int64, String)]]>
+    /// Runs before each pair is written: the tests' slow disk.
+    private let beforeWritingPair: (@Sendable () -> Void)?
 
     /// Creates `DIR/camN/data/` for `cameraCount` cameras.
     ///
@@ -30,8 +32,17 @@ public final class EuRoCRecorder: Sendable {
     ///
     /// - Throws: ``CaptureError/recording(path:reason:)`` when the folder is not empty or a
     ///   folder cannot be created or cleared.
-    public init(directory: String, cameraCount: Int = 2, imageExtension: String = "png",
-                replacingExisting: Bool = false) throws(CaptureError) {
+    public convenience init(directory: String, cameraCount: Int = 2, imageExtension: String = "png",
+                            replacingExisting: Bool = false) throws(CaptureError) {
+        try self.init(directory: directory, cameraCount: cameraCount, imageExtension: imageExtension,
+                      replacingExisting: replacingExisting, beforeWritingPair: nil)
+    }
+
+    /// As the public initializer, with `beforeWritingPair` run before each pair is written
+    /// (tests make the disk slow with it).
+    package init(directory: String, cameraCount: Int = 2, imageExtension: String = "png",
+                 replacingExisting: Bool = false, beforeWritingPair: (@Sendable () -> Void)?) throws(CaptureError) {
+        self.beforeWritingPair = beforeWritingPair
         self.directory = directory
         self.imageExtension = imageExtension
         self.rows = Locked(Array(repeating: [], count: max(1, cameraCount)))
@@ -88,6 +99,7 @@ public final class EuRoCRecorder: Sendable {
     ///
     /// - Throws: ``CaptureError/recording(path:reason:)`` naming the file.
     public func record(_ pair: StereoPair) throws(CaptureError) {
+        beforeWritingPair?()
         var written: [(index: Int, path: String, row: (Int64, String))] = []
         for side in StereoSide.allCases {
             let index = side.rawValue

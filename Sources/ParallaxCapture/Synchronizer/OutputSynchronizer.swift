@@ -163,6 +163,10 @@ public final class OutputSynchronizer<Payload: Sendable>: Sendable {
     /// nothing when a pair handler was given.
     public var pairs: SynchronizedPairs<Payload> { SynchronizedPairs(synchronizer: self) }
 
+    /// Whether a consumer of ``pairs`` is waiting for the next pair right now (tests use it
+    /// to hand a pair to a consumer that is known to be waiting, without sleeping).
+    package var hasWaitingConsumer: Bool { state.withLock { $0.waiter != nil } }
+
     /// The next pair, waiting for one if none is queued; `nil` once finished and drained,
     /// or when the task is cancelled.
     func nextPair() async -> SynchronizedPair<Payload>? {

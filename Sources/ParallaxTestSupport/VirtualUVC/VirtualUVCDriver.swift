@@ -132,6 +132,16 @@ public final class VirtualUVCDriver: V4L2Syscalls, @unchecked Sendable {
         return all.reduce(0) { total, device in device.buffers.reduce(total) { $0 + $1.mapCount } }
     }
 
+    /// Injected faults the camera at `path` has not produced yet (spurious wake-ups, refused
+    /// QBUFs, error-flagged buffers, sequence gaps and steps, a backwards timestamp), so a
+    /// test can prove its fault really reached the stream rather than passing without it.
+    public func faultsPending(_ path: String) -> Int {
+        lock.lock(); defer { lock.unlock() }
+        guard let device = devices[path] else { return 0 }
+        return device.pendingSpurious + device.pendingRefusedQueueing + device.pendingErrorFlags + device.pendingGap
+            + (device.pendingStepBack == nil ? 0 : 1) + (device.pendingBackwards == nil ? 0 : 1)
+    }
+
     /// Frames the camera has produced since STREAMON (its sequence counter).
     public func framesProduced(_ path: String) -> Int {
         lock.lock(); defer { lock.unlock() }

@@ -1,6 +1,7 @@
 import Foundation
 import ParallaxCapture
 import ParallaxGeometry
+import ParallaxTestSupport
 import Testing
 
 /// Recording as a consumer of the session: whole pairs, the CSVs listing exactly what was
@@ -68,18 +69,49 @@ struct SessionRecordingTests {
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let (_, device) = SessionFixtures.simulated(size: ImageSize(width: 32, height: 24), pace: .realTime, drops: 0)
         let session = try StereoSession(device: device)
-        let stopper = Task {
-            try? await Task.sleep(nanoseconds: 400_000_000)
+        let recorder = try EuRoCRecorder(directory: directory)
+        // Stopped from elsewhere (as Ctrl-C does) once a few pairs are written.
+        let stopper = Task.detached {
+            #expect(eventually(seconds: 60) { recorder.frameCounts[0] >= 5 })
             session.stop()
         }
-        let summary = try await session.record(into: try EuRoCRecorder(directory: directory), pairs: 1000, timeoutSeconds: 20)
+        let summary = try await session.record(into: recorder, pairs: 1000, timeoutSeconds: 120)
         _ = await stopper.value
-        #expect(summary.pairsWritten > 3 && summary.pairsWritten < 1000)
+        #expect(summary.pairsWritten >= 5 && summary.pairsWritten < 1000)
         #expect(summary.endedEarly == "stopped")
         for camera in 0...1 {
             let listed = try Self.stamps(directory, camera)
             let images = try FileManager.default.contentsOfDirectory(atPath: directory + "/cam\(camera)/data")
             #expect(listed.count == summary.pairsWritten)
+            #expect(Set(images) == Set(listed.map { "\($0).png" }))
+        }
+    }
+
+    @Test("a disk slower than the cameras: pairs are skipped as consumer_behind, never half-written, every frame accounted for")
+    func slowDiskSkipsWholePairs() async throws {
+        let directory = Self.folder()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        // Live cameras (virtual UVC, 30 fps, real time) and a disk that takes 100 ms a pair.
+        let (_, device) = try SessionFixtures.virtualPair()
+        var options = StereoSessionOptions()
+        options.pressure.readsMachineState = false
+        let session = try StereoSession(device: device, options: options)
+        #expect(session.backPressure != .waitForConsumer)
+        let recorder = try EuRoCRecorder(directory: directory, beforeWritingPair: { usleep(100_000) })
+        let summary = try await session.record(into: recorder, pairs: 10, timeoutSeconds: 120)
+        #expect(summary.pairsWritten == 10 && summary.writeError == nil, "\(summary.endedEarly ?? "")")
+        let stats = summary.statistics
+        let skipped = stats.sessionDrops[.consumerBehind, default: 0]
+        print("slow disk: \(summary.pairsWritten) pairs written, \(skipped) skipped by the writer (consumer_behind), "
+              + "\(stats.pairsMade) made")
+        #expect(skipped > 0)
+        for side in StereoSide.allCases { #expect(stats.accountsForEveryFrame(side), "\(side): \(stats.drops(side))") }
+        #expect(stats.pairsInFlight == 0)
+        // The files hold exactly the pairs written, both sides, and the CSV rows name them.
+        for camera in 0...1 {
+            let listed = try Self.stamps(directory, camera)
+            let images = try FileManager.default.contentsOfDirectory(atPath: directory + "/cam\(camera)/data")
+            #expect(listed.count == 10)
             #expect(Set(images) == Set(listed.map { "\($0).png" }))
         }
     }

@@ -212,7 +212,9 @@ struct StereoSessionTests {
         #expect(log.wait(for: 10))
         try session.setEnabled(false, .right)
         let before = log.count
-        usleep(300_000)
+        // Ten left frames go by unpaired (dropped as constituent_disabled) while the right is off.
+        let disabledDrops = { session.statistics.synchronizer.drops(.left, reason: .constituentDisabled) }
+        #expect(eventually { disabledDrops() >= 10 })
         #expect(log.count <= before + 2)
         try session.setEnabled(true, .right)
         #expect(log.wait(for: log.count + 10))
@@ -220,7 +222,7 @@ struct StereoSessionTests {
         let stats = session.statistics
         let names = stats.events.map(\.name)
         #expect(names.contains("disabled") && names.contains("enabled"))
-        #expect(stats.synchronizer.drops(.left, reason: .constituentDisabled) >= 5)
+        #expect(stats.synchronizer.drops(.left, reason: .constituentDisabled) >= 10)
         for side in StereoSide.allCases { #expect(stats.accountsForEveryFrame(side)) }
     }
 
@@ -236,7 +238,10 @@ struct StereoSessionTests {
         driver.unplug("/dev/video2")
         #expect(eventually { session.statistics.events.contains { $0.name == "disconnected" } })
         let during = log.count
-        usleep(300_000)
+        // Left frames keep coming and are dropped as constituent_disabled, unpaired.
+        let disabledDrops = { session.statistics.synchronizer.drops(.left, reason: .constituentDisabled) }
+        let dropsAtUnplug = disabledDrops()
+        #expect(eventually { disabledDrops() >= dropsAtUnplug + 5 })
         #expect(log.count <= during + 1)
         driver.replug("/dev/video2")
         #expect(eventually { session.statistics.events.contains { $0.name == "reconnected" } })

@@ -92,25 +92,45 @@ struct OutputSynchronizerTests {
         #expect(zip(received, received.dropFirst()).allSatisfy { $0.left.timestampNanoseconds < $1.left.timestampNanoseconds })
     }
 
-    @Test("a waiting consumer gets a pair as soon as it is released, and nil after finish")
+    /// Waits (by yielding, up to a 60 s hang guard) until the synchronizer's consumer waits.
+    static func untilWaiting(_ synchronizer: OutputSynchronizer<Int>) async -> Bool {
+        let deadline = ContinuousClock.now + .seconds(60)
+        while !synchronizer.hasWaitingConsumer {
+            guard ContinuousClock.now < deadline else { return false }
+            await Task.yield()
+        }
+        return true
+    }
+
+    @Test("a waiting consumer gets a pair as soon as it is released, and nil after finish", .timeLimit(.minutes(1)))
     func handover() async {
         let synchronizer = OutputSynchronizer<Int>(
             configuration: SynchronizerConfiguration(frameIntervalNanoseconds: ms(10)), clock: { 0 })
+        let (received, receivedContinuation) = AsyncStream<Int>.makeStream()
         let consumer = Task { () -> [Int] in
             var got: [Int] = []
-            for await pair in synchronizer.pairs { got.append(pair.left.payload) }
+            for await pair in synchronizer.pairs {
+                got.append(pair.left.payload)
+                receivedContinuation.yield(pair.left.payload)
+            }
+            receivedContinuation.finish()
             return got
         }
-        try? await Task.sleep(for: .milliseconds(20))  // let the consumer wait
+        #expect(await Self.untilWaiting(synchronizer))
         synchronizer.push(.left, timestampNanoseconds: ms(0), sequence: 0, payload: 7)
         synchronizer.push(.right, timestampNanoseconds: ms(1), sequence: 0, payload: 7)
+        // The pair is provably right once both frames are in: the waiting consumer has it
+        // before anything else happens (no finish, no later frame).
+        var iterator = received.makeAsyncIterator()
+        #expect(await iterator.next() == 7)
+        #expect(synchronizer.statistics.pairs == 1)
         synchronizer.finish()
         #expect(await consumer.value == [7])
         synchronizer.push(.left, timestampNanoseconds: ms(10), sequence: 1, payload: 8)
         #expect(synchronizer.statistics.drops(.left, reason: .constituentDisabled) == 1)
     }
 
-    @Test("cancelling the consumer ends its wait")
+    @Test("cancelling the consumer ends its wait", .timeLimit(.minutes(1)))
     func cancellation() async {
         let synchronizer = OutputSynchronizer<Int>(configuration: SynchronizerConfiguration())
         let consumer = Task { () -> Int in
@@ -118,7 +138,7 @@ struct OutputSynchronizerTests {
             for await _ in synchronizer.pairs { count += 1 }
             return count
         }
-        try? await Task.sleep(for: .milliseconds(20))
+        #expect(await Self.untilWaiting(synchronizer))
         consumer.cancel()
         #expect(await consumer.value == 0)
     }

@@ -141,7 +141,10 @@ struct V4L2CameraTests {
         while driver.buffersOwnedByDriver(Self.path) > 0 && Date() < starvedUntil { usleep(1000) }
         #expect(driver.buffersOwnedByDriver(Self.path) == 0)
         #expect(camera.buffersHeldByFrames == 4)
-        usleep(20_000)
+        // The driver goes on losing frames for want of buffers; none of them reaches the test.
+        let lostFrom = driver.framesProduced(Self.path)
+        while driver.framesProduced(Self.path) < lostFrom + 20 && Date() < starvedUntil { usleep(1000) }
+        #expect(driver.framesProduced(Self.path) >= lostFrom + 20)
         #expect(collector.records.count == 4)
         // The camera is held still while the buffers go back, so that none is filled and
         // dequeued again before they are counted (a fast camera did that under load).
@@ -214,6 +217,8 @@ struct V4L2CameraTests {
         // Streaming continues after every one of these faults.
         let seen = collector.records.count
         #expect(collector.waitForFrames(seen + 5, timeoutSeconds: 5))
+        // The fault really reached the stream: nothing of it is still waiting in the driver.
+        #expect(driver.faultsPending(path) == 0)
         return (event, collector)
     }
 
@@ -275,8 +280,12 @@ struct V4L2CameraTests {
             return false
         } != nil)
         // vb2 answers POLLERR and DQBUF EAGAIN while it waits for buffers; that is waited
-        // out, not taken for more queue errors.
-        usleep(300_000)
+        // out, not taken for more queue errors. The restarted driver loses frame after frame
+        // for want of a buffer meanwhile (its counter runs on): 100 frame periods of it.
+        let restartedAt = driver.framesProduced(Self.path)
+        let deadline = Date().addingTimeInterval(60)
+        while driver.framesProduced(Self.path) < restartedAt + 100 && Date() < deadline { usleep(1000) }
+        #expect(driver.framesProduced(Self.path) >= restartedAt + 100)
         let errors = collector.events.filter { if case .recoverableError = $0 { return true }; return false }
         #expect(errors.count == 1, "\(errors)")
         collector.releaseFrames()
@@ -298,11 +307,13 @@ struct V4L2CameraTests {
         }
         #expect(collector.waitForFrames(5, timeoutSeconds: 5))
         driver.inject(.queueError, into: Self.path)
-        let deadline = Date().addingTimeInterval(5)
-        while !stopped.withLock({ $0 }) && Date() < deadline { usleep(5_000) }
-        usleep(100_000)
+        // The capture thread says `stopped` as it ends: after that nothing can restart the stream.
+        #expect(collector.waitForEvent(timeoutSeconds: 60) { if case .stopped = $0 { return true }; return false } != nil)
         #expect(stopped.withLock { $0 })
         #expect(!driver.isStreaming(Self.path))
+        // The exiting thread unmaps the buffers just after it says `stopped`.
+        let unmapped = Date().addingTimeInterval(60)
+        while driver.liveMappings(Self.path) > 0 && Date() < unmapped { usleep(1000) }
         // And it starts again cleanly.
         let again = FrameCollector(keepFrames: false)
         try camera.start(again.handler)
@@ -332,7 +343,9 @@ struct V4L2CameraTests {
 
     @Test("A spurious wake-up (EAGAIN) is absorbed without an error")
     func eagainAbsorbed() throws {
-        let (_, collector) = try Self.faultSurfaces(.spuriousWakeups(count: 3), eventTimeoutSeconds: 0.2) { _ in false }
+        // No event to wait for: faultSurfaces streams 5 frames past the wake-ups and checks
+        // the driver handed out all three.
+        let (_, collector) = try Self.faultSurfaces(.spuriousWakeups(count: 3), eventTimeoutSeconds: 0) { _ in false }
         #expect(!collector.events.contains { if case .recoverableError = $0 { return true }; return false })
     }
 
