@@ -26,3 +26,15 @@ enum TestFixtures {
         return out
     }
 }
+
+extension TestFixtures {
+    /// A JSON fixture file of this folder, parsed.
+    static func json(_ file: String) throws -> JSONValue {
+        try JSONValue(parsing: try FileAccess.readText(atPath: path(file)))
+    }
+}
+
+extension TestFixtures {
+    /// The file name of one of OpenCV's sample images: `left01.jpg`, `right14.jpg`.
+    static func sampleName(_ side: String, _ number: Int) -> String { "\(side)\(number < 10 ? "0" : "")\(number).jpg" }
+}
