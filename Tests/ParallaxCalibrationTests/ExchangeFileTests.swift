@@ -212,6 +212,16 @@ struct WrittenCalibrationFileTests {
         return try sequence.enumerated().map { try number($1, "\(what)[\($0)]") }
     }
 
+    /// Every number of the list `node` is a float to YAML 1.1 readers (PyYAML, which ROS's Python tools
+    /// and Kalibr use): YAML 1.1's float pattern needs a decimal point, so `1e-05` or `0` would come back
+    /// as a string or an integer there. (Pattern from the YAML 1.1 float type, without the sexagesimal form.)
+    static func expectYAML11Floats(_ node: Node?, _ what: String) {
+        let pattern = /[-+]?[0-9][0-9_]*\.[0-9_]*([eE][-+][0-9]+)?/
+        let texts = node?.sequence?.map { $0.scalar?.string ?? "" } ?? []
+        #expect(!texts.isEmpty, "\(what) is not a list")
+        for text in texts { #expect(text.wholeMatch(of: pattern) != nil, "\(what): '\(text)' is not a YAML 1.1 float") }
+    }
+
     /// A `rows`/`cols`/`data` matrix (OpenCV's and ROS's layout): its shape and values.
     static func matrix(_ node: Node?, _ name: String) throws -> (rows: Int, cols: Int, data: [Double]) {
         let m = try #require(node, "no '\(name)'")
@@ -267,6 +277,9 @@ struct WrittenCalibrationFileTests {
             #expect(k.rows == 3 && k.cols == 3 && k.data == camera.intrinsics.matrix.rowMajor, "\(name): camera_matrix \(k)")
             let d = try Self.matrix(root["distortion_coefficients"], "distortion_coefficients")
             #expect(d.rows == 1 && d.cols == 5 && d.data == camera.distortion.coefficients, "\(name): distortion_coefficients \(d)")
+            for key in ["camera_matrix", "distortion_coefficients", "rectification_matrix", "projection_matrix"] {
+                Self.expectYAML11Floats(root[key]?["data"], "\(name): \(key)")
+            }
             let rm = try Self.matrix(root["rectification_matrix"], "rectification_matrix")
             #expect(rm.rows == 3 && rm.cols == 3 && rm.data == r.rowMajor, "\(name): rectification_matrix \(rm)")
             let pm = try Self.matrix(root["projection_matrix"], "projection_matrix")
@@ -303,6 +316,8 @@ struct WrittenCalibrationFileTests {
             #expect(try Self.numbers(cam["distortion_coeffs"], "\(name).distortion_coeffs") == Array(d.prefix(4)))
             #expect(try Self.numbers(cam["resolution"], "\(name).resolution") == [1280, 720])
             #expect(cam["rostopic"]?.scalar?.string == "/\(name)/image_raw")
+            Self.expectYAML11Floats(cam["intrinsics"], "\(name).intrinsics")
+            Self.expectYAML11Floats(cam["distortion_coeffs"], "\(name).distortion_coeffs")
         }
         #expect(root["cam0"]?["T_cn_cnm1"] == nil)
         let rows = try #require(root["cam1"]?["T_cn_cnm1"]?.sequence, "cam1 has no T_cn_cnm1")
@@ -313,6 +328,7 @@ struct WrittenCalibrationFileTests {
             #expect(transform[row] == [r[3 * row], r[3 * row + 1], r[3 * row + 2], t[row]], "T_cn_cnm1 row \(row): \(transform[row])")
         }
         #expect(transform[3] == [0, 0, 0, 1])
+        for (index, row) in rows.enumerated() { Self.expectYAML11Floats(row, "T_cn_cnm1[\(index)]") }
         // k3 of both cameras and the right camera's skew.
         #expect(warnings.count == 3, "\(warnings)")
         #expect(warnings.filter { $0.message.contains("k3") }.count == 2 && warnings.contains { $0.message.contains("cam1") && $0.message.contains("skew") })

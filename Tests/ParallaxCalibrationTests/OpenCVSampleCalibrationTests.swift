@@ -33,6 +33,8 @@ struct OpenCVSampleCalibrationTests {
               + "epipolar_error_mean \(result.epipolarErrorMean), baseline \(result.calibration.baseline)")
         #expect(result.pairs.count == 13)
         #expect(result.rejected.isEmpty)
+        // Square "1" has no unit, and the calibration says so.
+        #expect(result.calibration.translationUnit == .unitless)
         #expect(Self.rounds(result.rms, to: 0.190), "rms_stereo \(result.rms) px; the README says 0.190")
         #expect(Self.rounds(result.rectifiedVerticalRMS, to: 0.127), "rectified_vertical_rms \(result.rectifiedVerticalRMS) px; the README says 0.127")
         #expect(Self.rounds(result.epipolarErrorMean, to: 0.190), "epipolar_error_mean \(result.epipolarErrorMean) px; the README says 0.190")

@@ -86,6 +86,8 @@ struct StereoCalibratorTests {
         let result = try StereoCalibrator(target: rig.target, model: .brown5).calibrate(pairs: views, size: rig.size)
         #expect(result.pairs.count == 20 && result.rejected.isEmpty)
         Self.expectExactRecovery("brown5 noise-free", result, rig.calibration, distortion: 3e-14)
+        // T is in the board's unit, and says so (ROS files are written in metres from it).
+        #expect(rig.target.unit == "mm" && result.calibration.translationUnit == .millimetre)
     }
 
     /// 20 views with 0.2 px corner noise (a 2-D RMS of 0.2 px: σ = 0.2/√2 per coordinate, seeded):
