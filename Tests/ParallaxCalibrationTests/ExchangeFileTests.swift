@@ -106,7 +106,7 @@ struct ForeignCalibrationFileTests {
     }
 
     /// stereo_calib's two files carry no image size: the library takes it separately, and loading
-    /// them by name alone says so.
+    /// them by name alone says so; with the size added to one of them they load by name.
     @Test func readsStereoCalibsTwoFilesWithTheSizeGiven() throws {
         let truth = try ExchangeFixtures.rig(translation: "T_mm", unit: .unitless)
         let files = [ExchangeFixtures.path("opencv/intrinsics.yml"), ExchangeFixtures.path("opencv/extrinsics.yml")]
@@ -117,6 +117,10 @@ struct ForeignCalibrationFileTests {
         } throws: { error in
             (error as? CalibrationFormatError)?.message.contains("no image size") == true
         }
+        // With the size in one of them, the pair loads by name (`--calibration intrinsics.yml,extrinsics.yml`).
+        let (loaded, format) = try CalibrationFile.load(ExchangeFixtures.path("opencv/intrinsics-with-size.yml") + "," + files[1])
+        #expect(format == .openCVYAML)
+        ExchangeFixtures.expectEveryField("opencv/intrinsics-with-size.yml,extrinsics.yml", loaded, truth)
     }
 
     /// R stored as a Rodrigues vector: Parallax's rotation of it equals cv2.Rodrigues's to rounding

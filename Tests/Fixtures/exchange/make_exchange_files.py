@@ -8,6 +8,8 @@ Parallax's readers are tested on files Parallax did not write:
   (K1 D1 K2 D2 R T), with the size.
 - opencv/intrinsics.yml + opencv/extrinsics.yml: the two files of OpenCV's stereo_calib
   sample (M1 D1 M2 D2; R T R1 R2 P1 P2 Q), no image size.
+- opencv/intrinsics-with-size.yml: intrinsics.yml with image_width and image_height added, the
+  form `--calibration intrinsics.yml,extrinsics.yml` needs.
 - opencv/stereo-rodrigues.yml: R as a 3x1 Rodrigues vector (cv2.Rodrigues), as some tools store it.
 - ros-camera_info_manager/{left,right}.yaml: ROS camera_info as camera_calibration_parsers
   (yaml-cpp, used by camera_info_manager) lays it out: a block mapping of image_width,
@@ -77,6 +79,7 @@ rectification = [("R1", R1), ("R2", R2), ("P1", P1), ("P2", P2), ("Q", Q)]
 storage("stereo.yml", size_entries + [("M1", K1), ("D1", D1), ("M2", K2), ("D2", D2), ("R", R), ("T", T_MM)] + rectification)
 storage("stereo-python-names.yml", size_entries + [("K1", K1), ("D1", D1), ("K2", K2), ("D2", D2), ("R", R), ("T", T_MM)])
 storage("intrinsics.yml", [("M1", K1), ("D1", D1), ("M2", K2), ("D2", D2)])
+storage("intrinsics-with-size.yml", size_entries + [("M1", K1), ("D1", D1), ("M2", K2), ("D2", D2)])
 storage("extrinsics.yml", [("R", R), ("T", T_MM)] + rectification)
 storage("stereo-rodrigues.yml", size_entries + [("M1", K1), ("D1", D1), ("M2", K2), ("D2", D2), ("R", RVEC), ("T", T_MM)])
 
