@@ -7,7 +7,6 @@ import ParallaxImage
 struct ChessboardDetectorTests {
     static let board = CalibrationBoard(columns: 9, rows: 6, squareSize: 1)
 
-    static func name(_ side: String, _ n: Int) -> String { "\(side)\(n < 10 ? "0" : "")\(n).jpg" }
 
     /// All 26 images, in the same corner order as OpenCV, and close to OpenCV's corners.
     ///
@@ -15,8 +14,8 @@ struct ChessboardDetectorTests {
     /// reaches over the thin outer squares onto the board's frame and moves corners on the
     /// outer rows by pixels. So the bulk is held tight (median under 0.1 px, 90 % under 0.15 px)
     /// and only the worst few are allowed more.
-    @Test(.enabled(if: TestFixtures.openCVSampleAvailable))
-    func findsEveryBoardInOpenCVOrder() throws {
+    @Test func findsEveryBoardInOpenCVOrder() throws {
+        try TestFixtures.requireOpenCVSample()
         let reference = try TestFixtures.corners("opencv-sample-corners.json")
         let stored = try TestFixtures.corners("parallax-sample-corners.json")
         let detector = ChessboardDetector(board: Self.board)
@@ -24,7 +23,7 @@ struct ChessboardDetectorTests {
         var found = 0
         for side in ["left", "right"] {
             for n in TestFixtures.openCVPairNumbers {
-                let name = Self.name(side, n)
+                let name = TestFixtures.sampleName(side, n)
                 let image = try GrayImage(ImageBuffer(contentsOfFile: TestFixtures.openCVData + "/" + name))
                 let result = detector.detect(in: image)
                 guard case .success(let detection) = result else {
@@ -33,13 +32,16 @@ struct ChessboardDetectorTests {
                 }
                 found += 1
                 let expected = try #require(reference[name])
+                let mine = try #require(stored[name])
+                #expect(detection.corners.count == 54 && expected.count == 54 && mine.count == 54,
+                        "\(name): \(detection.corners.count) corners found, \(expected.count) from OpenCV, \(mine.count) stored")
                 distances += zip(detection.corners, expected).map { length($0 - $1) }
                 // The stored fixture is what this detector finds (to its 10⁻⁴ px rounding).
-                let mine = try #require(stored[name])
                 for (a, b) in zip(detection.corners, mine) { #expect(length(a - b) < 1e-3) }
             }
         }
         #expect(found == 26)
+        #expect(distances.count == 26 * 54)
         distances.sort()
         let median = distances[distances.count / 2]
         let p90 = distances[distances.count * 9 / 10]

@@ -1,5 +1,6 @@
 import Foundation
 import ParallaxGeometry
+import Testing
 
 /// Files next to this test target (no bundle resources needed: the sources' own path is known).
 enum TestFixtures {
@@ -9,7 +10,15 @@ enum TestFixtures {
     /// OpenCV's stereo sample (Debian opencv-doc).
     static let openCVData = "/usr/share/doc/opencv-doc/examples/data"
     static let openCVPairNumbers = [1, 2, 3, 4, 5, 6, 7, 8, 9, 11, 12, 13, 14]
-    static var openCVSampleAvailable: Bool { FileManager.default.fileExists(atPath: openCVData + "/left01.jpg") }
+
+    /// Fails the calling test, never skips it, when OpenCV's sample images are not installed.
+    static func requireOpenCVSample() throws {
+        let missing = ["left01.jpg", "right14.jpg"].filter { !FileManager.default.fileExists(atPath: openCVData + "/" + $0) }
+        try #require(missing.isEmpty, """
+            OpenCV's stereo sample is missing (\(missing.joined(separator: ", ")) not in \(openCVData)): \
+            it comes with Debian's opencv-doc, which `make test` installs (or: apt-get install opencv-doc)
+            """)
+    }
 
     /// Corners per image name from a corner fixture file.
     static func corners(_ file: String) throws -> [String: [SIMD2<Double>]] {
@@ -25,4 +34,16 @@ enum TestFixtures {
         }
         return out
     }
+}
+
+extension TestFixtures {
+    /// A JSON fixture file of this folder, parsed.
+    static func json(_ file: String) throws -> JSONValue {
+        try JSONValue(parsing: try FileAccess.readText(atPath: path(file)))
+    }
+}
+
+extension TestFixtures {
+    /// The file name of one of OpenCV's sample images: `left01.jpg`, `right14.jpg`.
+    static func sampleName(_ side: String, _ number: Int) -> String { "\(side)\(number < 10 ? "0" : "")\(number).jpg" }
 }

@@ -4,77 +4,170 @@ import ParallaxGeometry
 
 @Suite("Stereo calibration on synthetic ground truth")
 struct StereoCalibratorTests {
-    /// The figure: 20 views, 0.2 px corner noise → focal within 0.2 %, principal point within 1 px,
-    /// baseline within 0.3 %, relative rotation within 0.05°.
+    /// Prints and returns the largest differences of `c` from `truth`: relative focal, principal point (px),
+    /// distortion (absolute), rotation (rad), translation (relative).
+    @discardableResult
+    static func errors(_ label: String, _ c: StereoCalibration, _ truth: StereoCalibration)
+        -> (focal: Double, principal: Double, distortion: [Double], rotation: Double, translation: Double)
+    {
+        var focal = 0.0, principal = 0.0
+        var distortion = [Double](repeating: 0, count: truth.left.distortion.coefficients.count)
+        for (estimated, known) in [(c.left, truth.left), (c.right, truth.right)] {
+            let a = estimated.intrinsics, b = known.intrinsics
+            focal = max(focal, abs(a.fx / b.fx - 1), abs(a.fy / b.fy - 1))
+            principal = max(principal, abs(a.cx - b.cx), abs(a.cy - b.cy))
+            let d = estimated.distortion.coefficients, e = known.distortion.coefficients
+            #expect(d.count == e.count, "\(label): \(d.count) distortion coefficients, the truth has \(e.count)")
+            for i in distortion.indices where i < d.count && i < e.count { distortion[i] = max(distortion[i], abs(d[i] - e[i])) }
+        }
+        let rotation = length((c.extrinsics.rotation * truth.extrinsics.rotation.transposed).rodriguesVector)
+        let translation = length(c.extrinsics.translation - truth.extrinsics.translation) / length(truth.extrinsics.translation)
+        print("\(label): focal \(focal) relative, principal point \(principal) px, distortion \(distortion), "
+              + "rotation \(rotation) rad, translation \(translation) relative")
+        return (focal, principal, distortion, rotation, translation)
+    }
+
+    /// Every parameter of `result` within 3.5 σ of `rig`'s, σ being the fit's own standard deviation
+    /// (3.5 σ: see ``MonoCalibratorTests/expectWithinFitSigma(_:_:)``)
+    /// (order of ``StereoCalibrationResult/standardDeviations``: left camera, right camera, then rx ry rz tx ty tz).
+    static func expectWithinFitSigma(_ result: StereoCalibrationResult, _ rig: SyntheticRig, model: LensModelKind) {
+        let c = result.calibration
+        let truth = model.parameters(of: rig.left) + model.parameters(of: rig.right)
+        let estimate = model.parameters(of: c.left) + model.parameters(of: c.right)
+        let rotationError = (c.extrinsics.rotation * rig.extrinsics.rotation.transposed).rodriguesVector
+        let translationError = c.extrinsics.translation - rig.extrinsics.translation
+        let errors = zip(estimate, truth).map { $0 - $1 } + [rotationError.x, rotationError.y, rotationError.z,
+                                                              translationError.x, translationError.y, translationError.z]
+        let deviations = result.standardDeviations
+        let names = model.parameterNames.map { "left " + $0 } + model.parameterNames.map { "right " + $0 } + ["rx", "ry", "rz", "tx", "ty", "tz"]
+        #expect(errors.count == deviations.count && names.count == deviations.count,
+                "\(errors.count) errors, \(names.count) names, \(deviations.count) standard deviations")
+        let inSigmas = zip(errors, deviations).map { abs($0) / $1 }
+        print("\(model) errors in fit σ: " + zip(names, inSigmas).map { "\($0) \(($1 * 100).rounded() / 100)" }.joined(separator: ", "))
+        for (name, (error, deviation)) in zip(names, zip(errors, deviations)) {
+            #expect(deviation > 0 && abs(error) <= 3.5 * deviation, "\(name): error \(error), fit σ \(deviation)")
+        }
+    }
+
+    /// Least squares leaves √(1 − p/n) of the noise in the residuals (p parameters including the board
+    /// poses, n residuals), give or take 1/√(2(n − p)) of that: the RMS is held within 3 of those.
+    static func expectRMSOfTheNoise(_ result: StereoCalibrationResult, _ rig: SyntheticRig, sigma: Double) {
+        let n = Double(result.pairs.count * rig.target.cornerCount * 2 * 2)
+        let p = Double(result.standardDeviations.count + result.pairs.count * 6)
+        let expected = 2.0.squareRoot() * sigma * (1 - p / n).squareRoot()
+        let spread = expected / (2 * (n - p)).squareRoot()
+        print("rms \(result.rms), expected \(expected) ± \(spread)")
+        #expect(abs(result.rms - expected) <= 3 * spread)
+    }
+
+    /// The bounds of a noise-free recovery: the data are exact to the last bit of OpenCV's double
+    /// projection, so the solution is the truth up to rounding. Measured (brown5 / fisheye): focal
+    /// 2.2e-16 relative, principal point 5.7e-14 px (one ulp of 322), distortion 2.9e-15 / 2.3e-14,
+    /// rotation 7e-17 / 3.2e-16 rad, translation 2.0e-15 / 4.9e-16 relative, RMS 6.2e-14 / 5.3e-14 px;
+    /// the bounds are about ten times these.
+    static func expectExactRecovery(_ label: String, _ result: StereoCalibrationResult, _ truth: StereoCalibration, distortion: Double) {
+        let e = errors(label, result.calibration, truth)
+        print("\(label): rms \(result.rms) px")
+        #expect(result.rms <= 5e-13)
+        #expect(e.focal <= 2e-15)
+        #expect(e.principal <= 5e-13)
+        #expect(e.distortion.allSatisfy { $0 <= distortion }, "\(label): distortion differs by \(e.distortion)")
+        #expect(e.rotation <= 3e-15)
+        #expect(e.translation <= 2e-14)
+    }
+
+    /// Noise-free corners from `cv2.projectPoints`: the solver lands on the rig OpenCV projected with,
+    /// to rounding, so Parallax's Brown–Conrady model is OpenCV's.
+    @Test func recoversTheRigFromNoiseFreeCorners() throws {
+        let rig = try SyntheticRig.load("brown5_stereo")
+        var random = SeededRandom(seed: 1)
+        let views = rig.views(sigma: 0, random: &random)
+        try #require(views.count == 20)
+        let result = try StereoCalibrator(target: rig.target, model: .brown5).calibrate(pairs: views, size: rig.size)
+        #expect(result.pairs.count == 20 && result.rejected.isEmpty)
+        Self.expectExactRecovery("brown5 noise-free", result, rig.calibration, distortion: 3e-14)
+        // T is in the board's unit, and says so (ROS files are written in metres from it).
+        #expect(rig.target.unit == "mm" && result.calibration.translationUnit == .millimetre)
+    }
+
+    /// 20 views with 0.2 px corner noise (a 2-D RMS of 0.2 px: σ = 0.2/√2 per coordinate, seeded):
+    /// every parameter lands within 3.5 σ of the truth, σ being the fit's own standard deviation, and
+    /// the RMS within 3 σ of what least squares leaves of the noise.
     ///
-    /// "0.2 px corner noise" is read as a 2-D RMS error of 0.2 px (σ = 0.2/√2 per coordinate). At that
-    /// noise the fit's own covariance gives σ ≈ 0.03° for the relative rotation about x and y and
-    /// σ ≈ 0.4 px for the principal points on this rig (11×8 board, tilts up to ±50°), so the tolerances
-    /// sit at 1.5–2.5 σ: the seed is fixed so the test repeats exactly.
+    /// The old issue's figures hold with room here (focal within 0.2 %, principal point within 1 px,
+    /// baseline within 0.3 %) except the relative rotation's 0.05°: the fit's σ about x and y is
+    /// 0.026° and 0.034° on this rig, so a draw of the noise stays under 0.05° only three times in
+    /// four (this seed: 0.069°, 1.7 σ and 1.6 σ per axis). The figures printed below are the measured ones.
     @Test func recoversTheRigFromTwentyNoisyViews() throws {
-        let rig = SyntheticRig()
+        let rig = try SyntheticRig.load("brown5_stereo")
         var random = SeededRandom(seed: 7)
-        let poses = rig.poses(count: 20, random: &random)
-        let views = rig.views(poses: poses, sigma: 0.2 / 2.0.squareRoot(), random: &random)
+        let sigma = 0.2 / 2.0.squareRoot()
+        let views = rig.views(sigma: sigma, random: &random)
+        try #require(views.count == 20)
         let result = try StereoCalibrator(target: rig.target, model: .brown5).calibrate(pairs: views, size: rig.size)
         let c = result.calibration
-        let rotationError = length((c.extrinsics.rotation * rig.extrinsics.rotation.transposed).rodriguesVector) * 180 / Double.pi
-        print("synthetic rig, 20 views: focal error % L \(100 * (c.left.intrinsics.fx / rig.left.intrinsics.fx - 1)), "
-              + "\(100 * (c.left.intrinsics.fy / rig.left.intrinsics.fy - 1)) R \(100 * (c.right.intrinsics.fx / rig.right.intrinsics.fx - 1)), "
-              + "\(100 * (c.right.intrinsics.fy / rig.right.intrinsics.fy - 1)); principal point error px L "
-              + "\(length(SIMD2(c.left.intrinsics.cx - rig.left.intrinsics.cx, c.left.intrinsics.cy - rig.left.intrinsics.cy))) R "
-              + "\(length(SIMD2(c.right.intrinsics.cx - rig.right.intrinsics.cx, c.right.intrinsics.cy - rig.right.intrinsics.cy))); "
-              + "baseline error % \(100 * (c.baseline / rig.calibration.baseline - 1)); rotation error ° \(rotationError)")
+        Self.errors("brown5, 20 views, 0.2 px", c, rig.calibration)
         #expect(result.pairs.count == 20)
         #expect(result.rejected.isEmpty)
-        for (estimated, truth) in [(c.left, rig.left), (c.right, rig.right)] {
-            #expect(abs(estimated.intrinsics.fx / truth.intrinsics.fx - 1) < 0.002)
-            #expect(abs(estimated.intrinsics.fy / truth.intrinsics.fy - 1) < 0.002)
-            #expect(abs(estimated.intrinsics.cx - truth.intrinsics.cx) < 1)
-            #expect(abs(estimated.intrinsics.cy - truth.intrinsics.cy) < 1)
+
+        Self.expectWithinFitSigma(result, rig, model: .brown5)
+        // The old issue's figures, which this draw meets but for the rotation (see above).
+        for (estimated, known) in [(c.left, rig.left), (c.right, rig.right)] {
+            #expect(abs(estimated.intrinsics.fx / known.intrinsics.fx - 1) < 0.002)
+            #expect(abs(estimated.intrinsics.fy / known.intrinsics.fy - 1) < 0.002)
+            #expect(abs(estimated.intrinsics.cx - known.intrinsics.cx) < 1)
+            #expect(abs(estimated.intrinsics.cy - known.intrinsics.cy) < 1)
         }
         #expect(abs(c.baseline / rig.calibration.baseline - 1) < 0.003)
-        let difference = c.extrinsics.rotation * rig.extrinsics.rotation.transposed
-        let angleDegrees = length(difference.rodriguesVector) * 180 / Double.pi
-        #expect(angleDegrees < 0.05)
-        // The fit absorbs a few degrees of freedom, so the RMS lands just under the 0.2 px of the noise.
-        #expect(result.rms > 0.18 && result.rms < 0.205)
-        #expect(result.standardDeviations[result.standardDeviations.count - 6] < 0.001)
-        #expect(result.epipolarErrorMean < 0.5)
-        #expect(result.rectifiedVerticalRMS < 0.3)
-        // Standard deviations are small but non-zero.
-        #expect(result.standardDeviations[0] > 0 && result.standardDeviations[0] < 2)
+
+        Self.expectRMSOfTheNoise(result, rig, sigma: sigma)
+        print("epipolar \(result.epipolarErrorMean), rectified vertical \(result.rectifiedVerticalRMS)")
+        // After rectification y_left − y_right carries the noise of both corners, 0.2 px RMS; the epipolar
+        // figure adds two point-to-line distances, each |N(0, 0.2)| on average 0.2·√(2/π). Measured 4.6 % and
+        // 4.7 % above these (the calibration's own error adds to the noise); held within 10 %.
+        #expect(abs(result.rectifiedVerticalRMS / 0.2 - 1) < 0.1)
+        #expect(abs(result.epipolarErrorMean / (2 * 0.2 * (2 / Double.pi).squareRoot()) - 1) < 0.1)
     }
 
     @Test func holdsAFixedSideExactly() throws {
-        let rig = SyntheticRig()
+        let rig = try SyntheticRig.load("brown5_stereo")
         var random = SeededRandom(seed: 11)
-        let views = rig.views(poses: rig.poses(count: 8, random: &random), sigma: 0.1, random: &random)
+        let views = rig.views(count: 8, sigma: 0.1, random: &random)
+        try #require(views.count == 8)
         var calibrator = StereoCalibrator(target: rig.target, model: .brown5, fixed: .left)
         calibrator.minimumPairs = 3
         let result = try calibrator.calibrate(pairs: views, size: rig.size, leftCamera: rig.left)
         #expect(result.calibration.left.intrinsics == rig.left.intrinsics)
-        #expect(abs(result.calibration.right.intrinsics.fx / rig.right.intrinsics.fx - 1) < 0.005)
-        #expect(result.standardDeviations[0] == 0)
+        #expect(result.calibration.left.distortion == rig.left.distortion)
+        // The held side has no spread; the right camera lands within 3.5 σ of the truth.
+        let n = LensModelKind.brown5.parameterCount
+        let deviations = result.standardDeviations
+        try #require(deviations.count == 2 * n + 6)
+        #expect(deviations[0..<n].allSatisfy { $0 == 0 })
+        let errors = zip(LensModelKind.brown5.parameters(of: result.calibration.right), LensModelKind.brown5.parameters(of: rig.right)).map { $0 - $1 }
+        print("fixed left: right camera errors in fit σ \(zip(errors, deviations[n..<(2 * n)]).map { abs($0) / $1 })")
+        for (error, deviation) in zip(errors, deviations[n..<(2 * n)]) { #expect(deviation > 0 && abs(error) <= 3.5 * deviation) }
     }
 
     @Test func rejectsAPairWhoseCornersAreShuffled() throws {
-        let rig = SyntheticRig()
+        let rig = try SyntheticRig.load("brown5_stereo")
         var random = SeededRandom(seed: 5)
-        var views = rig.views(poses: rig.poses(count: 10, random: &random), sigma: 0.1, random: &random)
+        var views = rig.views(count: 10, sigma: 0.1, random: &random)
+        try #require(views.count == 10)
         // A right image from another moment: corners of a different pose.
         views[3].right.corners = views[6].right.corners
         let result = try StereoCalibrator(target: rig.target).calibrate(pairs: views, size: rig.size)
         #expect(result.pairs.count == 9)
         #expect(result.rejected.count == 1)
         #expect(result.rejected.first?.name == "left3.png + right3.png")
-        #expect(result.rms < 0.2)
+        Self.expectRMSOfTheNoise(result, rig, sigma: 0.1)
     }
 
     @Test func failsWithNamedViewsWhenTooFewRemain() throws {
-        let rig = SyntheticRig()
+        let rig = try SyntheticRig.load("brown5_stereo")
         var random = SeededRandom(seed: 3)
-        var views = rig.views(poses: rig.poses(count: 3, random: &random), sigma: 0.1, random: &random)
+        var views = rig.views(count: 3, sigma: 0.1, random: &random)
+        try #require(views.count == 3)
         views[1].left.corners = Array(views[1].left.corners.prefix(10))
         #expect {
             _ = try StereoCalibrator(target: rig.target).calibrate(pairs: views, size: rig.size)
@@ -87,37 +180,35 @@ struct StereoCalibratorTests {
 
 @Suite("Stereo calibration of a fisheye rig")
 struct FisheyeStereoTests {
+    /// Noise-free corners from `cv2.fisheye.projectPoints`: the solver lands on OpenCV's rig to
+    /// rounding, so Parallax's Kannala–Brandt model is `cv::fisheye`'s.
+    @Test func recoversAFisheyeRigFromNoiseFreeCorners() throws {
+        let rig = try SyntheticRig.load("fisheye_stereo")
+        var random = SeededRandom(seed: 1)
+        let views = rig.views(sigma: 0, random: &random)
+        try #require(views.count == 12)
+        let result = try StereoCalibrator(target: rig.target, model: .fisheye).calibrate(pairs: views, size: rig.size)
+        #expect(result.pairs.count == 12 && result.rejected.isEmpty)
+        StereoCalibratorTests.expectExactRecovery("fisheye noise-free", result, rig.calibration, distortion: 2e-13)
+    }
+
     @Test func recoversAFisheyeRig() throws {
-        let lens = LensDistortion.kannalaBrandt(KannalaBrandt(k1: 0.04, k2: -0.01, k3: 0.001, k4: 0))
-        let size = ImageSize(width: 640, height: 480)
-        let truth = StereoCalibration(
-            left: CameraModel(size: size, intrinsics: CameraIntrinsics(fx: 320, fy: 320, cx: 321, cy: 238), distortion: lens),
-            right: CameraModel(size: size, intrinsics: CameraIntrinsics(fx: 318, fy: 319, cx: 317, cy: 243), distortion: lens),
-            extrinsics: RigidTransform(rodrigues: SIMD3(0.005, -0.01, 0.002), translation: SIMD3(-80, 0.5, 0.3)))
-        let board = CalibrationBoard(columns: 11, rows: 8, squareSize: 30)
+        let rig = try SyntheticRig.load("fisheye_stereo")
         var random = SeededRandom(seed: 17)
-        var views: [StereoView] = []
-        let centre = SIMD3(150.0, 105, 0)
-        while views.count < 12 {
-            let rotation = Matrix3x3(rodrigues: SIMD3(Double.random(in: -0.8...0.8, using: &random), Double.random(in: -0.8...0.8, using: &random),
-                                                      Double.random(in: -0.3...0.3, using: &random)))
-            let d = Double.random(in: 250...420, using: &random)
-            let pose = RigidTransform(rotation: rotation, translation: SIMD3(Double.random(in: -0.3...0.2, using: &random) * d,
-                                                                            Double.random(in: -0.2...0.2, using: &random) * d, d) - rotation * centre)
-            let right = truth.extrinsics.composed(after: pose)
-            let l = board.objectPoints.compactMap { truth.left.project(pose.apply($0)) }
-            let r = board.objectPoints.compactMap { truth.right.project(right.apply($0)) }
-            let inside = (l + r).allSatisfy { $0.x > 5 && $0.y > 5 && $0.x < 635 && $0.y < 475 }
-            guard l.count == board.cornerCount, r.count == board.cornerCount, inside else { continue }
-            func noisy(_ p: [SIMD2<Double>]) -> [SIMD2<Double>] { p.map { $0 + SIMD2(random.nextGaussian(), random.nextGaussian()) * 0.1 } }
-            views.append(StereoView(left: CalibrationView(name: "l\(views.count)", corners: noisy(l)),
-                                    right: CalibrationView(name: "r\(views.count)", corners: noisy(r))))
-        }
-        let result = try StereoCalibrator(target: board, model: .fisheye).calibrate(pairs: views, size: size)
-        #expect(result.calibration.left.distortion.isFisheye)
-        #expect(abs(result.calibration.baseline / truth.baseline - 1) < 0.005)
-        #expect(abs(result.calibration.left.intrinsics.fx / 320 - 1) < 0.005)
-        #expect(result.rms < 0.15)
-        #expect(result.rectifiedVerticalRMS < 0.2)
+        let views = rig.views(sigma: 0.1, random: &random)
+        try #require(views.count == 12)
+        let result = try StereoCalibrator(target: rig.target, model: .fisheye).calibrate(pairs: views, size: rig.size)
+        StereoCalibratorTests.errors("fisheye, 12 views, 0.1 px", result.calibration, rig.calibration)
+        #expect(result.pairs.count == 12 && result.rejected.isEmpty)
+        #expect(result.calibration.left.distortion.isFisheye && result.calibration.right.distortion.isFisheye)
+        StereoCalibratorTests.expectWithinFitSigma(result, rig, model: .fisheye)
+        StereoCalibratorTests.expectRMSOfTheNoise(result, rig, sigma: 0.1)
+        // y_left − y_right carries both corners' noise, √2 · 0.1 px, scaled by the rectified focal length.
+        let scale = result.rectification.p1[0, 0] / rig.left.intrinsics.fx
+        let floor = 2.0.squareRoot() * 0.1 * scale
+        print("rectified vertical \(result.rectifiedVerticalRMS), noise in the rectified image \(floor)")
+        // Rectifying a fisheye image magnifies more away from the centre, so the figure sits above that
+        // floor: measured 9.6 % above, held within 20 %.
+        #expect(result.rectifiedVerticalRMS >= floor && result.rectifiedVerticalRMS <= 1.2 * floor)
     }
 }

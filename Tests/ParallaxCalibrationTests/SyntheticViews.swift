@@ -1,3 +1,4 @@
+import Testing
 import ParallaxCalibration
 import ParallaxCapture
 import ParallaxGeometry
@@ -5,54 +6,98 @@ import ParallaxGeometry
 /// SplitMix64 from the library, so synthetic tests repeat exactly.
 typealias SeededRandom = SeededRandomGenerator
 
-/// A ground-truth stereo rig and board poses for solver tests.
+/// A rig of known cameras and the corners OpenCV projected for it (`synthetic-rigs.json`, made by
+/// `make_synthetic_rigs.py` with `cv2.projectPoints` / `cv2.fisheye.projectPoints`), so the solver
+/// is checked against a camera model other than its own `project`.
 struct SyntheticRig {
-    let target = CalibrationBoard(columns: 11, rows: 8, squareSize: 30, unit: "mm")
-    let size = ImageSize(width: 640, height: 480)
-    let left = CameraModel(size: ImageSize(width: 640, height: 480),
-                           intrinsics: CameraIntrinsics(fx: 520, fy: 515, cx: 322, cy: 236),
-                           distortion: .brownConrady(BrownConrady(k1: -0.25, k2: 0.09, p1: 0.001, p2: -0.0005, k3: 0)))
-    let right = CameraModel(size: ImageSize(width: 640, height: 480),
-                            intrinsics: CameraIntrinsics(fx: 525, fy: 522, cx: 315, cy: 245),
-                            distortion: .brownConrady(BrownConrady(k1: -0.22, k2: 0.06, p1: -0.0008, p2: 0.0004, k3: 0)))
-    /// Left → right: right camera 65 mm to the right, slightly turned.
-    let extrinsics = RigidTransform(rodrigues: SIMD3(0.01, -0.02, 0.005), translation: SIMD3(-65, 0.8, -1.2))
+    /// 11 × 8 inner corners, 30 mm squares.
+    let target: CalibrationBoard
+    let size: ImageSize
+    let left: CameraModel
+    /// The right camera (equal to `left` for a mono rig, which has no right views).
+    let right: CameraModel
+    /// Left → right (OpenCV's R, T), millimetres; identity for a mono rig.
+    let extrinsics: RigidTransform
+    /// Board → left camera per view, as the script drew them.
+    let poses: [RigidTransform]
+    /// Noise-free corners per view.
+    let leftCorners: [[SIMD2<Double>]]
+    let rightCorners: [[SIMD2<Double>]]
 
     var calibration: StereoCalibration { StereoCalibration(left: left, right: right, extrinsics: extrinsics) }
 
-    /// `count` board poses (board → left camera) that keep every corner inside both images.
-    func poses(count: Int, random: inout SeededRandom) -> [RigidTransform] {
-        var out: [RigidTransform] = []
-        let centre = SIMD3(Double(target.columns - 1) * target.squareSize / 2, Double(target.rows - 1) * target.squareSize / 2, 0)
-        while out.count < count {
-            let tilt = SIMD3(Double.random(in: -0.9...0.9, using: &random), Double.random(in: -0.9...0.9, using: &random),
-                             Double.random(in: -0.4...0.4, using: &random))
-            let rotation = Matrix3x3(rodrigues: tilt)
-            let distance = Double.random(in: 280...460, using: &random)
-            let offset = SIMD3(Double.random(in: -0.2...0.12, using: &random) * distance, Double.random(in: -0.15...0.15, using: &random) * distance, distance)
-            let pose = RigidTransform(rotation: rotation, translation: offset - rotation * centre)
-            let right = extrinsics.composed(after: pose)
-            let ok = target.objectPoints.allSatisfy { p in
-                guard let a = left.project(pose.apply(p)), let b = self.right.project(right.apply(p)) else { return false }
-                return a.x > 10 && a.y > 10 && a.x < 630 && a.y < 470 && b.x > 10 && b.y > 10 && b.x < 630 && b.y < 470
-            }
-            if ok { out.append(pose) }
-        }
-        return out
-    }
+    /// Reads the rig `key` ("brown5_stereo", "fisheye_stereo" or "rational_mono").
+    static func load(_ key: String) throws -> SyntheticRig {
+        let json = try TestFixtures.json("synthetic-rigs.json")
+        let root = try #require(json.object, "synthetic-rigs.json is not a JSON object")
+        let boardEntry = try #require(root["board"]?.object)
+        let columns = try #require(boardEntry["columns"]?.number), rows = try #require(boardEntry["rows"]?.number)
+        let square = try #require(boardEntry["square"]?.number)
+        let target = CalibrationBoard(columns: Int(columns), rows: Int(rows), squareSize: square, unit: "mm")
+        let entry = try #require(root[key]?.object, "no rig '\(key)' in synthetic-rigs.json")
 
-    /// Corner observations of each pose in both cameras with Gaussian noise of `sigma` pixels per coordinate.
-    func views(poses: [RigidTransform], sigma: Double, random: inout SeededRandom) -> [StereoView] {
-        poses.enumerated().map { index, pose in
-            let right = extrinsics.composed(after: pose)
-            func observe(_ camera: CameraModel, _ transform: RigidTransform) -> [SIMD2<Double>] {
-                target.objectPoints.map { p in
-                    let pixel = camera.project(transform.apply(p)) ?? .zero
-                    return pixel + SIMD2(random.nextGaussian(), random.nextGaussian()) * sigma
+        func numbers(_ value: JSONValue?, _ what: String, count: Int? = nil) throws -> [Double] {
+            let array = value?.array?.compactMap { $0.number }
+            let values = try #require(array, "\(key): no list of numbers for \(what)")
+            if let count { try #require(values.count == count, "\(key): \(what) has \(values.count) values, expected \(count)") }
+            return values
+        }
+        func camera(_ side: String) throws -> CameraModel? {
+            guard let c = entry[side]?.object else { return nil }
+            let s = try numbers(c["size"], "\(side).size", count: 2)
+            let k = try numbers(c["K"], "\(side).K", count: 9)
+            let d = try numbers(c["D"], "\(side).D")
+            let model = key.hasPrefix("fisheye") ? "fisheye" : "brown"
+            return CameraModel(size: ImageSize(width: Int(s[0]), height: Int(s[1])),
+                               intrinsics: CameraIntrinsics(matrix: Matrix3x3(rowMajor: k)),
+                               distortion: try LensDistortion(modelName: model, coefficients: d))
+        }
+        let left = try #require(try camera("left"))
+        let right = try camera("right")
+        var extrinsics = RigidTransform()
+        if right != nil {
+            let t = try numbers(entry["T"], "T", count: 3)
+            extrinsics = RigidTransform(rotation: Matrix3x3(rowMajor: try numbers(entry["R"], "R", count: 9)), translation: SIMD3(t[0], t[1], t[2]))
+        }
+        let views = try #require(entry["views"]?.array, "\(key): no views")
+        var poses: [RigidTransform] = [], leftCorners: [[SIMD2<Double>]] = [], rightCorners: [[SIMD2<Double>]] = []
+        for (index, value) in views.enumerated() {
+            let view = try #require(value.object)
+            let r = try numbers(view["rvec"], "views[\(index)].rvec", count: 3), t = try numbers(view["tvec"], "views[\(index)].tvec", count: 3)
+            poses.append(RigidTransform(rodrigues: SIMD3(r[0], r[1], r[2]), translation: SIMD3(t[0], t[1], t[2])))
+            func corners(_ side: String) throws -> [SIMD2<Double>] {
+                let points = try #require(view[side]?.array, "\(key): views[\(index)] has no \(side) corners")
+                try #require(points.count == target.cornerCount, "\(key): views[\(index)].\(side) has \(points.count) corners")
+                return try points.map { p in
+                    let xy = try numbers(p, "a corner of views[\(index)].\(side)", count: 2)
+                    return SIMD2(xy[0], xy[1])
                 }
             }
-            return StereoView(left: CalibrationView(name: "left\(index).png", corners: observe(left, pose)),
-                              right: CalibrationView(name: "right\(index).png", corners: observe(self.right, right)))
+            leftCorners.append(try corners("left"))
+            if right != nil { rightCorners.append(try corners("right")) }
+        }
+        return SyntheticRig(target: target, size: left.size, left: left, right: right ?? left, extrinsics: extrinsics, poses: poses,
+                            leftCorners: leftCorners, rightCorners: rightCorners)
+    }
+
+    /// Each corner moved by Gaussian noise of `sigma` pixels per coordinate.
+    static func noisy(_ corners: [SIMD2<Double>], sigma: Double, random: inout SeededRandom) -> [SIMD2<Double>] {
+        corners.map { $0 + SIMD2(random.nextGaussian(), random.nextGaussian()) * sigma }
+    }
+
+    /// The first `count` views of one camera (all when `nil`), with noise of `sigma` pixels per coordinate.
+    func monoViews(count: Int? = nil, sigma: Double, random: inout SeededRandom) -> [CalibrationView] {
+        leftCorners.prefix(count ?? leftCorners.count).enumerated().map { index, corners in
+            CalibrationView(name: "view\(index).png", corners: Self.noisy(corners, sigma: sigma, random: &random))
+        }
+    }
+
+    /// The first `count` stereo pairs (all when `nil`), with noise of `sigma` pixels per coordinate.
+    func views(count: Int? = nil, sigma: Double, random: inout SeededRandom) -> [StereoView] {
+        let n = min(count ?? leftCorners.count, leftCorners.count, rightCorners.count)
+        return (0..<n).map { index in
+            StereoView(left: CalibrationView(name: "left\(index).png", corners: Self.noisy(leftCorners[index], sigma: sigma, random: &random)),
+                       right: CalibrationView(name: "right\(index).png", corners: Self.noisy(rightCorners[index], sigma: sigma, random: &random)))
         }
     }
 }

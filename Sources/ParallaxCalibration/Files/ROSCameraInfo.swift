@@ -6,7 +6,11 @@ import ParallaxGeometry
 /// rectification_matrix and projection_matrix, each matrix as rows, cols, data.
 ///
 /// A stereo pair is two such files; the right one's projection matrix carries the
-/// baseline as `P[0][3] = −f·B` (or `P[1][3]` for a vertical rig).
+/// baseline as `P[0][3] = −f·B` (or `P[1][3]` for a vertical rig), with B in metres:
+/// ROS measures lengths in metres (REP 103), and its stereo nodes turn that column into
+/// depths in metres. ``stereoPair(_:rectification:leftName:rightName:)`` converts a
+/// calibration whose unit is known; ``stereoCalibration(left:right:)`` reads the pair
+/// back in metres.
 public struct ROSCameraInfo: Hashable, Sendable {
     /// The `camera_name` field.
     public var cameraName: String
@@ -89,14 +93,23 @@ public struct ROSCameraInfo: Hashable, Sendable {
     }
 
     /// The two files of a rectified stereo calibration.
+    ///
+    /// The baseline in the right projection matrix is converted to metres when the calibration
+    /// records a unit (a calibration in millimetres gets `P[0][3] = −f·B/1000`). A
+    /// ``LengthUnit/unitless`` calibration is written in its own units, which ROS tools (and
+    /// ``stereoCalibration(left:right:)``) take for metres.
     public static func stereoPair(_ calibration: StereoCalibration, rectification: StereoRectification,
                                   leftName: String = "left", rightName: String = "right") -> (left: ROSCameraInfo, right: ROSCameraInfo) {
-        (ROSCameraInfo(cameraName: leftName, camera: calibration.left, rectification: rectification.r1, projection: rectification.p1),
-         ROSCameraInfo(cameraName: rightName, camera: calibration.right, rectification: rectification.r2, projection: rectification.p2))
+        let metresPerUnit = calibration.translationUnit.millimetres.map { $0 / 1000 } ?? 1
+        var p2 = rectification.p2
+        for row in 0..<3 { p2[row, 3] *= metresPerUnit }
+        return (ROSCameraInfo(cameraName: leftName, camera: calibration.left, rectification: rectification.r1, projection: rectification.p1),
+                ROSCameraInfo(cameraName: rightName, camera: calibration.right, rectification: rectification.r2, projection: p2))
     }
 
     /// The stereo calibration two camera_info files describe: `R = R2ᵀ R1` and
-    /// `T = R2ᵀ (P2[0][3], P2[1][3], 0) / f'` (the baseline in the rectified frame).
+    /// `T = R2ᵀ (P2[0][3] / f', P2[1][3] / f', P2[2][3])` (the baseline in the rectified frame),
+    /// in metres (``LengthUnit/metre``), ROS's unit.
     public static func stereoCalibration(left: ROSCameraInfo, right: ROSCameraInfo) throws(CalibrationFormatError) -> StereoCalibration {
         let f = right.projection[0, 0]
         guard f > 0 else { throw CalibrationFormatError(file: right.cameraName, line: nil, message: "projection_matrix has no focal length") }
@@ -107,6 +120,7 @@ public struct ROSCameraInfo: Hashable, Sendable {
         }
         let rotation = right.rectification.transposed * left.rectification
         return StereoCalibration(left: left.camera, right: right.camera,
-                                 extrinsics: RigidTransform(rotation: rotation, translation: right.rectification.transposed * rectifiedTranslation))
+                                 extrinsics: RigidTransform(rotation: rotation, translation: right.rectification.transposed * rectifiedTranslation),
+                                 translationUnit: .metre)
     }
 }

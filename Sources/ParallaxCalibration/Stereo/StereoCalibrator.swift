@@ -31,7 +31,8 @@ public struct StereoView: Hashable, Sendable {
 
 /// The result of a stereo calibration and the figures users compare with OpenCV.
 public struct StereoCalibrationResult: Sendable {
-    /// The calibrated rig (extrinsics map left-camera points into the right camera frame, OpenCV's R, T).
+    /// The calibrated rig (extrinsics map left-camera points into the right camera frame, OpenCV's R, T),
+    /// with T in the board's unit (``CalibrationBoard/unit``; ``LengthUnit/unitless`` when it has none).
     public var calibration: StereoCalibration
     /// The left camera on its own (before the joint refinement).
     public var leftMono: MonoCalibrationResult
@@ -221,7 +222,9 @@ public struct StereoCalibrator: Sendable {
                         rejected: [RejectedView], iterations: Int) throws(CalibrationError) -> StereoCalibrationResult {
         let leftCamera = model.cameraModel(state.left, size: size)
         let rightCamera = model.cameraModel(state.right, size: size)
-        let calibration = StereoCalibration(left: leftCamera, right: rightCamera, extrinsics: state.extrinsics)
+        // T is in the unit of the board's squares; recorded so writers that need metres (ROS) can convert.
+        let calibration = StereoCalibration(left: leftCamera, right: rightCamera, extrinsics: state.extrinsics,
+                                            translationUnit: LengthUnit(symbol: target.unit) ?? .unitless)
         let count = target.cornerCount
         var leftResiduals: [[SIMD2<Double>]] = [], rightResiduals: [[SIMD2<Double>]] = []
         var sumLeft = 0.0, sumRight = 0.0

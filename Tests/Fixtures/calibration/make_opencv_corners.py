@@ -5,8 +5,11 @@
 
     /tmp/cvenv/bin/python make_opencv_corners.py
 """
-import json, os
+import json, os, sys
 import cv2
+
+if cv2.__version__ != "5.0.0":
+    sys.exit(f"made with OpenCV 5.0.0; this is OpenCV {cv2.__version__}")
 
 DATA = "/usr/share/doc/opencv-doc/examples/data"
 NUMBERS = [1, 2, 3, 4, 5, 6, 7, 8, 9, 11, 12, 13, 14]
