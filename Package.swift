@@ -67,7 +67,8 @@ let package = Package(
         .testTarget(name: "ParallaxGeometryTests", dependencies: ["ParallaxGeometry"], resources: [.copy("Fixtures")]),
         .testTarget(name: "ParallaxImageTests", dependencies: ["ParallaxImage", "ParallaxGeometry"]),
         .testTarget(name: "ParallaxCaptureTests", dependencies: ["ParallaxCapture", "ParallaxTestSupport"]),
-        .testTarget(name: "ParallaxCalibrationTests", dependencies: ["ParallaxCalibration", "ParallaxTestSupport"]),
+        .testTarget(name: "ParallaxCalibrationTests",
+                    dependencies: ["ParallaxCalibration", "ParallaxTestSupport", .product(name: "Yams", package: "Yams")]),
         .testTarget(name: "ParallaxCLITests", dependencies: ["parallax", "ParallaxGeometry", "ParallaxCalibration"]),
         /// The README's example, compiled against `import Parallax`.
         .testTarget(name: "ParallaxTests", dependencies: ["Parallax"]),
