@@ -1,4 +1,5 @@
 import Foundation
+import ParallaxCalibration
 import ParallaxGeometry
 import Testing
 
@@ -171,12 +172,18 @@ struct CalibrateCommandTests {
         try Self.copySamplePairs(["01", "02", "03", "04"], into: dir)
         let output = dir.appendingPathComponent("calib.json").path
         let result = try ParallaxCLI.run(["calibrate", "--left", dir.path + "/left*", "--right", dir.path + "/right*",
-                                          "--board", "9x6", "--square", "2.5cm", "--output", output])
+                                          "--board", "9x6", "--square", "2.5cm", "--output", output,
+                                          "--ros-dir", dir.path + "/ros"])
         #expect(result.status == 0, "\(result.stderr)")
         let written = try StereoCalibration(contentsOfFile: output)
         #expect(written.translationUnit == .centimetre)
         // OpenCV's sample squares are about 2.5 cm: the baseline comes out near 8 cm, in cm.
         #expect(written.baseline > 5 && written.baseline < 12)
+        // ROS camera_info is in metres (REP 103): P2[0][3] = −f'·B with B in metres, not cm.
+        let right = try ROSCameraInfo(contentsOfFile: dir.path + "/ros/right.yaml")
+        let baselineMetres = -right.projection[0, 3] / right.projection[0, 0]
+        #expect(abs(baselineMetres - written.baseline / 100) < 1e-3 * written.baseline / 100,
+                "ROS baseline \(baselineMetres) m for a \(written.baseline) cm calibration")
         // 1.5 m is 150 in this file's unit (before, a suffix assumed millimetres: 1500 cm, 15 m).
         let converged = try ParallaxCLI.run(["rectification", "--calibration", output, "--json", "--convergence", "1.5m"])
         #expect(try JSONValue(parsing: converged.stdout).object?["convergence_distance"]?.number == 150)

@@ -154,6 +154,9 @@ struct CalibrateCommand: ParsableCommand {
             files.append((opencvYAML, Array(OpenCVStereoFile.text(for: result.calibration, rectification: result.rectification).utf8)))
         }
         if let rosDirectory {
+            if TargetSheet.millimetres(perUnit: target.unit) == nil {
+                Self.log("warning: no unit on --square; ROS camera_info's baseline is written in board units, which ROS reads as metres")
+            }
             let (l, r) = ROSCameraInfo.stereoPair(result.calibration, rectification: result.rectification)
             files.append(((rosDirectory as NSString).appendingPathComponent("left.yaml"), Array(l.text.utf8)))
             files.append(((rosDirectory as NSString).appendingPathComponent("right.yaml"), Array(r.text.utf8)))
