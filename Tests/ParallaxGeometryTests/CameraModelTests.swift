@@ -23,7 +23,9 @@ import Testing
         distortion: .brownConrady(BrownConrady(k1: 0.35, k2: -0.2, p1: 0.0004, p2: -0.0003, k3: 0.01, k4: 0.62, k5: -0.18, k6: 0.05)))
 
     /// Every pixel on a 4-pixel grid over the whole image (edges included)
-    /// unprojects and reprojects to within 1e-6 px.
+    /// unprojects and reprojects to within the solver's tolerance, 1e-9 px for
+    /// these 640×480 images (every pixel is within 1000 px of the origin), plus
+    /// 1e-12 px for the rounding of the extra projection of the round trip.
     @Test(arguments: [("brown k1=-0.4", strongBarrel), ("fisheye", fisheye), ("rational", rational)])
     func unprojectThenProjectRoundTripsOverTheWholeImage(name: String, camera: CameraModel) throws {
         var worst = 0.0
@@ -35,7 +37,7 @@ import Testing
                 worst = max(worst, length(back - pixel))
             }
         }
-        #expect(worst < 1e-6, "\(name): worst round-trip error \(worst) px")
+        #expect(worst <= CameraModel.unprojectionTolerancePixels + 1e-12, "\(name): worst round-trip error \(worst) px")
         print("unproject/project round trip, \(name): worst \(worst) px over the whole image")
         #expect(camera.invertibility().isInvertible, "\(name) must be invertible over its image")
     }

@@ -11,6 +11,15 @@ struct LiveConvergenceTests {
         try StereoCalibration(contentsOfFile: TestImages.fixtures + "/opencv/opencv-sample-calibration.json").resized(to: size)
     }
 
+    /// Half the disparity a point `distance` away has in the classic rectification:
+    /// f·B/(2Z), B being the length of the calibration's translation (the rectifying
+    /// rotation turns it onto the baseline axis). Each image moves by this, rounded to
+    /// whole steps.
+    static func halfDisparity(atDistance distance: Double, calibration: StereoCalibration, focalLength: Double) -> Double {
+        let t = calibration.extrinsics.translation
+        return focalLength * (t * t).sum().squareRoot() / (2 * distance)
+    }
+
     /// Byte `x` (in samples of `stride` bytes, channel `c`) of row `y` of plane 0.
     static func sample(_ image: ImageBuffer, _ x: Int, _ y: Int, stride: Int, channel c: Int) -> UInt8 {
         image.bytes[y * image.bytesPerRow + x * stride + c]
@@ -23,18 +32,23 @@ struct LiveConvergenceTests {
         let rectifier = try Rectifier(calibration: calibration, threads: 2)
         let image = TestImages.smooth(format, width: Self.size.width, height: Self.size.height)
         let (plainLeft, plainRight) = try rectifier.rectify(left: image, right: image)
-        // A distance whose disparity is several pixels at this size.
-        rectifier.setConvergence(atDistance: 100)
+        // A distance whose disparity is several pixels at this size: half of it is 3.09 px,
+        // so one-sample formats move by 3 and two-sample ones by 4.
+        let distance = 70.0
+        rectifier.setConvergence(atDistance: distance)
         let applied = rectifier.rectification(for: format)
         let step = Double(rectifier.convergenceStep(for: format))
         let k = applied.convergenceShift
-        #expect(k != 0 && k.truncatingRemainder(dividingBy: step) == 0)
+        let half = Self.halfDisparity(atDistance: distance, calibration: calibration,
+                                      focalLength: rectifier.maps.rectification.focalLength)
+        #expect(k == (half / step).rounded() * step, "shift \(k), half the disparity \(half) in steps of \(step)")
+        #expect(k == (step == 1 ? 3 : 4))
         // P1 and P2 moved by ∓k, and zero disparity is where the applied shift puts it.
         let base = rectifier.maps.rectification
         #expect(applied.p1[0, 2] == base.p1[0, 2] - k && applied.p2[0, 2] == base.p2[0, 2] + k)
         #expect(abs(applied.disparity(atDistance: try #require(applied.convergenceDistance))) < 1e-9)
         // Within one step of disparity of the distance asked for.
-        #expect(abs(applied.disparity(atDistance: 100)) <= step + 1e-9)
+        #expect(abs(applied.disparity(atDistance: distance)) <= step + 1e-9)
         let (left, right) = try rectifier.rectify(left: image, right: image)
         let shift = Int(k)
         // Luma (or the packed samples) of plane 0: stride and channels per format.
@@ -60,31 +74,51 @@ struct LiveConvergenceTests {
         #expect(checked == Self.size.area * channels)
     }
 
-    @Test("the shifted pixels equal maps built with the shifted principal points (to float rounding)")
+    @Test("the shifted pixels equal maps built with the shifted principal points, pixel for pixel")
     func shiftEqualsShiftedMaps() throws {
         let calibration = try Self.calibration()
         let rectifier = try Rectifier(calibration: calibration, threads: 2)
         rectifier.setConvergence(atDistance: 100)
         let applied = rectifier.rectification(for: .gray8)
         let exact = Rectifier(maps: calibration.rectificationMaps(for: applied), threads: 2)
-        let image = TestImages.smooth(.gray8, width: Self.size.width, height: Self.size.height)
+        let k = Int(applied.convergenceShift)
+        try #require(k == 2)
+        // The float maps themselves: the rebuilt left map at u is the unshifted one at u + k,
+        // the right one at u − k. Along a row the ray is accumulated from the row's start, so
+        // the two could differ in the last bits; they do not here, and the test keeps it so.
+        let w = Self.size.width
+        var floatsCompared = 0, floatsDiffering = 0, worstFloat = 0.0
+        for (rebuilt, original, offset) in [(exact.maps.left, rectifier.maps.left, k), (exact.maps.right, rectifier.maps.right, -k)] {
+            for y in 0..<Self.size.height {
+                for x in max(0, -offset)..<min(w, w - offset) {
+                    let a = try #require(rebuilt.source(x: x, y: y)), b = try #require(original.source(x: x + offset, y: y))
+                    let d = max(abs(Double(a.x) - Double(b.x)), abs(Double(a.y) - Double(b.y)))
+                    worstFloat = max(worstFloat, d)
+                    if d != 0 { floatsDiffering += 1 }
+                    floatsCompared += 1
+                }
+            }
+        }
+        // A textured image, so that any entry rounding the other way would change pixels.
+        let image = TestImages.pattern(.gray8, width: Self.size.width, height: Self.size.height, seed: 7)
         let live = try rectifier.rectify(left: image, right: image)
         let built = try exact.rectify(left: image, right: image)
-        let k = Int(applied.convergenceShift)
-        var same = 0, total = 0, worst = 0
+        var differing = 0, total = 0, worst = 0
         for y in 0..<Self.size.height {
-            for x in k..<(Self.size.width - k) {
+            for x in k..<(w - k) {
                 for (a, b) in [(live.left, built.left), (live.right, built.right)] {
-                    let d = abs(Int(a.bytes[y * Self.size.width + x]) - Int(b.bytes[y * Self.size.width + x]))
+                    let d = abs(Int(a.bytes[y * w + x]) - Int(b.bytes[y * w + x]))
                     worst = max(worst, d)
-                    if d == 0 { same += 1 }
+                    if d != 0 { differing += 1 }
                     total += 1
                 }
             }
         }
-        print("live shift \(k) px vs rebuilt maps: \(same) of \(total) identical, worst \(worst)")
-        #expect(worst <= 1)
-        #expect(Double(same) / Double(total) > 0.999)
+        print("live shift \(k) px vs rebuilt maps: \(floatsDiffering) of \(floatsCompared) map positions differ "
+              + "(worst \(worstFloat) px), \(differing) of \(total) pixels differ (worst \(worst))")
+        #expect(total == 2 * Self.size.height * (w - 2 * k))
+        #expect(floatsCompared == 2 * Self.size.height * (w - k) && floatsDiffering == 0)
+        #expect(differing == 0)
     }
 
     @Test("with the output turned a quarter, the shift runs along the displayed rows' columns")
@@ -96,6 +130,9 @@ struct LiveConvergenceTests {
         let (_, plainRight) = try rectifier.rectify(left: image, right: image)
         rectifier.setConvergence(atDistance: 400)
         let k = Int(rectifier.rectification(for: .gray8).convergenceShift)
+        // Half the disparity at 400 units is 0.54 px: one whole pixel each side.
+        let half = Self.halfDisparity(atDistance: 400, calibration: calibration, focalLength: rectifier.maps.rectification.focalLength)
+        #expect(k == Int(half.rounded()) && k == 1, "shift \(k), half the disparity \(half)")
         let (_, right) = try rectifier.rectify(left: image, right: image)
         // Displayed (x, y) shows rectified (y, h − 1 − x): a rectified +x shift is a +y shift on screen.
         let displayed = turned.displayedSize(of: Self.size)

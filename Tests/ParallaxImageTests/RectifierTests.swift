@@ -76,20 +76,135 @@ enum RemapFixtures {
     }
 }
 
+/// OpenCV's fixed-point maps and remap outputs (Tests/Fixtures/opencv/remap, README.md there).
+enum OpenCVRemapFixtures {
+    static let folder = TestImages.fixtures + "/opencv/remap/"
+
+    /// `count` little-endian values of a raw fixture file; its size must be exactly that.
+    static func littleEndian<T: FixedWidthInteger>(_ name: String, as type: T.Type, count: Int) throws -> [T] {
+        let bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: folder + name)))
+        let size = MemoryLayout<T>.size
+        try #require(bytes.count == count * size, "\(name): \(bytes.count) bytes, expected \(count) values of \(size) bytes")
+        return (0..<count).map { i in
+            var value: T = 0
+            for b in 0..<size { value |= T(truncatingIfNeeded: bytes[i * size + b]) << (8 * b) }
+            return value
+        }
+    }
+
+    /// A float map stored as float32 bits (all x, then all y) for `output` over `source`.
+    static func floatMap(_ name: String, output: ImageSize, source: ImageSize) throws -> RectificationMap {
+        let bits = try littleEndian("\(name)-map.f32", as: UInt32.self, count: 2 * output.area)
+        let values = bits.map(Float.init(bitPattern:))
+        return RectificationMap(outputSize: output, sourceSize: source, sourceX: Array(values[..<output.area]),
+                                sourceY: Array(values[output.area...]))
+    }
+
+    /// One map entry as OpenCV's remap reads it: the first tap and the 5-bit fractions.
+    struct Entry: Equatable, CustomStringConvertible {
+        var x: Int, y: Int, fx: Int, fy: Int
+        var description: String { "(\(x) + \(fx)/32, \(y) + \(fy)/32)" }
+        /// True when no tap of the 2×2 neighbourhood is inside a `width × height` source, so
+        /// BORDER_CONSTANT writes the border value whatever the fractions.
+        func isOutside(width: Int, height: Int) -> Bool { x < -1 || y < -1 || x >= width || y >= height }
+    }
+
+    /// cv2.convertMaps' CV_16SC2 + CV_16UC1 output, one entry per output sample.
+    static func convertMapsOutput(_ name: String, count: Int) throws -> [Entry] {
+        let fixed = try littleEndian("\(name)-fixed.i16", as: Int16.self, count: 2 * count)
+        let fractions = try littleEndian("\(name)-fraction.u16", as: UInt16.self, count: count)
+        return (0..<count).map { i in
+            Entry(x: Int(fixed[2 * i]), y: Int(fixed[2 * i + 1]), fx: Int(fractions[i] & 31), fy: Int(fractions[i] >> 5))
+        }
+    }
+
+    /// The entries a compiled map holds, decoded: span entries from their byte offset and
+    /// fractions, the others from the side table; `nil` for an undefined sample.
+    static func entries(of map: CompiledMap) -> [Entry?] {
+        var result: [Entry?] = []
+        result.reserveCapacity(map.width * map.height)
+        for v in 0..<map.height {
+            for u in 0..<map.width {
+                let e = map.entries[v * map.width + u]
+                if u >= Int(map.spanStart[v]) && u < Int(map.spanEnd[v]) {
+                    let offset = map.rowBase[v] + Int(e >> 10)
+                    result.append(Entry(x: offset % map.sourceRowBytes / map.layout.pixelStride, y: offset / map.sourceRowBytes,
+                                        fx: Int(e & 31), fy: Int((e >> 5) & 31)))
+                } else {
+                    let s = map.slow[Int(e)]
+                    result.append(s.x == .min ? nil : Entry(x: Int(s.x), y: Int(s.y), fx: Int(s.fx), fy: Int(s.fy)))
+                }
+            }
+        }
+        return result
+    }
+
+    /// Compiles `map` the way the rectifier does for a packed source of `layout`.
+    static func compile(_ map: RectificationMap, layout: SampleLayout) -> CompiledMap {
+        map.sourceX.withUnsafeBufferPointer { xs in
+            map.sourceY.withUnsafeBufferPointer { ys in
+                CompiledMap(xs: xs, ys: ys, width: map.outputSize.width, height: map.outputSize.height,
+                            sourceWidth: map.sourceSize.width, sourceHeight: map.sourceSize.height,
+                            sourceRowBytes: map.sourceSize.width * layout.pixelStride, layout: layout,
+                            interpolation: .bilinear, pool: WorkerPool(threadCount: 2))
+            }
+        }
+    }
+
+    /// Compares compiled entries with OpenCV's, entry by entry. Where OpenCV's integer part
+    /// is not saturated to int16 and Parallax has a position, the two must be equal; where
+    /// either is saturated or undefined (NaN, infinite, |x| ≥ 2¹⁶), both must lie outside
+    /// the source, so both write the border value. Returns (equal, both outside).
+    static func compare(_ ours: [Entry?], _ theirs: [Entry], source: ImageSize, _ label: String,
+                        sourceLocation: SourceLocation = #_sourceLocation) throws -> (equal: Int, outside: Int) {
+        try #require(ours.count == theirs.count, "\(label): \(ours.count) entries vs OpenCV's \(theirs.count)",
+                     sourceLocation: sourceLocation)
+        var equal = 0, outside = 0
+        for (i, (mine, cv)) in zip(ours, theirs).enumerated() {
+            let saturated = cv.x <= Int(Int16.min) || cv.x >= Int(Int16.max) || cv.y <= Int(Int16.min) || cv.y >= Int(Int16.max)
+            if let mine, !saturated {
+                #expect(mine == cv, "\(label) entry \(i): \(mine), OpenCV \(cv)", sourceLocation: sourceLocation)
+                if mine == cv { equal += 1 }
+            } else {
+                let mineOutside = mine?.isOutside(width: source.width, height: source.height) ?? true
+                #expect(mineOutside && cv.isOutside(width: source.width, height: source.height),
+                        "\(label) entry \(i): \(mine.map(String.init(describing:)) ?? "undefined"), OpenCV \(cv)",
+                        sourceLocation: sourceLocation)
+                if mineOutside { outside += 1 }
+            }
+        }
+        return (equal, outside)
+    }
+
+    /// Levels of `ours` that differ from `theirs`, after checking format and size.
+    static func differingLevels(_ ours: ImageBuffer, _ theirs: ImageBuffer, _ label: String,
+                                sourceLocation: SourceLocation = #_sourceLocation) throws -> (count: Int, worst: Int) {
+        try #require(ours.format == theirs.format && ours.size == theirs.size && ours.bytes.count == theirs.bytes.count,
+                     "\(label): \(ours.format) \(ours.size) vs OpenCV's \(theirs.format) \(theirs.size)", sourceLocation: sourceLocation)
+        var count = 0, worst = 0
+        for (a, b) in zip(ours.bytes, theirs.bytes) where a != b {
+            count += 1
+            worst = max(worst, abs(Int(a) - Int(b)))
+        }
+        return (count, worst)
+    }
+}
+
 @Suite("Rectifier")
 struct RectifierTests {
-    /// The Done-when comparison: OpenCV's sample pair with OpenCV's own
-    /// calibration, resampled through the same (fixed-point) maps by
-    /// cv2.remap and by the rectifier. See Tests/Fixtures/opencv/remap/make_remap_reference.py.
-    @Test("bilinear output matches cv2.remap on OpenCV's sample pair")
-    func matchesOpenCV() throws {
-        let folder = TestImages.fixtures + "/opencv/remap/"
+    /// The kernels' arithmetic on a real image: OpenCV's sample pair resampled through
+    /// OpenCV's own fixed-point maps (convertMaps of initUndistortRectifyMap, stored as
+    /// 32 x and 32 y, so dividing by 32 gives float maps that compile to the same entries)
+    /// by cv2.remap and by the rectifier. Made by make_remap_reference.py.
+    @Test("bilinear output equals cv2.remap through OpenCV's fixed-point maps of its sample pair")
+    func matchesOpenCVThroughItsOwnMaps() throws {
+        let folder = OpenCVRemapFixtures.folder
         var sides: [(source: ImageBuffer, map: RectificationMap, expected: ImageBuffer)] = []
         for side in ["left", "right"] {
             let source = try ImageBuffer(contentsOfFile: folder + "\(side)-source.png")
             let packed = try ImageBuffer(contentsOfFile: folder + "\(side)-map.png")
             let expected = try ImageBuffer(contentsOfFile: folder + "\(side)-opencv.png")
-            #expect(packed.format == .rgba8)
+            try #require(packed.format == .rgba8 && packed.size == ImageSize(width: 640, height: 480))
             var xs = [Float](repeating: .nan, count: packed.size.area), ys = xs
             let b = packed.bytes
             for i in 0..<packed.size.area {
@@ -106,15 +221,121 @@ struct RectifierTests {
         let maps = StereoRectificationMaps(left: sides[0].map, right: sides[1].map, rectification: RemapFixtures.rectification)
         let rectifier = Rectifier(maps: maps, interpolation: .bilinear, threads: 2)
         let (left, right) = try rectifier.rectify(left: sides[0].source, right: sides[1].source)
-        for (ours, theirs) in [(left, sides[0].expected), (right, sides[1].expected)] {
-            let diffs = zip(ours.bytes, theirs.bytes).map { abs(Int($0) - Int($1)) }
-            let withinOne = diffs.filter { $0 <= 1 }.count
-            #expect(Double(withinOne) / Double(diffs.count) >= 0.999)
-            #expect(diffs.max()! <= 2)
-            // The arithmetic is OpenCV's, so in fact every level agrees.
-            #expect(diffs.filter { $0 != 0 }.count == 0)
-            print("rectifier vs cv2.remap: \(diffs.filter { $0 != 0 }.count) of \(diffs.count) levels differ, \(withinOne) within ±1, max difference \(diffs.max() ?? 0)")
+        var compared = 0
+        for (name, ours, theirs) in [("left", left, sides[0].expected), ("right", right, sides[1].expected)] {
+            let d = try OpenCVRemapFixtures.differingLevels(ours, theirs, name)
+            #expect(d.count == 0, "\(name): \(d.count) pixels differ from cv2.remap, by up to \(d.worst)")
+            compared += ours.bytes.count
         }
+        #expect(compared == 614_400)
+    }
+
+    /// Positions off the 1/32 grid, where the rounding rule decides the entry: random
+    /// float32 positions, exact ties, the border thresholds, NaN, infinities and far values,
+    /// and a crop of a real calibration's map (make_fixed_point_reference.py).
+    @Test("compiled entries equal cv2.convertMaps (CV_16SC2) at off-grid positions", arguments: ["random", "calibration"])
+    func compiledEntriesMatchConvertMaps(name: String) throws {
+        let (output, source) = Self.fixedPointFixtureSizes(name)
+        let map = try OpenCVRemapFixtures.floatMap(name, output: output, source: source)
+        let theirs = try OpenCVRemapFixtures.convertMapsOutput(name, count: output.area)
+        // Each layout compiles its own spans (3-byte pixels keep a spare column), so each is checked.
+        for layout in [SampleLayout.interleaved(1), .interleaved(3), .interleaved(4)] {
+            let ours = OpenCVRemapFixtures.entries(of: OpenCVRemapFixtures.compile(map, layout: layout))
+            let (equal, outside) = try OpenCVRemapFixtures.compare(ours, theirs, source: source, "\(name) \(layout.channels)-channel")
+            #expect(equal + outside == output.area)
+            print("compiled \(name) map (\(layout.channels) channels) vs convertMaps: \(equal) entries equal, "
+                  + "\(outside) outside the source on both sides, of \(output.area)")
+        }
+    }
+
+    @Test("bilinear pixels equal cv2.remap at off-grid positions",
+          arguments: [("random", "gray", PixelFormat.gray8), ("random", "bgr", .rgb8), ("random", "bgr", .bgr8),
+                      ("random", "bgra", .rgba8), ("random", "bgra", .bgra8), ("calibration", "gray", .gray8)])
+    func pixelsMatchRemap(name: String, channels: String, format: PixelFormat) throws {
+        let (output, size) = Self.fixedPointFixtureSizes(name)
+        let map = try OpenCVRemapFixtures.floatMap(name, output: output, source: size)
+        let folder = OpenCVRemapFixtures.folder
+        let sourceFile = name == "calibration" ? "left-source.png" : "\(name)-source-\(channels).png"
+        // The files hold the bytes in the order cv2 wrote them; remap treats every channel
+        // alike, so the same bytes are read as either channel order.
+        let source = try ImageBuffer(contentsOfFile: folder + sourceFile)
+        let expected = try ImageBuffer(contentsOfFile: folder + "\(name)-remap-\(channels).png")
+        try #require(source.format.interleavedChannels == format.interleavedChannels && source.size == size)
+        let input = try ImageBuffer(format: format, size: size, bytes: source.bytes)
+        let reference = try ImageBuffer(format: format, size: output, bytes: expected.bytes)
+        let rectifier = Rectifier(maps: StereoRectificationMaps(left: map, right: map, rectification: RemapFixtures.rectification),
+                                  threads: 2)
+        let (left, right) = try rectifier.rectify(left: input, right: input)
+        for (side, image) in [("left", left), ("right", right)] {
+            let d = try OpenCVRemapFixtures.differingLevels(image, reference, "\(name) \(format) \(side)")
+            #expect(d.count == 0, "\(name) \(format) \(side): \(d.count) levels differ from cv2.remap, by up to \(d.worst)")
+        }
+    }
+
+    /// The camera formats' luma kernels (2-byte steps for YUYV and UYVY, a plane of its own
+    /// for NV12) on the same off-grid map: their luma must be cv2.remap's gray output.
+    @Test("the luma of YUYV, UYVY and NV12 equals cv2.remap at off-grid positions", arguments: [PixelFormat.yuyv, .uyvy, .nv12])
+    func lumaMatchesRemap(format: PixelFormat) throws {
+        let (output, size) = Self.fixedPointFixtureSizes("random")
+        let map = try OpenCVRemapFixtures.floatMap("random", output: output, source: size)
+        let gray = try ImageBuffer(contentsOfFile: OpenCVRemapFixtures.folder + "random-source-gray.png")
+        let expected = try ImageBuffer(contentsOfFile: OpenCVRemapFixtures.folder + "random-remap-gray.png")
+        try #require(gray.format == .gray8 && gray.size == size && expected.size == output)
+        // Luma from the gray source, chroma from a pattern (its own grid is not compared here).
+        var bytes = TestImages.pattern(format, width: size.width, height: size.height, seed: 13).bytes
+        let (step, offset) = format == .yuyv ? (2, 0) : format == .uyvy ? (2, 1) : (1, 0)
+        for i in 0..<size.area { bytes[i * step + offset] = gray.bytes[i] }
+        let input = try ImageBuffer(format: format, size: size, bytes: bytes)
+        let rectifier = Rectifier(maps: StereoRectificationMaps(left: map, right: map, rectification: RemapFixtures.rectification),
+                                  threads: 2)
+        let (left, _) = try rectifier.rectify(left: input, right: input)
+        var differing = 0
+        for i in 0..<output.area where left.bytes[i * step + offset] != expected.bytes[i] { differing += 1 }
+        #expect(differing == 0, "\(format): \(differing) of \(output.area) luma samples differ from cv2.remap")
+    }
+
+    /// The whole chain on OpenCV's sample pair: Parallax rectifies OpenCV's calibration of
+    /// it (stereoRectify's defaults: alpha −1, zero disparity), builds its own maps and
+    /// resamples; OpenCV did the same with stereoRectify → initUndistortRectifyMap (CV_32FC1)
+    /// → convertMaps (CV_16SC2) → remap (INTER_LINEAR, BORDER_CONSTANT 0)
+    /// (make_remap_reference.py). Parallax's float maps equal OpenCV's bit for bit
+    /// (RectificationMapTests), so every fixed-point entry and every pixel is equal too.
+    @Test("the rectifier's own maps of OpenCV's sample pair give cv2's chain's pixels exactly")
+    func wholeChainMatchesOpenCV() throws {
+        let folder = OpenCVRemapFixtures.folder
+        let calibration = try StereoCalibration(contentsOfFile: TestImages.fixtures + "/opencv/opencv-sample-calibration.json")
+        let rectifier = try Rectifier(calibration: calibration, threads: 2)
+        let size = ImageSize(width: 640, height: 480)
+        try #require(rectifier.outputSize == size)
+        let left = try ImageBuffer(contentsOfFile: folder + "left-source.png")
+        let right = try ImageBuffer(contentsOfFile: folder + "right-source.png")
+        let (ours, oursRight) = try rectifier.rectify(left: left, right: right)
+        var pixels = 0
+        for (side, image, map) in [("left", ours, rectifier.maps.left), ("right", oursRight, rectifier.maps.right)] {
+            let expected = try ImageBuffer(contentsOfFile: folder + "\(side)-opencv.png")
+            let d = try OpenCVRemapFixtures.differingLevels(image, expected, side)
+            #expect(d.count == 0, "\(side): \(d.count) of \(image.bytes.count) pixels differ from OpenCV's chain, by up to \(d.worst)")
+            pixels += image.bytes.count
+            // OpenCV's entries, from the packed 32 x, 32 y of make_remap_reference.py.
+            let packed = try ImageBuffer(contentsOfFile: folder + "\(side)-map.png")
+            try #require(packed.format == .rgba8 && packed.size == size)
+            let b = packed.bytes
+            let theirs = (0..<size.area).map { i in
+                let qx = Int(Int16(bitPattern: UInt16(b[4 * i]) | UInt16(b[4 * i + 1]) << 8))
+                let qy = Int(Int16(bitPattern: UInt16(b[4 * i + 2]) | UInt16(b[4 * i + 3]) << 8))
+                return OpenCVRemapFixtures.Entry(x: qx >> 5, y: qy >> 5, fx: qx & 31, fy: qy & 31)
+            }
+            let entries = OpenCVRemapFixtures.entries(of: OpenCVRemapFixtures.compile(map, layout: .interleaved(1)))
+            let (equal, _) = try OpenCVRemapFixtures.compare(entries, theirs, source: size, "\(side) sample map")
+            #expect(equal == size.area)
+        }
+        #expect(pixels == 614_400)
+    }
+
+    /// Output and source sizes of the fixed-point fixtures (make_fixed_point_reference.py).
+    static func fixedPointFixtureSizes(_ name: String) -> (output: ImageSize, source: ImageSize) {
+        name == "random" ? (ImageSize(width: 96, height: 64), ImageSize(width: 80, height: 60))
+            : (ImageSize(width: 160, height: 120), ImageSize(width: 640, height: 480))
     }
 
     @Test("bilinear equals the plain reference for packed formats", arguments: [PixelFormat.gray8, .rgb8, .bgr8, .rgba8, .bgra8])
@@ -307,18 +528,41 @@ struct RectifierTests {
         }
     }
 
-    @Test("a rectifier built from a calibration rectifies and converges")
+    @Test("a rectifier built from a calibration converges by half the disparity on each side")
     func fromCalibration() throws {
         let calibration = try StereoCalibration(contentsOfFile: TestImages.fixtures + "/opencv/opencv-sample-calibration.json")
             .resized(to: ImageSize(width: 160, height: 120))
         let plain = try Rectifier(calibration: calibration, threads: 2)
-        let converged = try Rectifier(calibration: calibration, convergenceDistance: 0.5, threads: 2)
-        #expect(plain.outputSize == ImageSize(width: 160, height: 120))
-        // The convergence shift moves the left map along x by half the disparity at 0.5 units.
-        let shift = converged.maps.rectification.convergenceShift
-        #expect(abs(shift) > 1)
-        let image = TestImages.smooth(.gray8, width: 160, height: 120)
-        let (l, r) = try converged.rectify(left: image, right: image)
-        #expect(l.size == plain.outputSize && r.size == plain.outputSize)
+        // 40 calibration units (chessboard squares): a few pixels of disparity at this size.
+        let distance = 40.0
+        let converged = try Rectifier(calibration: calibration, convergenceDistance: distance, threads: 2)
+        #expect(plain.outputSize == ImageSize(width: 160, height: 120) && converged.outputSize == plain.outputSize)
+        // A point at `distance` has disparity f·B/Z before the shift (B: the length of T, which
+        // the rectifying rotation turns onto the x axis); each image takes half of it.
+        let before = plain.maps.rectification, after = converged.maps.rectification
+        let f = before.focalLength
+        let t = calibration.extrinsics.translation
+        let expected = f * (t * t).sum().squareRoot() / (2 * distance)
+        #expect(abs(after.convergenceShift - expected) <= 1e-12 * expected,
+                "shift \(after.convergenceShift) px, expected f·B/(2Z) = \(expected) px")
+        #expect(abs((before.p1[0, 2] - after.p1[0, 2]) - expected) <= 1e-12 * f)
+        #expect(abs((after.p2[0, 2] - before.p2[0, 2]) - expected) <= 1e-12 * f)
+        #expect(after.convergenceDistance == distance)
+        // The maps carry the shift: each map reads, at output pixel (u, v), where its camera
+        // sees the ray through (u, v) of a rectified camera whose principal point moved by
+        // `expected` px (left camera to the left, right camera to the right). Float32 maps
+        // hold positions below 160 px to 8e-6 px.
+        for (side, rotation, cx, camera, map) in [
+            ("left", before.r1, before.p1[0, 2] - expected, calibration.left, converged.maps.left),
+            ("right", before.r2, before.p2[0, 2] + expected, calibration.right, converged.maps.right),
+        ] {
+            for (u, v) in [(0, 0), (80, 60), (159, 119), (37, 101)] {
+                let ray = rotation.transposed * SIMD3((Double(u) - cx) / f, (Double(v) - before.p1[1, 2]) / before.p1[1, 1], 1)
+                let seen = try #require(camera.project(ray))
+                let read = try #require(map.source(x: u, y: v))
+                #expect(abs(Double(read.x) - seen.x) < 1e-4 && abs(Double(read.y) - seen.y) < 1e-4,
+                        "\(side) map at (\(u), \(v)): \(read), the shifted camera sees \(seen)")
+            }
+        }
     }
 }

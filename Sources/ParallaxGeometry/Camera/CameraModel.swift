@@ -3,8 +3,8 @@
 /// The camera frame is OpenCV's: x right, y down, z forward along the optical
 /// axis. ``project(_:)`` takes a point in that frame to a pixel;
 /// ``normalizedCoordinates(ofPixel:)`` and ``ray(throughPixel:)`` go back,
-/// with an iterative solver that converges to ``unprojectionTolerancePixels``
-/// or reports that it could not.
+/// with an iterative solver that converges to ``unprojectionTolerance(atPixel:)``
+/// (10⁻⁹ px up to 1000 px from the origin) or reports that it could not.
 public struct CameraModel: Hashable, Sendable {
     /// The image size the intrinsics belong to.
     public var size: ImageSize
@@ -18,8 +18,16 @@ public struct CameraModel: Hashable, Sendable {
     }
 
     /// The largest reprojection error, in pixels, that ``normalizedCoordinates(ofPixel:)``
-    /// accepts as converged.
+    /// accepts as converged for pixels within 1000 px of the origin. Farther out it is
+    /// 10⁻¹² of the pixel's distance from the origin (see ``unprojectionTolerance(atPixel:)``).
     public static let unprojectionTolerancePixels = 1e-9
+
+    /// The reprojection error accepted at `pixel`: ``unprojectionTolerancePixels``, or
+    /// 10⁻¹² of `pixel`'s distance from the origin when that is larger, so that far-out
+    /// pixels (whose own double rounding grows with their size) can still converge.
+    public static func unprojectionTolerance(atPixel pixel: SIMD2<Double>) -> Double {
+        unprojectionTolerancePixels * max(1, length(pixel) * 1e-3)
+    }
 
     // MARK: Projection
 
@@ -52,9 +60,10 @@ public struct CameraModel: Hashable, Sendable {
     /// Brown–Conrady is inverted by damped Newton iterations on the full
     /// distortion function (radial, rational and tangential terms together),
     /// the fisheye model by Newton on θ_d(θ). The answer is returned only
-    /// when re-projecting it lands within ``unprojectionTolerancePixels`` of
-    /// `pixel` and the lens is locally invertible there (positive Jacobian),
-    /// so a root on the far side of a fold is never mistaken for the right one.
+    /// when re-projecting it lands within ``unprojectionTolerance(atPixel:)`` of
+    /// `pixel` (10⁻⁹ px up to 1000 px from the origin) and the lens is locally
+    /// invertible there (positive Jacobian), so a root on the far side of a fold
+    /// is never mistaken for the right one.
     ///
     /// - Throws: ``UnprojectionError`` when no such point exists or the solver
     ///   does not reach the tolerance.
@@ -75,7 +84,7 @@ public struct CameraModel: Hashable, Sendable {
             guard theta < Double.pi / 2 else { throw .beyondImagePlane(pixel: pixel, angleRadians: theta) }
             let result = target * (_tan(theta) / thetaD)
             let residual = length(self.pixel(fromNormalized: result) - pixel)
-            guard residual <= Self.unprojectionTolerancePixels * max(1, length(pixel)) else {
+            guard residual <= Self.unprojectionTolerance(atPixel: pixel) else {
                 throw .didNotConverge(pixel: pixel, residualPixels: residual)
             }
             return result
@@ -105,7 +114,7 @@ public struct CameraModel: Hashable, Sendable {
         _ model: BrownConrady, target: SIMD2<Double>, pixel: SIMD2<Double>, intrinsics: CameraIntrinsics
     ) throws(UnprojectionError) -> SIMD2<Double> {
         // Work in pixel units so the tolerance means what it says.
-        let tolerance = unprojectionTolerancePixels * max(1, length(pixel) * 1e-3)
+        let tolerance = unprojectionTolerance(atPixel: pixel)
         func residual(_ p: SIMD2<Double>) -> SIMD2<Double> {
             intrinsics.pixel(fromNormalized: model.distort(p)) - pixel
         }

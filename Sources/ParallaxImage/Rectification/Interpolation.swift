@@ -1,8 +1,13 @@
 /// How a resampler reads between source pixels.
 ///
-/// All three use fractional positions quantised to 1/32 pixel, the precision
-/// of OpenCV's fixed-point maps (`CV_16SC2` + `INTER_TAB_SIZE` 32), so
-/// results can be compared with `cv2.remap` level for level.
+/// All three read positions quantised to 1/32 pixel, the precision of OpenCV's
+/// fixed-point maps (`CV_16SC2` + `INTER_TAB_SIZE` 32), rounded as
+/// `cv2.convertMaps` rounds them. Only bilinear is OpenCV's arithmetic too:
+/// its output equals `cv2.remap`'s level for level. Nearest takes the pixel
+/// nearest the quantised position (ties up), where OpenCV's `INTER_NEAREST`
+/// rounds the float position (ties to even), so the two can pick different
+/// pixels within 1/64 px of a half; bicubic uses separable weights in 1/2048
+/// and stays within one level of exact cubic convolution.
 public enum Interpolation: String, CaseIterable, Hashable, Codable, Sendable {
     /// The nearest source pixel: fastest, blocky edges.
     case nearest

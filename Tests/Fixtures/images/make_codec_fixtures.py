@@ -1,14 +1,22 @@
 #!/usr/bin/env python3
 """Makes the small image files ParallaxImageTests decode (codec edge cases).
 
-Plain Python (zlib, struct), no third-party packages: python3 make_codec_fixtures.py
+Plain Python (zlib, struct), no third-party packages. Run from this folder:
+    python3 make_codec_fixtures.py
+Pinned to Python 3.11 and zlib 1.2.13 (the compressed bytes depend on zlib's version).
 
 - gray16.png: 16-bit gray, 8x4, sample (x*4096 + y*1000); 8-bit decoders keep the high byte.
 - gray-alpha.png: 8-bit gray + alpha, 6x3, gray = 10*x + 40*y, alpha = 77; the alpha is dropped on read.
 - palette.png: 4x2, 2-bit palette of red, green, blue, white; index = (x + y) % 4.
 - gray16.pgm: 16-bit big-endian P5, 4x2, samples 7710*i (i = 0…7), maxval 65535, with a comment line.
 """
-import struct, zlib
+import os, struct, sys, zlib
+
+PINNED = {"python": "3.11", "zlib": "1.2.13"}
+found = {"python": "%d.%d" % sys.version_info[:2], "zlib": zlib.ZLIB_RUNTIME_VERSION}
+if found != PINNED:
+    sys.exit(f"make_codec_fixtures.py is pinned to {PINNED}, found {found}")
+os.chdir(os.path.dirname(os.path.abspath(__file__)))
 
 def chunk(kind, data):
     return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF)

@@ -3,13 +3,21 @@
 its stereo_calib sample does, and writes the result as a Parallax calibration
 file: opencv-sample-calibration.json.
 
-Run with a virtualenv that has opencv-python-headless and numpy:
-    python3 -m venv /tmp/cvenv && /tmp/cvenv/bin/pip install opencv-python-headless numpy
+Run from this folder with Python 3.11, opencv-python-headless 5.0.0 and numpy 2.4.6
+(pinned below):
+    python3 -m venv /tmp/cvenv && /tmp/cvenv/bin/pip install opencv-python-headless==5.0.0 numpy==2.4.6
     /tmp/cvenv/bin/python make_sample_calibration.py
+The stored file is an input to other fixtures and tests; README.md in this folder says how
+closely a re-run reproduces it and why it is not regenerated.
 """
 import json, os, sys
 import cv2
 import numpy as np
+
+PINNED = {"python": "3.11", "opencv": "5.0.0", "numpy": "2.4.6"}
+found = {"python": "%d.%d" % sys.version_info[:2], "opencv": cv2.__version__, "numpy": np.__version__}
+if found != PINNED:
+    sys.exit(f"{os.path.basename(__file__)} is pinned to {PINNED}, found {found}")
 
 DATA = "/usr/share/doc/opencv-doc/examples/data"
 PAIRS = [f"{i:02d}" for i in (1, 2, 3, 4, 5, 6, 7, 8, 9, 11, 12, 13, 14)]

@@ -1,27 +1,31 @@
 #!/usr/bin/env python3
 """Reference figures for ParallaxGeometryTests, produced by OpenCV.
 
-    /tmp/cvenv/bin/python make_fixtures.py      # a venv with opencv-python-headless and numpy
+    cd Tests/ParallaxGeometryTests/Fixtures
+    /tmp/cvenv/bin/python make_fixtures.py
 
-Writes:
-  stereo-rectify-reference.json  cv2.stereoRectify (and cv2.fisheye.stereoRectify) outputs
-                                 for several rigs and options, with the calibrations used
-  rectify-maps-reference.json    cv2.initUndistortRectifyMap float maps (CV_32FC1),
-                                 sampled every STEP pixels plus the last row and column
-The rigs: OpenCV's own calibration of its stereo sample images (Tests/Fixtures/opencv/
-opencv-sample-calibration.json), a vertical-baseline rig, a rig rotated by several
-degrees about each axis, a rational-model rig and a fisheye rig.
+Needs Python 3.11 with opencv-python-headless 5.0.0 and numpy 2.4.6 (pinned below: the
+script refuses other versions, so a regenerated fixture is comparable with this one).
+What each output file holds is described in README.md in this folder.
 """
-import json, os
+import json, os, struct, sys
 import cv2
 import numpy as np
+
+PINNED = {"python": "3.11", "opencv": "5.0.0", "numpy": "2.4.6"}
+found = {"python": "%d.%d" % sys.version_info[:2], "opencv": cv2.__version__, "numpy": np.__version__}
+if found != PINNED:
+    sys.exit(f"make_fixtures.py is pinned to {PINNED}, found {found}; regenerate only with the pinned versions")
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
 STEP = 16
+GENERATOR = (f"make_fixtures.py with OpenCV {cv2.__version__}, numpy {np.__version__}, "
+             f"Python {sys.version.split()[0]}")
 
 def load(path):
-    return json.load(open(path))
+    with open(path) as f:
+        return json.load(f)
 
 def camera_json(K, D, size, model="brown"):
     return {"width": size[0], "height": size[1],
@@ -43,6 +47,8 @@ def unpack(c):
     T = np.array(c["extrinsics"]["translation"]).reshape(3, 1)
     return K1, D1, K2, D2, R, T, (c["left"]["width"], c["left"]["height"])
 
+# The rigs: OpenCV's own calibration of its stereo sample, then made-up rigs that exercise
+# a vertical baseline, a few degrees of rotation about every axis, the rational model and fisheye.
 rigs = {}
 sample = load(os.path.join(ROOT, "Fixtures", "opencv", "opencv-sample-calibration.json"))
 sample.pop("provenance", None)
@@ -92,33 +98,54 @@ for balance in (0.0, 0.5, 1.0):
                           "R1": R1.ravel().tolist(), "R2": R2.ravel().tolist(), "P1": P1.ravel().tolist(),
                           "P2": P2.ravel().tolist(), "Q": Q.ravel().tolist()})
 
-json.dump({"generator": f"make_fixtures.py with OpenCV {cv2.__version__}", "rigs": rigs, "cases": cases,
-           "fisheye_cases": fisheye_cases},
-          open(os.path.join(HERE, "stereo-rectify-reference.json"), "w"), indent=1)
+with open(os.path.join(HERE, "stereo-rectify-reference.json"), "w") as f:
+    json.dump({"generator": f"make_fixtures.py with OpenCV {cv2.__version__}", "rigs": rigs, "cases": cases,
+               "fisheye_cases": fisheye_cases}, f, indent=1)
+
+# Maps: the float32 values initUndistortRectifyMap writes (CV_32FC1), bit for bit, at the
+# samples below. Stored as little-endian float32 in rectify-maps-reference.f32, not as
+# decimal text, so a test can tell a one-ulp difference from an exact match.
+def samples(size):
+    w, h = size
+    xs = list(range(0, w, STEP)) + [w - 1]
+    ys = list(range(0, h, STEP)) + [h - 1]
+    ring = ([(x, 0) for x in range(w)] + [(x, h - 1) for x in range(w)] +
+            [(0, y) for y in range(1, h - 1)] + [(w - 1, y) for y in range(1, h - 1)])
+    return xs, ys, ring
+
+floats = []
+def store(mx, my, xs, ys, ring):
+    for m in (mx, my):
+        floats.extend(m[y, x] for y in ys for x in xs)
+    for m in (mx, my):
+        floats.extend(m[y, x] for x, y in ring)
 
 maps = []
+def map_set(rig, key, value, R1, R2, P1, P2, initUndistortRectifyMap):
+    K1, D1, K2, D2, R, T, size = unpack(rigs[rig])
+    xs, ys, ring = samples(size)
+    entry = {"rig": rig, key: value, "xs": xs, "ys": ys, "ring_count": len(ring), "offset": len(floats)}
+    for K, D, Rk, Pk in ((K1, D1, R1, P1), (K2, D2, R2, P2)):
+        mx, my = initUndistortRectifyMap(K, D, Rk, Pk, size, cv2.CV_32FC1)
+        assert mx.dtype == np.float32 and np.isfinite(mx).all() and np.isfinite(my).all()
+        store(mx, my, xs, ys, ring)
+    maps.append(entry)
+
 for rig, alpha in (("opencv-sample", 0.0), ("vertical", 1.0), ("rotated", -1.0), ("rational", 0.0)):
     K1, D1, K2, D2, R, T, size = unpack(rigs[rig])
     R1, R2, P1, P2, Q, _, _ = cv2.stereoRectify(K1, D1, K2, D2, size, R, T, alpha=alpha)
-    xs = list(range(0, size[0], STEP)) + [size[0] - 1]
-    ys = list(range(0, size[1], STEP)) + [size[1] - 1]
-    entry = {"rig": rig, "alpha": alpha, "xs": xs, "ys": ys}
-    for side, (K, D, Rk, Pk) in (("left", (K1, D1, R1, P1)), ("right", (K2, D2, R2, P2))):
-        mx, my = cv2.initUndistortRectifyMap(K, D, Rk, Pk, size, cv2.CV_32FC1)
-        entry[side + "_x"] = [round(float(mx[y, x]), 5) for y in ys for x in xs]
-        entry[side + "_y"] = [round(float(my[y, x]), 5) for y in ys for x in xs]
-    maps.append(entry)
+    map_set(rig, "alpha", alpha, R1, R2, P1, P2, cv2.initUndistortRectifyMap)
 K1, D1, K2, D2, R, T, size = unpack(rigs["fisheye"])
 R1, R2, P1, P2, Q = cv2.fisheye.stereoRectify(K1, D1, K2, D2, size, R, T, flags=cv2.CALIB_ZERO_DISPARITY, balance=0.0)
-xs = list(range(0, size[0], STEP)) + [size[0] - 1]
-ys = list(range(0, size[1], STEP)) + [size[1] - 1]
-entry = {"rig": "fisheye", "balance": 0.0, "xs": xs, "ys": ys}
-for side, (K, D, Rk, Pk) in (("left", (K1, D1, R1, P1)), ("right", (K2, D2, R2, P2))):
-    mx, my = cv2.fisheye.initUndistortRectifyMap(K, D, Rk, Pk, size, cv2.CV_32FC1)
-    entry[side + "_x"] = [round(float(mx[y, x]), 5) for y in ys for x in xs]
-    entry[side + "_y"] = [round(float(my[y, x]), 5) for y in ys for x in xs]
-entry["P1"] = P1.ravel().tolist(); entry["P2"] = P2.ravel().tolist(); entry["R1"] = R1.ravel().tolist(); entry["R2"] = R2.ravel().tolist()
-maps.append(entry)
-json.dump({"generator": f"make_fixtures.py with OpenCV {cv2.__version__}", "step": STEP, "maps": maps},
-          open(os.path.join(HERE, "rectify-maps-reference.json"), "w"))
-print(len(cases), "rectify cases,", len(fisheye_cases), "fisheye cases,", len(maps), "map sets")
+map_set("fisheye", "balance", 0.0, R1, R2, P1, P2, cv2.fisheye.initUndistortRectifyMap)
+
+with open(os.path.join(HERE, "rectify-maps-reference.f32"), "wb") as f:
+    f.write(np.asarray(floats, dtype="<f4").tobytes())
+with open(os.path.join(HERE, "rectify-maps-reference.json"), "w") as f:
+    json.dump({"generator": GENERATOR, "step": STEP, "values": "rectify-maps-reference.f32",
+               "layout": "per map set, from `offset` (in float32 values): for the left camera, then the right: "
+                         "x at the grid (row-major over ys, then xs), y at the grid, x along the ring, y along the ring; "
+                         "the ring is row 0 left to right, row h-1 left to right, then columns 0 and w-1 top to bottom "
+                         "without their first and last rows",
+               "maps": maps}, f, indent=1)
+print(len(cases), "rectify cases,", len(fisheye_cases), "fisheye cases,", len(maps), "map sets,", len(floats), "map values")

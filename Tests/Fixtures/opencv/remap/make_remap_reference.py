@@ -15,11 +15,18 @@ Writes, per side (left, right):
                      to exactly the same fixed-point map.
 - <side>-opencv.png  cv2.remap's output.
 
-Run: /tmp/cvenv/bin/python make_remap_reference.py   (opencv-python-headless, numpy)
+Run from this folder: /tmp/cvenv/bin/python make_remap_reference.py
+Needs Python 3.11 with opencv-python-headless 5.0.0 and numpy 2.4.6 (pinned below) and
+Debian's opencv-doc. README.md in this folder describes every file.
 """
-import json, os
+import json, os, sys
 import cv2
 import numpy as np
+
+PINNED = {"python": "3.11", "opencv": "5.0.0", "numpy": "2.4.6"}
+found = {"python": "%d.%d" % sys.version_info[:2], "opencv": cv2.__version__, "numpy": np.__version__}
+if found != PINNED:
+    sys.exit(f"{os.path.basename(__file__)} is pinned to {PINNED}, found {found}")
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 DATA = "/usr/share/doc/opencv-doc/examples/data"
@@ -56,5 +63,4 @@ for side, K, D, Rr, P, name in (("left", K1, D1, R1, P1, "left01.jpg"), ("right"
     cv2.imwrite(os.path.join(HERE, f"{side}-source.png"), src)
     out = cv2.remap(src, fixed, frac, cv2.INTER_LINEAR, borderMode=cv2.BORDER_CONSTANT, borderValue=0)
     cv2.imwrite(os.path.join(HERE, f"{side}-opencv.png"), out)
-    # Sanity: remap with the float map agrees with the fixed-point one it was converted to.
     print(side, "pixels", out.size, "undefined map entries", int(bad.sum()))
