@@ -18,7 +18,7 @@ struct ChessboardDetectorTests {
         try TestFixtures.requireOpenCVSample()
         let reference = try TestFixtures.corners("opencv-sample-corners.json")
         let stored = try TestFixtures.corners("parallax-sample-corners.json")
-        let detector = ChessboardDetector(board: Self.board)
+        let detector = TestFixtures.detector(Self.board)
         var distances: [Double] = []
         var found = 0
         for side in ["left", "right"] {
@@ -55,7 +55,7 @@ struct ChessboardDetectorTests {
         // Smooth gradient plus a few blobs: no saddle points.
         var image = GrayImage(width: 160, height: 120)
         for y in 0..<120 { for x in 0..<160 { image[x, y] = Float(x + y) * 0.8 } }
-        let result = ChessboardDetector(board: Self.board).detect(in: image)
+        let result = TestFixtures.detector(Self.board).detect(in: image)
         guard case .failure(.noBoard) = result else {
             Issue.record("expected noBoard, got \(result)")
             return

@@ -1,4 +1,5 @@
 import Foundation
+import ParallaxCalibration
 import ParallaxGeometry
 import Testing
 
@@ -8,6 +9,15 @@ enum TestFixtures {
     static func path(_ name: String) -> String { directory.appendingPathComponent(name).path }
 
     /// OpenCV's stereo sample (Debian opencv-doc).
+    /// A detector for `board` with a time budget no test machine reaches: the budget is
+    /// wall-clock time, which a loaded machine or a sanitizer build stretches many times over.
+    /// Tests of the budget itself set their own.
+    static func detector(_ board: CalibrationBoard) -> ChessboardDetector {
+        var detector = ChessboardDetector(board: board)
+        detector.timeBudgetSeconds = 600
+        return detector
+    }
+
     static let openCVData = "/usr/share/doc/opencv-doc/examples/data"
     static let openCVPairNumbers = [1, 2, 3, 4, 5, 6, 7, 8, 9, 11, 12, 13, 14]
 

@@ -42,7 +42,7 @@ struct RenderedBoardTests {
             let (image, truth) = try Self.render(camera: Self.camera, pose: Self.pose(rodrigues, distance: 0.42),
                                                  blur: 1, noise: 2, seed: UInt64(index + 1))
             #expect(truth.count == 54)
-            let result = ChessboardDetector(board: CalibrationBoard(columns: 9, rows: 6, squareSize: 0.025)).detect(in: image)
+            let result = TestFixtures.detector(CalibrationBoard(columns: 9, rows: 6, squareSize: 0.025)).detect(in: image)
             guard case .success(let detection) = result else {
                 Issue.record("view \(index): \(result)")
                 continue
@@ -63,7 +63,7 @@ struct RenderedBoardTests {
     @Test func upsideDownBoardKeepsItsOrigin() throws {
         let (image, truth) = try Self.render(camera: Self.camera, pose: Self.pose(SIMD3(0, 0, Double.pi), distance: 0.45),
                                              blur: 0.7, noise: 1, seed: 9)
-        let result = ChessboardDetector(board: CalibrationBoard(columns: 9, rows: 6, squareSize: 0.025)).detect(in: image)
+        let result = TestFixtures.detector(CalibrationBoard(columns: 9, rows: 6, squareSize: 0.025)).detect(in: image)
         guard case .success(let detection) = result else {
             Issue.record("\(result)")
             return
@@ -78,7 +78,7 @@ struct RenderedBoardTests {
     @Test func portraitBoardKeepsItsNumbering() throws {
         let (image, truth) = try Self.render(camera: Self.camera, pose: Self.pose(SIMD3(0, 0, Double.pi / 2), distance: 0.5),
                                              blur: 0.7, noise: 1, seed: 10)
-        let result = ChessboardDetector(board: CalibrationBoard(columns: 9, rows: 6, squareSize: 0.025)).detect(in: image)
+        let result = TestFixtures.detector(CalibrationBoard(columns: 9, rows: 6, squareSize: 0.025)).detect(in: image)
         guard case .success(let detection) = result else {
             Issue.record("\(result)")
             return

@@ -155,12 +155,18 @@ extension StereoSession {
         }
     }
 
+    /// How long a side of a source that can wait (a recording, the simulated rig) may push
+    /// nothing before the other side stops waiting for it. Such a side is only ever slow
+    /// (decoding files, rendering, a thread the machine did not schedule), never gone, so
+    /// this is long: at two seconds a loaded machine made the other side overflow its queue.
+    static let waitableSourceStallNanoseconds: Int64 = 30_000_000_000
+
     /// Sources that can wait are held here, before pushing: while the consumer's queue and
     /// the pairs on their way are full (for as long as the consumer takes, and the session
     /// runs), or while this side is so far ahead of the other that its synchronizer queue
     /// would overflow, for as long as the other side makes progress (a side that delivered
-    /// nothing for two seconds may have stalled: the frame is then pushed and its fate
-    /// counted like any other's).
+    /// nothing for ``waitableSourceStallNanoseconds`` may have stalled: the frame is then
+    /// pushed and its fate counted like any other's).
     func waitForRoom(_ side: StereoSide) {
         let limit = synchronizer.configuration.queueCapacity - 1
         signal.lock()
@@ -171,7 +177,8 @@ extension StereoSession {
                 // A side being switched off or gone never waits: its camera is being stopped
                 // (maybe from the session's own thread, which this wait would hold up).
                 guard s.phase == .running, s.sides[side] == .running else { return (false, false) }
-                let otherProgresses = s.isActive(side.opposite) && now - s.lastPush[side.opposite] < 2_000_000_000
+                let otherProgresses = s.isActive(side.opposite)
+                    && now - s.lastPush[side.opposite] < Self.waitableSourceStallNanoseconds
                 return (s.incoming.count + pairQueue.count >= 2, s.pushed[side] - s.decided[side] >= limit && otherProgresses)
             }
             guard full || ahead else { return }
