@@ -19,7 +19,7 @@ Usage: compare_rectify.py --parallax PATH [--sizes 1920x1080,...]
        [--formats gray8,bgra8] [--threads 1,2] [--iterations 40] [--json FILE]
        [--maps]   (also compare map building)
 """
-import argparse, json, os, subprocess, sys, tempfile, time
+import argparse, json, os, platform, subprocess, sys, tempfile, time
 import cv2
 import numpy as np
 
@@ -103,6 +103,50 @@ def opencv_maps(export, threads, iterations):
     return time_opencv(build, threads, iterations)
 
 
+def cpu_model():
+    """The CPU's model name as the kernel reports it (x86 `model name`; arm `Model` or `Hardware`)."""
+    try:
+        for line in open("/proc/cpuinfo"):
+            key, _, value = line.partition(":")
+            if key.strip() in ("model name", "Model", "Hardware") and value.strip():
+                return value.strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def opencv_simd():
+    """The widest instruction set OpenCV's run-time dispatch picks on this CPU: the last of
+    its build's dispatched levels whose features this CPU has, else its baseline."""
+    info = cv2.getBuildInformation()
+    supported = {cv2.getHardwareFeatureName(i) for i in range(1, 512)
+                 if cv2.getHardwareFeatureName(i) and cv2.checkHardwareSupport(i)}
+    def has(level):
+        if level.startswith("AVX512"):
+            return any(name.startswith("AVX512") or name.startswith("AVX-512") for name in supported)
+        return level.replace("_", ".") in supported or level in supported
+    baseline, dispatched = "", []
+    for line in info.splitlines():
+        line = line.strip()
+        if line.startswith("Baseline:"):
+            baseline = line.split(":", 1)[1].split()[-1] if line.split(":", 1)[1].split() else ""
+        elif line.startswith("Dispatched code generation:"):
+            dispatched = line.split(":", 1)[1].split()
+    usable = [level for level in dispatched if has(level)]
+    return usable[-1] if usable else (baseline or "baseline")
+
+
+def parallax_simd():
+    """Parallax's kernels are compiled for the architecture's baseline (no run-time
+    dispatch yet): SSE2 on x86-64, NEON on arm64."""
+    machine = platform.machine()
+    if machine in ("x86_64", "AMD64"):
+        return "SSE2 (x86-64 baseline)"
+    if machine in ("aarch64", "arm64"):
+        return "NEON (arm64 baseline)"
+    return machine
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--parallax", required=True)
@@ -114,7 +158,8 @@ def main():
     p.add_argument("--maps", action="store_true", help="also compare building the maps")
     a = p.parse_args()
 
-    print(f"OpenCV {cv2.__version__}; load average at start {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs")
+    print(f"CPU: {cpu_model()}, {os.cpu_count()} CPUs; load average at start {os.getloadavg()[0]:.2f}")
+    print(f"SIMD: Parallax {parallax_simd()}; OpenCV {cv2.__version__} {opencv_simd()} (run-time dispatch)")
     rows = []
     header = (f"{'size':>10} {'format':>6} {'threads':>7} {'Parallax ms':>12} {'OpenCV ms':>10} {'ratio':>6}"
               f" {'(min: Parallax':>15} {'OpenCV':>7} {'ratio)':>7}")
