@@ -82,6 +82,29 @@ struct CalibrationFileTests {
         Self.expectEqual(rig, calibration, tolerance: 1e-9)
     }
 
+    /// Found by `make fuzz` (target ros-camera-info): a quoted camera name with `: ` in it was
+    /// written bare, so the file Parallax wrote was not YAML any more.
+    @Test func rosCameraNamesWithYAMLSyntaxReadBack() throws {
+        let input = "image_width: 4\nimage_height: 2\ncamera_name: \"cam: one\"\n"
+            + "camera_matrix: {rows: 3, cols: 3, data: [2, 0, 2, 0, 2, 1, 0, 0, 1]}\n"
+            + "distortion_model: equidistant\ndistortion_coefficients: {rows: 1, cols: 4, data: [0.1, 0, 0, 0]}\n"
+        let info = try ROSCameraInfo(text: input, file: "fuzz.yaml")
+        #expect(info.cameraName == "cam: one")
+        #expect(info.text.contains("\ncamera_name: \"cam: one\"\n"))
+        #expect(try ROSCameraInfo(text: info.text, file: "written.yaml") == info)
+        // Every kind of character the quoting handles, and the plain names ROS writes.
+        for name in ["left", "stereo/left_0.1", "", "-x", "# not a comment", "a\"b\\c", "line\nbreak\ttab\r",
+                     "\u{7}bell", "\u{85}next\u{2028}\u{2029}", "caméra 🎥", "[1, 2]", "{a: b}", "&anchor *alias"] {
+            var named = info
+            named.cameraName = name
+            let back = try ROSCameraInfo(text: named.text, file: "written.yaml")
+            #expect(back.cameraName == name, "\(name.debugDescription) read back as \(back.cameraName.debugDescription)")
+        }
+        var plain = info
+        plain.cameraName = "stereo/left_0.1"
+        #expect(plain.text.contains("\ncamera_name: stereo/left_0.1\n"))
+    }
+
     @Test func rosFileWithAnUnknownModelNamesItsLine() {
         let text = "image_width: 640\nimage_height: 480\ncamera_name: x\ncamera_matrix:\n  rows: 3\n  cols: 3\n  data: [500, 0, 320, 0, 500, 240, 0, 0, 1]\ndistortion_model: banana\ndistortion_coefficients:\n  rows: 1\n  cols: 5\n  data: [0, 0, 0, 0, 0]\n"
         #expect {

@@ -112,6 +112,38 @@ func yamlNumber(_ v: Double) -> String {
     return text
 }
 
+/// A string as a YAML scalar that reads back as the same text: plain when it is made of
+/// letters, digits and `_ . / -` (as ROS writes camera names), double-quoted otherwise, with
+/// `\\`, `\"` and every character YAML does not allow printed raw (controls, and its line
+/// breaks U+0085, U+2028 and U+2029) escaped. (YAML readers drop a byte-order mark wherever
+/// it is, so a name with one reads back without it.)
+func yamlString(_ text: String) -> String {
+    let plain = text.unicodeScalars.allSatisfy { c in
+        c.isASCII && (("a"..."z").contains(c) || ("A"..."Z").contains(c) || ("0"..."9").contains(c) || "_./-".unicodeScalars.contains(c))
+    }
+    // A leading `-` could start a list item, and an empty value reads as null: quote those.
+    if plain, let first = text.unicodeScalars.first, first != "-" { return text }
+    var out = "\""
+    for c in text.unicodeScalars {
+        switch c {
+        case "\\": out += "\\\\"
+        case "\"": out += "\\\""
+        case "\n": out += "\\n"
+        case "\t": out += "\\t"
+        case "\r": out += "\\r"
+        default:
+            let v = c.value
+            if v < 0x20 || (0x7F...0x9F).contains(v) || v == 0x2028 || v == 0x2029 || v == 0xFFFE || v == 0xFFFF {
+                let hex = String(v, radix: 16, uppercase: true)
+                out += "\\u" + String(repeating: "0", count: max(0, 4 - hex.count)) + hex
+            } else {
+                out.unicodeScalars.append(c)
+            }
+        }
+    }
+    return out + "\""
+}
+
 func yamlList(_ values: [Double]) -> String {
     "[ " + values.map(yamlNumber).joined(separator: ", ") + " ]"
 }
