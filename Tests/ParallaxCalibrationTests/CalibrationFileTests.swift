@@ -105,6 +105,28 @@ struct CalibrationFileTests {
         #expect(plain.text.contains("\ncamera_name: stereo/left_0.1\n"))
     }
 
+    /// Found by probing the fuzz targets opencv-yaml and ros-camera-info by hand: a matrix
+    /// whose rows × cols overflows Int trapped in the multiplication.
+    @Test func matrixSizesBeyondIntAreErrorsNotATrap() {
+        let rows = ["4611686018427387904", "9223372036854775807", "-3"]
+        for r in rows {
+            let ros = "image_width: 4\nimage_height: 2\ncamera_matrix:\n  rows: \(r)\n  cols: 4\n  data: [1]\n"
+                + "distortion_model: plumb_bob\ndistortion_coefficients: {rows: 1, cols: 0, data: []}\n"
+            #expect {
+                _ = try ROSCameraInfo(text: ros, file: "cam.yaml")
+            } throws: { error in
+                (error as? CalibrationFormatError).map { $0.line != nil && $0.message.contains("'camera_matrix' declares \(r)×4") } ?? false
+            }
+            let opencv = "%YAML:1.0\n---\nimage_width: 4\nimage_height: 2\n"
+                + "M1: !!opencv-matrix\n   rows: 4\n   cols: \(r)\n   dt: d\n   data: [ 1. ]\n"
+            #expect {
+                _ = try OpenCVStereoFile.calibration(from: [(opencv, "rig.yml")])
+            } throws: { error in
+                (error as? CalibrationFormatError).map { $0.line != nil && $0.message.contains("'M1' declares 4×\(r)") } ?? false
+            }
+        }
+    }
+
     @Test func rosFileWithAnUnknownModelNamesItsLine() {
         let text = "image_width: 640\nimage_height: 480\ncamera_name: x\ncamera_matrix:\n  rows: 3\n  cols: 3\n  data: [500, 0, 320, 0, 500, 240, 0, 0, 1]\ndistortion_model: banana\ndistortion_coefficients:\n  rows: 1\n  cols: 5\n  data: [0, 0, 0, 0, 0]\n"
         #expect {

@@ -87,9 +87,13 @@ struct YAMLReader {
         let n = try required(key, in: parent)
         guard n.mapping != nil else { throw error(n, "'\(key)' must be a matrix (rows, cols, data)") }
         let rows = try integer("rows", in: n), cols = try integer("cols", in: n)
+        guard rows >= 0, cols >= 0 else { throw error(n, "'\(key)' declares \(rows)×\(cols), a negative size") }
         let dataNode = try required("data", in: n)
         let data = try numbers(dataNode)
-        guard data.count == rows * cols else {
+        // Multiplied with overflow reported: rows and cols come from the file, and their
+        // product can exceed Int (which would trap).
+        let (count, overflow) = rows.multipliedReportingOverflow(by: cols)
+        guard !overflow, data.count == count else {
             throw error(dataNode, "'\(key)' declares \(rows)×\(cols) but has \(data.count) values")
         }
         if let shapes, !shapes.contains(where: { $0.0 == rows && $0.1 == cols }) {
