@@ -173,6 +173,36 @@ struct CodecTests {
         expectCorrupt(path)
     }
 
+    /// The reason of the `corruptFile` error decoding `bytes` throws (nil, recorded as an
+    /// issue, when it decodes or throws another error).
+    private func corruptReason(_ bytes: [UInt8], sourceLocation: SourceLocation = #_sourceLocation) -> String? {
+        do {
+            let image = try ImageBuffer(decoding: bytes, source: "fuzz")
+            Issue.record("decoded as \(image.format) \(image.size)", sourceLocation: sourceLocation)
+        } catch {
+            guard case .corruptFile("fuzz", let reason) = error else {
+                Issue.record("expected corruptFile, got \(error)", sourceLocation: sourceLocation)
+                return nil
+            }
+            return reason
+        }
+        return nil
+    }
+
+    /// Found by `make fuzz` (target images, an out-of-memory on `P3 27681 26555 2 ...`): a
+    /// plain PGM/PPM header of a few bytes claiming up to 32768 × 32768 pixels set aside
+    /// their memory (up to 3 GiB) before reading a sample.
+    @Test("a plain PGM or PPM promising more samples than its bytes can hold is refused before allocating")
+    func plainNetpbmTooShortForItsHeader() throws {
+        for header in ["P3\n32768 32768\n255\n1 2 3", "P2 32768 32768 65535 7", "P2\n3 3\n255\n1 2 3"] {
+            let reason = try #require(corruptReason(Array(header.utf8)))
+            #expect(reason.contains("there is room for at most"), "\(header.debugDescription): \(reason)")
+        }
+        // Exactly as many samples as the bytes can hold still decodes: one digit, one space each.
+        let image = try ImageBuffer(decoding: Array("P2\n3 1\n9\n1 2 9".utf8))
+        #expect(image.bytes == [28, 57, 255])
+    }
+
     @Test("empty and unknown files are corruptFile; missing files are fileAccess")
     func unknownAndMissing() throws {
         let dir = TestImages.scratchDirectory()
