@@ -203,6 +203,30 @@ struct CodecTests {
         #expect(image.bytes == [28, 57, 255])
     }
 
+    /// The JPEG side of the plain PGM/PPM finding above, found by reading the decoder (the
+    /// fuzzer had not forged such a header): a JPEG header claiming up to 32768 × 32768
+    /// pixels set aside their memory (3 GiB) before the decoder found the data missing.
+    @Test("a large JPEG is checked whole before its pixels are allocated; a valid one still decodes")
+    func largeJPEGCheckedBeforeAllocating() throws {
+        // 4097 × 4097 is just above the 2^24 pixels above which the check runs.
+        let side = 4097
+        #expect(side * side > JPEGCodec.largeImagePixels)
+        let flat = try ImageBuffer(format: .gray8, size: ImageSize(width: side, height: side),
+                                   bytes: [UInt8](repeating: 128, count: side * side))
+        let jpeg = try flat.encoded(as: .jpeg, quality: 90)
+        // A flat 128 is all-zero coefficients after the level shift: it decodes exactly.
+        #expect(try ImageBuffer(decoding: jpeg) == flat)
+        let truncated = try #require(corruptReason(Array(jpeg.prefix(jpeg.count / 2))))
+        #expect(truncated.contains("found before decoding its 4097x4097 pixels"), "\(truncated)")
+
+        // A small JPEG whose frame header is changed to 30000 × 30000: the data ends long before.
+        var small = try TestImages.smooth(.rgb8, width: 16, height: 16).encoded(as: .jpeg)
+        let frame = try #require((0..<small.count - 9).first { small[$0] == 0xFF && small[$0 + 1] == 0xC0 })
+        for offset in [frame + 5, frame + 7] { small[offset] = 0x75; small[offset + 1] = 0x30 }
+        let claimed = try #require(corruptReason(small))
+        #expect(claimed.contains("found before decoding its 30000x30000 pixels"), "\(claimed)")
+    }
+
     @Test("empty and unknown files are corruptFile; missing files are fileAccess")
     func unknownAndMissing() throws {
         let dir = TestImages.scratchDirectory()
