@@ -227,6 +227,38 @@ struct CodecTests {
         #expect(claimed.contains("found before decoding its 30000x30000 pixels"), "\(claimed)")
     }
 
+    /// A PNG of `width` × `height` 8-bit RGBA whose IDAT chunk holds `data` (CRCs valid).
+    private func png(width: UInt32, height: UInt32, data: [UInt8]) -> [UInt8] {
+        func crc32(_ bytes: [UInt8]) -> UInt32 {
+            var crc: UInt32 = 0xFFFF_FFFF
+            for b in bytes {
+                crc ^= UInt32(b)
+                for _ in 0..<8 { crc = crc & 1 == 1 ? (crc >> 1) ^ 0xEDB8_8320 : crc >> 1 }
+            }
+            return ~crc
+        }
+        func bigEndian(_ v: UInt32) -> [UInt8] { [24, 16, 8, 0].map { UInt8(truncatingIfNeeded: v >> $0) } }
+        func chunk(_ type: String, _ body: [UInt8]) -> [UInt8] {
+            let typed = Array(type.utf8) + body
+            return bigEndian(UInt32(body.count)) + typed + bigEndian(crc32(typed))
+        }
+        return [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A]
+            + chunk("IHDR", bigEndian(width) + bigEndian(height) + [8, 6, 0, 0, 0])
+            + chunk("IDAT", data) + chunk("IEND", [])
+    }
+
+    /// The PNG side of the same finding, found by reading the decoder (libpng's CRCs keep a
+    /// fuzzer from forging headers): a PNG of a few dozen bytes claiming 30000 × 30000 RGBA
+    /// pixels made it allocate 3.6 GB before reading its data.
+    @Test("a PNG whose header claims more pixels than deflate could carry in its bytes is refused before allocating")
+    func pngTooShortForItsHeader() throws {
+        let reason = try #require(corruptReason(png(width: 30000, height: 30000, data: [0x78, 0x9C, 0x03, 0x00])))
+        #expect(reason.contains("file is too short for the image size in its header"), "\(reason)")
+        // Below the bound the decoder reads on and finds the data missing.
+        let small = try #require(corruptReason(png(width: 4, height: 4, data: [0x78, 0x9C, 0x03, 0x00])))
+        #expect(!small.contains("too short for the image size"), "\(small)")
+    }
+
     @Test("empty and unknown files are corruptFile; missing files are fileAccess")
     func unknownAndMissing() throws {
         let dir = TestImages.scratchDirectory()
