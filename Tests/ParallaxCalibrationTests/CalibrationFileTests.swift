@@ -1,6 +1,6 @@
 import Foundation
 import Testing
-import ParallaxCalibration
+@testable import ParallaxCalibration
 import ParallaxGeometry
 
 @Suite("Calibration files: OpenCV YAML, ROS camera_info, Kalibr camchain")
@@ -124,6 +124,36 @@ struct CalibrationFileTests {
             } throws: { error in
                 (error as? CalibrationFormatError).map { $0.line != nil && $0.message.contains("'M1' declares 4×\(r)") } ?? false
             }
+        }
+    }
+
+    /// Found by probing the fuzz target opencv-yaml by hand: `a: ` and 4000 `[` (4 KB)
+    /// overflowed the stack in Yams' recursive composer.
+    @Test func deeplyNestedYAMLIsRefusedBeforeParsing() throws {
+        let flow = "%YAML:1.0\n---\na: " + String(repeating: "[", count: 100_000)
+        let block = "image_width: 4\n" + (0..<200).map { String(repeating: " ", count: $0) + "k\($0):\n" }.joined()
+        let blockLine = 2 + 128  // the key indented 128 blanks: 2 × (128 + 1) passes 256
+        for (text, line) in [(flow, 3), (block, blockLine)] {
+            for read in [{ _ = try ROSCameraInfo(text: text, file: "deep.yaml") },
+                         { _ = try OpenCVStereoFile.calibration(from: [(text, "deep.yaml")]) }] as [() throws -> Void] {
+                #expect {
+                    try read()
+                } throws: { error in
+                    (error as? CalibrationFormatError).map {
+                        $0.line == line && $0.message == "nested more than 256 levels deep (a calibration file needs a few)"
+                    } ?? false
+                }
+            }
+        }
+        // Brackets inside quotes count too, and closing ones do not cancel them: a quoted "]"
+        // cannot hide an opening bracket.
+        let hidden = "a: " + String(repeating: "[ \"]\", ", count: 300)
+        #expect(throws: CalibrationFormatError.self) { try ROSCameraInfo(text: hidden, file: "deep.yaml") }
+        #expect(YAMLReader.lineNestedTooDeeply(hidden) == 1)
+        // The example files are far from the limit.
+        for name in ["opencv-stereo.yml", "opencv-stereo-written-by-parallax.yml", "ros/left.yaml"] {
+            let text = try String(contentsOf: Self.examples.appendingPathComponent(name), encoding: .utf8)
+            #expect(YAMLReader.lineNestedTooDeeply(text) == nil, "\(name)")
         }
     }
 

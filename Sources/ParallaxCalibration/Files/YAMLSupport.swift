@@ -11,6 +11,11 @@ struct YAMLReader {
     /// `!!opencv-matrix` tags are ordinary tags to Yams and are read as mappings.
     init(text: String, file: String) throws(CalibrationFormatError) {
         self.file = file
+        if let line = Self.lineNestedTooDeeply(text) {
+            throw CalibrationFormatError(
+                file: file, line: line,
+                message: "nested more than \(Self.nestingLimit) levels deep (a calibration file needs a few)")
+        }
         var lines = text.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
         if let first = lines.first, first.hasPrefix("%YAML") { lines[0] = "# " + first }
         let cleaned = lines.joined(separator: "\n")
@@ -26,6 +31,40 @@ struct YAMLReader {
             throw CalibrationFormatError(file: file, line: node?.mark?.line ?? 1, message: "expected a mapping of keys at the top level")
         }
         root = node
+    }
+
+    /// Yams builds nodes recursively, so a file nested thousands of levels deep (`[[[[…`, a
+    /// few kilobytes) would overflow the stack. Calibration files nest a few levels; deeper
+    /// than this is refused before parsing.
+    static let nestingLimit = 256
+
+    /// The first line (1-based) at which an upper bound on the nesting depth passes
+    /// ``nestingLimit``, or `nil`. The bound: a block collection is indented deeper than its
+    /// parent, or starts after an indicator (`- `, `? `, `: `), except a sequence under a
+    /// mapping key, which may share its column; so block nesting is at most two levels per
+    /// leading column of blanks and indicators. Flow nesting is at most one level per `[` or
+    /// `{` so far in the text: closing brackets are not subtracted, since one inside quotes
+    /// closes nothing and could otherwise hide an opening one.
+    static func lineNestedTooDeeply(_ text: String) -> Int? {
+        var line = 1, flowOpenings = 0, leading = 0, atLineStart = true
+        for byte in text.utf8 {
+            switch byte {
+            case UInt8(ascii: "\n"):
+                line += 1
+                leading = 0
+                atLineStart = true
+                continue
+            case UInt8(ascii: " "), UInt8(ascii: "\t"), UInt8(ascii: "-"), UInt8(ascii: "?"), UInt8(ascii: ":"):
+                if atLineStart { leading += 1 }
+            case UInt8(ascii: "["), UInt8(ascii: "{"):
+                flowOpenings += 1
+                atLineStart = false
+            default:
+                atLineStart = false
+            }
+            if flowOpenings + 2 * (leading + 1) > nestingLimit { return line }
+        }
+        return nil
     }
 
     static func convert(_ error: YamlError, file: String) -> CalibrationFormatError {
