@@ -4,14 +4,14 @@
 // package never carries sanitizer flags. Each executable defines `LLVMFuzzerTestOneInput`
 // and `<module>_main`, the name SwiftPM aliases `main` to, which hands over to libFuzzer's
 // driver (`Fuzz.run`); `-parse-as-library` keeps Swift from emitting a main of its own.
-// Build and run them with
-// `make fuzz SECONDS=N` from the repository's root, which builds with
+// `make fuzz SECONDS=N`, from the repository's root, builds them with
 //
 //     swift build -c release --package-path Fuzz --scratch-path .build-fuzz \
 //         -Xswiftc -sanitize=fuzzer,address -Xswiftc -parse-as-library \
-//         -Xcc -fsanitize=fuzzer-no-link,address
+//         -Xcc -fsanitize=fuzzer-no-link -Xcc -fsanitize=address
 //
-// Seeds are in `corpus/<target>/`.
+// and runs each for N seconds (`run`). Seeds are in `corpus/<target>/`, dictionaries in
+// `dictionaries/`.
 
 import PackageDescription
 
