@@ -10,7 +10,7 @@ COMPARE_PACKAGES := python3 python3-venv
 # Extra flags for `swift test`, e.g. `make test TEST_FLAGS="--filter Geometry"`.
 TEST_FLAGS ?=
 
-.PHONY: all deps install-packages build release demo test test-asan test-tsan test-kernel soak bench bench-pair compare-opencv clean
+.PHONY: all deps install-packages build release demo test test-asan test-tsan test-kernel soak fuzz bench bench-pair compare-opencv clean
 
 all: build
 
@@ -76,6 +76,21 @@ test-kernel: deps
 # PARALLAX_SOAK_SECONDS and PARALLAX_SOAK_SCALE change the length and the speed-up.
 soak: deps
 	PARALLAX_SOAK=1 $(SWIFT) test -c release -Xswiftc -enable-testing --filter SessionSoakTests
+
+# libFuzzer on the parsers (Fuzz/: its own package, so the main package never carries
+# sanitizer flags): each target runs SECONDS seconds from the committed seeds in
+# Fuzz/corpus/<target> and the inputs earlier runs found (.build-fuzz/corpus), then prints
+# one line: seconds, inputs executed, corpus, crashes. Exits 1 on a crash, a hang (10 s), an
+# input that needs more than 2 GiB or a leak, naming the saved input and how to replay it
+# (Fuzz/run). Not part of `make test`.
+SECONDS ?= 60
+FUZZ_TARGETS := calibration-json opencv-yaml ros-camera-info euroc-csv images values
+FUZZ_FLAGS := -c release --package-path Fuzz --scratch-path .build-fuzz \
+	-Xswiftc -sanitize=fuzzer,address -Xswiftc -parse-as-library \
+	-Xcc -fsanitize=fuzzer-no-link -Xcc -fsanitize=address
+fuzz: deps
+	$(SWIFT) build $(FUZZ_FLAGS)
+	Fuzz/run $(SECONDS) "$$($(SWIFT) build $(FUZZ_FLAGS) --show-bin-path)" $(FUZZ_TARGETS)
 
 bench: deps
 	cd Benchmarks && $(SWIFT) package --allow-writing-to-package-directory benchmark

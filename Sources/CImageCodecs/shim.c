@@ -72,6 +72,12 @@ int parallax_png_decode(const uint8_t *data, size_t size,
     png_read_info(png, info);
     int color = png_get_color_type(png, info);
     int depth = png_get_bit_depth(png, info);
+    // Deflate compresses at most 1032:1, so the file holds at least 1/1032 of the image's
+    // raw bits: a header that claims more pixels than the file can carry is refused before
+    // the pixels' memory is allocated (a few bytes could otherwise ask for gigabytes).
+    double raw_bytes = (double)png_get_image_width(png, info) * (double)png_get_image_height(png, info)
+                     * (double)png_get_channels(png, info) * (double)depth / 8.0;
+    if (raw_bytes > (double)size * 1032.0) png_error(png, "file is too short for the image size in its header");
     if (depth == 16) png_set_strip_16(png);
     if (color == PNG_COLOR_TYPE_PALETTE) {
         png_set_palette_to_rgb(png);

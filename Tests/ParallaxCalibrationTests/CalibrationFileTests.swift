@@ -1,6 +1,6 @@
 import Foundation
 import Testing
-import ParallaxCalibration
+@testable import ParallaxCalibration
 import ParallaxGeometry
 
 @Suite("Calibration files: OpenCV YAML, ROS camera_info, Kalibr camchain")
@@ -79,6 +79,81 @@ struct CalibrationFileTests {
         // The cameras come back to the bit, R and T from R1, R2, P2 up to rounding in the rectification
         // (measured 2.2e-16 per entry of R, 1.9e-15 relative on T).
         ExchangeFixtures.expectEveryField("sample through ROS camera_info", rig, calibration, rotation: 7e-16, translation: 6e-15)
+    }
+
+    /// Found by `make fuzz` (target ros-camera-info): a quoted camera name with `: ` in it was
+    /// written bare, so the file Parallax wrote was not YAML any more.
+    @Test func rosCameraNamesWithYAMLSyntaxReadBack() throws {
+        let input = "image_width: 4\nimage_height: 2\ncamera_name: \"cam: one\"\n"
+            + "camera_matrix: {rows: 3, cols: 3, data: [2, 0, 2, 0, 2, 1, 0, 0, 1]}\n"
+            + "distortion_model: equidistant\ndistortion_coefficients: {rows: 1, cols: 4, data: [0.1, 0, 0, 0]}\n"
+        let info = try ROSCameraInfo(text: input, file: "fuzz.yaml")
+        #expect(info.cameraName == "cam: one")
+        #expect(info.text.contains("\ncamera_name: \"cam: one\"\n"))
+        #expect(try ROSCameraInfo(text: info.text, file: "written.yaml") == info)
+        // Every kind of character the quoting handles, and the plain names ROS writes.
+        for name in ["left", "stereo/left_0.1", "", "-x", "# not a comment", "a\"b\\c", "line\nbreak\ttab\r",
+                     "\u{7}bell", "\u{85}next\u{2028}\u{2029}", "caméra 🎥", "[1, 2]", "{a: b}", "&anchor *alias"] {
+            var named = info
+            named.cameraName = name
+            let back = try ROSCameraInfo(text: named.text, file: "written.yaml")
+            #expect(back.cameraName == name, "\(name.debugDescription) read back as \(back.cameraName.debugDescription)")
+        }
+        var plain = info
+        plain.cameraName = "stereo/left_0.1"
+        #expect(plain.text.contains("\ncamera_name: stereo/left_0.1\n"))
+    }
+
+    /// Found by probing the fuzz targets opencv-yaml and ros-camera-info by hand: a matrix
+    /// whose rows × cols overflows Int trapped in the multiplication.
+    @Test func matrixSizesBeyondIntAreErrorsNotATrap() {
+        let rows = ["4611686018427387904", "9223372036854775807", "-3"]
+        for r in rows {
+            let ros = "image_width: 4\nimage_height: 2\ncamera_matrix:\n  rows: \(r)\n  cols: 4\n  data: [1]\n"
+                + "distortion_model: plumb_bob\ndistortion_coefficients: {rows: 1, cols: 0, data: []}\n"
+            #expect {
+                _ = try ROSCameraInfo(text: ros, file: "cam.yaml")
+            } throws: { error in
+                (error as? CalibrationFormatError).map { $0.line != nil && $0.message.contains("'camera_matrix' declares \(r)×4") } ?? false
+            }
+            let opencv = "%YAML:1.0\n---\nimage_width: 4\nimage_height: 2\n"
+                + "M1: !!opencv-matrix\n   rows: 4\n   cols: \(r)\n   dt: d\n   data: [ 1. ]\n"
+            #expect {
+                _ = try OpenCVStereoFile.calibration(from: [(opencv, "rig.yml")])
+            } throws: { error in
+                (error as? CalibrationFormatError).map { $0.line != nil && $0.message.contains("'M1' declares 4×\(r)") } ?? false
+            }
+        }
+    }
+
+    /// Found by probing the fuzz target opencv-yaml by hand: `a: ` and 4000 `[` (4 KB)
+    /// overflowed the stack in Yams' recursive composer.
+    @Test func deeplyNestedYAMLIsRefusedBeforeParsing() throws {
+        let flow = "%YAML:1.0\n---\na: " + String(repeating: "[", count: 100_000)
+        let block = "image_width: 4\n" + (0..<200).map { String(repeating: " ", count: $0) + "k\($0):\n" }.joined()
+        let blockLine = 2 + 128  // the key indented 128 blanks: 2 × (128 + 1) passes 256
+        for (text, line) in [(flow, 3), (block, blockLine)] {
+            for read in [{ _ = try ROSCameraInfo(text: text, file: "deep.yaml") },
+                         { _ = try OpenCVStereoFile.calibration(from: [(text, "deep.yaml")]) }] as [() throws -> Void] {
+                #expect {
+                    try read()
+                } throws: { error in
+                    (error as? CalibrationFormatError).map {
+                        $0.line == line && $0.message == "nested more than 256 levels deep (a calibration file needs a few)"
+                    } ?? false
+                }
+            }
+        }
+        // Brackets inside quotes count too, and closing ones do not cancel them: a quoted "]"
+        // cannot hide an opening bracket.
+        let hidden = "a: " + String(repeating: "[ \"]\", ", count: 300)
+        #expect(throws: CalibrationFormatError.self) { try ROSCameraInfo(text: hidden, file: "deep.yaml") }
+        #expect(YAMLReader.lineNestedTooDeeply(hidden) == 1)
+        // The example files are far from the limit.
+        for name in ["opencv-stereo.yml", "opencv-stereo-written-by-parallax.yml", "ros/left.yaml"] {
+            let text = try String(contentsOf: Self.examples.appendingPathComponent(name), encoding: .utf8)
+            #expect(YAMLReader.lineNestedTooDeeply(text) == nil, "\(name)")
+        }
     }
 
     @Test func rosFileWithAnUnknownModelNamesItsLine() {

@@ -77,6 +77,22 @@ import Testing
         #expect(throws: CalibrationFileError.self) { try StereoCalibration(contentsOfFile: "/nonexistent/calib.json") }
     }
 
+    /// Found by probing the fuzz target calibration-json by hand: a version too large for an
+    /// Int (1e300) trapped in the conversion meant to check that it is whole.
+    @Test func versionsBeyondIntAreInvalidNotATrap() {
+        for version in ["1e300", "-1e300", "9223372036854775808", "2147483648", "0", "1.5"] {
+            let text = Self.valid.replacingOccurrences(of: "\"version\": 1", with: "\"version\": \(version)")
+            #expect(throws: CalibrationFileError.invalid(file: "<text>", key: "version",
+                                                         message: "expected a whole number from 1 to 2147483647, found \(Double(version)!)")) {
+                try StereoCalibration(jsonText: text)
+            }
+        }
+        let largest = Self.valid.replacingOccurrences(of: "\"version\": 1", with: "\"version\": 2147483647")
+        #expect(throws: CalibrationFileError.unsupportedVersion(file: "<text>", version: 2_147_483_647, newestSupported: 1)) {
+            try StereoCalibration(jsonText: largest)
+        }
+    }
+
     @Test func jsonParserHandlesEscapesAndRejectsGarbage() throws {
         let v = try JSONValue(parsing: #"{"a": "x\"y\u00e9\ud83d\ude00", "b": [1, -2.5e3, true, null]}"#)
         #expect(v.object?["a"] == .string("x\"yé😀"))

@@ -173,6 +173,92 @@ struct CodecTests {
         expectCorrupt(path)
     }
 
+    /// The reason of the `corruptFile` error decoding `bytes` throws (nil, recorded as an
+    /// issue, when it decodes or throws another error).
+    private func corruptReason(_ bytes: [UInt8], sourceLocation: SourceLocation = #_sourceLocation) -> String? {
+        do {
+            let image = try ImageBuffer(decoding: bytes, source: "fuzz")
+            Issue.record("decoded as \(image.format) \(image.size)", sourceLocation: sourceLocation)
+        } catch {
+            guard case .corruptFile("fuzz", let reason) = error else {
+                Issue.record("expected corruptFile, got \(error)", sourceLocation: sourceLocation)
+                return nil
+            }
+            return reason
+        }
+        return nil
+    }
+
+    /// Found by `make fuzz` (target images, an out-of-memory on `P3 27681 26555 2 ...`): a
+    /// plain PGM/PPM header of a few bytes claiming up to 32768 × 32768 pixels set aside
+    /// their memory (up to 3 GiB) before reading a sample.
+    @Test("a plain PGM or PPM promising more samples than its bytes can hold is refused before allocating")
+    func plainNetpbmTooShortForItsHeader() throws {
+        for header in ["P3\n32768 32768\n255\n1 2 3", "P2 32768 32768 65535 7", "P2\n3 3\n255\n1 2 3"] {
+            let reason = try #require(corruptReason(Array(header.utf8)))
+            #expect(reason.contains("there is room for at most"), "\(header.debugDescription): \(reason)")
+        }
+        // Exactly as many samples as the bytes can hold still decodes: one digit, one space each.
+        let image = try ImageBuffer(decoding: Array("P2\n3 1\n9\n1 2 9".utf8))
+        #expect(image.bytes == [28, 57, 255])
+    }
+
+    /// The JPEG side of the plain PGM/PPM finding above, found by reading the decoder (the
+    /// fuzzer had not forged such a header): a JPEG header claiming up to 32768 × 32768
+    /// pixels set aside their memory (3 GiB) before the decoder found the data missing.
+    @Test("a large JPEG is checked whole before its pixels are allocated; a valid one still decodes")
+    func largeJPEGCheckedBeforeAllocating() throws {
+        // 4097 × 4097 is just above the 2^24 pixels above which the check runs.
+        let side = 4097
+        #expect(side * side > JPEGCodec.largeImagePixels)
+        let flat = try ImageBuffer(format: .gray8, size: ImageSize(width: side, height: side),
+                                   bytes: [UInt8](repeating: 128, count: side * side))
+        let jpeg = try flat.encoded(as: .jpeg, quality: 90)
+        // A flat 128 is all-zero coefficients after the level shift: it decodes exactly.
+        #expect(try ImageBuffer(decoding: jpeg) == flat)
+        let truncated = try #require(corruptReason(Array(jpeg.prefix(jpeg.count / 2))))
+        #expect(truncated.contains("found before decoding its 4097x4097 pixels"), "\(truncated)")
+
+        // A small JPEG whose frame header is changed to 30000 × 30000: the data ends long before.
+        var small = try TestImages.smooth(.rgb8, width: 16, height: 16).encoded(as: .jpeg)
+        let frame = try #require((0..<small.count - 9).first { small[$0] == 0xFF && small[$0 + 1] == 0xC0 })
+        for offset in [frame + 5, frame + 7] { small[offset] = 0x75; small[offset + 1] = 0x30 }
+        let claimed = try #require(corruptReason(small))
+        #expect(claimed.contains("found before decoding its 30000x30000 pixels"), "\(claimed)")
+    }
+
+    /// A PNG of `width` × `height` 8-bit RGBA whose IDAT chunk holds `data` (CRCs valid).
+    private func png(width: UInt32, height: UInt32, data: [UInt8]) -> [UInt8] {
+        func crc32(_ bytes: [UInt8]) -> UInt32 {
+            var crc: UInt32 = 0xFFFF_FFFF
+            for b in bytes {
+                crc ^= UInt32(b)
+                for _ in 0..<8 { crc = crc & 1 == 1 ? (crc >> 1) ^ 0xEDB8_8320 : crc >> 1 }
+            }
+            return ~crc
+        }
+        func bigEndian(_ v: UInt32) -> [UInt8] { [24, 16, 8, 0].map { UInt8(truncatingIfNeeded: v >> $0) } }
+        func chunk(_ type: String, _ body: [UInt8]) -> [UInt8] {
+            let typed = Array(type.utf8) + body
+            return bigEndian(UInt32(body.count)) + typed + bigEndian(crc32(typed))
+        }
+        return [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A]
+            + chunk("IHDR", bigEndian(width) + bigEndian(height) + [8, 6, 0, 0, 0])
+            + chunk("IDAT", data) + chunk("IEND", [])
+    }
+
+    /// The PNG side of the same finding, found by reading the decoder (libpng's CRCs keep a
+    /// fuzzer from forging headers): a PNG of a few dozen bytes claiming 30000 × 30000 RGBA
+    /// pixels made it allocate 3.6 GB before reading its data.
+    @Test("a PNG whose header claims more pixels than deflate could carry in its bytes is refused before allocating")
+    func pngTooShortForItsHeader() throws {
+        let reason = try #require(corruptReason(png(width: 30000, height: 30000, data: [0x78, 0x9C, 0x03, 0x00])))
+        #expect(reason.contains("file is too short for the image size in its header"), "\(reason)")
+        // Below the bound the decoder reads on and finds the data missing.
+        let small = try #require(corruptReason(png(width: 4, height: 4, data: [0x78, 0x9C, 0x03, 0x00])))
+        #expect(!small.contains("too short for the image size"), "\(small)")
+    }
+
     @Test("empty and unknown files are corruptFile; missing files are fileAccess")
     func unknownAndMissing() throws {
         let dir = TestImages.scratchDirectory()

@@ -48,7 +48,7 @@ public struct ROSCameraInfo: Hashable, Sendable {
         }
         return "image_width: \(camera.size.width)\n"
             + "image_height: \(camera.size.height)\n"
-            + "camera_name: \(cameraName)\n"
+            + "camera_name: \(yamlString(cameraName))\n"
             + matrix("camera_matrix", rows: 3, cols: 3, camera.intrinsics.matrix.rowMajor)
             + "distortion_model: \(Self.modelName(camera.distortion))\n"
             + matrix("distortion_coefficients", rows: 1, cols: d.count, d)

@@ -11,6 +11,11 @@ struct YAMLReader {
     /// `!!opencv-matrix` tags are ordinary tags to Yams and are read as mappings.
     init(text: String, file: String) throws(CalibrationFormatError) {
         self.file = file
+        if let line = Self.lineNestedTooDeeply(text) {
+            throw CalibrationFormatError(
+                file: file, line: line,
+                message: "nested more than \(Self.nestingLimit) levels deep (a calibration file needs a few)")
+        }
         var lines = text.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
         if let first = lines.first, first.hasPrefix("%YAML") { lines[0] = "# " + first }
         let cleaned = lines.joined(separator: "\n")
@@ -26,6 +31,40 @@ struct YAMLReader {
             throw CalibrationFormatError(file: file, line: node?.mark?.line ?? 1, message: "expected a mapping of keys at the top level")
         }
         root = node
+    }
+
+    /// Yams builds nodes recursively, so a file nested thousands of levels deep (`[[[[…`, a
+    /// few kilobytes) would overflow the stack. Calibration files nest a few levels; deeper
+    /// than this is refused before parsing.
+    static let nestingLimit = 256
+
+    /// The first line (1-based) at which an upper bound on the nesting depth passes
+    /// ``nestingLimit``, or `nil`. The bound: a block collection is indented deeper than its
+    /// parent, or starts after an indicator (`- `, `? `, `: `), except a sequence under a
+    /// mapping key, which may share its column; so block nesting is at most two levels per
+    /// leading column of blanks and indicators. Flow nesting is at most one level per `[` or
+    /// `{` so far in the text: closing brackets are not subtracted, since one inside quotes
+    /// closes nothing and could otherwise hide an opening one.
+    static func lineNestedTooDeeply(_ text: String) -> Int? {
+        var line = 1, flowOpenings = 0, leading = 0, atLineStart = true
+        for byte in text.utf8 {
+            switch byte {
+            case UInt8(ascii: "\n"):
+                line += 1
+                leading = 0
+                atLineStart = true
+                continue
+            case UInt8(ascii: " "), UInt8(ascii: "\t"), UInt8(ascii: "-"), UInt8(ascii: "?"), UInt8(ascii: ":"):
+                if atLineStart { leading += 1 }
+            case UInt8(ascii: "["), UInt8(ascii: "{"):
+                flowOpenings += 1
+                atLineStart = false
+            default:
+                atLineStart = false
+            }
+            if flowOpenings + 2 * (leading + 1) > nestingLimit { return line }
+        }
+        return nil
     }
 
     static func convert(_ error: YamlError, file: String) -> CalibrationFormatError {
@@ -87,9 +126,13 @@ struct YAMLReader {
         let n = try required(key, in: parent)
         guard n.mapping != nil else { throw error(n, "'\(key)' must be a matrix (rows, cols, data)") }
         let rows = try integer("rows", in: n), cols = try integer("cols", in: n)
+        guard rows >= 0, cols >= 0 else { throw error(n, "'\(key)' declares \(rows)×\(cols), a negative size") }
         let dataNode = try required("data", in: n)
         let data = try numbers(dataNode)
-        guard data.count == rows * cols else {
+        // Multiplied with overflow reported: rows and cols come from the file, and their
+        // product can exceed Int (which would trap).
+        let (count, overflow) = rows.multipliedReportingOverflow(by: cols)
+        guard !overflow, data.count == count else {
             throw error(dataNode, "'\(key)' declares \(rows)×\(cols) but has \(data.count) values")
         }
         if let shapes, !shapes.contains(where: { $0.0 == rows && $0.1 == cols }) {
@@ -110,6 +153,38 @@ func yamlNumber(_ v: Double) -> String {
         if let e = text.firstIndex(of: "e") { text.insert(contentsOf: ".0", at: e) } else { text += ".0" }
     }
     return text
+}
+
+/// A string as a YAML scalar that reads back as the same text: plain when it is made of
+/// letters, digits and `_ . / -` (as ROS writes camera names), double-quoted otherwise, with
+/// `\\`, `\"` and every character YAML does not allow printed raw (controls, and its line
+/// breaks U+0085, U+2028 and U+2029) escaped. (YAML readers drop a byte-order mark wherever
+/// it is, so a name with one reads back without it.)
+func yamlString(_ text: String) -> String {
+    let plain = text.unicodeScalars.allSatisfy { c in
+        c.isASCII && (("a"..."z").contains(c) || ("A"..."Z").contains(c) || ("0"..."9").contains(c) || "_./-".unicodeScalars.contains(c))
+    }
+    // A leading `-` could start a list item, and an empty value reads as null: quote those.
+    if plain, let first = text.unicodeScalars.first, first != "-" { return text }
+    var out = "\""
+    for c in text.unicodeScalars {
+        switch c {
+        case "\\": out += "\\\\"
+        case "\"": out += "\\\""
+        case "\n": out += "\\n"
+        case "\t": out += "\\t"
+        case "\r": out += "\\r"
+        default:
+            let v = c.value
+            if v < 0x20 || (0x7F...0x9F).contains(v) || v == 0x2028 || v == 0x2029 || v == 0xFFFE || v == 0xFFFF {
+                let hex = String(v, radix: 16, uppercase: true)
+                out += "\\u" + String(repeating: "0", count: max(0, 4 - hex.count)) + hex
+            } else {
+                out.unicodeScalars.append(c)
+            }
+        }
+    }
+    return out + "\""
 }
 
 func yamlList(_ values: [Double]) -> String {

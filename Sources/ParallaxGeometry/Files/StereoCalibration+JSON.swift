@@ -32,8 +32,9 @@ extension StereoCalibration {
             throw .invalid(file: source, key: "format", message: "expected \"\(Self.fileFormatName)\", found \"\(format)\"")
         }
         let version = try reader.number(object["version"], at: "version")
-        guard version == Double(Int(version)), Int(version) >= 1 else {
-            throw .invalid(file: source, key: "version", message: "expected a whole number ≥ 1")
+        // Checked as a Double first: converting 1e300 to Int would trap.
+        guard version == version.rounded(), version >= 1, version <= Double(Int32.max) else {
+            throw .invalid(file: source, key: "version", message: "expected a whole number from 1 to \(Int32.max), found \(version)")
         }
         guard Int(version) <= Self.fileFormatVersion else {
             throw .unsupportedVersion(file: source, version: Int(version), newestSupported: Self.fileFormatVersion)

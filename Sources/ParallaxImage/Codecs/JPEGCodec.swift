@@ -4,6 +4,10 @@ import ParallaxGeometry
 /// JPEG through the TurboJPEG API of libjpeg-turbo (which contains its own
 /// libjpeg longjmps and reports errors by return value).
 enum JPEGCodec {
+    /// Images above this many pixels (48 MiB of RGB) are checked whole before their
+    /// memory is allocated.
+    static let largeImagePixels = 1 << 24
+
     static func decode(_ bytes: [UInt8], source: String) throws(ImageError) -> ImageBuffer {
         guard let handle = tjInitDecompress() else {
             throw .corruptFile(path: source, reason: "cannot initialise the JPEG decoder")
@@ -22,10 +26,28 @@ enum JPEGCodec {
         let isGray = colorspace == Int32(TJCS_GRAY.rawValue)
         let format: PixelFormat = isGray ? .gray8 : .rgb8
         let size = ImageSize(width: Int(width), height: Int(height))
-        var image = try ImageBuffer(format: format, size: size)
         let pixelFormat = isGray ? TJPF_GRAY : TJPF_RGB
         // Warnings (notably "premature end of data") become errors: a truncated file is not an image.
         let flags = TJFLAG_STOPONWARNING
+        if size.area > Self.largeImagePixels {
+            // A header of a few bytes can claim 32768 × 32768 pixels (3 GiB). Before setting
+            // that much aside, the whole file is decoded at 1/8 scale (every coefficient is
+            // still read, into 1/64 of the memory): truncated or corrupt data fails here.
+            let small = ImageSize(width: (size.width + 7) / 8, height: (size.height + 7) / 8)
+            let channels = isGray ? 1 : 3
+            var scratch = [UInt8](repeating: 0, count: small.area * channels)
+            let status = bytes.withUnsafeBufferPointer { data in
+                scratch.withUnsafeMutableBufferPointer { out in
+                    tjDecompress2(handle, data.baseAddress, UInt(data.count), out.baseAddress, Int32(small.width),
+                                  Int32(small.width * channels), Int32(small.height), Int32(pixelFormat.rawValue), flags)
+                }
+            }
+            guard status == 0 else {
+                throw .corruptFile(path: source, reason: "corrupt or truncated JPEG: \(Self.message(handle)) "
+                                   + "(found before decoding its \(size) pixels)")
+            }
+        }
+        var image = try ImageBuffer(format: format, size: size)
         let status = image.withMutableView { view in
             bytes.withUnsafeBufferPointer { data in
                 tjDecompress2(handle, data.baseAddress, UInt(data.count),

@@ -43,6 +43,13 @@ enum NetpbmCodec {
         guard maxval > 0, maxval < 65536 else { throw corrupt("maximum value \(maxval) is outside 1…65535") }
         if plain {
             let samples = width * height * channels
+            // Each sample is at least one digit and one separator (but the last): a header
+            // that promises more than the bytes left can hold is refused before any memory
+            // is set aside for it (a few bytes could otherwise ask for gigabytes).
+            let room = (bytes.count - cursor) / 2 + 1
+            guard samples <= room else {
+                throw corrupt("file is truncated: the raster needs \(samples) samples, there is room for at most \(room)")
+            }
             var pixels = [UInt8](repeating: 0, count: samples)
             for i in 0..<samples {
                 let raw: Int

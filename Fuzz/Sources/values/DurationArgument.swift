@@ -1,0 +1,1 @@
+../../../Sources/parallax/Commands/DurationArgument.swift
