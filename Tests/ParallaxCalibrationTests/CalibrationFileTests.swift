@@ -126,6 +126,25 @@ struct CalibrationFileTests {
         }
     }
 
+    /// An image size out of range in a YAML file is refused where it is read, with its line,
+    /// as in a calibration JSON file (not accepted up to Int.max to overflow in the maps).
+    @Test(arguments: ["0", "-640", "1000000", "9223372036854775807"])
+    func imageSizesOutOfRangeAreRefused(width: String) {
+        let ros = "image_width: \(width)\nimage_height: 480\ncamera_matrix: {rows: 3, cols: 3, data: [500, 0, 320, 0, 500, 240, 0, 0, 1]}\n"
+            + "distortion_model: plumb_bob\ndistortion_coefficients: {rows: 1, cols: 5, data: [0, 0, 0, 0, 0]}\n"
+        #expect {
+            _ = try ROSCameraInfo(text: ros, file: "cam.yaml")
+        } throws: { error in
+            (error as? CalibrationFormatError).map { $0.line == 1 && $0.message.contains("'image_width' must be from 1 to 999999") } ?? false
+        }
+        let opencv = "%YAML:1.0\n---\nimage_width: \(width)\nimage_height: 480\n"
+        #expect {
+            _ = try OpenCVStereoFile.calibration(from: [(opencv, "rig.yml")])
+        } throws: { error in
+            (error as? CalibrationFormatError).map { $0.line == 3 && $0.message.contains("'image_width' must be from 1 to 999999") } ?? false
+        }
+    }
+
     /// Found by probing the fuzz target opencv-yaml by hand: `a: ` and 4000 `[` (4 KB)
     /// overflowed the stack in Yams' recursive composer.
     @Test func deeplyNestedYAMLIsRefusedBeforeParsing() throws {

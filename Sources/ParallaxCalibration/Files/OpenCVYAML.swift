@@ -58,7 +58,7 @@ public enum OpenCVStereoFile {
         }
         var imageSize = size
         if let r = readers.first(where: { $0.node("image_width") != nil }) {
-            imageSize = ImageSize(width: try r.integer("image_width"), height: try r.integer("image_height"))
+            imageSize = ImageSize(width: try r.imageDimension("image_width"), height: try r.imageDimension("image_height"))
         }
         guard let imageSize, !imageSize.isEmpty else {
             throw CalibrationFormatError(file: texts.map(\.file).joined(separator: " + "), line: nil,

@@ -60,7 +60,7 @@ public struct ROSCameraInfo: Hashable, Sendable {
     /// - Throws: ``CalibrationFormatError`` with the line of the problem.
     public init(text: String, file: String = "<text>") throws(CalibrationFormatError) {
         let y = try YAMLReader(text: text, file: file)
-        let size = ImageSize(width: try y.integer("image_width"), height: try y.integer("image_height"))
+        let size = ImageSize(width: try y.imageDimension("image_width"), height: try y.imageDimension("image_height"))
         guard !size.isEmpty else { throw y.error(y.node("image_width"), "the image size must be positive") }
         cameraName = y.node("camera_name")?.scalar?.string ?? ""
         let k = try y.matrix("camera_matrix", shapes: [(3, 3)]).data

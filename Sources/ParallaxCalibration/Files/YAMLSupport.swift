@@ -105,6 +105,16 @@ struct YAMLReader {
         return v
     }
 
+    /// An image width or height: a whole number from 1 to 999 999, the range a calibration
+    /// JSON file accepts (a size near Int.max would only overflow later, in the maps).
+    func imageDimension(_ key: String, in parent: Node? = nil) throws(CalibrationFormatError) -> Int {
+        let v = try integer(key, in: parent)
+        guard v >= 1 && v < 1_000_000 else {
+            throw error(node(key, in: parent), "'\(key)' must be from 1 to 999999 pixels, got \(v)")
+        }
+        return v
+    }
+
     func string(_ key: String, in parent: Node? = nil) throws(CalibrationFormatError) -> String {
         let n = try required(key, in: parent)
         guard let s = n.scalar?.string else { throw error(n, "'\(key)' must be a string") }
