@@ -8,7 +8,7 @@ import Testing
 /// (device → synchronizer → consumer): each shows up as its drop reason or event, pairing
 /// resumes, every frame is accounted for, and no pair is wrong (checked against the
 /// driver's ground truth, not against the synchronizer's own view).
-@Suite("Session under driver faults")
+@Suite("Session under driver faults", .serialized)
 struct SessionFaultTests {
     /// A fault and what the session must report for it.
     struct Case: Sendable, CustomTestStringConvertible {
@@ -40,14 +40,44 @@ struct SessionFaultTests {
     /// What the consumer saw of a pair: the driver's own timestamps of both frames.
     struct Seen: Sendable { let left: Int64; let right: Int64 }
 
+    /// What one run saw, gathered on a thread of its own (the waits block) and asserted on
+    /// the test's task.
+    struct Outcome: Sendable {
+        var pairsBefore = false, surfaced = false, resumed = false
+        var statistics: StereoSessionStatistics?
+        var delivered = 0, checked = 0, wrong = 0
+    }
+
     @Test("a fault in one camera surfaces as its reason, pairing resumes, nothing is lost or mispaired", arguments: cases)
-    func faultThroughTheSession(_ testCase: Case) throws {
+    func faultThroughTheSession(_ testCase: Case) async throws {
         let (driver, device) = try SessionFixtures.virtualPair()
-        let paths = PerSide(left: "/dev/video0", right: "/dev/video2")
         var options = StereoSessionOptions()
         options.reconnectIntervalSeconds = 0.02
         options.pressure.readsMachineState = false
         let session = try StereoSession(device: device, options: options)
+        // The run blocks on waits: on a thread of its own, not one of the few cooperative
+        // threads the async tests running beside it need.
+        let outcome = try await onOwnThread { try Self.run(testCase, driver: driver, session: session) }
+        let stats = try #require(outcome.statistics)
+        #expect(outcome.pairsBefore, "pairs before the fault")
+        #expect(outcome.surfaced, "never surfaced: events \(stats.events.map(\.description)), drops \(stats.drops(.left))")
+        #expect(outcome.resumed, "pairing resumes after \(testCase.name)")
+        for side in StereoSide.allCases {
+            #expect(stats.accountsForEveryFrame(side), "\(side): \(stats.frames(side)) frames, \(stats.drops(side))")
+        }
+        #expect(stats.pairsInFlight == 0)
+        #expect(stats.pairsDelivered == outcome.delivered)
+        print("fault \(testCase.name): \(stats.pairsDelivered) pairs (\(outcome.checked) checked against the driver), "
+              + "left drops \(stats.drops(.left)), events \(Set(stats.events.map(\.name)).sorted())")
+        #expect(outcome.wrong == 0)
+        // Pairs formed before a replug or a driver restart name frames the driver's tables
+        // may have renumbered; the rest must be checkable.
+        #expect(outcome.checked >= 10)
+    }
+
+    static func run(_ testCase: Case, driver: VirtualUVCDriver, session: StereoSession) throws -> Outcome {
+        let paths = PerSide(left: "/dev/video0", right: "/dev/video2")
+        var outcome = Outcome()
         let seen = Locked<[Seen]>([])
         let log = PairLog()
         // The driver's timestamp is the end of the frame; the session's is mid-exposure.
@@ -57,45 +87,32 @@ struct SessionFaultTests {
             log.handler(pair)
         })
         defer { session.stop() }
-        #expect(log.wait(for: 10), "pairs before the fault")
+        outcome.pairsBefore = log.wait(for: 10, seconds: 60)
         if let fault = testCase.fault {
             driver.inject(fault, into: paths.left)
         } else {
             driver.unplug(paths.left)
-            #expect(eventually { session.statistics.events.contains { $0.name == "disconnected" } })
+            _ = eventually(seconds: 60) { session.statistics.events.contains { $0.name == "disconnected" } }
             driver.replug(paths.left)
         }
-        let surfaced = eventually(seconds: 20) { testCase.surfaced(session.statistics) }
-        #expect(surfaced, "never surfaced: events \(session.statistics.events.map(\.description)), drops \(session.statistics.drops(.left))")
-        let after = log.count
-        #expect(log.wait(for: after + 10, seconds: 20), "pairing resumes after \(testCase.name)")
+        outcome.surfaced = eventually(seconds: 60) { testCase.surfaced(session.statistics) }
+        outcome.resumed = log.wait(for: log.count + 10, seconds: 60)
         session.stop()
-
-        let stats = session.statistics
-        for side in StereoSide.allCases {
-            #expect(stats.accountsForEveryFrame(side), "\(side): \(stats.frames(side)) frames, \(stats.drops(side))")
-        }
-        #expect(stats.pairsInFlight == 0)
-        #expect(stats.pairsDelivered == log.count)
+        outcome.statistics = session.statistics
+        outcome.delivered = log.count
 
         // Ground truth: the left frame of every pair is the one due nearest the right one.
         // Both cameras run at 30 fps with no jitter, so a wrong pair is off by 33 ms.
-        var checked = 0, wrong = 0
         for pair in seen.withLock({ $0 }) {
             guard let l = driver.driverSequence(paths.left, timestamp: pair.left),
                   let r = driver.driverSequence(paths.right, timestamp: pair.right),
                   let leftDue = driver.dueTime(paths.left, sequence: l),
                   let rightDue = driver.dueTime(paths.right, sequence: r) else { continue }
-            checked += 1
+            outcome.checked += 1
             let chosen = abs(leftDue - rightDue)
             let neighbours = [l &- 1, l &+ 1].compactMap { driver.dueTime(paths.left, sequence: $0) }
-            if neighbours.contains(where: { abs($0 - rightDue) + 1_000_000 < chosen }) { wrong += 1 }
+            if neighbours.contains(where: { abs($0 - rightDue) + 1_000_000 < chosen }) { outcome.wrong += 1 }
         }
-        print("fault \(testCase.name): \(stats.pairsDelivered) pairs (\(checked) checked against the driver), "
-              + "left drops \(stats.drops(.left)), events \(Set(stats.events.map(\.name)).sorted())")
-        #expect(wrong == 0)
-        // Pairs formed before a replug or a driver restart name frames the driver's tables
-        // may have renumbered; the rest must be checkable.
-        #expect(checked >= 10)
+        return outcome
     }
 }

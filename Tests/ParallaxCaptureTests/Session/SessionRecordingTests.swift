@@ -70,13 +70,18 @@ struct SessionRecordingTests {
         let (_, device) = SessionFixtures.simulated(size: ImageSize(width: 32, height: 24), pace: .realTime, drops: 0)
         let session = try StereoSession(device: device)
         let recorder = try EuRoCRecorder(directory: directory)
-        // Stopped from elsewhere (as Ctrl-C does) once a few pairs are written.
-        let stopper = Task.detached {
-            #expect(eventually(seconds: 60) { recorder.frameCounts[0] >= 5 })
+        // Stopped from elsewhere (as Ctrl-C does) once a few pairs are written; the wait
+        // yields its thread (the recording's consumer needs one).
+        let stopper = Task { () -> Bool in
+            let deadline = ContinuousClock.now + .seconds(120)
+            while recorder.frameCounts[0] < 5 && ContinuousClock.now < deadline {
+                try? await Task.sleep(nanoseconds: 10_000_000)
+            }
             session.stop()
+            return recorder.frameCounts[0] >= 5
         }
         let summary = try await session.record(into: recorder, pairs: 1000, timeoutSeconds: 120)
-        _ = await stopper.value
+        #expect(await stopper.value, "five pairs were written before the stop")
         #expect(summary.pairsWritten >= 5 && summary.pairsWritten < 1000)
         #expect(summary.endedEarly == "stopped")
         for camera in 0...1 {

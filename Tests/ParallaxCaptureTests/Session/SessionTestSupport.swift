@@ -89,6 +89,16 @@ final class PairLog: @unchecked Sendable {
     }
 }
 
+/// Runs `body` on a thread of its own and awaits its result. Tests whose work blocks
+/// (condition waits, polling) use it so they do not hold one of the cooperative threads
+/// (one per core) that the async tests beside them need. Assert on the result, on the
+/// test's own task: `#expect` on another thread is not attributed to the test.
+func onOwnThread<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+    try await withCheckedThrowingContinuation { continuation in
+        Thread.detachNewThread { continuation.resume(with: Result { try body() }) }
+    }
+}
+
 /// Waits until `predicate` holds, polling; false after `seconds`.
 func eventually(seconds: Double = 10, _ predicate: () -> Bool) -> Bool {
     let deadline = Date(timeIntervalSinceNow: seconds)
