@@ -57,7 +57,7 @@ extension StereoSession {
         var incoming: Ring<Incoming>
         var pairsMade = 0
         var pushed = PerSide(repeating: 0)
-        /// When each side last pushed a frame (monotonic nanoseconds).
+        /// When each side last pushed a frame (monotonic nanoseconds), or was last held in ``waitForRoom(_:)`` for the consumer.
         var lastPush = PerSide<Int64>(repeating: 0)
         var decided = PerSide(repeating: 0)
         var cameraDrops = PerSide<[DropReason: Int]>(repeating: [:])
@@ -179,7 +179,11 @@ extension StereoSession {
                 guard s.phase == .running, s.sides[side] == .running else { return (false, false) }
                 let otherProgresses = s.isActive(side.opposite)
                     && now - s.lastPush[side.opposite] < Self.waitableSourceStallNanoseconds
-                return (s.incoming.count + pairQueue.count >= 2, s.pushed[side] - s.decided[side] >= limit && otherProgresses)
+                let full = s.incoming.count + pairQueue.count >= 2
+                // Held here for the consumer, this side is alive, not stalled: the other side
+                // must not take the wait for a stall and run ahead of it.
+                if full { s.lastPush[side] = now }
+                return (full, s.pushed[side] - s.decided[side] >= limit && otherProgresses)
             }
             guard full || ahead else { return }
             _ = signal.wait(until: Date(timeIntervalSinceNow: 0.05))
