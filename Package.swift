@@ -34,6 +34,10 @@ let package = Package(
             name: "CLapack",
             linkerSettings: [.linkedLibrary("lapacke"), .linkedLibrary("openblas")]
         ),
+        /// Resampling kernels for wider vector instructions than the baseline, chosen at run time
+        /// (per-function `target` attributes: no compiler flags, so the package stays usable as
+        /// a dependency).
+        .target(name: "CRemapKernels"),
         /// libpng and libjpeg-turbo.
         .target(
             name: "CImageCodecs",
@@ -43,7 +47,7 @@ let package = Package(
         // MARK: Library layers
 
         .target(name: "ParallaxGeometry"),
-        .target(name: "ParallaxImage", dependencies: ["ParallaxGeometry", "CImageCodecs"]),
+        .target(name: "ParallaxImage", dependencies: ["ParallaxGeometry", "CImageCodecs", "CRemapKernels"]),
         .target(name: "ParallaxCapture", dependencies: ["ParallaxGeometry", "ParallaxImage", "CV4L2"]),
         .target(
             name: "ParallaxCalibration",

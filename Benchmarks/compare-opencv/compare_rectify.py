@@ -17,18 +17,28 @@ BGR, then remap).
 
 Usage: compare_rectify.py --parallax PATH [--sizes 1920x1080,...]
        [--formats gray8,bgra8] [--threads 1,2] [--iterations 40] [--json FILE]
-       [--maps]   (also compare map building)
+       [--maps]                (also compare building both maps, per thread count)
+       [--simd baseline|avx2]  (Parallax's kernels at a lower level than the CPU's widest)
+       [--calibration FILE]    (time this calibration at its image size instead of the rig)
 """
 import argparse, json, os, platform, subprocess, sys, tempfile, time
 import cv2
 import numpy as np
 
 
-def parallax_bench(binary, size, fmt, threads, iterations, export):
-    out = subprocess.run([binary, "bench", "rectify", "--size", size, "--format", fmt, "--threads", str(threads),
-                          "--iterations", str(iterations), "--json", "--export", export],
-                         check=True, capture_output=True, text=True).stdout
-    return json.loads(out)
+def workload(size, calibration):
+    """The bench options naming what to time: a calibration file, or the rig at a size."""
+    return ["--calibration", calibration] if calibration else ["--size", size]
+
+
+def parallax_bench(binary, size, fmt, threads, iterations, export, simd=None, calibration=None):
+    args = [binary, "bench", "rectify", *workload(size, calibration), "--format", fmt, "--threads", str(threads),
+            "--iterations", str(iterations), "--json"]
+    if export:
+        args += ["--export", export]
+    if simd:
+        args += ["--simd", simd]
+    return json.loads(subprocess.run(args, check=True, capture_output=True, text=True).stdout)
 
 
 def load(export):
@@ -136,15 +146,14 @@ def opencv_simd():
     return usable[-1] if usable else (baseline or "baseline")
 
 
-def parallax_simd():
-    """Parallax's kernels are compiled for the architecture's baseline (no run-time
-    dispatch yet): SSE2 on x86-64, NEON on arm64."""
-    machine = platform.machine()
-    if machine in ("x86_64", "AMD64"):
-        return "SSE2 (x86-64 baseline)"
-    if machine in ("aarch64", "arm64"):
-        return "NEON (arm64 baseline)"
-    return machine
+def parallax_simd(binary, simd):
+    """The level Parallax's kernels run at, as `parallax bench` reports it (its run-time
+    dispatch picks the widest the CPU has unless --simd lowers it)."""
+    level = parallax_bench(binary, "64x48", "gray8", 1, 1, None, simd)["simd"]
+    names = {"avx2": "AVX2+FMA", "baseline": {"x86_64": "SSE2 (x86-64 baseline)", "AMD64": "SSE2 (x86-64 baseline)",
+                                              "aarch64": "NEON (arm64 baseline)", "arm64": "NEON (arm64 baseline)"}
+             .get(platform.machine(), "baseline")}
+    return names.get(level, level)
 
 
 def main():
@@ -155,40 +164,52 @@ def main():
     p.add_argument("--threads", default="1,2")
     p.add_argument("--iterations", type=int, default=40)
     p.add_argument("--json", help="also write the rows to this file")
-    p.add_argument("--maps", action="store_true", help="also compare building the maps")
+    p.add_argument("--maps", action="store_true", help="also compare building both maps")
+    p.add_argument("--simd", help="Parallax's kernel level (default: the widest this CPU has)")
+    p.add_argument("--calibration", help="time this calibration (at its image size) instead of the benchmark rig")
     a = p.parse_args()
+    sizes = ["calibration"] if a.calibration else a.sizes.split(",")
 
     print(f"CPU: {cpu_model()}, {os.cpu_count()} CPUs; load average at start {os.getloadavg()[0]:.2f}")
-    print(f"SIMD: Parallax {parallax_simd()}; OpenCV {cv2.__version__} {opencv_simd()} (run-time dispatch)")
+    print(f"SIMD: Parallax {parallax_simd(a.parallax, a.simd)} (run-time dispatch); "
+          f"OpenCV {cv2.__version__} {opencv_simd()} (run-time dispatch)")
     rows = []
     header = (f"{'size':>10} {'format':>6} {'threads':>7} {'Parallax ms':>12} {'OpenCV ms':>10} {'ratio':>6}"
               f" {'(min: Parallax':>15} {'OpenCV':>7} {'ratio)':>7}")
     print(header)
     print("-" * len(header))
     with tempfile.TemporaryDirectory(prefix="parallax-compare-") as tmp:
-        for size in a.sizes.split(","):
+        for size in sizes:
             for fmt in a.formats.split(","):
                 for threads in [int(t) for t in a.threads.split(",")]:
                     export = os.path.join(tmp, f"{size}-{fmt}")
-                    ours = parallax_bench(a.parallax, size, fmt, threads, a.iterations, export)
+                    ours = parallax_bench(a.parallax, size, fmt, threads, a.iterations, export, a.simd, a.calibration)
+                    label = ours["size"]
                     kind, maps, images = load(export)
                     theirs, theirs_min = time_opencv(opencv_pair(kind, maps, images), threads, a.iterations)
                     ratio = ours["ms_per_pair_median"] / theirs
-                    rows.append({"size": size, "format": fmt, "threads": threads,
+                    rows.append({"size": label, "format": fmt, "threads": threads,
                                  "parallax_ms_median": ours["ms_per_pair_median"], "parallax_ms_min": ours["ms_per_pair_min"],
                                  "opencv_ms_median": theirs, "opencv_ms_min": theirs_min, "ratio": ratio})
-                    print(f"{size:>10} {fmt:>6} {threads:>7} {ours['ms_per_pair_median']:>12.2f} {theirs:>10.2f} {ratio:>6.2f}"
+                    print(f"{label:>10} {fmt:>6} {threads:>7} {ours['ms_per_pair_median']:>12.2f} {theirs:>10.2f} {ratio:>6.2f}"
                           f" {ours['ms_per_pair_min']:>15.2f} {theirs_min:>7.2f} {ours['ms_per_pair_min'] / theirs_min:>7.2f}",
                           flush=True)
             if a.maps:
-                export = os.path.join(tmp, f"{size}-{a.formats.split(',')[0]}")
-                out = subprocess.run([a.parallax, "bench", "maps", "--size", size, "--iterations", "5", "--json"],
-                                     check=True, capture_output=True, text=True).stdout
-                ours = json.loads(out)
-                theirs, _ = opencv_maps(export, 1, 5)
-                print(f"{size:>10} {'maps':>6} {1:>7} {ours['ms_median']:>12.2f} {theirs:>10.2f} {ours['ms_median'] / theirs:>6.2f}")
-                rows.append({"size": size, "format": "build-maps", "threads": 1, "parallax_ms_median": ours["ms_median"],
-                             "opencv_ms_median": theirs, "ratio": ours["ms_median"] / theirs})
+                fmt = a.formats.split(',')[0]
+                export = os.path.join(tmp, f"{size}-{fmt}")
+                for threads in [int(t) for t in a.threads.split(",")]:
+                    out = subprocess.run([a.parallax, "bench", "maps", *workload(size, a.calibration), "--format", fmt,
+                                          "--threads", str(threads), "--iterations", "9", "--json"],
+                                         check=True, capture_output=True, text=True).stdout
+                    ours = json.loads(out)
+                    theirs, theirs_min = opencv_maps(export, threads, 9)
+                    print(f"{label:>10} {'maps':>6} {threads:>7} {ours['ms_median']:>12.2f} {theirs:>10.2f} "
+                          f"{ours['ms_median'] / theirs:>6.2f} {ours['ms_min']:>15.2f} {theirs_min:>7.2f} "
+                          f"{ours['ms_min'] / theirs_min:>7.2f}", flush=True)
+                    rows.append({"size": label, "format": "build-maps", "threads": threads,
+                                 "parallax_ms_median": ours["ms_median"], "parallax_ms_min": ours["ms_min"],
+                                 "opencv_ms_median": theirs, "opencv_ms_min": theirs_min,
+                                 "ratio": ours["ms_median"] / theirs})
     print(f"load average at end {os.getloadavg()[0]:.2f}")
     if a.json:
         with open(a.json, "w") as f:

@@ -135,6 +135,25 @@ import Testing
         let bad = try ParallaxCLI.run(["bench", "rectify", "--size", "63x48", "--format", "yuyv"])
         #expect(bad.status != 0 && bad.stderr.contains("even"))
     }
+
+    /// `--calibration` times a user's calibration at its image size; `--simd` picks the
+    /// kernels' level, and both say so in the JSON.
+    @Test func benchTimesAGivenCalibrationAtAChosenLevel() throws {
+        let sample = ParallaxCLI.packageRoot.appendingPathComponent("Tests/Fixtures/opencv/opencv-sample-calibration.json").path
+        let run = try ParallaxCLI.run(["bench", "rectify", "--calibration", sample, "--format", "gray8", "--iterations", "2",
+                                       "--simd", "baseline", "--json"])
+        #expect(run.status == 0, "\(run.stderr)")
+        let object = try #require(try JSONValue(parsing: run.stdout).object)
+        #expect(object["size"]?.string == "640x480" && object["simd"]?.string == "baseline")
+        #expect(object["calibration"]?.string == sample && object["cpu"]?.string?.isEmpty == false)
+        let maps = try ParallaxCLI.run(["bench", "maps", "--calibration", sample, "--iterations", "1", "--json"])
+        let mapsSize = try JSONValue(parsing: maps.stdout).object?["size"]?.string
+        #expect(maps.status == 0 && mapsSize == "640x480")
+        let both = try ParallaxCLI.run(["bench", "rectify", "--calibration", sample, "--size", "64x48"])
+        #expect(both.status != 0 && both.stderr.contains("exclude each other"))
+        let missing = try ParallaxCLI.run(["bench", "rectify", "--calibration", "/nonexistent/rig.json"])
+        #expect(missing.status != 0 && missing.stderr.contains("/nonexistent/rig.json"))
+    }
 }
 
 @Suite struct RectifyDemoStepTests {

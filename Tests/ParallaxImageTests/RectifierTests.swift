@@ -250,8 +250,10 @@ struct RectifierTests {
 
     @Test("bilinear pixels equal cv2.remap at off-grid positions",
           arguments: [("random", "gray", PixelFormat.gray8), ("random", "bgr", .rgb8), ("random", "bgr", .bgr8),
-                      ("random", "bgra", .rgba8), ("random", "bgra", .bgra8), ("calibration", "gray", .gray8)])
-    func pixelsMatchRemap(name: String, channels: String, format: PixelFormat) throws {
+                      ("random", "bgra", .rgba8), ("random", "bgra", .bgra8), ("calibration", "gray", .gray8)],
+          SIMDLevelTests.levels)
+    func pixelsMatchRemap(fixture: (name: String, channels: String, format: PixelFormat), level: SIMDLevel) throws {
+        let (name, channels, format) = fixture
         let (output, size) = Self.fixedPointFixtureSizes(name)
         let map = try OpenCVRemapFixtures.floatMap(name, output: output, source: size)
         let folder = OpenCVRemapFixtures.folder
@@ -264,18 +266,19 @@ struct RectifierTests {
         let input = try ImageBuffer(format: format, size: size, bytes: source.bytes)
         let reference = try ImageBuffer(format: format, size: output, bytes: expected.bytes)
         let rectifier = Rectifier(maps: StereoRectificationMaps(left: map, right: map, rectification: RemapFixtures.rectification),
-                                  threads: 2)
+                                  threads: 2, simdLevel: level)
         let (left, right) = try rectifier.rectify(left: input, right: input)
         for (side, image) in [("left", left), ("right", right)] {
             let d = try OpenCVRemapFixtures.differingLevels(image, reference, "\(name) \(format) \(side)")
-            #expect(d.count == 0, "\(name) \(format) \(side): \(d.count) levels differ from cv2.remap, by up to \(d.worst)")
+            #expect(d.count == 0, "\(name) \(format) \(side) at \(level): \(d.count) levels differ from cv2.remap, by up to \(d.worst)")
         }
     }
 
     /// The camera formats' luma kernels (2-byte steps for YUYV and UYVY, a plane of its own
     /// for NV12) on the same off-grid map: their luma must be cv2.remap's gray output.
-    @Test("the luma of YUYV, UYVY and NV12 equals cv2.remap at off-grid positions", arguments: [PixelFormat.yuyv, .uyvy, .nv12])
-    func lumaMatchesRemap(format: PixelFormat) throws {
+    @Test("the luma of YUYV, UYVY and NV12 equals cv2.remap at off-grid positions", arguments: [PixelFormat.yuyv, .uyvy, .nv12],
+          SIMDLevelTests.levels)
+    func lumaMatchesRemap(format: PixelFormat, level: SIMDLevel) throws {
         let (output, size) = Self.fixedPointFixtureSizes("random")
         let map = try OpenCVRemapFixtures.floatMap("random", output: output, source: size)
         let gray = try ImageBuffer(contentsOfFile: OpenCVRemapFixtures.folder + "random-source-gray.png")
@@ -287,11 +290,11 @@ struct RectifierTests {
         for i in 0..<size.area { bytes[i * step + offset] = gray.bytes[i] }
         let input = try ImageBuffer(format: format, size: size, bytes: bytes)
         let rectifier = Rectifier(maps: StereoRectificationMaps(left: map, right: map, rectification: RemapFixtures.rectification),
-                                  threads: 2)
+                                  threads: 2, simdLevel: level)
         let (left, _) = try rectifier.rectify(left: input, right: input)
         var differing = 0
         for i in 0..<output.area where left.bytes[i * step + offset] != expected.bytes[i] { differing += 1 }
-        #expect(differing == 0, "\(format): \(differing) of \(output.area) luma samples differ from cv2.remap")
+        #expect(differing == 0, "\(format) at \(level): \(differing) of \(output.area) luma samples differ from cv2.remap")
     }
 
     /// The whole chain on OpenCV's sample pair: Parallax rectifies OpenCV's calibration of
@@ -338,10 +341,11 @@ struct RectifierTests {
             : (ImageSize(width: 160, height: 120), ImageSize(width: 640, height: 480))
     }
 
-    @Test("bilinear equals the plain reference for packed formats", arguments: [PixelFormat.gray8, .rgb8, .bgr8, .rgba8, .bgra8])
-    func bilinearInterleaved(format: PixelFormat) throws {
+    @Test("bilinear equals the plain reference for packed formats", arguments: [PixelFormat.gray8, .rgb8, .bgr8, .rgba8, .bgra8],
+          SIMDLevelTests.levels)
+    func bilinearInterleaved(format: PixelFormat, level: SIMDLevel) throws {
         let maps = RemapFixtures.maps()
-        let rectifier = Rectifier(maps: maps, threads: 2)
+        let rectifier = Rectifier(maps: maps, threads: 2, simdLevel: level)
         let left = TestImages.pattern(format, width: 64, height: 48, seed: 1)
         let right = TestImages.pattern(format, width: 64, height: 48, seed: 2)
         let (l, r) = try rectifier.rectify(left: left, right: right)
@@ -370,11 +374,11 @@ struct RectifierTests {
         #expect(l.bytes == ReferenceRemap.bilinear(image.bytes, channels: format.interleavedChannels!, map: map))
     }
 
-    @Test("YUYV, UYVY and NV12 are resampled per plane, chroma on its own grid", arguments: [PixelFormat.yuyv, .uyvy, .nv12])
-    func bilinearYUV(format: PixelFormat) throws {
+    @Test("YUYV, UYVY and NV12 are resampled per plane, chroma on its own grid", arguments: [PixelFormat.yuyv, .uyvy, .nv12], SIMDLevelTests.levels)
+    func bilinearYUV(format: PixelFormat, level: SIMDLevel) throws {
         let size = ImageSize(width: 64, height: 48)
         let maps = RemapFixtures.maps()
-        let rectifier = Rectifier(maps: maps, threads: 2)
+        let rectifier = Rectifier(maps: maps, threads: 2, simdLevel: level)
         let left = TestImages.pattern(format, width: 64, height: 48, seed: 3)
         let right = TestImages.pattern(format, width: 64, height: 48, seed: 4)
         let (l, r) = try rectifier.rectify(left: left, right: right)

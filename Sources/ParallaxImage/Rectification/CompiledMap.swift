@@ -129,6 +129,10 @@ final class CompiledMap: @unchecked Sendable {
         let spare = j.interpolation == .bilinear ? j.layout.spareColumns : 0
         let lead = j.interpolation == .bicubic ? 1 : 0
         let pixelStride = j.layout.pixelStride
+        // Vector reads: the bilinear kernels load 4 bytes at each tap (SampleLayout.vectorReadBytes),
+        // which may run past the last sample of the last source row; such samples stay out of spans.
+        let readable = (j.sourceHeight - 1) * j.sourceRowBytes + j.sourceWidth * pixelStride
+        let vectorRead = j.interpolation == .bilinear ? j.layout.vectorReadBytes : 0
         var slow: [SlowSample] = []
         // Scratch rows: unchecked buffers because this loop runs once per output pixel.
         let rowSamples = UnsafeMutableBufferPointer<SlowSample>.allocate(capacity: max(1, width))
@@ -143,6 +147,7 @@ final class CompiledMap: @unchecked Sendable {
                 let x = Int(sample.x), y = Int(sample.y)
                 let isInside = sample.x != .min && x >= 0 && y >= 0 && x + taps + spare <= j.sourceWidth
                     && y + taps <= j.sourceHeight
+                    && (y + taps - 1) * j.sourceRowBytes + x * pixelStride + vectorRead <= readable
                 inside[u] = isInside
                 if isInside && y < minY { minY = y }
             }

@@ -33,6 +33,9 @@ public final class Rectifier: @unchecked Sendable {
     public var outputSize: ImageSize { maps.left.outputSize }
     /// Threads used per pair, including the caller's.
     public var threadCount: Int { pool.threadCount }
+    /// The vector instructions the kernels use: the level asked for at creation, lowered
+    /// to what the CPU supports. Every level gives the same pixels.
+    public let simdLevel: SIMDLevel
 
     private let pool: WorkerPool
     private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
@@ -49,34 +52,41 @@ public final class Rectifier: @unchecked Sendable {
     /// - Parameters:
     ///   - threads: threads per pair including the caller's; `nil` uses every
     ///     online processor.
-    public init(maps: StereoRectificationMaps, interpolation: Interpolation = .bilinear, threads: Int? = nil) {
+    ///   - simdLevel: the widest vector instructions to use (for comparing levels);
+    ///     the default is the widest the CPU has.
+    public init(maps: StereoRectificationMaps, interpolation: Interpolation = .bilinear, threads: Int? = nil,
+                simdLevel: SIMDLevel = .supported) {
         self.maps = maps
         self.interpolation = interpolation
         self.pool = WorkerPool(threadCount: threads ?? WorkerPool.processorCount)
+        self.simdLevel = min(simdLevel, .supported)
         pthread_mutex_init(mutex, nil)
     }
 
     /// A rectifier for a calibration: OpenCV-style rectification with
     /// `options` (alpha, output size), the zero-parallax plane moved to
     /// `convergenceDistance` (calibration units; `nil` keeps it at infinity),
-    /// and the output turned by `orientation`.
+    /// and the output turned by `orientation`. `threads` and `simdLevel` are as in
+    /// ``init(maps:interpolation:threads:simdLevel:)``.
     ///
     /// - Throws: ``RectificationError`` when the calibration cannot be rectified.
     public convenience init(calibration: StereoCalibration, convergenceDistance: Double? = nil,
                             options: RectificationOptions = RectificationOptions(),
                             orientation: OutputOrientation = .identity,
-                            interpolation: Interpolation = .bilinear, threads: Int? = nil) throws(RectificationError) {
+                            interpolation: Interpolation = .bilinear, threads: Int? = nil,
+                            simdLevel: SIMDLevel = .supported) throws(RectificationError) {
         var rectification = try calibration.rectification(options)
         if let convergenceDistance { rectification = rectification.converged(atDistance: convergenceDistance) }
         let pool = WorkerPool(threadCount: threads ?? WorkerPool.processorCount)
         self.init(maps: Self.buildMaps(calibration, rectification, orientation, pool: pool),
-                  interpolation: interpolation, pool: pool)
+                  interpolation: interpolation, pool: pool, simdLevel: simdLevel)
     }
 
-    private init(maps: StereoRectificationMaps, interpolation: Interpolation, pool: WorkerPool) {
+    private init(maps: StereoRectificationMaps, interpolation: Interpolation, pool: WorkerPool, simdLevel: SIMDLevel) {
         self.maps = maps
         self.interpolation = interpolation
         self.pool = pool
+        self.simdLevel = min(simdLevel, .supported)
         pthread_mutex_init(mutex, nil)
     }
 
@@ -149,7 +159,7 @@ public final class Rectifier: @unchecked Sendable {
         let plan = self.plan(left: left, right: right)
         let setting = liveSetting(for: left.format)
         withUnsafePointer(to: PairJob(plan: plan, left: left, right: right, leftOutput: leftOutput, rightOutput: rightOutput,
-                                      leftShift: setting.left, rightShift: setting.right)) { job in
+                                      leftShift: setting.left, rightShift: setting.right, level: simdLevel)) { job in
             pool.run(tasks: plan.bands.count, context: UnsafeRawPointer(job)) { context, index in
                 Rectifier.runBand(context.assumingMemoryBound(to: PairJob.self), index)
             }
@@ -167,6 +177,7 @@ public final class Rectifier: @unchecked Sendable {
         /// Output shift of each side for the live convergence, in displayed pixels.
         let leftShift: SIMD2<Int>
         let rightShift: SIMD2<Int>
+        let level: SIMDLevel
     }
 
     /// Resamples band `index` of a pair.
@@ -193,7 +204,8 @@ public final class Rectifier: @unchecked Sendable {
         case .chroma420: shift = SIMD2(shift.x / 2, shift.y / 2)
         }
         RemapKernels.run(job.map, rows: band.rows, source: sourceBase,
-                         destination: destinationBase, destinationRowBytes: destinationRowBytes, shift: shift)
+                         destination: destinationBase, destinationRowBytes: destinationRowBytes, shift: shift,
+                         level: pair.pointee.level)
     }
 
     /// Rectifies a pair into reusable buffers: when `leftOutput` and

@@ -1,3 +1,5 @@
+import CRemapKernels
+
 /// The resampling loops. Each works on a band of output rows of one sample
 /// grid, reading through a ``CompiledMap``.
 ///
@@ -15,6 +17,10 @@
 ///
 /// with A ≤ 65 280 and B ≤ 96, exact because the dropped low bits of
 /// (B + 512) cannot carry into bit 10.
+///
+/// These are the portable kernels; with ``SIMDLevel/avx2`` the bilinear spans go to
+/// the C kernels of `CRemapKernels` first, which stop at a whole group of samples and
+/// leave the rest of the span to the code here. Both give the same integers.
 ///
 /// Only concrete SIMD types appear here: in generic code the standard
 /// library's SIMD operators and lane conversions run lane by lane, and the
@@ -38,7 +44,8 @@ enum RemapKernels {
     /// those whose map column `u − shift.x` is inside the row, and the
     /// destination is written at columns `0..<width` only.
     static func run(_ map: CompiledMap, rows: Range<Int>, source: UnsafeRawPointer,
-                    destination: UnsafeMutableRawPointer, destinationRowBytes: Int, shift: SIMD2<Int> = .zero) {
+                    destination: UnsafeMutableRawPointer, destinationRowBytes: Int, shift: SIMD2<Int> = .zero,
+                    level: SIMDLevel = .baseline) {
         let layout = map.layout
         let width = map.width
         let lo = min(width, max(0, shift.x)), hi = max(lo, min(width, width + shift.x))
@@ -62,20 +69,26 @@ enum RemapKernels {
             if end > start {
                 switch map.interpolation {
                 case .bilinear:
+                    let from = level == .avx2
+                        ? bilinearAVX2(entries, range: start..<end, base: base, rowBytes: map.sourceRowBytes,
+                                       layout: layout, out: o)
+                        : start
+                    guard from < end else { break }
+                    let rest = from..<end
                     if layout.isGray {
-                        bilinearGray(entries, range: start..<end, base: base, rowBytes: map.sourceRowBytes, out: o)
+                        bilinearGray(entries, range: rest, base: base, rowBytes: map.sourceRowBytes, out: o)
                     } else if layout.isLuma422 {
-                        bilinearLuma422(entries, range: start..<end, base: base, rowBytes: map.sourceRowBytes,
+                        bilinearLuma422(entries, range: rest, base: base, rowBytes: map.sourceRowBytes,
                                         offset: layout.offsets[0], out: o)
                     } else if layout.isChromaPair {
-                        bilinearChromaPair(entries, range: start..<end, base: base, rowBytes: map.sourceRowBytes,
+                        bilinearChromaPair(entries, range: rest, base: base, rowBytes: map.sourceRowBytes,
                                            layout: layout, out: o)
                     } else if layout.isPacked3 {
-                        bilinearPacked3(entries, range: start..<end, base: base, rowBytes: map.sourceRowBytes, out: o)
+                        bilinearPacked3(entries, range: rest, base: base, rowBytes: map.sourceRowBytes, out: o)
                     } else if layout.isPacked4 {
-                        bilinearPacked4(entries, range: start..<end, base: base, rowBytes: map.sourceRowBytes, out: o)
+                        bilinearPacked4(entries, range: rest, base: base, rowBytes: map.sourceRowBytes, out: o)
                     } else {
-                        bilinearAny(entries, range: start..<end, base: base, rowBytes: map.sourceRowBytes, layout: layout, out: o)
+                        bilinearAny(entries, range: rest, base: base, rowBytes: map.sourceRowBytes, layout: layout, out: o)
                     }
                 case .nearest:
                     nearestAny(entries, range: start..<end, base: base, layout: layout, out: o)
@@ -97,6 +110,30 @@ enum RemapKernels {
     }
 
     // MARK: Bilinear
+
+    /// The AVX2 kernel for `layout`, over whole groups of samples from the start of `range`;
+    /// returns the first sample it left (the range's start for layouts it does not cover:
+    /// YUYV and UYVY, whose AVX2 versions measured slower, see CRemapKernels.h).
+    /// Bounds: the C kernels read what the portable ones read, plus up to
+    /// `layout.vectorReadBytes` from each tap row, which the map's compiler kept inside
+    /// the source plane for every span entry.
+    @inline(__always)
+    private static func bilinearAVX2(_ entries: UnsafePointer<UInt32>, range: Range<Int>, base: UnsafeRawPointer,
+                                     rowBytes: Int, layout: SampleLayout, out: UnsafeMutableRawPointer) -> Int {
+        let source = base.assumingMemoryBound(to: UInt8.self)
+        let destination = out.assumingMemoryBound(to: UInt8.self)
+        let (start, end) = (range.lowerBound, range.upperBound)
+        if layout.isGray {
+            return parallax_remap_gray_bilinear_avx2(entries, start, end, source, rowBytes, destination)
+        } else if layout.isChromaPair && layout.pixelStride == 2 {
+            return parallax_remap_nv12_chroma_bilinear_avx2(entries, start, end, source, rowBytes, destination)
+        } else if layout.isPacked3 {
+            return parallax_remap_packed3_bilinear_avx2(entries, start, end, source, rowBytes, destination)
+        } else if layout.isPacked4 {
+            return parallax_remap_packed4_bilinear_avx2(entries, start, end, source, rowBytes, destination)
+        }
+        return start
+    }
 
     /// Gray: eight pixels per step. Each pixel's two neighbour pairs are
     /// 2-byte scalar loads placed into vector lanes; the fractions come

@@ -38,6 +38,15 @@ struct SampleLayout: Hashable, Sendable {
         if isChromaPair && pixelStride == 2 { return 1 }
         return 0
     }
+    /// Bytes the bilinear vector kernels (portable and AVX2) may read in one tap row, from the byte
+    /// offset of the sample's first tap: 4 bytes from the tap (gray), from its luma byte
+    /// (YUYV / UYVY luma), or from each of the two taps (the 4-byte-load layouts).
+    var vectorReadBytes: Int {
+        if isGray { return 4 }
+        if isLuma422 { return offsets[0] + 4 }
+        if isChromaPair || isPacked3 || isPacked4 { return pixelStride + 4 }
+        return 2 * pixelStride
+    }
     /// True for a plain 8-bit gray plane.
     var isGray: Bool { pixelStride == 1 && channels == 1 }
 }

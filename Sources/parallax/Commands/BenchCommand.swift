@@ -10,15 +10,23 @@ struct BenchCommand: ParsableCommand {
         abstract: "Measure rectification speed on the synthetic benchmark rig.",
         discussion: """
             Uses StereoCalibration.benchmarkRig, the rig Benchmarks/compare-opencv also uses, so the \
-            numbers compare with OpenCV's. Build in release mode for meaningful figures.
+            numbers compare with OpenCV's, or any calibration given with --calibration (its image size). \
+            Prints the CPU's vector level the kernels used (--simd lowers it, to compare levels). Build in \
+            release mode for meaningful figures.
             """,
         subcommands: [BenchRectifyCommand.self, BenchMapsCommand.self])
 }
 
 /// Options shared by the bench subcommands.
 struct BenchOptions: ParsableArguments {
-    @Option(name: .long, help: "Image size, WxH.")
-    var size: String = "1920x1080"
+    @Option(name: .long, help: "Image size, WxH, of the benchmark rig (default 1920x1080; not with --calibration).")
+    var size: String?
+
+    @Option(name: .long, help: "Time this calibration (any format Parallax reads) at its image size instead of the benchmark rig.")
+    var calibration: String?
+
+    @Option(name: .long, help: "Vector instructions for the kernels: \(SIMDLevel.allCases.map(\.rawValue).joined(separator: " or ")) (default: the widest this CPU has, \(SIMDLevel.supported.rawValue)).")
+    var simd: SIMDLevel?
 
     @Option(name: .long, help: "Pixel format: gray8, rgb8, bgr8, rgba8, bgra8, yuyv, uyvy or nv12.")
     var format: String = "gray8"
@@ -33,14 +41,20 @@ struct BenchOptions: ParsableArguments {
     var json = false
 
     func validate() throws {
-        guard ImageSize(parsing: size) != nil else { throw ValidationError("--size must look like 1920x1080, got '\(size)'") }
+        if let size {
+            guard calibration == nil else { throw ValidationError("--size and --calibration exclude each other: a calibration sets its own image size") }
+            guard ImageSize(parsing: size) != nil else { throw ValidationError("--size must look like 1920x1080, got '\(size)'") }
+        }
         guard let format = PixelFormat(rawValue: format) else {
             throw ValidationError("--format must be one of \(PixelFormat.allCases.map(\.rawValue).joined(separator: ", ")), got '\(format)'")
         }
-        if let size = ImageSize(parsing: size) {
+        if let size = size.flatMap(ImageSize.init(parsing:)) {
             do { try format.validate(size) } catch { throw ValidationError("\(error)") }
             // Sources, float and compiled maps for both sides, outputs.
             try MemoryLimit.check(size, bytesPerPixel: 4, copies: 24, option: "--size")
+        }
+        if let simd, simd > SIMDLevel.supported {
+            throw ValidationError("--simd \(simd.rawValue): this CPU has no \(simd) (its widest level is \(SIMDLevel.supported.rawValue))")
         }
         if let threads, threads < 1 { throw ValidationError("--threads must be at least 1, got \(threads)") }
         guard iterations >= 1 else { throw ValidationError("--iterations must be at least 1") }
@@ -49,8 +63,42 @@ struct BenchOptions: ParsableArguments {
     /// `--threads`, or every processor.
     var threadCount: Int { threads ?? ProcessInfo.processInfo.activeProcessorCount }
 
-    var imageSize: ImageSize { ImageSize(parsing: size) ?? ImageSize(width: 1920, height: 1080) }
     var pixelFormat: PixelFormat { PixelFormat(rawValue: format) ?? .gray8 }
+    /// `--simd`, or the widest level the CPU has.
+    var simdLevel: SIMDLevel { simd ?? .supported }
+
+    /// The calibration to time: `--calibration`, or the benchmark rig at `--size`.
+    func loadCalibration() throws -> StereoCalibration {
+        guard let calibration else {
+            return StereoCalibration.benchmarkRig(size: size.flatMap(ImageSize.init(parsing:)) ?? ImageSize(width: 1920, height: 1080))
+        }
+        let loaded = try RectificationArguments.loadCalibration(calibration)
+        guard loaded.left.size == loaded.right.size else {
+            throw CLIError("\(calibration): the cameras' image sizes differ (\(loaded.left.size), \(loaded.right.size)); bench times one size")
+        }
+        do { try pixelFormat.validate(loaded.left.size) } catch { throw CLIError("\(calibration): \(error)") }
+        try MemoryLimit.check(loaded.left.size, bytesPerPixel: 4, copies: 24, option: "--calibration")
+        return loaded
+    }
+
+    /// The JSON fields every bench result carries about the machine and the workload's origin.
+    var contextFields: [(String, JSONValue)] {
+        [("simd", .string(simdLevel.rawValue)), ("cpu", .string(CPUModel.name)),
+         ("calibration", calibration.map { .string($0) } ?? .string("benchmark-rig"))]
+    }
+}
+
+extension SIMDLevel: ExpressibleByArgument {}
+
+/// The CPU's model name, as the kernel reports it.
+enum CPUModel {
+    static let name: String = {
+        let info = (try? String(contentsOfFile: "/proc/cpuinfo", encoding: .utf8)) ?? ""
+        for line in info.split(separator: "\n") where line.hasPrefix("model name") || line.hasPrefix("Model") {
+            if let value = line.split(separator: ":", maxSplits: 1).last { return value.trimmingCharacters(in: .whitespaces) }
+        }
+        return "unknown CPU"
+    }()
 }
 
 /// Monotonic time in seconds.
@@ -88,11 +136,16 @@ struct BenchRectifyCommand: ParsableCommand {
     var export: String?
 
     func run() throws {
-        let size = options.imageSize, format = options.pixelFormat
-        let calibration = StereoCalibration.benchmarkRig(size: size)
-        let rectifier = try Rectifier(calibration: calibration,
-                                      interpolation: interpolation,
-                                      threads: options.threadCount)
+        let format = options.pixelFormat
+        let calibration = try options.loadCalibration()
+        let size = calibration.left.size
+        let rectifier: Rectifier
+        do {
+            rectifier = try Rectifier(calibration: calibration, interpolation: interpolation,
+                                      threads: options.threadCount, simdLevel: options.simdLevel)
+        } catch {
+            throw CLIError("\(options.calibration ?? "the benchmark rig"): \(error)")
+        }
         let left = try BenchImages.pattern(format, size: size, seed: 1)
         let right = try BenchImages.pattern(format, size: size, seed: 2)
         if let export { try BenchImages.export(to: export, calibration: calibration, rectifier: rectifier, left: left, right: right) }
@@ -120,10 +173,10 @@ struct BenchRectifyCommand: ParsableCommand {
                 ("interpolation", .string(rectifier.interpolation.rawValue)),
                 ("ms_per_pair_median", jsonNumber(median)), ("ms_per_pair_min", jsonNumber(minimum)),
                 ("megapixels_per_second", jsonNumber(megapixels)),
-            ])).serialized(indent: 0))
+            ] + options.contextFields)).serialized(indent: 0))
         } else {
-            print("rectify-pair \(size) \(format.rawValue) \(rectifier.interpolation.rawValue), \(options.threadCount) thread(s): "
-                + "median \(formatNumber(median)) ms, min \(formatNumber(minimum)) ms per pair, \(String(format: "%.1f", megapixels)) MP/s")
+            print("rectify-pair \(size) \(format.rawValue) \(rectifier.interpolation.rawValue), \(options.threadCount) thread(s), "
+                + "\(rectifier.simdLevel): median \(formatNumber(median)) ms, min \(formatNumber(minimum)) ms per pair, \(String(format: "%.1f", megapixels)) MP/s")
         }
     }
 }
@@ -137,12 +190,18 @@ struct BenchMapsCommand: ParsableCommand {
     @OptionGroup var options: BenchOptions
 
     func run() throws {
-        let size = options.imageSize, format = options.pixelFormat
-        let calibration = StereoCalibration.benchmarkRig(size: size)
+        let format = options.pixelFormat
+        let calibration = try options.loadCalibration()
+        let size = calibration.left.size
         var timings: [Double] = []
         for _ in 0..<options.iterations {
             let start = monotonicSeconds()
-            let rectifier = try Rectifier(calibration: calibration, threads: options.threadCount)
+            let rectifier: Rectifier
+            do {
+                rectifier = try Rectifier(calibration: calibration, threads: options.threadCount, simdLevel: options.simdLevel)
+            } catch {
+                throw CLIError("\(options.calibration ?? "the benchmark rig"): \(error)")
+            }
             try rectifier.prepare(for: format)
             timings.append(monotonicSeconds() - start)
         }
@@ -152,7 +211,7 @@ struct BenchMapsCommand: ParsableCommand {
                 ("operation", .string("build-maps")), ("size", .string("\(size)")), ("format", .string(format.rawValue)),
                 ("threads", .number(Double(options.threadCount))), ("iterations", .number(Double(options.iterations))),
                 ("ms_median", jsonNumber(median)), ("ms_min", jsonNumber(minimum)),
-            ])).serialized(indent: 0))
+            ] + options.contextFields)).serialized(indent: 0))
         } else {
             print("build-maps \(size) \(format.rawValue): median \(formatNumber(median)) ms, min \(formatNumber(minimum)) ms")
         }

@@ -1,0 +1,181 @@
+// AVX2 bilinear kernels (see include/CRemapKernels.h for the contract of each).
+//
+// The arithmetic is OpenCV's INTER_LINEAR fixed point, done in two exact integer steps:
+// a horizontal blend per tap row with `vpmaddubsw` (bytes × signed byte weights 32−fx, fx,
+// sums ≤ 255·32 = 8160 fit 16 bits), then a vertical blend with `vpmaddwd`
+// (t·(32−fy) + b·fy in 32 bits), then + 512 and >> 10. Expanding the two steps gives
+// Σ wᵢ pᵢ with OpenCV's four weights, so the results are the same integers.
+//
+// Taps are fetched with `vpgatherdd`, 4 bytes per tap and sample; the map's compiler
+// keeps every such read inside the source plane (CompiledMap.swift, "vector reads").
+#include "CRemapKernels.h"
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#include <immintrin.h>
+#include <string.h>
+
+#define AVX2 __attribute__((target("avx2,fma")))
+
+static parallax_simd_level detect_level(void) {
+    unsigned a, b, c, d;
+    if (!__get_cpuid(1, &a, &b, &c, &d)) return PARALLAX_SIMD_BASELINE;
+    const unsigned osxsave = 1u << 27, fma = 1u << 12, avx = 1u << 28;
+    if ((c & osxsave) == 0 || (c & fma) == 0 || (c & avx) == 0) return PARALLAX_SIMD_BASELINE;
+    // The OS must save the YMM registers on a context switch (XCR0 bits 1 and 2).
+    unsigned lo, hi;
+    __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+    if ((lo & 6u) != 6u) return PARALLAX_SIMD_BASELINE;
+    if (__get_cpuid_max(0, 0) < 7) return PARALLAX_SIMD_BASELINE;
+    __cpuid_count(7, 0, a, b, c, d);
+    return (b & (1u << 5)) ? PARALLAX_SIMD_AVX2 : PARALLAX_SIMD_BASELINE;
+}
+
+parallax_simd_level parallax_remap_simd_level(void) {
+    // Racing first calls compute the same value; an int store is atomic on x86.
+    static volatile int cached = -1;
+    if (cached < 0) cached = (int)detect_level();
+    return (parallax_simd_level)cached;
+}
+
+// Per 32-bit lane, the 16-bit value (32 − fx) | fx << 8: the byte pair vpmaddubsw
+// multiplies with a tap and its right neighbour.
+static inline AVX2 __m256i weights_x(__m256i e) {
+    __m256i fx = _mm256_and_si256(e, _mm256_set1_epi32(31));
+    return _mm256_add_epi32(_mm256_sub_epi32(_mm256_slli_epi32(fx, 8), fx), _mm256_set1_epi32(32));
+}
+
+// Per 32-bit lane, the 16-bit pair (32 − fy, fy) for vpmaddwd.
+static inline AVX2 __m256i weights_y(__m256i e) {
+    __m256i fy = _mm256_and_si256(_mm256_srli_epi32(e, 5), _mm256_set1_epi32(31));
+    return _mm256_add_epi32(_mm256_sub_epi32(_mm256_slli_epi32(fy, 16), fy), _mm256_set1_epi32(32));
+}
+
+static inline AVX2 __m256i round_shift(__m256i sum) {
+    return _mm256_srli_epi32(_mm256_add_epi32(sum, _mm256_set1_epi32(512)), 10);
+}
+
+// Eight gray samples, one result (0…255) per 32-bit lane.
+static inline AVX2 __m256i gray8(const uint32_t *entries, const uint8_t *base, ptrdiff_t row_bytes) {
+    __m256i e = _mm256_loadu_si256((const __m256i *)entries);
+    __m256i offsets = _mm256_srli_epi32(e, 10);
+    __m256i top = _mm256_i32gather_epi32((const int *)base, offsets, 1);
+    __m256i bottom = _mm256_i32gather_epi32((const int *)(base + row_bytes), offsets, 1);
+    // Bytes 2 and 3 of each gathered lane meet weight 0, so each 32-bit lane holds (t, 0).
+    __m256i wx = weights_x(e);
+    __m256i t = _mm256_maddubs_epi16(top, wx);
+    __m256i b = _mm256_maddubs_epi16(bottom, wx);
+    return round_shift(_mm256_madd_epi16(_mm256_or_si256(t, _mm256_slli_epi32(b, 16)), weights_y(e)));
+}
+
+AVX2 ptrdiff_t parallax_remap_gray_bilinear_avx2(const uint32_t *entries, ptrdiff_t start, ptrdiff_t end,
+                                                 const uint8_t *base, ptrdiff_t row_bytes, uint8_t *out) {
+    ptrdiff_t u = start;
+    // After the two packs, dword 0 of each 128-bit lane holds the first sample group of
+    // that lane and dword 1 the second; this order puts them back in sequence.
+    const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+    for (; u + 16 <= end; u += 16) {
+        __m256i r0 = gray8(entries + u, base, row_bytes), r1 = gray8(entries + u + 8, base, row_bytes);
+        __m256i words = _mm256_packus_epi32(r0, r1);
+        __m256i bytes = _mm256_permutevar8x32_epi32(_mm256_packus_epi16(words, words), order);
+        _mm_storeu_si128((__m128i *)(out + u), _mm256_castsi256_si128(bytes));
+    }
+    for (; u + 8 <= end; u += 8) {
+        __m256i r = gray8(entries + u, base, row_bytes);
+        __m256i words = _mm256_packus_epi32(r, r);
+        __m256i bytes = _mm256_permutevar8x32_epi32(_mm256_packus_epi16(words, words), order);
+        _mm_storel_epi64((__m128i *)(out + u), _mm256_castsi256_si128(bytes));
+    }
+    return u;
+}
+
+// Eight samples of a layout read with 4-byte loads `step` bytes apart: 4 result bytes per
+// sample (byte c blends byte c of the four taps), samples in order.
+static inline AVX2 __m256i quad8(const uint32_t *entries, const uint8_t *base, ptrdiff_t row_bytes, ptrdiff_t step) {
+    __m256i e = _mm256_loadu_si256((const __m256i *)entries);
+    __m256i offsets = _mm256_srli_epi32(e, 10);
+    __m256i a = _mm256_i32gather_epi32((const int *)base, offsets, 1);
+    __m256i b = _mm256_i32gather_epi32((const int *)(base + step), offsets, 1);
+    __m256i c = _mm256_i32gather_epi32((const int *)(base + row_bytes), offsets, 1);
+    __m256i d = _mm256_i32gather_epi32((const int *)(base + row_bytes + step), offsets, 1);
+    // Horizontal weights as 4 byte pairs per sample, in the order the byte unpacks
+    // below produce: samples 0, 1 | 4, 5 (low) and 2, 3 | 6, 7 (high).
+    __m256i wx = weights_x(e);
+    wx = _mm256_or_si256(wx, _mm256_slli_epi32(wx, 16));
+    __m256i wxLow = _mm256_unpacklo_epi32(wx, wx), wxHigh = _mm256_unpackhi_epi32(wx, wx);
+    // Vertical weights, one sample's pair in all four 32-bit lanes of a 128-bit lane.
+    __m256i wy = weights_y(e);
+    __m256i wyLow = _mm256_unpacklo_epi32(wy, wy), wyHigh = _mm256_unpackhi_epi32(wy, wy);
+    __m256i wy0 = _mm256_unpacklo_epi64(wyLow, wyLow), wy1 = _mm256_unpackhi_epi64(wyLow, wyLow);
+    __m256i wy2 = _mm256_unpacklo_epi64(wyHigh, wyHigh), wy3 = _mm256_unpackhi_epi64(wyHigh, wyHigh);
+    // Pair each channel of a tap with the same channel of its right neighbour, blend.
+    __m256i topLow = _mm256_maddubs_epi16(_mm256_unpacklo_epi8(a, b), wxLow);
+    __m256i topHigh = _mm256_maddubs_epi16(_mm256_unpackhi_epi8(a, b), wxHigh);
+    __m256i bottomLow = _mm256_maddubs_epi16(_mm256_unpacklo_epi8(c, d), wxLow);
+    __m256i bottomHigh = _mm256_maddubs_epi16(_mm256_unpackhi_epi8(c, d), wxHigh);
+    __m256i r0 = round_shift(_mm256_madd_epi16(_mm256_unpacklo_epi16(topLow, bottomLow), wy0));
+    __m256i r1 = round_shift(_mm256_madd_epi16(_mm256_unpackhi_epi16(topLow, bottomLow), wy1));
+    __m256i r2 = round_shift(_mm256_madd_epi16(_mm256_unpacklo_epi16(topHigh, bottomHigh), wy2));
+    __m256i r3 = round_shift(_mm256_madd_epi16(_mm256_unpackhi_epi16(topHigh, bottomHigh), wy3));
+    // The packs undo the unpacks lane by lane, restoring the sample order.
+    return _mm256_packus_epi16(_mm256_packus_epi32(r0, r1), _mm256_packus_epi32(r2, r3));
+}
+
+AVX2 ptrdiff_t parallax_remap_packed4_bilinear_avx2(const uint32_t *entries, ptrdiff_t start, ptrdiff_t end,
+                                                    const uint8_t *base, ptrdiff_t row_bytes, uint8_t *out) {
+    ptrdiff_t u = start;
+    for (; u + 8 <= end; u += 8)
+        _mm256_storeu_si256((__m256i *)(out + 4 * u), quad8(entries + u, base, row_bytes, 4));
+    return u;
+}
+
+AVX2 ptrdiff_t parallax_remap_packed3_bilinear_avx2(const uint32_t *entries, ptrdiff_t start, ptrdiff_t end,
+                                                    const uint8_t *base, ptrdiff_t row_bytes, uint8_t *out) {
+    ptrdiff_t u = start;
+    // Drop byte 3 of each sample (it blended the next sample's first byte): 12 bytes per lane.
+    const __m256i compact = _mm256_setr_epi8(0, 1, 2, 4, 5, 6, 8, 9, 10, 12, 13, 14, -1, -1, -1, -1,
+                                             0, 1, 2, 4, 5, 6, 8, 9, 10, 12, 13, 14, -1, -1, -1, -1);
+    for (; u + 8 <= end; u += 8) {
+        __m256i r = _mm256_shuffle_epi8(quad8(entries + u, base, row_bytes, 3), compact);
+        uint8_t *o = out + 3 * u;
+        // Samples 0–3 as 16 bytes (the last 4 are overwritten next), then samples 4–7 as
+        // exactly 12, so nothing is written past this group.
+        _mm_storeu_si128((__m128i *)o, _mm256_castsi256_si128(r));
+        __m128i high = _mm256_extracti128_si256(r, 1);
+        _mm_storel_epi64((__m128i *)(o + 12), high);
+        uint32_t last = (uint32_t)_mm_extract_epi32(high, 2);
+        memcpy(o + 20, &last, 4);
+    }
+    return u;
+}
+
+AVX2 ptrdiff_t parallax_remap_nv12_chroma_bilinear_avx2(const uint32_t *entries, ptrdiff_t start, ptrdiff_t end,
+                                                        const uint8_t *base, ptrdiff_t row_bytes, uint8_t *out) {
+    ptrdiff_t u = start;
+    // Bytes 0 and 1 of each result are the sample (Cb and Cr); 2 and 3 blended the next one.
+    const __m256i compact = _mm256_setr_epi8(0, 1, 4, 5, 8, 9, 12, 13, -1, -1, -1, -1, -1, -1, -1, -1,
+                                             0, 1, 4, 5, 8, 9, 12, 13, -1, -1, -1, -1, -1, -1, -1, -1);
+    for (; u + 8 <= end; u += 8) {
+        __m256i r = _mm256_shuffle_epi8(quad8(entries + u, base, row_bytes, 2), compact);
+        r = _mm256_permute4x64_epi64(r, 0x08);  // 64-bit lanes 0 and 2 first
+        _mm_storeu_si128((__m128i *)(out + 2 * u), _mm256_castsi256_si128(r));
+    }
+    return u;
+}
+
+#else
+
+parallax_simd_level parallax_remap_simd_level(void) { return PARALLAX_SIMD_BASELINE; }
+
+// Never called on this architecture (the level above is the baseline); defined so the
+// Swift side links everywhere.
+ptrdiff_t parallax_remap_gray_bilinear_avx2(const uint32_t *e, ptrdiff_t s, ptrdiff_t end, const uint8_t *b,
+                                            ptrdiff_t r, uint8_t *o) { (void)e; (void)end; (void)b; (void)r; (void)o; return s; }
+ptrdiff_t parallax_remap_packed4_bilinear_avx2(const uint32_t *e, ptrdiff_t s, ptrdiff_t end, const uint8_t *b,
+                                               ptrdiff_t r, uint8_t *o) { (void)e; (void)end; (void)b; (void)r; (void)o; return s; }
+ptrdiff_t parallax_remap_packed3_bilinear_avx2(const uint32_t *e, ptrdiff_t s, ptrdiff_t end, const uint8_t *b,
+                                               ptrdiff_t r, uint8_t *o) { (void)e; (void)end; (void)b; (void)r; (void)o; return s; }
+ptrdiff_t parallax_remap_nv12_chroma_bilinear_avx2(const uint32_t *e, ptrdiff_t s, ptrdiff_t end, const uint8_t *b,
+                                                   ptrdiff_t r, uint8_t *o) { (void)e; (void)end; (void)b; (void)r; (void)o; return s; }
+
+#endif
