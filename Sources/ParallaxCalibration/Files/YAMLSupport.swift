@@ -176,25 +176,11 @@ func yamlString(_ text: String) -> String {
     }
     // A leading `-` could start a list item, and an empty value reads as null: quote those.
     if plain, let first = text.unicodeScalars.first, first != "-" { return text }
-    var out = "\""
-    for c in text.unicodeScalars {
-        switch c {
-        case "\\": out += "\\\\"
-        case "\"": out += "\\\""
-        case "\n": out += "\\n"
-        case "\t": out += "\\t"
-        case "\r": out += "\\r"
-        default:
-            let v = c.value
-            if v < 0x20 || (0x7F...0x9F).contains(v) || v == 0x2028 || v == 0x2029 || v == 0xFFFE || v == 0xFFFF {
-                let hex = String(v, radix: 16, uppercase: true)
-                out += "\\u" + String(repeating: "0", count: max(0, 4 - hex.count)) + hex
-            } else {
-                out.unicodeScalars.append(c)
-            }
-        }
+    // YAML must also escape DEL, the C1 controls, its line breaks and the non-characters.
+    return doubleQuoted(text, uppercaseHex: true) { c in
+        let v = c.value
+        return v < 0x20 || (0x7F...0x9F).contains(v) || v == 0x2028 || v == 0x2029 || v == 0xFFFE || v == 0xFFFF
     }
-    return out + "\""
 }
 
 func yamlList(_ values: [Double]) -> String {
