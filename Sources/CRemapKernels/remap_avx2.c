@@ -32,10 +32,8 @@ static parallax_simd_level detect_level(void) {
 }
 
 parallax_simd_level parallax_remap_simd_level(void) {
-    // Racing first calls compute the same value; an int store is atomic on x86.
-    static volatile int cached = -1;
-    if (cached < 0) cached = (int)detect_level();
-    return (parallax_simd_level)cached;
+    // Not cached here: the Swift side asks once (SIMDLevel.supported).
+    return detect_level();
 }
 
 // Per 32-bit lane, the 16-bit value (32 − fx) | fx << 8: the byte pair vpmaddubsw

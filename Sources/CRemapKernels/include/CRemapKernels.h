@@ -26,7 +26,7 @@ typedef enum {
     PARALLAX_SIMD_AVX2 = 1,
 } parallax_simd_level;
 
-/// The widest level this CPU runs (asked of the CPU once, through cpuid on x86-64).
+/// The widest level this CPU runs (cpuid and xgetbv on x86-64, asked on every call).
 parallax_simd_level parallax_remap_simd_level(void);
 
 /// Gray bilinear: reads 4 bytes at each tap row (the tap and its right neighbour, plus

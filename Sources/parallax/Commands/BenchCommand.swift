@@ -81,6 +81,16 @@ struct BenchOptions: ParsableArguments {
         return loaded
     }
 
+    /// A rectifier for `calibration` with these options' threads and level, or an error naming
+    /// the calibration.
+    func rectifier(for calibration: StereoCalibration, interpolation: Interpolation = .bilinear) throws -> Rectifier {
+        do {
+            return try Rectifier(calibration: calibration, interpolation: interpolation, threads: threadCount, simdLevel: simdLevel)
+        } catch {
+            throw CLIError("\(self.calibration ?? "the benchmark rig"): \(error)")
+        }
+    }
+
     /// The JSON fields every bench result carries about the machine and the workload's origin.
     var contextFields: [(String, JSONValue)] {
         [("simd", .string(simdLevel.rawValue)), ("cpu", .string(CPUModel.name)),
@@ -139,13 +149,7 @@ struct BenchRectifyCommand: ParsableCommand {
         let format = options.pixelFormat
         let calibration = try options.loadCalibration()
         let size = calibration.left.size
-        let rectifier: Rectifier
-        do {
-            rectifier = try Rectifier(calibration: calibration, interpolation: interpolation,
-                                      threads: options.threadCount, simdLevel: options.simdLevel)
-        } catch {
-            throw CLIError("\(options.calibration ?? "the benchmark rig"): \(error)")
-        }
+        let rectifier = try options.rectifier(for: calibration, interpolation: interpolation)
         let left = try BenchImages.pattern(format, size: size, seed: 1)
         let right = try BenchImages.pattern(format, size: size, seed: 2)
         if let export { try BenchImages.export(to: export, calibration: calibration, rectifier: rectifier, left: left, right: right) }
@@ -196,12 +200,7 @@ struct BenchMapsCommand: ParsableCommand {
         var timings: [Double] = []
         for _ in 0..<options.iterations {
             let start = monotonicSeconds()
-            let rectifier: Rectifier
-            do {
-                rectifier = try Rectifier(calibration: calibration, threads: options.threadCount, simdLevel: options.simdLevel)
-            } catch {
-                throw CLIError("\(options.calibration ?? "the benchmark rig"): \(error)")
-            }
+            let rectifier = try options.rectifier(for: calibration)
             try rectifier.prepare(for: format)
             timings.append(monotonicSeconds() - start)
         }
