@@ -34,7 +34,7 @@ let package = Package(
             name: "CLapack",
             linkerSettings: [.linkedLibrary("lapacke"), .linkedLibrary("openblas")]
         ),
-        /// Resampling kernels for wider vector instructions than the baseline, chosen at run time
+        /// Map building and resampling kernels for wider vector instructions than the baseline, chosen at run time
         /// (per-function `target` attributes: no compiler flags, so the package stays usable as
         /// a dependency).
         .target(name: "CRemapKernels"),
@@ -46,7 +46,7 @@ let package = Package(
 
         // MARK: Library layers
 
-        .target(name: "ParallaxGeometry"),
+        .target(name: "ParallaxGeometry", dependencies: ["CRemapKernels"]),
         .target(name: "ParallaxImage", dependencies: ["ParallaxGeometry", "CImageCodecs", "CRemapKernels"]),
         .target(name: "ParallaxCapture", dependencies: ["ParallaxGeometry", "ParallaxImage", "CV4L2"]),
         .target(
@@ -69,7 +69,7 @@ let package = Package(
         // MARK: Tests
 
         .testTarget(name: "ParallaxGeometryTests", dependencies: ["ParallaxGeometry"], resources: [.copy("Fixtures")]),
-        .testTarget(name: "ParallaxImageTests", dependencies: ["ParallaxImage", "ParallaxGeometry"]),
+        .testTarget(name: "ParallaxImageTests", dependencies: ["ParallaxImage", "ParallaxGeometry", "CRemapKernels"]),
         .testTarget(name: "ParallaxCaptureTests", dependencies: ["ParallaxCapture", "ParallaxTestSupport"]),
         .testTarget(name: "ParallaxCalibrationTests",
                     dependencies: ["ParallaxCalibration", "ParallaxTestSupport", .product(name: "Yams", package: "Yams")]),

@@ -17,7 +17,10 @@ BGR, then remap).
 
 Usage: compare_rectify.py --parallax PATH [--sizes 1920x1080,...]
        [--formats gray8,bgra8] [--threads 1,2] [--iterations 40] [--json FILE]
-       [--maps]                (also compare building both maps, per thread count)
+       [--maps]                (also compare building both maps, per thread count: Parallax's
+                                rectifier from a calibration to its fixed-point maps, against
+                                OpenCV's stereoRectify + initUndistortRectifyMap with float maps
+                                + convertMaps ("maps") and with CV_16SC2 maps directly ("maps16"))
        [--simd baseline|avx2]  (Parallax's kernels at a lower level than the CPU's widest)
        [--calibration FILE]    (time this calibration at its image size instead of the rig)
 """
@@ -94,8 +97,10 @@ def time_opencv(run, threads, iterations):
     return 1000 * samples[len(samples) // 2], 1000 * samples[0]
 
 
-def opencv_maps(export, threads, iterations):
-    """cv2.stereoRectify + initUndistortRectifyMap (both sides) + convertMaps, on the same rig."""
+def opencv_maps(export, threads, iterations, direct=False):
+    """cv2.stereoRectify + initUndistortRectifyMap (both sides) + convertMaps, on the same rig;
+    with `direct`, initUndistortRectifyMap writes CV_16SC2 maps itself (no float maps), which
+    is what Parallax's rectifier does too."""
     cal = json.load(open(os.path.join(export, "calibration.json")))
     def camera(c):
         i = c["intrinsics"]
@@ -108,8 +113,11 @@ def opencv_maps(export, threads, iterations):
     def build():
         R1, R2, P1, P2, Q, _, _ = cv2.stereoRectify(K1, D1, K2, D2, size, R, T, flags=cv2.CALIB_ZERO_DISPARITY, alpha=-1)
         for K, D, Rr, P in ((K1, D1, R1, P1), (K2, D2, R2, P2)):
-            mx, my = cv2.initUndistortRectifyMap(K, D, Rr, P, size, cv2.CV_32FC1)
-            cv2.convertMaps(mx, my, cv2.CV_16SC2)
+            if direct:
+                cv2.initUndistortRectifyMap(K, D, Rr, P, size, cv2.CV_16SC2)
+            else:
+                mx, my = cv2.initUndistortRectifyMap(K, D, Rr, P, size, cv2.CV_32FC1)
+                cv2.convertMaps(mx, my, cv2.CV_16SC2)
     return time_opencv(build, threads, iterations)
 
 
@@ -199,17 +207,20 @@ def main():
                 export = os.path.join(tmp, f"{size}-{fmt}")
                 for threads in [int(t) for t in a.threads.split(",")]:
                     out = subprocess.run([a.parallax, "bench", "maps", *workload(size, a.calibration), "--format", fmt,
-                                          "--threads", str(threads), "--iterations", "9", "--json"],
+                                          "--threads", str(threads), "--iterations", "21", "--json"],
                                          check=True, capture_output=True, text=True).stdout
                     ours = json.loads(out)
-                    theirs, theirs_min = opencv_maps(export, threads, 9)
-                    print(f"{label:>10} {'maps':>6} {threads:>7} {ours['ms_median']:>12.2f} {theirs:>10.2f} "
-                          f"{ours['ms_median'] / theirs:>6.2f} {ours['ms_min']:>15.2f} {theirs_min:>7.2f} "
-                          f"{ours['ms_min'] / theirs_min:>7.2f}", flush=True)
-                    rows.append({"size": label, "format": "build-maps", "threads": threads,
-                                 "parallax_ms_median": ours["ms_median"], "parallax_ms_min": ours["ms_min"],
-                                 "opencv_ms_median": theirs, "opencv_ms_min": theirs_min,
-                                 "ratio": ours["ms_median"] / theirs})
+                    # "maps": OpenCV's float maps, then convertMaps; "maps16": its CV_16SC2 maps
+                    # written directly (Parallax compiles from the lens model, without float maps).
+                    for name, direct in (("maps", False), ("maps16", True)):
+                        theirs, theirs_min = opencv_maps(export, threads, 21, direct)
+                        print(f"{label:>10} {name:>6} {threads:>7} {ours['ms_median']:>12.2f} {theirs:>10.2f} "
+                              f"{ours['ms_median'] / theirs:>6.2f} {ours['ms_min']:>15.2f} {theirs_min:>7.2f} "
+                              f"{ours['ms_min'] / theirs_min:>7.2f}", flush=True)
+                        rows.append({"size": label, "format": "build-" + name, "threads": threads,
+                                     "parallax_ms_median": ours["ms_median"], "parallax_ms_min": ours["ms_min"],
+                                     "opencv_ms_median": theirs, "opencv_ms_min": theirs_min,
+                                     "ratio": ours["ms_median"] / theirs})
     print(f"load average at end {os.getloadavg()[0]:.2f}")
     if a.json:
         with open(a.json, "w") as f:

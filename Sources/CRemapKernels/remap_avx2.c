@@ -36,6 +36,18 @@ parallax_simd_level parallax_remap_simd_level(void) {
     return detect_level();
 }
 
+parallax_simd_level parallax_map_simd_level(void) {
+    if (detect_level() != PARALLAX_SIMD_AVX2) return PARALLAX_SIMD_BASELINE;
+    unsigned a, b, c, d;
+    __cpuid_count(7, 0, a, b, c, d);
+    const unsigned f = 1u << 16, dq = 1u << 17, bw = 1u << 30, vl = 1u << 31;
+    if ((b & (f | dq | bw | vl)) != (f | dq | bw | vl)) return PARALLAX_SIMD_AVX2;
+    // The OS must save the opmask and all 512-bit registers (XCR0 bits 5, 6 and 7).
+    unsigned lo, hi;
+    __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+    return (lo & 0xE0u) == 0xE0u ? PARALLAX_SIMD_AVX512 : PARALLAX_SIMD_AVX2;
+}
+
 // Per 32-bit lane, the 16-bit value (32 − fx) | fx << 8: the byte pair vpmaddubsw
 // multiplies with a tap and its right neighbour.
 static inline AVX2 __m256i weights_x(__m256i e) {
@@ -164,6 +176,7 @@ AVX2 ptrdiff_t parallax_remap_nv12_chroma_bilinear_avx2(const uint32_t *entries,
 #else
 
 parallax_simd_level parallax_remap_simd_level(void) { return PARALLAX_SIMD_BASELINE; }
+parallax_simd_level parallax_map_simd_level(void) { return PARALLAX_SIMD_BASELINE; }
 
 // Never called on this architecture (the level above is the baseline); defined so the
 // Swift side links everywhere.

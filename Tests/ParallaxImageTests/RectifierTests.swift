@@ -1,3 +1,4 @@
+import CRemapKernels
 import Foundation
 import ParallaxGeometry
 import Testing
@@ -140,13 +141,16 @@ enum OpenCVRemapFixtures {
     }
 
     /// Compiles `map` the way the rectifier does for a packed source of `layout`.
-    static func compile(_ map: RectificationMap, layout: SampleLayout) -> CompiledMap {
+    static func compile(_ map: RectificationMap, layout: SampleLayout,
+                        level: parallax_simd_level = CompiledMap.level) -> CompiledMap {
         map.sourceX.withUnsafeBufferPointer { xs in
             map.sourceY.withUnsafeBufferPointer { ys in
-                CompiledMap(xs: xs, ys: ys, width: map.outputSize.width, height: map.outputSize.height,
-                            sourceWidth: map.sourceSize.width, sourceHeight: map.sourceSize.height,
+                CompiledMap(rows: FloatRows(luma: .stored(xs: xs.baseAddress!, ys: ys.baseAddress!),
+                                            lumaWidth: map.outputSize.width, lumaHeight: map.outputSize.height,
+                                            lumaSourceWidth: map.sourceSize.width,
+                                            lumaSourceHeight: map.sourceSize.height, grid: .full),
                             sourceRowBytes: map.sourceSize.width * layout.pixelStride, layout: layout,
-                            interpolation: .bilinear, pool: WorkerPool(threadCount: 2))
+                            interpolation: .bilinear, pool: WorkerPool(threadCount: 2), level: level)
             }
         }
     }
@@ -238,13 +242,17 @@ struct RectifierTests {
         let (output, source) = Self.fixedPointFixtureSizes(name)
         let map = try OpenCVRemapFixtures.floatMap(name, output: output, source: source)
         let theirs = try OpenCVRemapFixtures.convertMapsOutput(name, count: output.area)
-        // Each layout compiles its own spans (3-byte pixels keep a spare column), so each is checked.
+        // Each layout compiles its own spans (3-byte pixels keep a spare column), so each is
+        // checked, by the compiling kernel of every level this CPU runs.
         for layout in [SampleLayout.interleaved(1), .interleaved(3), .interleaved(4)] {
-            let ours = OpenCVRemapFixtures.entries(of: OpenCVRemapFixtures.compile(map, layout: layout))
-            let (equal, outside) = try OpenCVRemapFixtures.compare(ours, theirs, source: source, "\(name) \(layout.channels)-channel")
-            #expect(equal + outside == output.area)
-            print("compiled \(name) map (\(layout.channels) channels) vs convertMaps: \(equal) entries equal, "
-                  + "\(outside) outside the source on both sides, of \(output.area)")
+            for level in MapBuildingTests.mapLevels {
+                let ours = OpenCVRemapFixtures.entries(of: OpenCVRemapFixtures.compile(map, layout: layout, level: level))
+                let what = "\(name) \(layout.channels)-channel, level \(level.rawValue)"
+                let (equal, outside) = try OpenCVRemapFixtures.compare(ours, theirs, source: source, what)
+                #expect(equal + outside == output.area)
+                print("compiled \(what) map vs convertMaps: \(equal) entries equal, "
+                      + "\(outside) outside the source on both sides, of \(output.area)")
+            }
         }
     }
 

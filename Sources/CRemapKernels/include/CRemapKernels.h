@@ -1,10 +1,10 @@
-// Resampling kernels written with the vector instructions of one CPU level, selected at
-// run time (ParallaxImage's RemapKernels decides which to call). Compiled for the
-// architecture's baseline like the rest of the package: each function carries its own
-// `target` attribute, and none may be called unless parallax_remap_simd_level() says the
-// CPU has that level.
+// Map building and resampling kernels written with the vector instructions of one CPU level,
+// selected at run time (ParallaxGeometry's RectificationMap and ParallaxImage's
+// RemapKernels decide which to call). Compiled for the architecture's baseline like the rest
+// of the package: each function carries its own `target` attribute, and none may be called
+// unless parallax_remap_simd_level() says the CPU has that level.
 //
-// Every kernel works on one span of one output row of a compiled map (see
+// Every resampling kernel works on one span of one output row of a compiled map (see
 // ParallaxImage/Rectification/CompiledMap.swift): entries [start, end) pack
 //     offset << 10 | fy << 5 | fx
 // where `offset` is the byte offset of the sample's first tap from `base`. The map's
@@ -24,10 +24,18 @@ typedef enum {
     PARALLAX_SIMD_BASELINE = 0,
     /// x86-64 with AVX2 and FMA (Intel Haswell, AMD Zen and later).
     PARALLAX_SIMD_AVX2 = 1,
+    /// x86-64 with AVX-512 F, DQ, BW and VL besides AVX2 and FMA (Intel Skylake-SP, Ice Lake,
+    /// AMD Zen 4 and later). Only the map-building kernels have this level.
+    PARALLAX_SIMD_AVX512 = 2,
 } parallax_simd_level;
 
-/// The widest level this CPU runs (cpuid and xgetbv on x86-64, asked on every call).
+/// The widest level the resampling kernels have and this CPU runs (baseline or AVX2; cpuid
+/// and xgetbv on x86-64, asked on every call).
 parallax_simd_level parallax_remap_simd_level(void);
+
+/// The widest level the map-building kernels have and this CPU runs (baseline, AVX2 or
+/// AVX-512), asked on every call.
+parallax_simd_level parallax_map_simd_level(void);
 
 /// Gray bilinear: reads 4 bytes at each tap row (the tap and its right neighbour, plus
 /// 2 bytes the weights ignore), writes out[u], one byte per sample.
@@ -54,5 +62,62 @@ ptrdiff_t parallax_remap_packed3_bilinear_avx2(const uint32_t *entries, ptrdiff_
 /// --format yuyv --simd avx2` against `--simd baseline`, 2026-11-23).
 ptrdiff_t parallax_remap_nv12_chroma_bilinear_avx2(const uint32_t *entries, ptrdiff_t start, ptrdiff_t end,
                                                    const uint8_t *base, ptrdiff_t row_bytes, uint8_t *out);
+
+// MARK: Map building
+
+/// A pinhole camera with optional Brown–Conrady distortion (OpenCV's order k1, k2, p1, p2,
+/// k3, k4, k5, k6), as ParallaxGeometry's CameraModel holds it.
+typedef struct {
+    double fx, fy, cx, cy, skew;
+    double k1, k2, p1, p2, k3, k4, k5, k6;
+    /// Non-zero when the lens distorts at all (a Brown model, even with zero coefficients).
+    int32_t distorted;
+    /// Non-zero when the rational denominator (k4, k5, k6) is in use.
+    int32_t rational;
+} parallax_brown_lens;
+
+/// One row of a rectification map: for u in [0, width), the ray origin + u·step (camera
+/// frame) projected through `lens`, as float pixel positions; NaN where the ray points
+/// behind the camera or the pixel is not finite. Bit for bit the same at every level.
+void parallax_map_row_brown(const parallax_brown_lens *lens, const double origin[3], const double step[3],
+                            ptrdiff_t width, float *xs, float *ys, parallax_simd_level level);
+
+/// Entry offsets must stay below this (22 bits; see CompiledMap.swift).
+#define PARALLAX_COMPILED_OFFSET_LIMIT (1 << 22)
+
+/// The source layout and interpolation a map is compiled for (CompiledMap.swift).
+typedef struct {
+    int64_t source_width, source_height, source_row_bytes, pixel_stride;
+    /// Taps per axis (1, 2 or 4), spare columns the vector kernels read past the taps,
+    /// and the taps before the sample (1 for bicubic).
+    int32_t taps, spare, lead;
+    /// Non-zero for nearest-neighbour interpolation.
+    int32_t nearest;
+    /// Bytes a vector kernel reads from a tap row's first tap, and the bytes of the plane
+    /// that may be read: a span never reads past them.
+    int64_t vector_read, readable;
+} parallax_compile_params;
+
+/// Per-sample scratch of one row (`width` entries each), left holding the row's quantised
+/// samples: first tap (INT32_MIN for no source point), fractions fy << 5 | fx, and whether
+/// the whole neighbourhood lies inside the source.
+typedef struct {
+    int32_t *tap_x, *tap_y, *fractions;
+    uint8_t *inside;
+} parallax_compile_scratch;
+
+/// Where one compiled row's span lies and the byte offset its entries are relative to.
+typedef struct {
+    int64_t base;
+    ptrdiff_t span_start, span_end;
+} parallax_compiled_row;
+
+/// Compiles one row: quantises every position as OpenCV's convertMaps does (round(32 x),
+/// ties to even), finds the longest run of samples inside the source whose offsets fit, and
+/// writes their packed entries; entries outside the span are left for the caller, which
+/// reads those samples from `scratch`.
+void parallax_compile_row(const float *xs, const float *ys, ptrdiff_t width, const parallax_compile_params *params,
+                          const parallax_compile_scratch *scratch, uint32_t *entries, parallax_compiled_row *row,
+                          parallax_simd_level level);
 
 #endif

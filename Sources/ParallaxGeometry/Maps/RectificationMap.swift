@@ -1,3 +1,5 @@
+import CRemapKernels
+
 /// For every pixel of an output image, where to read it in the source image.
 ///
 /// Coordinates follow the pixel-centre convention ((0, 0) is the centre of
@@ -44,45 +46,114 @@ public struct RectificationMap: Sendable, Equatable {
     /// displayed with `orientation`.
     ///
     /// For every output pixel the ray `Rᵀ K_new⁻¹ (u, v, 1)` is projected
-    /// through the full lens model of `camera`.
+    /// through the full lens model of `camera`. (A ``Builder`` builds the same
+    /// map in row blocks, for callers that spread them over threads.)
     public init(camera: CameraModel, rotation: Matrix3x3, newCamera: CameraIntrinsics, size: ImageSize,
                 orientation: OutputOrientation = .identity) {
-        let displayed = orientation.displayedSize(of: size)
-        let count = displayed.area
-        var xs = [Float](repeating: .nan, count: count)
-        var ys = [Float](repeating: .nan, count: count)
-        // Displayed pixel → rectified pixel (an affine map) → ray in the source
-        // camera frame, as one matrix; along a row the ray then grows by a
-        // constant step, so each pixel costs one vector add plus the lens model.
-        let back = rotation.transposed * newCamera.inverseMatrix
-        let toRay = back * Self.orientationMatrix(orientation, size: size)
-        let step = toRay.column(0)
-        let isFisheye = camera.distortion.isFisheye
-        for v in 0..<displayed.height {
-            var ray = toRay * SIMD3(0, Double(v), 1)
-            let rowStart = v * displayed.width
-            for u in 0..<displayed.width {
-                defer { ray += step }
-                let pixel: SIMD2<Double>?
-                if isFisheye {
-                    pixel = camera.project(ray)
-                } else if ray.z > 0 {
-                    pixel = camera.pixel(fromNormalized: SIMD2(ray.x / ray.z, ray.y / ray.z))
-                } else {
-                    pixel = nil
+        let builder = Builder(camera: camera, rotation: rotation, newCamera: newCamera, size: size,
+                              orientation: orientation)
+        self = builder.map { xs, ys in builder.fill(rows: 0..<builder.outputSize.height, xs: xs, ys: ys) }
+    }
+
+    /// Computes a map's rows: what ``init(camera:rotation:newCamera:size:orientation:)``
+    /// does, split so that row blocks can be built on several threads.
+    ///
+    /// Pinhole and Brown–Conrady rows are computed by a C kernel chosen for the CPU
+    /// (AVX2 where available), with the same IEEE operations in the same order at every
+    /// level, so the map's bits do not depend on the machine; fisheye rows by
+    /// ``CameraModel/project(_:)``.
+    package struct Builder: Sendable {
+        /// The size of the map (the displayed size).
+        package let outputSize: ImageSize
+        let camera: CameraModel
+        /// Displayed pixel (u, v, 1) → ray in the source camera frame.
+        let toRay: Matrix3x3
+        let lens: parallax_brown_lens?
+
+        /// The vector level the C kernels run at; asked of the CPU once.
+        package static let level = parallax_map_simd_level()
+
+        package init(camera: CameraModel, rotation: Matrix3x3, newCamera: CameraIntrinsics, size: ImageSize,
+                     orientation: OutputOrientation) {
+            self.camera = camera
+            outputSize = orientation.displayedSize(of: size)
+            // Displayed pixel → rectified pixel (an affine map) → ray in the source camera
+            // frame, as one matrix: along a row the ray grows by a constant step.
+            toRay = rotation.transposed * newCamera.inverseMatrix * RectificationMap.orientationMatrix(orientation, size: size)
+            let k = camera.intrinsics
+            func lens(_ b: BrownConrady, distorted: Bool) -> parallax_brown_lens {
+                parallax_brown_lens(fx: k.fx, fy: k.fy, cx: k.cx, cy: k.cy, skew: k.skew, k1: b.k1, k2: b.k2,
+                                    p1: b.p1, p2: b.p2, k3: b.k3, k4: b.k4, k5: b.k5, k6: b.k6,
+                                    distorted: distorted ? 1 : 0, rational: b.isRational ? 1 : 0)
+            }
+            switch camera.distortion {
+            case .none: self.lens = lens(BrownConrady(), distorted: false)
+            case .brownConrady(let b): self.lens = lens(b, distorted: true)
+            case .kannalaBrandt: self.lens = nil
+            }
+        }
+
+        /// Fills `rows` of the map's arrays (`outputSize.width` entries per row, row-major).
+        package func fill(rows: Range<Int>, xs: UnsafeMutablePointer<Float>, ys: UnsafeMutablePointer<Float>) {
+            for v in rows { fillRow(v, xs: xs + v * outputSize.width, ys: ys + v * outputSize.width) }
+        }
+
+        /// Fills row `v` of the map into `xs` and `ys`, with the C kernel written for `level`
+        /// (tests compare levels; every level gives the same bits). With a `columnStep` of
+        /// `s`, only columns 0, s, 2s, … are computed, `outputSize.width / s` rounded up of
+        /// them, with the same bits as in a full row.
+        package func fillRow(_ v: Int, xs: UnsafeMutablePointer<Float>, ys: UnsafeMutablePointer<Float>,
+                             columnStep: Int = 1, level: parallax_simd_level = Builder.level) {
+            let width = (outputSize.width + columnStep - 1) / columnStep
+            // Column u·s lies at origin + (u·s)·step; s·step is exact for s = 2 (and any power of two).
+            let step = toRay.column(0) * Double(columnStep)
+            let origin = toRay * SIMD3(0, Double(v), 1)
+            guard var lens else {
+                for u in 0..<width {
+                    // The same ray as the C kernel's: origin + u · step.
+                    let pixel = camera.project(origin + Double(u) * step)
+                    if let pixel, pixel.x.isFinite, pixel.y.isFinite {
+                        xs[u] = Float(pixel.x)
+                        ys[u] = Float(pixel.y)
+                    } else {
+                        xs[u] = .nan
+                        ys[u] = .nan
+                    }
                 }
-                if let pixel, pixel.x.isFinite, pixel.y.isFinite {
-                    xs[rowStart + u] = Float(pixel.x)
-                    ys[rowStart + u] = Float(pixel.y)
+                return
+            }
+            var originArray = (origin.x, origin.y, origin.z), stepArray = (step.x, step.y, step.z)
+            withUnsafePointer(to: &originArray) { o in
+                withUnsafePointer(to: &stepArray) { s in
+                    o.withMemoryRebound(to: Double.self, capacity: 3) { o in
+                        s.withMemoryRebound(to: Double.self, capacity: 3) { s in
+                            parallax_map_row_brown(&lens, o, s, width, xs, ys, level)
+                        }
+                    }
                 }
             }
         }
-        var homography: Homography?
-        if case .none = camera.distortion {
-            // Output pixel → rectified pixel (orientation, affine) → source pixel (K R⁻¹ K_new⁻¹).
-            homography = Homography(camera.intrinsics.matrix * toRay)
+
+        /// The map whose arrays `fill` writes completely (it is handed both arrays'
+        /// uninitialised storage, `outputSize.area` entries each).
+        package func map(_ fill: (UnsafeMutablePointer<Float>, UnsafeMutablePointer<Float>) -> Void) -> RectificationMap {
+            let count = outputSize.area
+            var ys: [Float] = []
+            let xs = [Float](unsafeUninitializedCapacity: count) { xBuffer, xCount in
+                ys = [Float](unsafeUninitializedCapacity: count) { yBuffer, yCount in
+                    if count > 0, let x = xBuffer.baseAddress, let y = yBuffer.baseAddress { fill(x, y) }
+                    yCount = count
+                }
+                xCount = count
+            }
+            var homography: Homography?
+            if case .none = camera.distortion {
+                // Output pixel → rectified pixel (orientation, affine) → source pixel (K R⁻¹ K_new⁻¹).
+                homography = Homography(camera.intrinsics.matrix * toRay)
+            }
+            return RectificationMap(outputSize: outputSize, sourceSize: camera.size, sourceX: xs, sourceY: ys,
+                                    homography: homography)
         }
-        self.init(outputSize: displayed, sourceSize: camera.size, sourceX: xs, sourceY: ys, homography: homography)
     }
 
     /// The affine map displayed pixel → unrotated pixel, as a 3×3 matrix.

@@ -1,3 +1,11 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import CRemapKernels
 import ParallaxGeometry
 
 /// A rectification map compiled for one sample grid, one source layout and
@@ -50,23 +58,21 @@ final class CompiledMap: @unchecked Sendable {
         static let undefined = SlowSample(x: .min, y: .min, fx: 0, fy: 0)
     }
 
-    /// Compiles `xs`, `ys` (row-major, `width × height`, source sample
-    /// coordinates, NaN for none) for a source grid of
-    /// `sourceWidth × sourceHeight` samples laid out as `layout` with
-    /// `sourceRowBytes` between rows. Rows are compiled in blocks spread over
-    /// `pool`'s threads.
-    init(xs: UnsafeBufferPointer<Float>, ys: UnsafeBufferPointer<Float>, width: Int, height: Int,
-         sourceWidth: Int, sourceHeight: Int, sourceRowBytes: Int, layout: SampleLayout, interpolation: Interpolation,
-         pool: WorkerPool) {
-        precondition(xs.count == width * height && ys.count == width * height, "map arrays must cover the grid")
+    /// Compiles the positions `rows` produces (source sample coordinates, NaN for none)
+    /// for a source grid laid out as `layout` with `sourceRowBytes` between rows. Rows
+    /// are compiled in blocks spread over `pool`'s threads, by the C kernel written for
+    /// `level` (every level gives the same map).
+    init(rows: FloatRows, sourceRowBytes: Int, layout: SampleLayout, interpolation: Interpolation, pool: WorkerPool,
+         level: parallax_simd_level = CompiledMap.level) {
+        let width = rows.width, height = rows.height
         self.width = width
         self.height = height
         self.sourceRowBytes = sourceRowBytes
-        self.sourceWidth = sourceWidth
-        self.sourceHeight = sourceHeight
+        self.sourceWidth = rows.sourceWidth
+        self.sourceHeight = rows.sourceHeight
         self.layout = layout
         self.interpolation = interpolation
-        entries = .allocate(capacity: max(1, width * height))
+        entries = Self.allocateEntries(max(1, width * height))
         rowBase = .allocate(capacity: max(1, height))
         spanStart = .allocate(capacity: max(1, height))
         spanEnd = .allocate(capacity: max(1, height))
@@ -77,10 +83,10 @@ final class CompiledMap: @unchecked Sendable {
         let blockSlow = UnsafeMutablePointer<[SlowSample]>.allocate(capacity: blockCount)
         blockSlow.initialize(repeating: [], count: blockCount)
         defer { blockSlow.deinitialize(count: blockCount); blockSlow.deallocate() }
-        let job = CompileJob(xs: xs, ys: ys, width: width, height: height, sourceWidth: sourceWidth,
-                             sourceHeight: sourceHeight, sourceRowBytes: sourceRowBytes, layout: layout,
+        let job = CompileJob(rows: rows, width: width, height: height, sourceWidth: rows.sourceWidth,
+                             sourceHeight: rows.sourceHeight, sourceRowBytes: sourceRowBytes, layout: layout,
                              interpolation: interpolation, blockCount: blockCount, entries: entries, rowBase: rowBase,
-                             spanStart: spanStart, spanEnd: spanEnd, blockSlow: blockSlow)
+                             spanStart: spanStart, spanEnd: spanEnd, blockSlow: blockSlow, level: level)
         withUnsafePointer(to: job) { pointer in
             pool.run(tasks: blockCount, context: UnsafeRawPointer(pointer)) { context, block in
                 CompiledMap.compileBlock(context.assumingMemoryBound(to: CompileJob.self), block)
@@ -103,8 +109,7 @@ final class CompiledMap: @unchecked Sendable {
 
     /// The inputs and outputs of one compilation, shared by its blocks.
     private struct CompileJob {
-        let xs: UnsafeBufferPointer<Float>
-        let ys: UnsafeBufferPointer<Float>
+        let rows: FloatRows
         let width: Int, height: Int, sourceWidth: Int, sourceHeight: Int, sourceRowBytes: Int
         let layout: SampleLayout
         let interpolation: Interpolation
@@ -114,109 +119,94 @@ final class CompiledMap: @unchecked Sendable {
         let spanStart: UnsafeMutablePointer<Int32>
         let spanEnd: UnsafeMutablePointer<Int32>
         let blockSlow: UnsafeMutablePointer<[SlowSample]>
+        let level: parallax_simd_level
 
         func rows(ofBlock block: Int) -> Range<Int> {
             (block * height / blockCount)..<((block + 1) * height / blockCount)
         }
     }
 
-    /// Compiles the rows of one block (see the type's description).
+    /// Compiles the rows of one block (see the type's description): the C kernel quantises
+    /// each row, finds its span and packs the span's entries; the samples outside the span
+    /// go to the block's side table here.
     private static func compileBlock(_ job: UnsafePointer<CompileJob>, _ block: Int) {
         let j = job.pointee
         let width = j.width
-        let taps = j.interpolation.taps
+        var params = parallax_compile_params()
+        params.source_width = Int64(j.sourceWidth)
+        params.source_height = Int64(j.sourceHeight)
+        params.source_row_bytes = Int64(j.sourceRowBytes)
+        params.pixel_stride = Int64(j.layout.pixelStride)
+        params.taps = Int32(j.interpolation.taps)
         // Only the bilinear vector kernels read past a sample (see SampleLayout.spareColumns).
-        let spare = j.interpolation == .bilinear ? j.layout.spareColumns : 0
-        let lead = j.interpolation == .bicubic ? 1 : 0
-        let pixelStride = j.layout.pixelStride
+        params.spare = Int32(j.interpolation == .bilinear ? j.layout.spareColumns : 0)
+        params.lead = j.interpolation == .bicubic ? 1 : 0
+        params.nearest = j.interpolation == .nearest ? 1 : 0
         // Vector reads: the bilinear kernels load 4 bytes at each tap (SampleLayout.vectorReadBytes),
         // which may run past the last sample of the last source row; such samples stay out of spans.
-        let readable = (j.sourceHeight - 1) * j.sourceRowBytes + j.sourceWidth * pixelStride
-        let vectorRead = j.interpolation == .bilinear ? j.layout.vectorReadBytes : 0
+        params.vector_read = Int64(j.interpolation == .bilinear ? j.layout.vectorReadBytes : 0)
+        params.readable = Int64((j.sourceHeight - 1) * j.sourceRowBytes + j.sourceWidth * j.layout.pixelStride)
         var slow: [SlowSample] = []
-        // Scratch rows: unchecked buffers because this loop runs once per output pixel.
-        let rowSamples = UnsafeMutableBufferPointer<SlowSample>.allocate(capacity: max(1, width))
-        let inside = UnsafeMutableBufferPointer<Bool>.allocate(capacity: max(1, width) + 1)
-        defer { rowSamples.deallocate(); inside.deallocate() }
+        // Scratch rows for the kernel: one allocation per block, not per row.
+        let columns = max(1, width)
+        let words = UnsafeMutablePointer<Int32>.allocate(capacity: 3 * columns)
+        let inside = UnsafeMutablePointer<UInt8>.allocate(capacity: columns)
+        let floats = UnsafeMutablePointer<Float>.allocate(capacity: j.rows.scratchCount)
+        defer { words.deallocate(); inside.deallocate(); floats.deallocate() }
+        var scratch = parallax_compile_scratch(tap_x: words, tap_y: words + columns, fractions: words + 2 * columns,
+                                               inside: inside)
         for v in j.rows(ofBlock: block) {
-            var minY = Int.max
             let row = v * width
-            for u in 0..<width {
-                let sample = quantise(j.xs[row + u], j.ys[row + u], interpolation: j.interpolation, lead: lead)
-                rowSamples[u] = sample
-                let x = Int(sample.x), y = Int(sample.y)
-                let isInside = sample.x != .min && x >= 0 && y >= 0 && x + taps + spare <= j.sourceWidth
-                    && y + taps <= j.sourceHeight
-                    && (y + taps - 1) * j.sourceRowBytes + x * pixelStride + vectorRead <= readable
-                inside[u] = isInside
-                if isInside && y < minY { minY = y }
-            }
-            inside[width] = false
-            // The longest run of inside samples whose offset fits.
-            let base = minY == .max ? 0 : minY * j.sourceRowBytes
-            var bestStart = 0, bestLength = 0, runStart = 0
-            for u in 0...width {
-                var ok = false
-                if inside[u] {
-                    let s = rowSamples[u]
-                    ok = Int(s.y) * j.sourceRowBytes + Int(s.x) * pixelStride - base < offsetLimit
-                }
-                if !ok {
-                    if u - runStart > bestLength { bestStart = runStart; bestLength = u - runStart }
-                    runStart = u + 1
-                }
-            }
-            j.rowBase[v] = base
-            j.spanStart[v] = Int32(bestStart)
-            j.spanEnd[v] = Int32(bestStart + bestLength)
             let out = j.entries + row
-            for u in 0..<bestStart {
-                out[u] = UInt32(slow.count)
-                slow.append(rowSamples[u])
+            var compiled = parallax_compiled_row()
+            let positions = j.rows.row(v, scratch: floats)
+            parallax_compile_row(positions.xs, positions.ys, width, &params, &scratch, out, &compiled, j.level)
+            j.rowBase[v] = Int(compiled.base)
+            j.spanStart[v] = Int32(compiled.span_start)
+            j.spanEnd[v] = Int32(compiled.span_end)
+            // The samples outside the span go to the side table.
+            func setAside(_ range: Range<Int>) {
+                for u in range {
+                    out[u] = UInt32(slow.count)
+                    let fractions = scratch.fractions[u]
+                    slow.append(SlowSample(x: scratch.tap_x[u], y: scratch.tap_y[u], fx: UInt8(fractions & 31),
+                                           fy: UInt8(fractions >> 5)))
+                }
             }
-            for u in bestStart..<(bestStart + bestLength) {
-                let s = rowSamples[u]
-                let offset = Int(s.y) * j.sourceRowBytes + Int(s.x) * pixelStride - base
-                out[u] = UInt32(truncatingIfNeeded: offset) << 10 | UInt32(s.fy) << 5 | UInt32(s.fx)
-            }
-            for u in (bestStart + bestLength)..<width {
-                out[u] = UInt32(slow.count)
-                slow.append(rowSamples[u])
-            }
+            setAside(0..<compiled.span_start)
+            setAside(compiled.span_end..<width)
         }
         j.blockSlow[block] = slow
     }
 
+    /// Memory for `count` entries, released with `free`. Tables of 2 MiB and more are
+    /// aligned to 2 MiB and offered transparent huge pages, so that filling a 1080p table
+    /// takes a few page faults instead of two thousand (where the kernel grants them).
+    private static func allocateEntries(_ count: Int) -> UnsafeMutablePointer<UInt32> {
+        let bytes = count * MemoryLayout<UInt32>.stride
+        let hugePage = 2 << 20
+        var raw: UnsafeMutableRawPointer?
+        let alignment = bytes >= hugePage ? hugePage : 64
+        guard posix_memalign(&raw, alignment, bytes) == 0, let raw else {
+            fatalError("CompiledMap: cannot allocate \(bytes) bytes of map entries")
+        }
+        #if os(Linux)
+        if bytes >= hugePage {
+            // Advice only: without transparent huge pages the table works the same.
+            _ = madvise(raw, (bytes / hugePage) * hugePage, MADV_HUGEPAGE)
+        }
+        #endif
+        return raw.bindMemory(to: UInt32.self, capacity: count)
+    }
+
+    /// The widest level of the compiling kernel this CPU runs, asked once.
+    static let level = parallax_map_simd_level()
+
     deinit {
-        entries.deallocate()
+        free(entries)
         rowBase.deallocate()
         spanStart.deallocate()
         spanEnd.deallocate()
-    }
-
-    /// The first tap and fractions of a source position, as OpenCV quantises
-    /// it; undefined for NaN or positions far outside any image.
-    @inline(__always)
-    static func quantise(_ x: Float, _ y: Float, interpolation: Interpolation, lead: Int) -> SlowSample {
-        // |x| < 2^16 rejects NaN, infinities and positions far outside any
-        // image, and keeps 32 x below 2^21 for the rounding below.
-        guard abs(x) < 65536, abs(y) < 65536 else { return .undefined }
-        let qx = roundHalfEven(x * 32), qy = roundHalfEven(y * 32)
-        if interpolation == .nearest {
-            // Round to the nearest sample; the quantised position decides ties.
-            return SlowSample(x: Int32((qx + 16) >> 5), y: Int32((qy + 16) >> 5), fx: 0, fy: 0)
-        }
-        return SlowSample(x: Int32((qx >> 5) - lead), y: Int32((qy >> 5) - lead), fx: UInt8(qx & 31), fy: UInt8(qy & 31))
-    }
-
-    /// `v` rounded to the nearest integer, ties to even (as OpenCV's
-    /// `cvRound`), for |v| < 2²²: adding 1.5 · 2²³ leaves no fraction bits,
-    /// so the hardware rounds in the current (nearest-even) mode. Inline,
-    /// unlike `rounded(.toNearestOrEven)`, which calls `rintf`.
-    @inline(__always)
-    static func roundHalfEven(_ v: Float) -> Int {
-        let magic: Float = 12_582_912
-        return Int((v + magic) - magic)
     }
 
     /// Number of samples handled outside spans (border and undefined).

@@ -15,32 +15,66 @@ import ParallaxGeometry
 /// neutral chroma outside the source). Outputs have the input's format and
 /// the maps' output size; outside the source, luma and RGB are black (0).
 ///
-/// The first pair of a given format and row stride compiles the float maps
-/// into compact fixed-point maps (4 bytes per output sample, see
-/// `CompiledMap`); every later pair of that layout reuses them. With
-/// destination buffers passed back in (``rectify(left:right:into:_:)``) a
-/// pair allocates nothing. Work is split into bands of rows spread over a
-/// persistent pool of threads.
+/// The first pair of a given format and row stride (or ``prepare(for:)``)
+/// compiles compact fixed-point maps (4 bytes per output sample, see
+/// `CompiledMap`); every later pair of that layout reuses them. A rectifier
+/// made from a calibration computes their positions straight from the lens
+/// models, row by row, with C kernels chosen for the CPU (AVX-512, AVX2 or
+/// the baseline, all giving the same bits), and holds float maps only once
+/// ``maps`` is read. With destination buffers passed back in
+/// (``rectify(left:right:into:_:)``) a pair allocates nothing. Work is split
+/// into bands of rows spread over a pool of threads that all rectifiers with
+/// the same thread count share and that lives as long as the process.
 ///
 /// Calls are serialised internally, so one rectifier may be shared between
-/// threads; use one per stream for parallel streams.
+/// threads. Rectifiers on the same shared pool take turns per job, each job
+/// using all of the pool's threads; a rectifier with `threads: 1` works on
+/// the caller's thread alone, so such rectifiers run side by side.
 public final class Rectifier: @unchecked Sendable {
-    /// The maps this rectifier resamples through.
-    public let maps: StereoRectificationMaps
+    /// The float maps this rectifier resamples through.
+    ///
+    /// A rectifier made from a calibration computes its fixed-point maps straight from
+    /// the camera models, row by row, and builds these float maps only when first asked
+    /// (on all of its threads); they hold the same positions the compiled maps were made from.
+    public var maps: StereoRectificationMaps {
+        pthread_mutex_lock(mutex)
+        defer { pthread_mutex_unlock(mutex) }
+        switch positions {
+        case .stored(let maps):
+            return maps
+        case .model(let left, let right):
+            if let builtMaps { return builtMaps }
+            let maps = Self.buildMaps(left, right, rectification: baseRectification, orientation: orientation, pool: pool)
+            builtMaps = maps
+            return maps
+        }
+    }
     /// The interpolation of every pair.
     public let interpolation: Interpolation
     /// The size of rectified images.
-    public var outputSize: ImageSize { maps.left.outputSize }
+    public let outputSize: ImageSize
     /// Threads used per pair, including the caller's.
     public var threadCount: Int { pool.threadCount }
     /// The vector instructions the kernels use: the level asked for at creation, lowered
     /// to what the CPU supports. Every level gives the same pixels.
     public let simdLevel: SIMDLevel
 
+    /// Where the source positions come from.
+    private enum Positions {
+        case stored(StereoRectificationMaps)
+        case model(left: RectificationMap.Builder, right: RectificationMap.Builder)
+    }
+    private let positions: Positions
+    /// The maps' rectification, display orientation and source image sizes.
+    private let baseRectification: StereoRectification
+    private let orientation: OutputOrientation
+    private let sourceSizes: (left: ImageSize, right: ImageSize)
+
     private let pool: WorkerPool
     private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
     // Guarded by `mutex`:
-    private var floatGrids: [GridKey: FloatGrid] = [:]
+    /// The float maps of a `.model` rectifier, once asked for.
+    private var builtMaps: StereoRectificationMaps?
     private var compiled: [CompileKey: CompiledMap] = [:]
     private var plans: [PlanKey: PairPlan] = [:]
     /// The convergence distance asked for with ``setConvergence(atDistance:)``; `.none`
@@ -54,13 +88,12 @@ public final class Rectifier: @unchecked Sendable {
     ///     online processor.
     ///   - simdLevel: the widest vector instructions to use (for comparing levels);
     ///     the default is the widest the CPU has.
-    public init(maps: StereoRectificationMaps, interpolation: Interpolation = .bilinear, threads: Int? = nil,
-                simdLevel: SIMDLevel = .supported) {
-        self.maps = maps
-        self.interpolation = interpolation
-        self.pool = WorkerPool(threadCount: threads ?? WorkerPool.processorCount)
-        self.simdLevel = min(simdLevel, .supported)
-        pthread_mutex_init(mutex, nil)
+    public convenience init(maps: StereoRectificationMaps, interpolation: Interpolation = .bilinear, threads: Int? = nil,
+                            simdLevel: SIMDLevel = .supported) {
+        self.init(positions: .stored(maps), rectification: maps.rectification, orientation: maps.orientation,
+                  outputSize: maps.left.outputSize, sourceSizes: (maps.left.sourceSize, maps.right.sourceSize),
+                  interpolation: interpolation, pool: WorkerPool.shared(threadCount: threads ?? WorkerPool.processorCount),
+                  simdLevel: simdLevel)
     }
 
     /// A rectifier for a calibration: OpenCV-style rectification with
@@ -68,6 +101,10 @@ public final class Rectifier: @unchecked Sendable {
     /// `convergenceDistance` (calibration units; `nil` keeps it at infinity),
     /// and the output turned by `orientation`. `threads` and `simdLevel` are as in
     /// ``init(maps:interpolation:threads:simdLevel:)``.
+    ///
+    /// The fixed-point maps are computed from the camera models when a format is first
+    /// rectified (or ``prepare(for:)``), without float maps in between; ``maps`` builds
+    /// those on demand.
     ///
     /// - Throws: ``RectificationError`` when the calibration cannot be rectified.
     public convenience init(calibration: StereoCalibration, convergenceDistance: Double? = nil,
@@ -77,48 +114,64 @@ public final class Rectifier: @unchecked Sendable {
                             simdLevel: SIMDLevel = .supported) throws(RectificationError) {
         var rectification = try calibration.rectification(options)
         if let convergenceDistance { rectification = rectification.converged(atDistance: convergenceDistance) }
-        let pool = WorkerPool(threadCount: threads ?? WorkerPool.processorCount)
-        self.init(maps: Self.buildMaps(calibration, rectification, orientation, pool: pool),
-                  interpolation: interpolation, pool: pool, simdLevel: simdLevel)
+        let r = rectification
+        let left = RectificationMap.Builder(camera: calibration.left, rotation: r.r1, newCamera: r.leftIntrinsics,
+                                            size: r.size, orientation: orientation)
+        let right = RectificationMap.Builder(camera: calibration.right, rotation: r.r2, newCamera: r.rightIntrinsics,
+                                             size: r.size, orientation: orientation)
+        self.init(positions: .model(left: left, right: right), rectification: r, orientation: orientation,
+                  outputSize: left.outputSize, sourceSizes: (calibration.left.size, calibration.right.size),
+                  interpolation: interpolation, pool: WorkerPool.shared(threadCount: threads ?? WorkerPool.processorCount),
+                  simdLevel: simdLevel)
     }
 
-    private init(maps: StereoRectificationMaps, interpolation: Interpolation, pool: WorkerPool, simdLevel: SIMDLevel) {
-        self.maps = maps
+    private init(positions: Positions, rectification: StereoRectification, orientation: OutputOrientation,
+                 outputSize: ImageSize, sourceSizes: (left: ImageSize, right: ImageSize),
+                 interpolation: Interpolation, pool: WorkerPool, simdLevel: SIMDLevel) {
+        self.positions = positions
+        self.baseRectification = rectification
+        self.orientation = orientation
+        self.outputSize = outputSize
+        self.sourceSizes = sourceSizes
         self.interpolation = interpolation
         self.pool = pool
         self.simdLevel = min(simdLevel, .supported)
         pthread_mutex_init(mutex, nil)
     }
 
-    /// Both cameras' float maps, built at the same time on `pool`.
-    private static func buildMaps(_ calibration: StereoCalibration, _ rectification: StereoRectification,
-                                  _ orientation: OutputOrientation, pool: WorkerPool) -> StereoRectificationMaps {
+    /// Both cameras' float maps, built on `pool` in blocks of rows (both sides' blocks in
+    /// one job, so every thread stays busy until the last block).
+    private static func buildMaps(_ leftBuilder: RectificationMap.Builder, _ rightBuilder: RectificationMap.Builder,
+                                  rectification: StereoRectification, orientation: OutputOrientation,
+                                  pool: WorkerPool) -> StereoRectificationMaps {
         struct Job {
-            let calibration: StereoCalibration
-            let rectification: StereoRectification
-            let orientation: OutputOrientation
-            let results: UnsafeMutablePointer<RectificationMap?>
+            let builders: (RectificationMap.Builder, RectificationMap.Builder)
+            let xs: (UnsafeMutablePointer<Float>, UnsafeMutablePointer<Float>)
+            let ys: (UnsafeMutablePointer<Float>, UnsafeMutablePointer<Float>)
+            let blocksPerSide: Int
         }
-        let results = UnsafeMutablePointer<RectificationMap?>.allocate(capacity: 2)
-        results.initialize(repeating: nil, count: 2)
-        defer { results.deinitialize(count: 2); results.deallocate() }
-        withUnsafePointer(to: Job(calibration: calibration, rectification: rectification, orientation: orientation,
-                                  results: results)) { job in
-            pool.run(tasks: 2, context: UnsafeRawPointer(job)) { context, side in
-                let j = context.assumingMemoryBound(to: Job.self).pointee
-                let r = j.rectification
-                j.results[side] = side == 0
-                    ? RectificationMap(camera: j.calibration.left, rotation: r.r1, newCamera: r.leftIntrinsics,
-                                       size: r.size, orientation: j.orientation)
-                    : RectificationMap(camera: j.calibration.right, rotation: r.r2, newCamera: r.rightIntrinsics,
-                                       size: r.size, orientation: j.orientation)
+        // Four blocks per thread and side balance rows of uneven cost (fisheye edges).
+        let height = leftBuilder.outputSize.height
+        let blocksPerSide = max(1, min(height, pool.threadCount * 4))
+        var right: RectificationMap?
+        let left = leftBuilder.map { leftX, leftY in
+            right = rightBuilder.map { rightX, rightY in
+                withUnsafePointer(to: Job(builders: (leftBuilder, rightBuilder), xs: (leftX, rightX), ys: (leftY, rightY),
+                                          blocksPerSide: blocksPerSide)) { job in
+                    pool.run(tasks: 2 * blocksPerSide, context: UnsafeRawPointer(job)) { context, task in
+                        let j = context.assumingMemoryBound(to: Job.self).pointee
+                        let side = task / j.blocksPerSide, block = task % j.blocksPerSide
+                        let builder = side == 0 ? j.builders.0 : j.builders.1
+                        let rows = builder.outputSize.height
+                        builder.fill(rows: (block * rows / j.blocksPerSide)..<((block + 1) * rows / j.blocksPerSide),
+                                     xs: side == 0 ? j.xs.0 : j.xs.1, ys: side == 0 ? j.ys.0 : j.ys.1)
+                    }
+                }
             }
         }
-        guard let left = results[0], let right = results[1] else {
-            // Both tasks always run; this is the serial fallback the types ask for.
-            return calibration.rectificationMaps(for: rectification, orientation: orientation)
-        }
-        return StereoRectificationMaps(left: left, right: right, rectification: rectification, orientation: orientation)
+        // `map` always calls its closure, so `right` is set.
+        let rightMap = right ?? rightBuilder.map { x, y in rightBuilder.fill(rows: 0..<height, xs: x, ys: y) }
+        return StereoRectificationMaps(left: left, right: rightMap, rectification: rectification, orientation: orientation)
     }
 
     deinit {
@@ -245,12 +298,12 @@ public final class Rectifier: @unchecked Sendable {
     /// pair does not pay for it.
     public func prepare(for format: PixelFormat) throws(ImageError) {
         try format.validate(outputSize)
-        try format.validate(maps.left.sourceSize)
-        try format.validate(maps.right.sourceSize)
+        try format.validate(sourceSizes.left)
+        try format.validate(sourceSizes.right)
         pthread_mutex_lock(mutex)
         defer { pthread_mutex_unlock(mutex) }
-        let l = ImageBuffer.packedRowBytes(format, maps.left.sourceSize)
-        let r = ImageBuffer.packedRowBytes(format, maps.right.sourceSize)
+        let l = ImageBuffer.packedRowBytes(format, sourceSizes.left)
+        let r = ImageBuffer.packedRowBytes(format, sourceSizes.right)
         _ = plan(key: PlanKey(format: format, left: l, right: r))
     }
 
@@ -267,11 +320,11 @@ public final class Rectifier: @unchecked Sendable {
 
     private func validate(_ leftFormat: PixelFormat, _ leftSize: ImageSize,
                           _ rightFormat: PixelFormat, _ rightSize: ImageSize) throws(ImageError) {
-        guard leftSize == maps.left.sourceSize else {
-            throw .sizeMismatch(what: "left image", expected: maps.left.sourceSize, actual: leftSize)
+        guard leftSize == sourceSizes.left else {
+            throw .sizeMismatch(what: "left image", expected: sourceSizes.left, actual: leftSize)
         }
-        guard rightSize == maps.right.sourceSize else {
-            throw .sizeMismatch(what: "right image", expected: maps.right.sourceSize, actual: rightSize)
+        guard rightSize == sourceSizes.right else {
+            throw .sizeMismatch(what: "right image", expected: sourceSizes.right, actual: rightSize)
         }
         guard rightFormat == leftFormat else {
             throw .unsupportedFormat(rightFormat, operation: "rectifying a pair whose left image is \(leftFormat.rawValue)")
@@ -288,7 +341,7 @@ public final class Rectifier: @unchecked Sendable {
         pthread_mutex_lock(mutex)
         defer { pthread_mutex_unlock(mutex) }
         switch liveConvergence {
-        case .none: return maps.rectification.convergenceDistance
+        case .none: return baseRectification.convergenceDistance
         case .some(let distance): return distance
         }
     }
@@ -340,19 +393,19 @@ public final class Rectifier: @unchecked Sendable {
     /// The rectified baseline axis as a unit step in displayed pixels (the output
     /// orientation turns and flips it).
     private var displayedBaselineAxis: SIMD2<Int> {
-        let o = maps.orientation, size = maps.rectification.size
+        let o = orientation, size = baseRectification.size
         // Displayed → unrotated is p ↦ A p + c with A a signed permutation, so A⁻¹ = Aᵀ.
         let origin = o.sourcePixel(ofDisplayed: SIMD2(0, 0), imageSize: size)
         let ex = o.sourcePixel(ofDisplayed: SIMD2(1, 0), imageSize: size) - origin
         let ey = o.sourcePixel(ofDisplayed: SIMD2(0, 1), imageSize: size) - origin
-        let axis = maps.rectification.layout == .horizontal ? 0 : 1
+        let axis = baseRectification.layout == .horizontal ? 0 : 1
         return SIMD2(Int(ex[axis].rounded()), Int(ey[axis].rounded()))
     }
 
     /// The applied rectification and the per-side output shifts. Mutex held.
     private func liveSetting(for format: PixelFormat) -> (rectification: StereoRectification,
                                                           left: SIMD2<Int>, right: SIMD2<Int>) {
-        let base = maps.rectification
+        let base = baseRectification
         guard case .some(let distance) = liveConvergence else { return (base, .zero, .zero) }
         let classic = base.unconverged
         let wanted = distance.map { classic.converged(atDistance: $0).convergenceShift } ?? 0
@@ -360,7 +413,7 @@ public final class Rectifier: @unchecked Sendable {
         let step = Double(convergenceStep(for: format, alongDisplayedX: axis.x != 0))
         // A shift wider than the image shows nothing but border: clamp there, so that any
         // distance (however near) gives a shift the kernels and `Int` can take.
-        let limit = Double(maps.rectification.size.width + maps.rectification.size.height)
+        let limit = Double(baseRectification.size.width + baseRectification.size.height)
         let samples = (min(max((wanted - base.convergenceShift) / step, -limit), limit)).rounded() * step
         guard samples != 0 else { return (base, .zero, .zero) }
         let applied = classic.converged(halfShift: base.convergenceShift + samples)
@@ -371,7 +424,6 @@ public final class Rectifier: @unchecked Sendable {
 
     // MARK: Plans
 
-    private struct GridKey: Hashable { var side: Int; var grid: SampleGrid }
     private struct CompileKey: Hashable { var side: Int; var grid: SampleGrid; var rowBytes: Int; var layout: SampleLayout }
     private struct PlanKey: Hashable {
         var format: PixelFormat
@@ -424,25 +476,28 @@ public final class Rectifier: @unchecked Sendable {
     private func compiledMap(side: Int, grid: SampleGrid, rowBytes: Int, layout: SampleLayout) -> CompiledMap {
         let key = CompileKey(side: side, grid: grid, rowBytes: rowBytes, layout: layout)
         if let map = compiled[key] { return map }
-        let floats = floatGrid(side: side, grid: grid)
-        let map = floats.xs.withUnsafeBufferPointer { xs in
-            floats.ys.withUnsafeBufferPointer { ys in
-                CompiledMap(xs: xs, ys: ys, width: floats.width, height: floats.height,
-                            sourceWidth: floats.sourceWidth, sourceHeight: floats.sourceHeight,
-                            sourceRowBytes: rowBytes, layout: layout, interpolation: interpolation, pool: pool)
+        let source = side == 0 ? sourceSizes.left : sourceSizes.right
+        func compile(_ luma: LumaPositions) -> CompiledMap {
+            let rows = FloatRows(luma: luma, lumaWidth: outputSize.width, lumaHeight: outputSize.height,
+                                 lumaSourceWidth: source.width, lumaSourceHeight: source.height, grid: grid)
+            return CompiledMap(rows: rows, sourceRowBytes: rowBytes, layout: layout, interpolation: interpolation,
+                               pool: pool)
+        }
+        let map: CompiledMap
+        switch positions {
+        case .stored(let maps):
+            let stored = side == 0 ? maps.left : maps.right
+            map = stored.sourceX.withUnsafeBufferPointer { xs in
+                stored.sourceY.withUnsafeBufferPointer { ys in
+                    // Non-empty: the map covers a valid (non-zero) output size.
+                    compile(.stored(xs: xs.baseAddress!, ys: ys.baseAddress!))
+                }
             }
+        case .model(let left, let right):
+            map = compile(.model(side == 0 ? left : right))
         }
         compiled[key] = map
         return map
-    }
-
-    private func floatGrid(side: Int, grid: SampleGrid) -> FloatGrid {
-        let key = GridKey(side: side, grid: grid)
-        if let floats = floatGrids[key] { return floats }
-        let full = FloatGrid(side == 0 ? maps.left : maps.right)
-        let floats = grid == .full ? full : FloatGrid(chromaOf: full, grid: grid)
-        floatGrids[key] = floats
-        return floats
     }
 }
 

@@ -10,62 +10,76 @@ enum SampleGrid: Hashable, Sendable {
     case chroma420
 }
 
-/// A float map over one sample grid: for each output sample, the source
-/// sample position (NaN for none).
-struct FloatGrid: Sendable {
-    var width: Int
-    var height: Int
-    var sourceWidth: Int
-    var sourceHeight: Int
-    var xs: [Float]
-    var ys: [Float]
+/// Where a side's full-resolution float positions come from: a stored map (a rectifier
+/// made from maps) or the camera model itself, row by row (a rectifier made from a
+/// calibration, which then never has to hold float maps).
+enum LumaPositions: @unchecked Sendable {
+    /// Row-major arrays of a stored map; the pointers must outlive the compilation.
+    case stored(xs: UnsafePointer<Float>, ys: UnsafePointer<Float>)
+    /// Computed per row, exactly as ``RectificationMap/Builder`` fills a map.
+    case model(RectificationMap.Builder)
+}
 
-    init(_ map: RectificationMap) {
-        width = map.outputSize.width
-        height = map.outputSize.height
-        sourceWidth = map.sourceSize.width
-        sourceHeight = map.sourceSize.height
-        xs = map.sourceX
-        ys = map.sourceY
-    }
+/// The float source positions of one sample grid, produced one grid row at a time: luma
+/// rows as stored or computed, chroma rows derived from the luma rows where each chroma
+/// sample sits (see ``SampleGrid``).
+struct FloatRows: @unchecked Sendable {
+    let luma: LumaPositions
+    /// The full-resolution map's size and its source's.
+    let lumaWidth: Int
+    let lumaHeight: Int
+    let lumaSourceWidth: Int
+    let lumaSourceHeight: Int
+    let grid: SampleGrid
 
-    /// The chroma grid of a luma map: each output chroma sample reads the
-    /// source at the luma position where that chroma sample sits, converted
-    /// to chroma coordinates.
-    init(chromaOf luma: FloatGrid, grid: SampleGrid) {
-        width = luma.width / 2
-        sourceWidth = luma.sourceWidth / 2
-        switch grid {
-        case .full:
-            self = luma
-            return
-        case .chroma422:
-            height = luma.height
-            sourceHeight = luma.sourceHeight
-            xs = [Float](repeating: .nan, count: width * height)
-            ys = xs
-            for v in 0..<height {
-                for j in 0..<width {
-                    let i = v * luma.width + 2 * j
-                    xs[v * width + j] = luma.xs[i] * 0.5
-                    ys[v * width + j] = luma.ys[i]
-                }
-            }
-        case .chroma420:
-            height = luma.height / 2
-            sourceHeight = luma.sourceHeight / 2
-            xs = [Float](repeating: .nan, count: width * height)
-            ys = xs
-            for k in 0..<height {
-                for j in 0..<width {
-                    // Output chroma (j, k) sits at output luma (2j, 2k + ½): the mean of two map rows.
-                    let a = 2 * k * luma.width + 2 * j, b = a + luma.width
-                    let x = (luma.xs[a] + luma.xs[b]) * 0.5, y = (luma.ys[a] + luma.ys[b]) * 0.5
-                    xs[k * width + j] = x * 0.5
-                    ys[k * width + j] = (y - 0.5) * 0.5
-                }
+    /// Samples per grid row and grid rows.
+    var width: Int { grid == .full ? lumaWidth : lumaWidth / 2 }
+    var height: Int { grid == .chroma420 ? lumaHeight / 2 : lumaHeight }
+    /// The source grid's size.
+    var sourceWidth: Int { grid == .full ? lumaSourceWidth : lumaSourceWidth / 2 }
+    var sourceHeight: Int { grid == .chroma420 ? lumaSourceHeight / 2 : lumaSourceHeight }
+
+    /// Floats of scratch one thread needs for ``row(_:scratch:)``.
+    var scratchCount: Int { 6 * max(1, lumaWidth) }
+
+    /// The positions of grid row `k` (`width` entries each), in `scratch` or in the stored map.
+    func row(_ k: Int, scratch: UnsafeMutablePointer<Float>) -> (xs: UnsafePointer<Float>, ys: UnsafePointer<Float>) {
+        let w = lumaWidth
+        // Luma row `v`, every `columnStep`-th column, as pointers and the step between entries.
+        // Scratch holds two such rows (x, y each), then the grid row (x, y).
+        func lumaRow(_ v: Int, _ slot: Int, columnStep: Int) -> (UnsafePointer<Float>, UnsafePointer<Float>, Int) {
+            switch luma {
+            case .stored(let xs, let ys):
+                return (xs + v * w, ys + v * w, columnStep)
+            case .model(let builder):
+                // Only the columns used are computed (the same bits as in a full row).
+                let x = scratch + 2 * slot * w, y = x + w
+                builder.fillRow(v, xs: x, ys: y, columnStep: columnStep)
+                return (UnsafePointer(x), UnsafePointer(y), 1)
             }
         }
+        let outX = scratch + 4 * w, outY = outX + w
+        switch grid {
+        case .full:
+            let (x, y, _) = lumaRow(k, 0, columnStep: 1)
+            return (x, y)
+        case .chroma422:
+            // Chroma sample j sits on luma column 2j, at half the horizontal scale.
+            let (lx, ly, step) = lumaRow(k, 0, columnStep: 2)
+            for j in 0..<width {
+                outX[j] = lx[step * j] * 0.5
+                outY[j] = ly[step * j]
+            }
+        case .chroma420:
+            // Chroma (j, k) sits at luma (2j, 2k + ½): the mean of two map rows.
+            let (ax, ay, step) = lumaRow(2 * k, 0, columnStep: 2), (bx, by, _) = lumaRow(2 * k + 1, 1, columnStep: 2)
+            for j in 0..<width {
+                let x = (ax[step * j] + bx[step * j]) * 0.5, y = (ay[step * j] + by[step * j]) * 0.5
+                outX[j] = x * 0.5
+                outY[j] = (y - 0.5) * 0.5
+            }
+        }
+        return (UnsafePointer(outX), UnsafePointer(outY))
     }
 }
 

@@ -5,9 +5,10 @@ import Musl
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import ParallaxGeometry
 
 /// A fixed set of threads that run the bands of one job together with the
-/// calling thread.
+/// calling thread (rectifiers use ``shared(threadCount:)``).
 ///
 /// The threads are created once and sleep on a condition variable between
 /// jobs, so a job costs two wake-ups rather than thread creation, and
@@ -45,7 +46,31 @@ final class WorkerPool: @unchecked Sendable {
 
     deinit {
         state.shutDown()
+        pthread_mutex_destroy(runLock)
+        runLock.deallocate()
     }
+
+    /// Serialises jobs of different owners on a shared pool.
+    private let runLock: UnsafeMutablePointer<pthread_mutex_t> = {
+        let lock = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
+        pthread_mutex_init(lock, nil)
+        return lock
+    }()
+
+    /// One pool per thread count for the whole process, created on first use and kept, as
+    /// OpenCV keeps its threads: a rectifier built later starts with threads that are
+    /// already running. Jobs from different owners run one after another.
+    static func shared(threadCount: Int) -> WorkerPool {
+        let count = max(1, threadCount)
+        return sharedPools.withLock { pools in
+            if let pool = pools[count] { return pool }
+            let pool = WorkerPool(threadCount: count)
+            pools[count] = pool
+            return pool
+        }
+    }
+
+    private static let sharedPools = Locked<[Int: WorkerPool]>([:])
 
     /// The number of processors online, at least 1.
     static var processorCount: Int { max(1, Int(sysconf(Int32(_SC_NPROCESSORS_ONLN)))) }
@@ -60,14 +85,16 @@ final class WorkerPool: @unchecked Sendable {
 
     /// Runs `task(context, 0) … task(context, tasks − 1)`, spread over the
     /// pool's threads and the caller, and returns when all have finished.
-    /// Calls must not overlap (the owner serialises them); `context` must
-    /// stay valid until the call returns.
+    /// Calls from several threads take turns (a task must not call `run` on
+    /// its own pool); `context` must stay valid until the call returns.
     func run(tasks: Int, context: UnsafeRawPointer, _ task: Task) {
         guard tasks > 0 else { return }
         if threadCount == 1 || tasks == 1 {
             for t in 0..<tasks { task(context, t) }
             return
         }
+        pthread_mutex_lock(runLock)
+        defer { pthread_mutex_unlock(runLock) }
         state.execute(tasks: tasks, context: context, task)
     }
 }

@@ -1,0 +1,260 @@
+// Map building: rows of float source positions from a pinhole or Brown–Conrady camera, and
+// rows of float maps compiled into the kernels' packed entries (see include/CRemapKernels.h).
+//
+// Each loop is written once, as an always-inline body, and instantiated for the
+// architecture's baseline and, on x86-64, inside functions with target("avx2,fma") and
+// target("…avx512…"), where the compiler vectorises the same body four doubles (eight
+// floats) or eight doubles (sixteen floats) wide. Floating-point
+// contraction is off, so neither instance fuses a multiply and an add: both perform the
+// same IEEE operations in the same order as the Swift reference (CameraModel.project), and
+// therefore give the same bits.
+#include "CRemapKernels.h"
+
+#include <float.h>
+#include <math.h>
+#include <string.h>
+
+#pragma clang fp contract(off)
+
+#if defined(__x86_64__) || defined(__i386__)
+#define HAVE_AVX2_VARIANT 1
+#define AVX2 __attribute__((target("avx2,fma")))
+#define AVX512 __attribute__((target("avx2,fma,avx512f,avx512dq,avx512bw,avx512vl")))
+#else
+#define HAVE_AVX2_VARIANT 0
+#endif
+
+#define INLINE static inline __attribute__((always_inline))
+
+// One row of positions. `rational` and `distorted` are constants at each call site, so the
+// compiler emits a branch-free loop for each model.
+INLINE void brown_row(const parallax_brown_lens *lens, const double origin[3], const double step[3],
+                      ptrdiff_t width, float *xs, float *ys, int distorted, int rational) {
+    const double ox = origin[0], oy = origin[1], oz = origin[2];
+    const double sx = step[0], sy = step[1], sz = step[2];
+    const double fx = lens->fx, fy = lens->fy, cx = lens->cx, cy = lens->cy, skew = lens->skew;
+    const double k1 = lens->k1, k2 = lens->k2, k3 = lens->k3, k4 = lens->k4, k5 = lens->k5, k6 = lens->k6;
+    const double p1 = lens->p1, p2 = lens->p2;
+    // One vector register of doubles per value (4 with AVX2, 8 with AVX-512): wider
+    // unrolling runs out of registers.
+#pragma clang loop interleave_count(1)
+    // A 32-bit counter: AVX2 converts int32 lanes to double in one instruction, int64 lanes
+    // in many (map widths are far below 2^31).
+    for (int32_t u = 0; u < (int32_t)width; u++) {
+        const double t = (double)u;
+        const double rx = ox + t * sx, ry = oy + t * sy, rz = oz + t * sz;
+        // One division for both coordinates, as OpenCV's initUndistortRectifyMap does.
+        const double w = 1 / rz;
+        double x = rx * w, y = ry * w;
+        if (distorted) {
+            const double x2 = x * x, y2 = y * y, r2 = x2 + y2, xy2 = 2 * x * y;
+            double radial = 1 + r2 * (k1 + r2 * (k2 + r2 * k3));
+            // Without k4–k6 the denominator is exactly 1 wherever r2 is finite, and where it
+            // is not the position is not finite either way: skipping the division keeps the bits.
+            if (rational) radial = radial / (1 + r2 * (k4 + r2 * (k5 + r2 * k6)));
+            const double xd = x * radial + p1 * xy2 + p2 * (r2 + 2 * x2);
+            const double yd = y * radial + p1 * (r2 + 2 * y2) + p2 * xy2;
+            x = xd;
+            y = yd;
+        }
+        const double px = fx * x + skew * y + cx, py = fy * y + cy;
+        // Behind the camera, or no finite pixel: no source point.
+        // (Bitwise, not &&: short-circuiting turns the selects into three masked stores.)
+        const int defined = (rz > 0) & (fabs(px) <= DBL_MAX) & (fabs(py) <= DBL_MAX);
+        const float fx32 = (float)px, fy32 = (float)py;
+        xs[u] = defined ? fx32 : NAN;
+        ys[u] = defined ? fy32 : NAN;
+    }
+}
+
+INLINE void brown_row_any(const parallax_brown_lens *lens, const double origin[3], const double step[3],
+                          ptrdiff_t width, float *xs, float *ys) {
+    if (!lens->distorted) brown_row(lens, origin, step, width, xs, ys, 0, 0);
+    else if (lens->rational) brown_row(lens, origin, step, width, xs, ys, 1, 1);
+    else brown_row(lens, origin, step, width, xs, ys, 1, 0);
+}
+
+static void brown_row_baseline(const parallax_brown_lens *lens, const double origin[3], const double step[3],
+                               ptrdiff_t width, float *xs, float *ys) {
+    brown_row_any(lens, origin, step, width, xs, ys);
+}
+
+#if HAVE_AVX2_VARIANT
+AVX512 static void brown_row_avx512(const parallax_brown_lens *lens, const double origin[3], const double step[3],
+                                    ptrdiff_t width, float *xs, float *ys) {
+    brown_row_any(lens, origin, step, width, xs, ys);
+}
+
+AVX2 static void brown_row_avx2(const parallax_brown_lens *lens, const double origin[3], const double step[3],
+                                ptrdiff_t width, float *xs, float *ys) {
+    brown_row_any(lens, origin, step, width, xs, ys);
+}
+#endif
+
+void parallax_map_row_brown(const parallax_brown_lens *lens, const double origin[3], const double step[3],
+                            ptrdiff_t width, float *xs, float *ys, parallax_simd_level level) {
+#if HAVE_AVX2_VARIANT
+    if (level == PARALLAX_SIMD_AVX512) {
+        brown_row_avx512(lens, origin, step, width, xs, ys);
+        return;
+    }
+    if (level == PARALLAX_SIMD_AVX2) {
+        brown_row_avx2(lens, origin, step, width, xs, ys);
+        return;
+    }
+#endif
+    (void)level;
+    brown_row_baseline(lens, origin, step, width, xs, ys);
+}
+
+// MARK: Compiling
+
+// Quantises one row; `Int` is int32_t where every offset of the plane fits 31 bits (any real
+// image), int64_t otherwise, so the common case vectorises eight samples wide.
+#define QUANTISE_ROW(NAME, Int)                                                                              \
+    INLINE int32_t NAME(const float *xs, const float *ys, ptrdiff_t width, const parallax_compile_params *p, \
+                        const parallax_compile_scratch *s) {                                                 \
+        const int32_t lead = p->lead, taps = p->taps, nearest = p->nearest;                                  \
+        const Int source_width = (Int)p->source_width, source_height = (Int)p->source_height;              \
+        const Int row_bytes = (Int)p->source_row_bytes, stride = (Int)p->pixel_stride;                      \
+        const Int spare = (Int)p->spare, vector_read = (Int)p->vector_read, readable = (Int)p->readable;    \
+        /* Local restrict pointers: the stores cannot alias the inputs or the scratch struct. */            \
+        const float *restrict row_x = xs, *restrict row_y = ys;                                              \
+        int32_t *restrict tap_x = s->tap_x, *restrict tap_y = s->tap_y, *restrict fractions = s->fractions; \
+        uint8_t *restrict inside = s->inside;                                                                \
+        int32_t lowest = INT32_MAX;                                                                          \
+        for (ptrdiff_t u = 0; u < width; u++) {                                                              \
+            const float x = row_x[u], y = row_y[u];                                                          \
+            /* |x| < 2^16 rejects NaN, infinities and positions far outside any image, and keeps */         \
+            /* 32 x below 2^21, where adding 1.5 · 2^23 leaves no fraction bits: the sum rounds to */        \
+            /* the nearest integer, ties to even, as OpenCV's cvRound (and vectorises, unlike rintf). */     \
+            const int defined = fabsf(x) < 65536.0f && fabsf(y) < 65536.0f;                                   \
+            const int32_t qx = defined ? (int32_t)((x * 32.0f + 12582912.0f) - 12582912.0f) : 0;             \
+            const int32_t qy = defined ? (int32_t)((y * 32.0f + 12582912.0f) - 12582912.0f) : 0;             \
+            const int32_t ix = nearest ? (qx + 16) >> 5 : (qx >> 5) - lead;                                   \
+            const int32_t iy = nearest ? (qy + 16) >> 5 : (qy >> 5) - lead;                                   \
+            const int32_t f = nearest ? 0 : (qy & 31) << 5 | (qx & 31);                                       \
+            const Int wx = ix, wy = iy;                                                                      \
+            const int in = defined & (ix >= 0) & (iy >= 0) & (wx + taps + spare <= source_width)             \
+                & (wy + taps <= source_height)                                                               \
+                & ((wy + taps - 1) * row_bytes + wx * stride + vector_read <= readable);                     \
+            tap_x[u] = defined ? ix : INT32_MIN;                                                             \
+            tap_y[u] = defined ? iy : INT32_MIN;                                                             \
+            fractions[u] = f;                                                                                \
+            inside[u] = (uint8_t)in;                                                                         \
+            const int32_t candidate = in ? iy : INT32_MAX; /* a plain min: vectorises as a reduction */    \
+            lowest = candidate < lowest ? candidate : lowest;                                                \
+        }                                                                                                    \
+        return lowest;                                                                                       \
+    }
+
+// Keeps inside[u] only where the sample's offset from `base` fits an entry.
+#define CHECK_OFFSETS(NAME, Int)                                                                                  \
+    INLINE void NAME(const parallax_compile_scratch *s, ptrdiff_t width, Int base, Int row_bytes, Int stride) {  \
+        const int32_t *restrict tap_x = s->tap_x, *restrict tap_y = s->tap_y;                                      \
+        uint8_t *restrict inside = s->inside;                                                                      \
+        for (ptrdiff_t u = 0; u < width; u++) {                                                                    \
+            /* Undefined samples (taps at INT32_MIN) are not inside; 0 keeps their product in range. */          \
+            /* Loaded unconditionally: a conditional load would become a masked one. */                          \
+            const int in = inside[u];                                                                              \
+            const int32_t tx = tap_x[u], ty = tap_y[u];                                                            \
+            const Int offset = (Int)(in ? ty : 0) * row_bytes + (Int)(in ? tx : 0) * stride - base;                \
+            inside[u] = (uint8_t)(in & (offset < PARALLAX_COMPILED_OFFSET_LIMIT));                                 \
+        }                                                                                                          \
+    }
+
+#define PACK_SPAN(NAME, Int)                                                                                 \
+    INLINE void NAME(const parallax_compile_scratch *s, ptrdiff_t start, ptrdiff_t end, Int base,            \
+                     Int row_bytes, Int stride, uint32_t *entries) {                                         \
+        const int32_t *restrict tap_x = s->tap_x, *restrict tap_y = s->tap_y, *restrict fractions = s->fractions; \
+        uint32_t *restrict out = entries;                                                                    \
+        for (ptrdiff_t u = start; u < end; u++) {                                                            \
+            const Int offset = (Int)tap_y[u] * row_bytes + (Int)tap_x[u] * stride - base;                    \
+            out[u] = (uint32_t)offset << 10 | (uint32_t)fractions[u];                                        \
+        }                                                                                                    \
+    }
+
+QUANTISE_ROW(quantise_row32, int32_t)
+QUANTISE_ROW(quantise_row64, int64_t)
+CHECK_OFFSETS(check_offsets32, int32_t)
+CHECK_OFFSETS(check_offsets64, int64_t)
+PACK_SPAN(pack_span32, int32_t)
+PACK_SPAN(pack_span64, int64_t)
+
+INLINE uint64_t load8(const uint8_t *p) {
+    uint64_t v;
+    memcpy(&v, p, 8);
+    return v;
+}
+
+INLINE void compile_row(const float *xs, const float *ys, ptrdiff_t width, const parallax_compile_params *p,
+                        const parallax_compile_scratch *scratch, uint32_t *entries, parallax_compiled_row *row) {
+    // 32-bit arithmetic is exact when the largest offset a sample can produce, and the
+    // largest sum formed on the way, stay below 2^31: positions are below 2^16 + 4, so
+    // bound the plane by (2^16 + 8) rows and columns of the real strides.
+    const int64_t bound = ((int64_t)1 << 16) + 8;
+    const int narrow = p->source_row_bytes >= 0 && p->pixel_stride >= 0
+        && bound * (p->source_row_bytes + p->pixel_stride) + p->vector_read + p->readable < INT32_MAX;
+    const int32_t min_y = narrow ? quantise_row32(xs, ys, width, p, scratch) : quantise_row64(xs, ys, width, p, scratch);
+    const int64_t row_bytes = p->source_row_bytes, stride = p->pixel_stride;
+    const int64_t base = min_y == INT32_MAX ? 0 : (int64_t)min_y * row_bytes;
+    if (narrow) check_offsets32(scratch, width, (int32_t)base, (int32_t)row_bytes, (int32_t)stride);
+    else check_offsets64(scratch, width, base, row_bytes, stride);
+    // The longest run of inside samples whose offset fits.
+    const uint8_t *inside = scratch->inside;
+    ptrdiff_t best_start = 0, best_length = 0, u = 0;
+    while (u < width) {
+        // Eight flags at a time where they are all equal (most of a row is one run).
+        while (u + 8 <= width && load8(inside + u) == 0) u += 8;
+        while (u < width && !inside[u]) u++;
+        const ptrdiff_t start = u;
+        while (u + 8 <= width && load8(inside + u) == 0x0101010101010101ull) u += 8;
+        while (u < width && inside[u]) u++;
+        if (u - start > best_length) {
+            best_start = start;
+            best_length = u - start;
+        }
+    }
+    if (narrow) pack_span32(scratch, best_start, best_start + best_length, (int32_t)base, (int32_t)row_bytes,
+                            (int32_t)stride, entries);
+    else pack_span64(scratch, best_start, best_start + best_length, base, row_bytes, stride, entries);
+    row->base = base;
+    row->span_start = best_start;
+    row->span_end = best_start + best_length;
+}
+
+static void compile_row_baseline(const float *xs, const float *ys, ptrdiff_t width, const parallax_compile_params *p,
+                                 const parallax_compile_scratch *scratch, uint32_t *entries, parallax_compiled_row *row) {
+    compile_row(xs, ys, width, p, scratch, entries, row);
+}
+
+#if HAVE_AVX2_VARIANT
+AVX512 static void compile_row_avx512(const float *xs, const float *ys, ptrdiff_t width,
+                                      const parallax_compile_params *p, const parallax_compile_scratch *scratch,
+                                      uint32_t *entries, parallax_compiled_row *row) {
+    compile_row(xs, ys, width, p, scratch, entries, row);
+}
+
+AVX2 static void compile_row_avx2(const float *xs, const float *ys, ptrdiff_t width, const parallax_compile_params *p,
+                                  const parallax_compile_scratch *scratch, uint32_t *entries,
+                                  parallax_compiled_row *row) {
+    compile_row(xs, ys, width, p, scratch, entries, row);
+}
+#endif
+
+void parallax_compile_row(const float *xs, const float *ys, ptrdiff_t width, const parallax_compile_params *params,
+                          const parallax_compile_scratch *scratch, uint32_t *entries, parallax_compiled_row *row,
+                          parallax_simd_level level) {
+#if HAVE_AVX2_VARIANT
+    if (level == PARALLAX_SIMD_AVX512) {
+        compile_row_avx512(xs, ys, width, params, scratch, entries, row);
+        return;
+    }
+    if (level == PARALLAX_SIMD_AVX2) {
+        compile_row_avx2(xs, ys, width, params, scratch, entries, row);
+        return;
+    }
+#endif
+    (void)level;
+    compile_row_baseline(xs, ys, width, params, scratch, entries, row);
+}

@@ -1,0 +1,150 @@
+import CRemapKernels
+import Dispatch
+import ParallaxGeometry
+import Testing
+@testable import ParallaxImage
+
+/// Map building: the C row kernel at every level, the rectifier's row blocks, and the
+/// fixed-point maps it computes straight from the camera models.
+@Suite("Map building")
+struct MapBuildingTests {
+    static let size = ImageSize(width: 322, height: 242)
+
+    /// The benchmark rig with each lens kind a map can be built for.
+    static func rig(_ lens: String) -> StereoCalibration {
+        let base = StereoCalibration.benchmarkRig(size: size)
+        func with(_ distortion: (CameraModel) -> LensDistortion) -> StereoCalibration {
+            var left = base.left, right = base.right
+            left.distortion = distortion(left)
+            right.distortion = distortion(right)
+            return StereoCalibration(left: left, right: right, extrinsics: base.extrinsics)
+        }
+        switch lens {
+        case "pinhole": return with { _ in .none }
+        case "rational":
+            return with { _ in .brownConrady(BrownConrady(k1: -0.31, k2: 0.11, p1: 0.0007, p2: -0.0003, k3: -0.02,
+                                                          k4: 0.05, k5: -0.01, k6: 0.004)) }
+        case "fisheye": return with { _ in .kannalaBrandt(KannalaBrandt(k1: 0.02, k2: -0.004, k3: 0.001, k4: -0.0002)) }
+        default: return base
+        }
+    }
+
+    static let lenses = ["brown", "rational", "pinhole", "fisheye"]
+
+    static func builders(_ calibration: StereoCalibration) throws -> [RectificationMap.Builder] {
+        let r = try calibration.rectification()
+        return [
+            RectificationMap.Builder(camera: calibration.left, rotation: r.r1, newCamera: r.leftIntrinsics,
+                                     size: r.size, orientation: .identity),
+            RectificationMap.Builder(camera: calibration.right, rotation: r.r2, newCamera: r.rightIntrinsics,
+                                     size: r.size, orientation: .identity),
+        ]
+    }
+
+    /// Every map-building level this CPU runs, baseline first.
+    static let mapLevels = [PARALLAX_SIMD_BASELINE, PARALLAX_SIMD_AVX2, PARALLAX_SIMD_AVX512]
+        .filter { $0.rawValue <= parallax_map_simd_level().rawValue }
+
+    static func bits(_ values: [Float]) -> [UInt32] { values.map(\.bitPattern) }
+
+    @Test("the row kernel gives the same bits at every level and column step, and CameraModel.project's positions",
+          arguments: ["brown", "rational", "pinhole", "fisheye"])
+    func levelsAgreeWithTheModel(lens: String) throws {
+        let calibration = Self.rig(lens)
+        let levels = Self.mapLevels
+        for (side, builder) in try Self.builders(calibration).enumerated() {
+            let camera = side == 0 ? calibration.left : calibration.right
+            let width = builder.outputSize.width
+            let reference = builder.map { xs, ys in builder.fill(rows: 0..<builder.outputSize.height, xs: xs, ys: ys) }
+            var worst = 0.0, compared = 0
+            for v in 0..<builder.outputSize.height {
+                var rows: [([Float], [Float])] = []
+                for level in levels {
+                    var xs = [Float](repeating: 0, count: width), ys = xs
+                    builder.fillRow(v, xs: &xs, ys: &ys, level: level)
+                    rows.append((xs, ys))
+                }
+                // Every other column alone (what the chroma grids compute) has the same bits.
+                var halfX = [Float](repeating: 0, count: (width + 1) / 2), halfY = halfX
+                builder.fillRow(v, xs: &halfX, ys: &halfY, columnStep: 2)
+                let evenX = stride(from: 0, to: width, by: 2).map { rows[0].0[$0] }
+                let evenY = stride(from: 0, to: width, by: 2).map { rows[0].1[$0] }
+                #expect(Self.bits(halfX) == Self.bits(evenX) && Self.bits(halfY) == Self.bits(evenY),
+                        "\(lens) side \(side) row \(v): even columns differ")
+                for row in rows.dropFirst() {
+                    #expect(Self.bits(row.0) == Self.bits(rows[0].0) && Self.bits(row.1) == Self.bits(rows[0].1),
+                            "\(lens) side \(side) row \(v): levels differ")
+                }
+                // Independent arithmetic: the ray through the rectified pixel, projected in Swift.
+                let r = try calibration.rectification()
+                let rotation = side == 0 ? r.r1 : r.r2
+                let newCamera = side == 0 ? r.leftIntrinsics : r.rightIntrinsics
+                for u in stride(from: 0, to: width, by: 7) {
+                    let ray = rotation.transposed * newCamera.inverseMatrix * SIMD3(Double(u), Double(v), 1)
+                    guard let pixel = camera.project(ray) else {
+                        #expect(rows[0].0[u].isNaN)
+                        continue
+                    }
+                    let x = rows[0].0[u], y = rows[0].1[u]
+                    // Both round a double to float; the doubles differ by a few ulps at most.
+                    worst = max(worst, abs(Double(x) - pixel.x), abs(Double(y) - pixel.y))
+                    compared += 1
+                }
+                #expect(Self.bits(rows[0].0) == Self.bits(Array(reference.sourceX[(v * width)..<((v + 1) * width)])))
+            }
+            #expect(compared > 5000)
+            #expect(worst <= 1e-4, "\(lens) side \(side): \(worst) px from CameraModel.project")
+        }
+    }
+
+    @Test("maps built in row blocks on two threads equal the serial maps bit for bit", arguments: lenses)
+    func rowBlocksEqualSerialMaps(lens: String) throws {
+        let calibration = Self.rig(lens)
+        let serial = calibration.rectificationMaps(for: try calibration.rectification())
+        let rectifier = try Rectifier(calibration: calibration, threads: 2)
+        let maps = rectifier.maps
+        for (built, expected) in [(maps.left, serial.left), (maps.right, serial.right)] {
+            #expect(built.outputSize == expected.outputSize && built.sourceSize == expected.sourceSize)
+            #expect(Self.bits(built.sourceX) == Self.bits(expected.sourceX))
+            #expect(Self.bits(built.sourceY) == Self.bits(expected.sourceY))
+            // Not vacuous: most of the map is defined.
+            #expect(built.sourceX.filter { !$0.isNaN }.count > built.sourceX.count / 2)
+        }
+        #expect((maps.left.homography != nil) == (lens == "pinhole"))
+    }
+
+    @Test("rectifiers sharing the process's thread pool, used from several threads at once, keep their own pixels")
+    func sharedPoolKeepsJobsApart() throws {
+        let format = PixelFormat.bgra8
+        let rectifiers = try ["brown", "fisheye"].map { try Rectifier(calibration: Self.rig($0), threads: 2) }
+        let left = TestImages.pattern(format, width: Self.size.width, height: Self.size.height, seed: 7)
+        let right = TestImages.pattern(format, width: Self.size.width, height: Self.size.height, seed: 8)
+        let expected = try rectifiers.map { try $0.rectify(left: left, right: right) }
+        #expect(expected[0].left.bytes != expected[1].left.bytes)
+        let mismatches = Locked(0)
+        DispatchQueue.concurrentPerform(iterations: 16) { i in
+            guard let result = try? rectifiers[i % 2].rectify(left: left, right: right),
+                  result.left.bytes == expected[i % 2].left.bytes, result.right.bytes == expected[i % 2].right.bytes
+            else { return mismatches.withLock { $0 += 1 } }
+        }
+        #expect(mismatches.withLock { $0 } == 0)
+    }
+
+    @Test("maps compiled from the camera models resample like maps compiled from the float maps",
+          arguments: PixelFormat.allCases)
+    func modelAndStoredMapsAgree(format: PixelFormat) throws {
+        for lens in ["brown", "fisheye"] {
+            let calibration = Self.rig(lens)
+            let fromModel = try Rectifier(calibration: calibration, threads: 2)
+            let left = TestImages.pattern(format, width: Self.size.width, height: Self.size.height, seed: 3)
+            let right = TestImages.pattern(format, width: Self.size.width, height: Self.size.height, seed: 4)
+            // Rectify first, so the model rectifier compiles before its float maps exist.
+            let a = try fromModel.rectify(left: left, right: right)
+            let b = try Rectifier(maps: fromModel.maps, threads: 1).rectify(left: left, right: right)
+            #expect(Set(a.left.bytes).count > 100)
+            let differing = zip(a.left.bytes + a.right.bytes, b.left.bytes + b.right.bytes).filter { $0 != $1 }.count
+            #expect(a.left.bytes.count == b.left.bytes.count && differing == 0,
+                    "\(format), \(lens): \(differing) bytes differ")
+        }
+    }
+}
