@@ -64,11 +64,28 @@ struct CalibrateCommandTests {
         }
         #expect((json["rms_stereo"] as? Double ?? 9) < 0.4)
         #expect((json["focal_left"] as? [Double])?.count == 2 && (json["focal_right"] as? [Double])?.count == 2)
+        // Every parameter's standard deviation, and the projection uncertainty at the centre and corners.
+        let uncertainty = try #require(json["uncertainty"] as? [String: Any])
+        for side in ["left", "right"] {
+            let camera = try #require(uncertainty[side] as? [String: Any], "uncertainty.\(side)")
+            for key in ["fx", "fy", "cx", "cy"] {
+                let sigma = camera[key] as? Double ?? -1
+                #expect(sigma > 0 && sigma < 20, "uncertainty.\(side).\(key) = \(sigma)")
+            }
+            #expect((camera["distortion"] as? [Double])?.count == 5)
+            let projection = try #require((json["projection_uncertainty_px"] as? [String: Any])?[side] as? [String: Any])
+            // With four pairs of OpenCV's sample the fitted lens folds before some image corners: no ray
+            // reaches them, and their σ is null (the 13-pair fit reaches all four: OpenCVSampleCalibrationTests).
+            let center = projection["center"] as? Double ?? -1, corners = projection["corners"] as? [Any] ?? []
+            #expect(center > 0 && center < 2 && corners.count == 4, "projection_uncertainty_px.\(side): \(projection)")
+            #expect(corners.allSatisfy { ($0 as? Double).map { $0 > center } ?? ($0 is NSNull) }, "\(corners)")
+        }
+        #expect((uncertainty["rotation_degrees"] as? [Double])?.count == 3 && (uncertainty["translation"] as? [Double])?.count == 3)
         // Progress went to stderr, one line per pair.
         #expect(result.stderr.contains("[4/7]"))
         for file in ["out/calib.json", "out/calib.yml", "out/ros/left.yaml", "out/ros/right.yaml", "out/report/coverage.svg",
                      "out/report/residuals-per-view.svg", "out/report/residual-scatter.svg", "out/report/rectified-best.png",
-                     "out/report/rectified-worst.png", "out/report/index.html"] {
+                     "out/report/rectified-worst.png", "out/report/projection-uncertainty.svg", "out/report/index.html"] {
             #expect(fm.fileExists(atPath: dir.appendingPathComponent(file).path), "\(file)")
         }
         // No temporary files left next to the outputs.
@@ -77,6 +94,9 @@ struct CalibrateCommandTests {
         // A bare --square: the translations are in board units, and the file says so.
         let written = try StereoCalibration(contentsOfFile: dir.appendingPathComponent("out/calib.json").path)
         #expect(written.translationUnit == .unitless && result.stderr.contains("\"unit\": \"unitless\""))
+        // The file carries the same standard deviations as --json.
+        let fileSigma = try #require(written.extra["uncertainty"]?.object?["left"]?.object?["fx"]?.number)
+        #expect(fileSigma == ((uncertainty["left"] as? [String: Any])?["fx"] as? Double))
     }
 
     /// Copies OpenCV's sample images `left<k>.jpg` (and `right<k>.jpg`) into `dir` under their own names.

@@ -47,6 +47,20 @@ struct OpenCVSampleCalibrationTests {
         let baseline = length(SIMD3(t[0], t[1], t[2]))
         print("baseline: Parallax \(result.calibration.baseline), OpenCV \(baseline) (squares)")
         #expect(abs(result.calibration.baseline / baseline - 1) < 0.011)
+        // Every parameter has a standard deviation, and with all 13 pairs a ray reaches every image
+        // corner, so the projection uncertainty is defined at the centre and all four corners (measured:
+        // left 0.41 px at the centre, 5.7–15 px at the corners; right 0.43 px, 1.4–3.1 px).
+        let u = try #require(result.uncertainty)
+        for camera in [u.left, u.right] {
+            let all = [camera.fx, camera.fy, camera.cx, camera.cy] + camera.distortion
+            #expect(all.count == 9 && all.allSatisfy { $0 > 0 && $0.isFinite })
+        }
+        for (side, p) in [("left", u.leftProjection), ("right", u.rightProjection)] {
+            print("projection uncertainty \(side): centre \(p.center) px, corners \(p.corners) px")
+            // The README: "0.41 px (left) and 0.43 px (right) at the image centres".
+            #expect(abs(p.center - (side == "left" ? 0.41 : 0.43)) <= 0.005, "\(side) centre \(p.center)")
+            #expect(p.corners.count == 4 && p.corners.allSatisfy { $0.isFinite && $0 > p.center }, "\(side) corners \(p.corners)")
+        }
     }
 
     /// "OpenCV 5.0: 0.444 with every parameter free and joint refinement, 0.605 with its stereo_calib

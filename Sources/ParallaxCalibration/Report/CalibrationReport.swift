@@ -1,3 +1,10 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
 import ParallaxGeometry
 import ParallaxImage
 
@@ -9,7 +16,9 @@ import ParallaxImage
 /// - `rectified-best.png` / `rectified-worst.png`: the pair with the smallest and largest vertical
 ///   disparity after rectification, side by side with horizontal guide lines: a feature must lie on
 ///   the same row in both halves;
-/// - `index.html`: the above on one page with the figures.
+/// - `projection-uncertainty.svg`: the projection uncertainty over each image (``ProjectionUncertainty``),
+///   as a heat map with its colour scale, the largest value marked;
+/// - `index.html`: the above on one page with the figures and the parameters' standard deviations.
 public enum CalibrationReport {
     /// Colours of the left and right camera in every chart.
     static let leftColour = "#1f77b4", rightColour = "#ff7f0e"
@@ -90,6 +99,68 @@ public enum CalibrationReport {
         return svg.text
     }
 
+    /// The projection-uncertainty heat maps of both cameras on one colour scale (0 to the
+    /// larger camera's maximum), each cell titled with its σ.
+    public static func projectionUncertainty(_ u: StereoUncertainty) -> String {
+        let size = u.leftProjection.imageSize
+        let w = 400.0, h = w * Double(size.height) / Double(max(size.width, 1))
+        let margin = 20.0, scaleHeight = 46.0
+        var svg = SVGDocument(width: 2 * w + 3 * margin, height: h + 2 * margin + 20 + scaleHeight + 10)
+        // A logarithmic colour scale from the smallest to the largest σ of both cameras: σ
+        // spans orders of magnitude between the well-seen middle and extrapolated corners.
+        let finite = (u.leftProjection.sigma + u.rightProjection.sigma).filter { $0.isFinite && $0 > 0 }
+        let top = max(finite.max() ?? 1, 1e-12), bottom = min(finite.min() ?? top, top)
+        let span = max(log(top / bottom), 1e-12)
+        func scaled(_ v: Double) -> Double { log(max(v, bottom) / bottom) / span }
+        svg.text(margin, 16, "Projection uncertainty (px, worst direction): where a pixel's ray lands as the fitted "
+                 + "intrinsics vary; left and right camera", size: 13)
+        for (panel, p) in [(0, u.leftProjection), (1, u.rightProjection)] {
+            let x0 = margin + Double(panel) * (w + margin), y0 = margin + 20
+            let cw = w / Double(p.columns), ch = h / Double(p.rows)
+            for j in 0..<p.rows {
+                for i in 0..<p.columns {
+                    let value = p.sigma[j * p.columns + i]
+                    let pixel = p.pixel(column: i, row: j)
+                    svg.rect(x0 + Double(i) * cw, y0 + Double(j) * ch, cw + 0.3, ch + 0.3,
+                             fill: value.isFinite ? heatColour(scaled(value)) : "#ccc",
+                             title: "(\(Int(pixel.x.rounded())), \(Int(pixel.y.rounded()))): "
+                                 + (value.isFinite ? String(format: "%.3g px", value) : "no ray"))
+                }
+            }
+            svg.rect(x0, y0, w, h, fill: "none", stroke: "#222")
+            svg.text(x0 + w / 2, y0 + h / 2, String(format: "centre %.3g px", p.center), size: 11, anchor: "middle", fill: "#fff")
+            svg.text(x0 + 4, y0 + h - 6, String(format: "max %.3g px", p.maximum), size: 11, fill: "#fff")
+        }
+        // The colour scale.
+        let sy = margin + 20 + h + 14
+        let steps = 40
+        for k in 0..<steps {
+            let x = margin + Double(k) * (2 * w + margin) / Double(steps)
+            svg.rect(x, sy, (2 * w + margin) / Double(steps) + 0.3, 12, fill: heatColour(Double(k) / Double(steps - 1)))
+        }
+        for k in 0...4 {
+            let x = margin + Double(k) / 4 * (2 * w + margin)
+            let value = bottom * exp(span * Double(k) / 4)
+            svg.text(x, sy + 26, String(format: "%.3g px", value), size: 10, anchor: k == 0 ? "start" : (k == 4 ? "end" : "middle"))
+        }
+        svg.text(margin + w + margin / 2, sy + 40, "logarithmic scale; grey: no ray reaches that pixel", size: 10, anchor: "middle")
+        return svg.text
+    }
+
+    /// A perceptually ordered dark-blue → green → yellow ramp for `t` in 0…1.
+    static func heatColour(_ t: Double) -> String {
+        let stops: [SIMD3<Double>] = [SIMD3(0.27, 0.00, 0.33), SIMD3(0.23, 0.32, 0.55), SIMD3(0.13, 0.57, 0.55),
+                                      SIMD3(0.37, 0.79, 0.38), SIMD3(0.99, 0.91, 0.14)]
+        let x = min(max(t.isFinite ? t : 0, 0), 1) * Double(stops.count - 1)
+        let i = min(Int(x), stops.count - 2), f = x - Double(i)
+        let c = stops[i] * (1 - f) + stops[i + 1] * f
+        func byte(_ v: Double) -> String {
+            let b = Int((v * 255).rounded())
+            return String(b, radix: 16).count == 1 ? "0" + String(b, radix: 16) : String(b, radix: 16)
+        }
+        return "#" + byte(c.x) + byte(c.y) + byte(c.z)
+    }
+
     /// A side-by-side rectified gray image of one pair with guide lines every `spacing` rows.
     public static func rectifiedPreview(left: GrayImage, right: GrayImage, calibration: StereoCalibration,
                                         rectification: StereoRectification, spacing: Int = 32) throws(ImageError) -> ImageBuffer {
@@ -114,7 +185,8 @@ public enum CalibrationReport {
     }
 
     /// The HTML page that shows the figures with the summary numbers.
-    public static func indexPage(_ result: StereoCalibrationResult, best: String?, worst: String?) -> String {
+    public static func indexPage(_ result: StereoCalibrationResult, best: String?, worst: String?,
+                                 uncertainty: StereoUncertainty? = nil) -> String {
         func row(_ k: String, _ v: String) -> String { "<tr><td>\(SVGDocument.escape(k))</td><td>\(SVGDocument.escape(v))</td></tr>" }
         var html = "<!doctype html><html><head><meta charset=\"utf-8\"><title>Parallax calibration report</title></head><body style=\"font-family:sans-serif\">"
         html += "<h1>Stereo calibration report</h1><table>"
@@ -126,6 +198,23 @@ public enum CalibrationReport {
         let unit = result.calibration.translationUnit
         html += row("baseline", formatPixels(result.calibration.baseline) + (unit == .unitless ? " (board units: the square size had no unit)" : " \(unit.rawValue)"))
         html += "</table>"
+        if let u = uncertainty {
+            // Parameters with their standard deviations from the fit.
+            let names = result.model.parameterNames
+            func cell(_ v: Double, _ s: Double) -> String { "<td>\(String(format: "%.6g", v)) ± \(String(format: "%.2g", s))</td>" }
+            html += "<h2>Parameters and their standard deviations</h2><table><tr><th></th><th>left</th><th>right</th></tr>"
+            let values = (result.model.parameters(of: result.calibration.left), result.model.parameters(of: result.calibration.right))
+            let sigmas = ([u.left.fx, u.left.fy, u.left.cx, u.left.cy] + u.left.distortion,
+                          [u.right.fx, u.right.fy, u.right.cx, u.right.cy] + u.right.distortion)
+            for (k, name) in names.enumerated() {
+                html += "<tr><td>\(name)</td>" + cell(values.0[k], sigmas.0[k]) + cell(values.1[k], sigmas.1[k]) + "</tr>"
+            }
+            html += "</table><p>rotation σ (degrees, x y z): "
+                + [u.rotationDegrees.x, u.rotationDegrees.y, u.rotationDegrees.z].map { String(format: "%.2g", $0) }.joined(separator: " ")
+                + "; translation σ: " + [u.translation.x, u.translation.y, u.translation.z].map { String(format: "%.2g", $0) }.joined(separator: " ")
+                + String(format: "; baseline σ %.2g", u.baseline) + (unit == .unitless ? "" : " \(unit.rawValue)") + "</p>"
+            html += "<h2>Projection uncertainty</h2><img src=\"projection-uncertainty.svg\">"
+        }
         if !result.rejected.isEmpty {
             html += "<h2>Rejected</h2><ul>" + result.rejected.map { "<li>\(SVGDocument.escape($0.description))</li>" }.joined() + "</ul>"
         }

@@ -58,6 +58,11 @@ public struct StereoCalibrationResult: Sendable {
     public var rmsRight: Double
     /// Standard deviations of [left camera params, right camera params, rx, ry, rz, tx, ty, tz] (rotation in radians).
     public var standardDeviations: [Double]
+    /// The covariance of the same parameters (marginalised over the board poses), or `nil` when
+    /// the fit's normal equations were singular; see ``uncertainty``.
+    public var parameterCovariance: Matrix?
+    /// The lens model both cameras were fitted with (the layout of each camera's parameters).
+    public var model: LensModelKind
     /// The essential matrix `[T]× R`.
     public var essential: Matrix3x3
     /// The fundamental matrix for undistorted pixels.
@@ -252,7 +257,8 @@ public struct StereoCalibrator: Sendable {
             calibration: calibration, leftMono: leftMono, rightMono: rightMono, pairs: pairs, rejected: rejected,
             poses: state.poses, leftResiduals: leftResiduals, rightResiduals: rightResiduals, rms: solution.rms,
             pairRMS: pairRMS, rmsLeft: (sumLeft / totalCorners).squareRoot(), rmsRight: (sumRight / totalCorners).squareRoot(),
-            standardDeviations: deviations, essential: calibration.essentialMatrix, fundamental: calibration.fundamentalMatrix,
+            standardDeviations: deviations, parameterCovariance: solution.globalCovariance, model: model,
+            essential: calibration.essentialMatrix, fundamental: calibration.fundamentalMatrix,
             epipolarErrorMean: figures.epipolarErrorMean, rectifiedVerticalRMS: figures.rectifiedVerticalRMS,
             pairRectifiedVerticalRMS: figures.pairRectifiedVerticalRMS, rectification: rectification, iterations: iterations)
     }

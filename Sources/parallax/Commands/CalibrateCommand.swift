@@ -147,6 +147,9 @@ struct CalibrateCommand: ParsableCommand {
             Self.log("note: --square has no unit, so the calibration's translations are in board units (\"unit\": \"unitless\"); "
                      + "give the square as 25mm, 2.5cm or 0.025m to record one")
         }
+        // The fit's own error bars go into the file beside the numbers they qualify.
+        let uncertainty = result.uncertainty
+        if let uncertainty { calibration.extra["uncertainty"] = uncertainty.parameterJSON }
         // Everything to write, prepared before anything touches the disk.
         var files: [(path: String, bytes: [UInt8])] = []
         files.append((output, Array(calibration.jsonText().utf8)))
@@ -183,7 +186,7 @@ struct CalibrateCommand: ParsableCommand {
             do {
                 var reported = result
                 reported.calibration.translationUnit = calibration.translationUnit
-                files += try Self.reportFiles(reported, board: target, directory: report)
+                files += try Self.reportFiles(reported, board: target, directory: report, uncertainty: uncertainty)
             } catch {
                 Self.log("error: the report could not be drawn: \(error)")
                 throw ExitCode.failure
@@ -192,16 +195,29 @@ struct CalibrateCommand: ParsableCommand {
         try OutputFiles.writeAll(files)
 
         if json {
-            print(Self.summary(outcome, unit: calibration.translationUnit, seconds: seconds).serialized())
+            print(Self.summary(outcome, unit: calibration.translationUnit, seconds: seconds, uncertainty: uncertainty).serialized())
         } else {
             let c = result.calibration
             print("pairs used: \(result.pairs.count) of \(outcome.pairsTotal)")
             for r in outcome.rejected { print("  rejected \(r.name): \(r.reason)") }
             print("rms stereo \(formatted(result.rms)) px (left \(formatted(result.rmsLeft)), right \(formatted(result.rmsRight)))")
             print("epipolar error mean \(formatted(result.epipolarErrorMean)) px, rectified vertical rms \(formatted(result.rectifiedVerticalRMS)) px")
-            print("left  fx \(formatted(c.left.intrinsics.fx)) fy \(formatted(c.left.intrinsics.fy)) cx \(formatted(c.left.intrinsics.cx)) cy \(formatted(c.left.intrinsics.cy))")
-            print("right fx \(formatted(c.right.intrinsics.fx)) fy \(formatted(c.right.intrinsics.fy)) cx \(formatted(c.right.intrinsics.cx)) cy \(formatted(c.right.intrinsics.cy))")
-            print("baseline \(formatted(c.baseline))\(target.unit)")
+            // Each value with its standard deviation from the fit (± σ) where the fit gave one.
+            func value(_ v: Double, _ sigma: Double?) -> String {
+                formatted(v) + (sigma.map { " ± " + String(format: "%.3g", $0) } ?? "")
+            }
+            for (name, camera, sigma) in [("left ", c.left, uncertainty?.left), ("right", c.right, uncertainty?.right)] {
+                let k = camera.intrinsics
+                print("\(name) fx \(value(k.fx, sigma?.fx)) fy \(value(k.fy, sigma?.fy)) "
+                      + "cx \(value(k.cx, sigma?.cx)) cy \(value(k.cy, sigma?.cy))")
+            }
+            print("baseline \(value(c.baseline, uncertainty?.baseline))\(target.unit)")
+            if let uncertainty {
+                print("projection uncertainty (px, worst direction): left centre \(String(format: "%.3g", uncertainty.leftProjection.center)), "
+                      + "corners up to \(String(format: "%.3g", uncertainty.leftProjection.corners.max() ?? .nan)); "
+                      + "right centre \(String(format: "%.3g", uncertainty.rightProjection.center)), "
+                      + "corners up to \(String(format: "%.3g", uncertainty.rightProjection.corners.max() ?? .nan))")
+            }
             print("wrote " + files.map(\.path).filter { !$0.hasSuffix(".svg") && !$0.hasSuffix(".png") && !$0.hasSuffix(".html") }.joined(separator: ", ")
                   + (report.map { " and the report in \($0)/" } ?? ""))
         }
@@ -211,7 +227,8 @@ struct CalibrateCommand: ParsableCommand {
     private static func formatted(_ v: Double) -> String { String(format: "%.4f", v) }
 
     /// The `--json` object.
-    static func summary(_ outcome: CalibrationPipeline.Outcome, unit: LengthUnit, seconds: Double) -> JSONValue {
+    static func summary(_ outcome: CalibrationPipeline.Outcome, unit: LengthUnit, seconds: Double,
+                        uncertainty: StereoUncertainty?) -> JSONValue {
         let r = outcome.result
         let c = r.calibration
         let rejected = outcome.rejected.map { v in
@@ -237,17 +254,23 @@ struct CalibrateCommand: ParsableCommand {
             ("seconds", .number(seconds)),
             ("detection_seconds_per_image", .number(detection)),
             ("solve_seconds", .number(outcome.solveSeconds)),
+            ("uncertainty", uncertainty?.parameterJSON ?? .null),
+            ("projection_uncertainty_px", uncertainty?.projectionJSON ?? .null),
         ]))
     }
 
     /// The report's files (SVG charts, rectified previews, index.html).
-    static func reportFiles(_ result: StereoCalibrationResult, board: CalibrationBoard, directory: String) throws -> [(path: String, bytes: [UInt8])] {
+    static func reportFiles(_ result: StereoCalibrationResult, board: CalibrationBoard, directory: String,
+                            uncertainty: StereoUncertainty?) throws -> [(path: String, bytes: [UInt8])] {
         func path(_ name: String) -> String { (directory as NSString).appendingPathComponent(name) }
         var files: [(path: String, bytes: [UInt8])] = [
             (path("residuals-per-view.svg"), Array(CalibrationReport.residualsPerView(result).utf8)),
             (path("residual-scatter.svg"), Array(CalibrationReport.residualScatter(result).utf8)),
             (path("coverage.svg"), Array(CalibrationReport.coverage(result, columns: board.columns, rows: board.rows).utf8)),
         ]
+        if let uncertainty {
+            files.append((path("projection-uncertainty.svg"), Array(CalibrationReport.projectionUncertainty(uncertainty).utf8)))
+        }
         let ranked = result.pairRectifiedVerticalRMS.enumerated().filter { $0.element.isFinite }.sorted { $0.element < $1.element }
         var bestName: String?, worstName: String?
         for (label, entry) in [("best", ranked.first), ("worst", ranked.last)] {
@@ -260,7 +283,8 @@ struct CalibrateCommand: ParsableCommand {
             let name = "\(pair.name) (vertical rms \(String(format: "%.3f", entry.element)) px)"
             if label == "best" { bestName = name } else { worstName = name }
         }
-        files.append((path("index.html"), Array(CalibrationReport.indexPage(result, best: bestName, worst: worstName).utf8)))
+        files.append((path("index.html"), Array(CalibrationReport.indexPage(result, best: bestName, worst: worstName,
+                                                                              uncertainty: uncertainty).utf8)))
         return files
     }
 

@@ -1,0 +1,81 @@
+import Testing
+import ParallaxCalibration
+import ParallaxGeometry
+
+@Suite("Calibration uncertainty")
+struct UncertaintyTests {
+    /// The noisy synthetic stereo set of ``StereoCalibratorTests`` (20 pairs, 0.2 px per corner).
+    static func noisyResult() throws -> (StereoCalibrationResult, SyntheticRig) {
+        let rig = try SyntheticRig.load("brown5_stereo")
+        var random = SeededRandom(seed: 7)
+        let views = rig.views(sigma: 0.2 / 2.0.squareRoot(), random: &random)
+        return (try StereoCalibrator(target: rig.target, model: .brown5).calibrate(pairs: views, size: rig.size), rig)
+    }
+
+    @Test("each σ belongs to its parameter: the true errors sit within 3.5 σ, and the baseline's within 3.5 of its σ")
+    func deviationsBelongToTheirParameters() throws {
+        let (result, rig) = try Self.noisyResult()
+        let u = try #require(result.uncertainty)
+        let c = result.calibration
+        for (estimated, known, sigma) in [(c.left, rig.left, u.left), (c.right, rig.right, u.right)] {
+            let a = estimated.intrinsics, b = known.intrinsics
+            let pairs = [(a.fx - b.fx, sigma.fx), (a.fy - b.fy, sigma.fy), (a.cx - b.cx, sigma.cx), (a.cy - b.cy, sigma.cy)]
+                + zip(zip(estimated.distortion.coefficients, known.distortion.coefficients).map { $0 - $1 }, sigma.distortion)
+                    .map { ($0, $1) }
+            #expect(sigma.distortion.count == 5)
+            for (error, deviation) in pairs {
+                #expect(deviation > 0 && abs(error) <= 3.5 * deviation, "error \(error), σ \(deviation)")
+            }
+        }
+        let baselineError = c.baseline - rig.calibration.baseline
+        print("baseline error \(baselineError) mm, σ \(u.baseline) mm; rotation σ \(u.rotationDegrees)°")
+        #expect(u.baseline > 0 && abs(baselineError) <= 3.5 * u.baseline)
+        // The components' σ bound the length's: σ_baseline ≤ |σ_T|.
+        #expect(u.baseline <= length(u.translation) * (1 + 1e-12))
+        let rotationError = (c.extrinsics.rotation * rig.extrinsics.rotation.transposed).rodriguesVector * (180 / .pi)
+        for axis in 0..<3 { #expect(abs(rotationError[axis]) <= 3.5 * u.rotationDegrees[axis]) }
+    }
+
+    @Test("the linearised projection σ agrees with 4000 cameras drawn from the covariance, at the centre and corners")
+    func projectionSigmaMatchesSampling() throws {
+        let (result, _) = try Self.noisyResult()
+        let u = try #require(result.uncertainty)
+        let covariance = try #require(result.parameterCovariance)
+        let model = result.model, n = model.parameterCount
+        let camera = result.calibration.left
+        var block = Matrix(rows: n, columns: n)
+        for a in 0..<n { for b in 0..<n { block[a, b] = covariance[a, b] } }
+        let factor = try LinearAlgebra.cholesky(block)
+        let parameters = model.parameters(of: camera)
+        let w = Double(camera.size.width - 1), h = Double(camera.size.height - 1)
+        let pixels = [SIMD2(w / 2, h / 2), SIMD2(0, 0), SIMD2(w, 0), SIMD2(w, h), SIMD2(0, h)]
+        let expected = [u.leftProjection.center] + u.leftProjection.corners
+        var random = SeededRandom(seed: 11)
+        let draws = (0..<4000).map { _ in
+            let z = (0..<n).map { _ in random.nextGaussian() }
+            let offset = factor * z
+            return model.cameraModel(zip(parameters, offset).map { $0 + $1 }, size: camera.size)
+        }
+        for (pixel, analytic) in zip(pixels, expected) {
+            let ray = try camera.ray(throughPixel: pixel)
+            let projected = draws.compactMap { $0.project(ray) }
+            #expect(projected.count == draws.count)
+            let mean = projected.reduce(SIMD2<Double>.zero, +) / Double(projected.count)
+            var cxx = 0.0, cxy = 0.0, cyy = 0.0
+            for p in projected {
+                let d = p - mean
+                cxx += d.x * d.x; cxy += d.x * d.y; cyy += d.y * d.y
+            }
+            let m = Double(projected.count - 1)
+            (cxx, cxy, cyy) = (cxx / m, cxy / m, cyy / m)
+            let worst = ((cxx + cyy) / 2 + (((cxx - cyy) / 2) * ((cxx - cyy) / 2) + cxy * cxy).squareRoot()).squareRoot()
+            print("pixel \(pixel): sampled σ \(worst) px, linearised \(analytic) px")
+            // 4000 draws estimate a σ to about 1/√(2·4000) ≈ 1.1 %; 5 % leaves room for the model's curvature.
+            #expect(abs(worst / analytic - 1) < 0.05, "pixel \(pixel): sampled \(worst), linearised \(analytic)")
+        }
+        // Corners are farther from the data's centre of mass than the middle: larger σ there.
+        #expect(u.leftProjection.corners.allSatisfy { $0 > u.leftProjection.center })
+        #expect(u.leftProjection.sigma.count == u.leftProjection.columns * u.leftProjection.rows)
+        #expect(u.leftProjection.sigma.allSatisfy { $0.isFinite && $0 > 0 })
+    }
+}
