@@ -87,7 +87,7 @@ soak: deps
 # input that needs more than 2 GiB or a leak, naming the saved input and how to replay it
 # (Fuzz/run). Not part of `make test`.
 SECONDS ?= 60
-FUZZ_TARGETS := calibration-json opencv-yaml ros-camera-info euroc-csv images values
+FUZZ_TARGETS := calibration-json opencv-yaml ros-camera-info corner-list euroc-csv images values
 FUZZ_FLAGS := -c release --package-path Fuzz --scratch-path .build-fuzz \
 	-Xswiftc -sanitize=fuzzer,address -Xswiftc -parse-as-library \
 	-Xcc -fsanitize=fuzzer-no-link -Xcc -fsanitize=address

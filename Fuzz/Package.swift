@@ -31,6 +31,7 @@ let package = Package(
         .executableTarget(name: "calibration-json", dependencies: ["FuzzSupport", parallax("ParallaxGeometry"), parallax("ParallaxCalibration")]),
         .executableTarget(name: "opencv-yaml", dependencies: ["FuzzSupport", parallax("ParallaxCalibration")]),
         .executableTarget(name: "ros-camera-info", dependencies: ["FuzzSupport", parallax("ParallaxCalibration")]),
+        .executableTarget(name: "corner-list", dependencies: ["FuzzSupport", parallax("ParallaxGeometry"), parallax("ParallaxCalibration")]),
         .executableTarget(name: "euroc-csv", dependencies: ["FuzzSupport", parallax("ParallaxCapture")]),
         .executableTarget(name: "images", dependencies: ["FuzzSupport", parallax("ParallaxImage")]),
         .executableTarget(

@@ -65,6 +65,15 @@ write("opencv-yaml", "rodrigues-fisheye.yml",
       "R: !!opencv-matrix\n   rows: 3\n   cols: 1\n   dt: d\n   data: [ 0.01, 0.02, 0.03 ]\n"
       "T: !!opencv-matrix\n   rows: 1\n   cols: 3\n   dt: d\n   data: [ -1., 0., 0. ]\n")
 
+# corner-list: --corners-in lists, JSON and mrcal vnl, with the cases the reader handles.
+write("corner-list", "corners.json",
+      '{"tool": "seed", "board": [3, 2],\n "images": {"left01.png": [[1.5, 2.25], [10, 2], [20, 2], [1, 9], [10, 9], [20, 9.5]],\n'
+      '  "right01.png": null},\n "image_sizes": {"left01.png": [640, 480]}}\n')
+write("corner-list", "corners.vnl",
+      "# filename x y level\nleft01.png 1.5 2.25 0\nleft01.png 10 2 0\nleft01.png 20 2 1\n"
+      "right01.png - - -\nleft02.png 3 4 -\nleft02.png 5 6 -1\n\tleft03.png  7e2 8.5e-1 0\r\n")
+write("corner-list", "broken.json", '{"images": {"a.png": [[1, 2], [3, ]]}, "board": [1, 9]}')
+
 # ros-camera-info: one camera, and a left/right pair joined by a NUL.
 left, right = example("ros/left.yaml"), example("ros/right.yaml")
 write("ros-camera-info", "left.yaml", left)

@@ -89,6 +89,7 @@ struct OpenCVSolverAgreementTests {
         var calibrator = StereoCalibrator(target: CalibrationBoard(columns: 9, rows: 6, squareSize: 1), model: .brown5)
         calibrator.loss = .squared
         calibrator.outlierFactor = .infinity
+        calibrator.rejectCorners = false
         let result = try calibrator.calibrate(pairs: Self.openCVPairs(), size: ImageSize(width: 640, height: 480))
         #expect(result.pairs.count == 13 && result.rejected.isEmpty)
 

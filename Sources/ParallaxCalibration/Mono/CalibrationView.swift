@@ -56,3 +56,22 @@ public enum CalibrationError: Error, Hashable, Sendable, CustomStringConvertible
         }
     }
 }
+
+/// One corner of a used view left out of the fit for a residual far outside the noise.
+public struct RejectedCorner: Hashable, Sendable, CustomStringConvertible {
+    /// The pair (index among the used pairs) the corner belongs to.
+    public var pair: Int
+    /// The image file.
+    public var image: String
+    /// `left` or `right`.
+    public var side: String
+    /// The corner's index in the board's order (row by row from 0).
+    public var index: Int
+    /// Its residual (pixels) when it was set aside, and the limit it exceeded.
+    public var residual: Double
+    public var limit: Double
+
+    public var description: String {
+        "\(image) corner \(index): residual \(formatPixels(residual)) px above \(formatPixels(limit)) px"
+    }
+}

@@ -13,6 +13,12 @@ public struct CalibrationPipeline: Sendable {
     public var fixed: FixedIntrinsics
     /// Detection time budget per image, in seconds.
     public var timeBudgetSeconds: Double = 2
+    /// The loss on each corner's error (Huber at 2 px by default; `.squared` is OpenCV's plain least squares).
+    public var loss: RobustLoss = .huber(threshold: 2)
+    /// Whether views and single corners that do not fit are set aside (see
+    /// ``StereoCalibrator/outlierFactor`` and ``StereoCalibrator/rejectCorners``); with `false`
+    /// every corner of every usable pair is solved, as OpenCV's `stereoCalibrate` does.
+    public var rejectOutliers = true
 
     /// A pipeline for `board`, `model` and `fixed`.
     public init(board: CalibrationBoard, model: LensModelKind = .brown5, fixed: FixedIntrinsics = .none) {
@@ -37,6 +43,31 @@ public struct CalibrationPipeline: Sendable {
         public var solveSeconds: Double
         /// Corners found per image file.
         public var corners: [String: [SIMD2<Double>]]
+        /// The size of each image in ``corners``.
+        public var imageSizes: [String: ImageSize]
+    }
+
+    /// Why an image's listed corners cannot be used.
+    struct ListProblem: Error { var reason: String }
+
+    /// An image's corners and size from `list`.
+    static func listed(_ path: String, in list: CornerList, board: CalibrationBoard)
+        -> Result<(corners: [SIMD2<Double>], size: ImageSize), ListProblem> {
+        guard let entry = list.entry(for: path) else {
+            return .failure(ListProblem(reason: "not in the corner list \(list.source)"))
+        }
+        guard let corners = entry.corners else {
+            return .failure(ListProblem(reason: "no full board in the corner list \(list.source)"))
+        }
+        guard corners.count == board.cornerCount else {
+            return .failure(ListProblem(reason: "\(corners.count) corners in \(list.source), the \(board.columns)x\(board.rows) board has \(board.cornerCount)"))
+        }
+        if let size = entry.size { return .success((corners, size)) }
+        do {
+            return .success((corners, try ImageBuffer(contentsOfFile: path).size))
+        } catch {
+            return .failure(ListProblem(reason: "its size is not in \(list.source) and the image is unreadable: \(error)"))
+        }
     }
 
     /// A pair's detection, on the way to the solver.
@@ -48,16 +79,19 @@ public struct CalibrationPipeline: Sendable {
     }
 
     /// Runs on `pairs`; `unpaired` files are reported as rejected. `progress` receives one line per pair.
+    /// With `cornerList`, each image's corners come from the list instead of the detector (the
+    /// image is read only when the list does not give its size).
     ///
     /// - Throws: ``CalibrationError/notEnoughViews(usable:needed:rejected:)`` listing every file that
     ///   was set aside when too few pairs remain.
     public func run(pairs: [ImagePairing.Pair], unpaired: [RejectedView] = [],
-                    leftCamera: CameraModel? = nil, rightCamera: CameraModel? = nil,
+                    leftCamera: CameraModel? = nil, rightCamera: CameraModel? = nil, cornerList: CornerList? = nil,
                     progress: (String) -> Void = { _ in }) throws(CalibrationError) -> Outcome {
         var rejected = unpaired
         var detected: [Detected] = []
         var detectionSeconds: [Double] = []
         var corners: [String: [SIMD2<Double>]] = [:]
+        var imageSizes: [String: ImageSize] = [:]
         var detector = ChessboardDetector(board: board)
         detector.timeBudgetSeconds = timeBudgetSeconds
         let clock = ContinuousClock()
@@ -66,6 +100,18 @@ public struct CalibrationPipeline: Sendable {
             var found: [(corners: [SIMD2<Double>], size: ImageSize)] = []
             var failure: String?
             for (side, path) in [("left", pair.left), ("right", pair.right)] {
+                if let cornerList {
+                    switch Self.listed(path, in: cornerList, board: board) {
+                    case .success(let entry):
+                        found.append(entry)
+                        corners[path] = entry.corners
+                        imageSizes[path] = entry.size
+                    case .failure(let reason):
+                        failure = "\(side) image \(path): \(reason)"
+                    }
+                    if failure != nil { break }
+                    continue
+                }
                 let image: GrayImage
                 do {
                     image = try GrayImage(ImageBuffer(contentsOfFile: path))
@@ -80,6 +126,7 @@ public struct CalibrationPipeline: Sendable {
                 case .success(let d):
                     found.append((d.corners, image.size))
                     corners[path] = d.corners
+                    imageSizes[path] = image.size
                 case .failure(let reason):
                     failure = "\(side) image \(path): \(reason)"
                 }
@@ -119,8 +166,13 @@ public struct CalibrationPipeline: Sendable {
         let start = clock.now
         let result: StereoCalibrationResult
         do {
-            result = try StereoCalibrator(target: board, model: model, fixed: fixed)
-                .calibrate(pairs: views, size: size, leftCamera: leftCamera, rightCamera: rightCamera)
+            var calibrator = StereoCalibrator(target: board, model: model, fixed: fixed)
+            calibrator.loss = loss
+            if !rejectOutliers {
+                (calibrator.outlierFactor, calibrator.outlierFloorPixels) = (.infinity, .infinity)
+                calibrator.rejectCorners = false
+            }
+            result = try calibrator.calibrate(pairs: views, size: size, leftCamera: leftCamera, rightCamera: rightCamera)
         } catch {
             if case .notEnoughViews(let usable, let needed, let more) = error {
                 throw .notEnoughViews(usable: usable, needed: needed, rejected: rejected + more)
@@ -130,7 +182,8 @@ public struct CalibrationPipeline: Sendable {
         let solveSeconds = (clock.now - start).seconds
         rejected += result.rejected
         return Outcome(result: result, rejected: rejected, pairsTotal: pairs.count + unpaired.count, size: size,
-                       detectionSeconds: detectionSeconds, solveSeconds: solveSeconds, corners: corners)
+                       detectionSeconds: detectionSeconds, solveSeconds: solveSeconds, corners: corners,
+                       imageSizes: imageSizes)
     }
 }
 

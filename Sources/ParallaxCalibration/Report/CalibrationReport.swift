@@ -218,6 +218,11 @@ public enum CalibrationReport {
         if !result.rejected.isEmpty {
             html += "<h2>Rejected</h2><ul>" + result.rejected.map { "<li>\(SVGDocument.escape($0.description))</li>" }.joined() + "</ul>"
         }
+        if !result.rejectedCorners.isEmpty {
+            html += "<h2>Corners left out of the fit</h2><p>Each residual was more than 8 times its camera's noise level "
+                + "(and above 0.5 px): a misdetected or occluded corner.</p><ul>"
+                + result.rejectedCorners.map { "<li>\(SVGDocument.escape($0.description))</li>" }.joined() + "</ul>"
+        }
         html += "<h2>Per pair</h2><img src=\"residuals-per-view.svg\"><h2>Residuals</h2><img src=\"residual-scatter.svg\">"
         html += "<h2>Coverage</h2><img src=\"coverage.svg\">"
         if let best { html += "<h2>Best rectified pair: \(SVGDocument.escape(best))</h2><img src=\"rectified-best.png\" style=\"max-width:100%\">" }

@@ -42,13 +42,18 @@ public struct StereoCalibrationResult: Sendable {
     public var pairs: [StereoView]
     /// Pairs left out with the reason (including those one side's mono calibration rejected).
     public var rejected: [RejectedView]
+    /// Single corners of used pairs left out of the joint fit for a residual far outside the
+    /// noise (see ``StereoCalibrator/rejectCorners``).
+    public var rejectedCorners: [RejectedCorner]
     /// Board frame → left camera frame per used pair.
     public var poses: [RigidTransform]
-    /// Per used pair: left residuals, then right residuals (projected − observed, pixels).
+    /// Per used pair, the left camera's residuals (projected − observed, pixels) of every corner,
+    /// rejected ones included.
     public var leftResiduals: [[SIMD2<Double>]]
     /// Per used pair, the right camera's residuals (projected − observed, pixels).
     public var rightResiduals: [[SIMD2<Double>]]
-    /// RMS reprojection error over both cameras' corners: √(Σ|e|² / (2·corners)) as `cv::stereoCalibrate` returns it.
+    /// RMS reprojection error over both cameras' corners: √(Σ|e|² / (2·corners)) as `cv::stereoCalibrate` returns it
+    /// (over the corners fitted: rejected ones are not counted, in this or the other figures).
     public var rms: Double
     /// RMS per used pair (both cameras).
     public var pairRMS: [Double]
@@ -100,6 +105,20 @@ public struct StereoCalibrator: Sendable {
     public var outlierFloorPixels = 1.0
     /// Fewest pairs a calibration accepts.
     public var minimumPairs = 3
+    /// Whether single corners far outside the noise are left out of the joint fit: after each
+    /// solve, a corner whose residual exceeds `cornerOutlierFactor` × the camera's robust noise
+    /// level (the median residual length / 1.1774, the median of a 2-D Gaussian error's length
+    /// being 1.1774 σ) and `cornerOutlierFloorPixels` is set aside and the fit repeated, until
+    /// none is left (at most ``maximumRounds`` solves in all).
+    public var rejectCorners = true
+    /// See ``rejectCorners``. Real corner errors have heavier tails than a Gaussian (on OpenCV's
+    /// sample a well-detected corner sits 6 σ out), so the default is far out: 8 σ, which a
+    /// Gaussian error reaches with probability 1e-14.
+    public var cornerOutlierFactor = 8.0
+    /// Corners below this residual (pixels) are never outliers, however small the noise.
+    public var cornerOutlierFloorPixels = 0.5
+    /// Most solves of the joint refinement (each followed by the pair and corner outlier checks).
+    public var maximumRounds = 6
 
     /// A calibrator for `target` fitting `model`, holding `fixed`.
     public init(target: CalibrationBoard, model: LensModelKind = .brown5, fixed: FixedIntrinsics = .none) {
@@ -152,9 +171,13 @@ public struct StereoCalibrator: Sendable {
         let rightStart = rightCamera.flatMap { fixed == .right || fixed == .both ? $0 : nil } ?? rightMono.camera
         var state = (left: model.parameters(of: leftStart), right: model.parameters(of: rightStart),
                      extrinsics: extrinsics, poses: leftPoses)
+        let count = target.cornerCount
+        // Per used pair, which of its left then right corners the fit uses.
+        var masks = pairs.map { _ in [Bool](repeating: true, count: 2 * count) }
+        var rejectedCorners: [RejectedCorner] = []
         var iterations = 0
-        for round in 0..<3 {
-            let solution = try refine(pairs: pairs, state: state, size: size)
+        for round in 0..<maximumRounds {
+            let solution = try refine(pairs: pairs, state: state, masks: masks, size: size)
             iterations += solution.iterations
             let n = model.parameterCount
             let g = solution.global
@@ -167,25 +190,64 @@ public struct StereoCalibrator: Sendable {
             let median = pairRMS.sorted()[pairRMS.count / 2]
             let limit = max(outlierFactor * median, outlierFloorPixels)
             let outliers = pairRMS.indices.filter { pairRMS[$0] > limit }
-            if outliers.isEmpty || pairs.count - outliers.count < minimumPairs || round == 2 {
-                return try finish(solution: solution, pairs: pairs, pairRMS: pairRMS, state: state, size: size,
-                                  leftMono: leftMono, rightMono: rightMono, rejected: rejected, iterations: iterations)
+            let lastRound = round == maximumRounds - 1
+            if !outliers.isEmpty && pairs.count - outliers.count >= minimumPairs && !lastRound {
+                for i in outliers.reversed() {
+                    rejected.append(RejectedView(
+                        name: pairs[i].name,
+                        reason: "outlier pair: stereo reprojection RMS \(formatPixels(pairRMS[i])) px is above \(formatPixels(limit)) px "
+                            + "(\(outlierFactor)× the median pair's \(formatPixels(median)) px); the two images may not be simultaneous",
+                        left: pairs[i].left.name, right: pairs[i].right.name))
+                    pairs.remove(at: i)
+                    state.poses.remove(at: i)
+                    masks.remove(at: i)
+                    rejectedCorners.removeAll { $0.pair == i }
+                    for k in rejectedCorners.indices where rejectedCorners[k].pair > i { rejectedCorners[k].pair -= 1 }
+                }
+                continue
             }
-            for i in outliers.reversed() {
-                rejected.append(RejectedView(
-                    name: pairs[i].name,
-                    reason: "outlier pair: stereo reprojection RMS \(formatPixels(pairRMS[i])) px is above \(formatPixels(limit)) px "
-                        + "(\(outlierFactor)× the median pair's \(formatPixels(median)) px); the two images may not be simultaneous",
-                    left: pairs[i].left.name, right: pairs[i].right.name))
-                pairs.remove(at: i)
-                state.poses.remove(at: i)
+            let newCorners = rejectCorners && !lastRound ? cornerOutliers(solution.residuals, masks: masks, pairs: pairs) : []
+            if newCorners.isEmpty {
+                return try finish(solution: solution, pairs: pairs, masks: masks, pairRMS: pairRMS, state: state, size: size,
+                                  leftMono: leftMono, rightMono: rightMono, rejected: rejected,
+                                  rejectedCorners: rejectedCorners, iterations: iterations)
             }
+            for corner in newCorners { masks[corner.pair][(corner.side == "left" ? 0 : count) + corner.index] = false }
+            rejectedCorners += newCorners
         }
         throw .degenerate("outlier rejection did not settle")
     }
 
+    /// The corners whose residual is far outside their camera's noise (see ``rejectCorners``).
+    /// `residuals` are the solver's, for the corners `masks` keeps.
+    private func cornerOutliers(_ residuals: [[Double]], masks: [[Bool]], pairs: [StereoView]) -> [RejectedCorner] {
+        let count = target.cornerCount
+        // (pair, side, index, residual length) of every fitted corner.
+        var fitted: [(pair: Int, side: Int, index: Int, norm: Double)] = []
+        for (p, r) in residuals.enumerated() {
+            var k = 0
+            for slot in 0..<(2 * count) where masks[p][slot] {
+                fitted.append((p, slot / count, slot % count, (r[2 * k] * r[2 * k] + r[2 * k + 1] * r[2 * k + 1]).squareRoot()))
+                k += 1
+            }
+        }
+        var found: [RejectedCorner] = []
+        for side in 0..<2 {
+            let norms = fitted.filter { $0.side == side }.map(\.norm).sorted()
+            guard !norms.isEmpty else { continue }
+            let sigma = norms[norms.count / 2] / 1.1774
+            let limit = max(cornerOutlierFactor * sigma, cornerOutlierFloorPixels)
+            for c in fitted where c.side == side && c.norm > limit {
+                let view = side == 0 ? pairs[c.pair].left : pairs[c.pair].right
+                found.append(RejectedCorner(pair: c.pair, image: view.name, side: side == 0 ? "left" : "right",
+                                            index: c.index, residual: c.norm, limit: limit))
+            }
+        }
+        return found
+    }
+
     private func refine(pairs: [StereoView], state: (left: [Double], right: [Double], extrinsics: RigidTransform, poses: [RigidTransform]),
-                        size: ImageSize) throws(CalibrationError) -> BlockSparseSolution {
+                        masks: [[Bool]], size: ImageSize) throws(CalibrationError) -> BlockSparseSolution {
         let n = model.parameterCount
         let model = self.model
         let objects = target.objectPoints
@@ -211,7 +273,13 @@ public struct StereoCalibrator: Sendable {
             let tr = re * tl + te
             guard let right = MonoCalibrator.viewResiduals(model: model, size: size, objects: objects, observed: rightObserved[v],
                                                            camera: g, cameraOffset: n, pose: [rr.x, rr.y, rr.z, tr.x, tr.y, tr.z]) else { return nil }
-            return left + right
+            let all = left + right
+            guard masks[v].contains(false) else { return all }
+            // Rejected corners leave the problem entirely (no zero rows: they would count as data).
+            var kept: [Double] = []
+            kept.reserveCapacity(all.count)
+            for (slot, used) in masks[v].enumerated() where used { kept.append(all[2 * slot]); kept.append(all[2 * slot + 1]) }
+            return kept
         }
         do {
             return try BlockSparseLevenbergMarquardt(loss: loss)
@@ -221,10 +289,11 @@ public struct StereoCalibrator: Sendable {
         }
     }
 
-    private func finish(solution: BlockSparseSolution, pairs: [StereoView], pairRMS: [Double],
+    private func finish(solution: BlockSparseSolution, pairs: [StereoView], masks: [[Bool]], pairRMS: [Double],
                         state: (left: [Double], right: [Double], extrinsics: RigidTransform, poses: [RigidTransform]),
                         size: ImageSize, leftMono: MonoCalibrationResult, rightMono: MonoCalibrationResult,
-                        rejected: [RejectedView], iterations: Int) throws(CalibrationError) -> StereoCalibrationResult {
+                        rejected: [RejectedView], rejectedCorners: [RejectedCorner],
+                        iterations: Int) throws(CalibrationError) -> StereoCalibrationResult {
         let leftCamera = model.cameraModel(state.left, size: size)
         let rightCamera = model.cameraModel(state.right, size: size)
         // T is in the unit of the board's squares; recorded so writers that need metres (ROS) can convert.
@@ -232,15 +301,19 @@ public struct StereoCalibrator: Sendable {
                                             translationUnit: LengthUnit(symbol: target.unit) ?? .unitless)
         let count = target.cornerCount
         var leftResiduals: [[SIMD2<Double>]] = [], rightResiduals: [[SIMD2<Double>]] = []
-        var sumLeft = 0.0, sumRight = 0.0
-        for r in solution.residuals {
-            let points = stride(from: 0, to: r.count - 1, by: 2).map { SIMD2(r[$0], r[$0 + 1]) }
-            leftResiduals.append(Array(points[0..<count]))
-            rightResiduals.append(Array(points[count...]))
-            sumLeft += points[0..<count].reduce(0) { $0 + dot($1, $1) }
-            sumRight += points[count...].reduce(0) { $0 + dot($1, $1) }
+        var sumLeft = 0.0, sumRight = 0.0, usedLeft = 0, usedRight = 0
+        for (p, pair) in pairs.enumerated() {
+            // Every corner's residual at the solution, rejected ones included (the report shows them).
+            let pose = state.poses[p]
+            let rightPose = RigidTransform(rotation: state.extrinsics.rotation * pose.rotation,
+                                           translation: state.extrinsics.rotation * pose.translation + state.extrinsics.translation)
+            let l = Self.residuals(leftCamera, pose: pose, objects: target.objectPoints, observed: pair.left.corners)
+            let r = Self.residuals(rightCamera, pose: rightPose, objects: target.objectPoints, observed: pair.right.corners)
+            leftResiduals.append(l)
+            rightResiduals.append(r)
+            for i in 0..<count where masks[p][i] { sumLeft += dot(l[i], l[i]); usedLeft += 1 }
+            for i in 0..<count where masks[p][count + i] { sumRight += dot(r[i], r[i]); usedRight += 1 }
         }
-        let totalCorners = Double(count * pairs.count)
         var deviations = [Double](repeating: 0, count: solution.global.count)
         if let cov = solution.globalCovariance {
             for i in deviations.indices { deviations[i] = max(cov[i, i], 0).squareRoot() }
@@ -252,15 +325,25 @@ public struct StereoCalibrator: Sendable {
         } catch {
             throw .degenerate("the calibrated rig cannot be rectified: \(error)")
         }
-        let figures = StereoErrorFigures(calibration: calibration, rectification: rectification, pairs: pairs)
+        let figures = StereoErrorFigures(calibration: calibration, rectification: rectification, pairs: pairs, masks: masks)
         return StereoCalibrationResult(
             calibration: calibration, leftMono: leftMono, rightMono: rightMono, pairs: pairs, rejected: rejected,
+            rejectedCorners: rejectedCorners,
             poses: state.poses, leftResiduals: leftResiduals, rightResiduals: rightResiduals, rms: solution.rms,
-            pairRMS: pairRMS, rmsLeft: (sumLeft / totalCorners).squareRoot(), rmsRight: (sumRight / totalCorners).squareRoot(),
+            pairRMS: pairRMS, rmsLeft: (sumLeft / Double(max(usedLeft, 1))).squareRoot(),
+            rmsRight: (sumRight / Double(max(usedRight, 1))).squareRoot(),
             standardDeviations: deviations, parameterCovariance: solution.globalCovariance, model: model,
             essential: calibration.essentialMatrix, fundamental: calibration.fundamentalMatrix,
             epipolarErrorMean: figures.epipolarErrorMean, rectifiedVerticalRMS: figures.rectifiedVerticalRMS,
             pairRectifiedVerticalRMS: figures.pairRectifiedVerticalRMS, rectification: rectification, iterations: iterations)
+    }
+
+    /// Projected − observed for each corner (NaN where a corner cannot be projected).
+    static func residuals(_ camera: CameraModel, pose: RigidTransform, objects: [SIMD3<Double>],
+                          observed: [SIMD2<Double>]) -> [SIMD2<Double>] {
+        zip(objects, observed).map { object, seen in
+            camera.project(pose.rotation * object + pose.translation).map { $0 - seen } ?? SIMD2(.nan, .nan)
+        }
     }
 
     /// The left→right transform as the element-wise median over pairs of the
@@ -294,16 +377,20 @@ public struct StereoErrorFigures: Sendable {
     public var pairRectifiedVerticalRMS: [Double]
 
     /// Computes the figures for `pairs` of corner sets under `calibration`.
-    /// Corners that cannot be undistorted are skipped.
-    public init(calibration: StereoCalibration, rectification: StereoRectification, pairs: [StereoView]) {
+    /// Corners that cannot be undistorted are skipped, and so is corner `i` of pair `p` when
+    /// `masks[p]` (left corners, then right corners) marks either side's `i` as left out.
+    public init(calibration: StereoCalibration, rectification: StereoRectification, pairs: [StereoView],
+                masks: [[Bool]]? = nil) {
         let f = calibration.fundamentalMatrix
         var epipolarSum = 0.0, epipolarCount = 0
         var verticalSum = 0.0, verticalCount = 0
         var perPair: [Double] = []
         let axis = rectification.layout == .horizontal ? 1 : 0
-        for pair in pairs {
+        for (p, pair) in pairs.enumerated() {
             var pairSum = 0.0, pairCount = 0
-            for (pl, pr) in zip(pair.left.corners, pair.right.corners) {
+            let count = pair.left.corners.count
+            for (i, (pl, pr)) in zip(pair.left.corners, pair.right.corners).enumerated() {
+                if let mask = masks?[p], mask.count == 2 * count, !(mask[i] && mask[count + i]) { continue }
                 guard let nl = try? calibration.left.normalizedCoordinates(ofPixel: pl),
                       let nr = try? calibration.right.normalizedCoordinates(ofPixel: pr) else { continue }
                 let ul = calibration.left.intrinsics.pixel(fromNormalized: nl).homogeneous

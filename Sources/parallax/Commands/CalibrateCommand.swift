@@ -72,6 +72,16 @@ struct CalibrateCommand: ParsableCommand {
     @Option(name: .customLong("corners-out"), help: "Write the detected corners of every image as JSON.")
     var cornersOut: String?
 
+    @Option(name: .long, help: "The loss on each corner's error: huber (quadratic to 2 px, linear beyond; default) or squared (plain least squares, as OpenCV).")
+    var loss: LossArgument = .huber
+
+    @Flag(name: .customLong("keep-outliers"), help: "Solve every corner of every usable pair: set no pair or corner aside for fitting badly (OpenCV's behaviour).")
+    var keepOutliers = false
+
+    @Option(name: .customLong("corners-in"),
+            help: "Take each image's corners from this list instead of detecting them: the JSON --corners-out writes, or mrcal's corners.vnl (see Calibration/GUIDE.md).")
+    var cornersIn: String?
+
     @Option(name: .customLong("time-budget"), help: "Detection time allowed per image (e.g. 2s, 500ms).", transform: DurationArgument.parse)
     var timeBudget = DurationArgument(nanoseconds: 2_000_000_000)
 
@@ -104,7 +114,20 @@ struct CalibrateCommand: ParsableCommand {
                 .compactMap { option, path in path.map { (option, $0) } }
                 + (rosDirectory.map { [("--ros-dir", $0 + "/left.yaml"), ("--ros-dir", $0 + "/right.yaml")] } ?? []),
             inputs: leftFiles.map { ("--left", $0) } + rightFiles.map { ("--right", $0) }
-                + (intrinsics.map { [("--intrinsics", $0)] } ?? []))
+                + (intrinsics.map { [("--intrinsics", $0)] } ?? []) + (cornersIn.map { [("--corners-in", $0)] } ?? []))
+        // A corner list is read, and checked against --board, before any work.
+        var cornerList: CornerList?
+        if let cornersIn {
+            do {
+                cornerList = try CornerList(contentsOfFile: cornersIn)
+            } catch {
+                throw CLIError("--corners-in: \(error)")
+            }
+            if let declared = cornerList?.board, declared != (target.columns, target.rows) {
+                throw CLIError("--corners-in \(cornersIn) is for a \(declared.columns)x\(declared.rows) board, "
+                               + "but --board is \(target.columns)x\(target.rows)")
+            }
+        }
         let (pairs, unpaired) = ImagePairing.pair(left: leftFiles, right: rightFiles, by: pairBy)
         if !unpaired.isEmpty && !skipUnpaired {
             let shown = unpaired.prefix(20).map { "  \($0.name): \($0.reason)" }
@@ -119,11 +142,14 @@ struct CalibrateCommand: ParsableCommand {
 
         var pipeline = CalibrationPipeline(board: target, model: lensModel, fixed: fixed)
         pipeline.timeBudgetSeconds = timeBudget.seconds
+        pipeline.loss = loss == .squared ? .squared : .huber(threshold: 2)
+        pipeline.rejectOutliers = !keepOutliers
         Self.log("calibrating \(target), model \(lensModel.rawValue): \(pairs.count) pairs")
         for u in unpaired { Self.log("skipped \(u.name): \(u.reason)") }
         let outcome: CalibrationPipeline.Outcome
         do {
-            outcome = try pipeline.run(pairs: pairs, unpaired: unpaired, leftCamera: initial?.left, rightCamera: initial?.right) {
+            outcome = try pipeline.run(pairs: pairs, unpaired: unpaired, leftCamera: initial?.left, rightCamera: initial?.right,
+                                       cornerList: cornerList) {
                 Self.log($0)
             }
         } catch {
@@ -175,10 +201,14 @@ struct CalibrateCommand: ParsableCommand {
             let images = outcome.corners.sorted { $0.key < $1.key }.map { (key, corners) in
                 (key, JSONValue.array(corners.map { .array([.number(($0.x * 1e4).rounded() / 1e4), .number(($0.y * 1e4).rounded() / 1e4)]) }))
             }
+            let sizes = outcome.imageSizes.sorted { $0.key < $1.key }.map { key, size in
+                (key, JSONValue.array([.number(Double(size.width)), .number(Double(size.height))]))
+            }
             let object = JSONValue.object(JSONObject([
-                ("tool", .string("Parallax ChessboardDetector")),
+                ("tool", .string(cornersIn.map { "corners from \($0)" } ?? "Parallax ChessboardDetector")),
                 ("board", .array([.number(Double(target.columns)), .number(Double(target.rows))])),
                 ("images", .object(JSONObject(images))),
+                ("image_sizes", .object(JSONObject(sizes))),
             ]))
             files.append((cornersOut, Array((object.serialized() + "\n").utf8)))
         }
@@ -200,6 +230,10 @@ struct CalibrateCommand: ParsableCommand {
             let c = result.calibration
             print("pairs used: \(result.pairs.count) of \(outcome.pairsTotal)")
             for r in outcome.rejected { print("  rejected \(r.name): \(r.reason)") }
+            if !result.rejectedCorners.isEmpty {
+                print("corners left out of the fit: \(result.rejectedCorners.count)")
+                for c in result.rejectedCorners { print("  \(c)") }
+            }
             print("rms stereo \(formatted(result.rms)) px (left \(formatted(result.rmsLeft)), right \(formatted(result.rmsRight)))")
             print("epipolar error mean \(formatted(result.epipolarErrorMean)) px, rectified vertical rms \(formatted(result.rectifiedVerticalRMS)) px")
             // Each value with its standard deviation from the fit (± σ) where the fit gave one.
@@ -242,6 +276,10 @@ struct CalibrateCommand: ParsableCommand {
             ("pairs_total", .number(Double(outcome.pairsTotal))),
             ("pairs_used", .number(Double(r.pairs.count))),
             ("rejected", .array(rejected)),
+            ("rejected_corners", .array(r.rejectedCorners.map { c in
+                .object(JSONObject([("image", .string(c.image)), ("corner", .number(Double(c.index))),
+                                    ("residual_px", .number(c.residual)), ("limit_px", .number(c.limit))]))
+            })),
             ("rms_left", .number(r.rmsLeft)),
             ("rms_right", .number(r.rmsRight)),
             ("rms_stereo", .number(r.rms)),
@@ -330,6 +368,11 @@ struct CalibrateCommand: ParsableCommand {
     static func log(_ line: String) {
         FileHandle.standardError.write(Data((line + "\n").utf8))
     }
+}
+
+/// `--loss`: the solver's loss on each corner's error.
+enum LossArgument: String, ExpressibleByArgument, CaseIterable {
+    case huber, squared
 }
 
 extension ImagePairing.Rule: ExpressibleByArgument {}
