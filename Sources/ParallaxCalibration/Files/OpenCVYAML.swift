@@ -11,6 +11,24 @@ import ParallaxGeometry
 /// accepts the sample's two files (intrinsics.yml and extrinsics.yml) given together.
 /// A fisheye calibration adds `distortion_model: fisheye`, since OpenCV's file
 /// cannot otherwise tell four fisheye coefficients from four Brown ones.
+/// One camera in OpenCV FileStorage YAML, with the keys OpenCV's calibration sample
+/// (`samples/cpp/calibration.cpp`) writes and reads: `image_width`, `image_height`,
+/// `camera_matrix`, `distortion_coefficients` and `avg_reprojection_error`.
+public enum OpenCVCameraFile {
+    /// The YAML text for `camera`, fitted with RMS reprojection error `rms` (pixels).
+    public static func text(for camera: CameraModel, rms: Double) -> String {
+        var out = "%YAML:1.0\n---\n"
+        out += "image_width: \(camera.size.width)\n"
+        out += "image_height: \(camera.size.height)\n"
+        if camera.distortion.isFisheye { out += "distortion_model: fisheye\n" }
+        let d = camera.distortion.coefficients
+        out += "camera_matrix: !!opencv-matrix\n   rows: 3\n   cols: 3\n   dt: d\n   data: \(yamlList(camera.intrinsics.matrix.rowMajor))\n"
+        out += "distortion_coefficients: !!opencv-matrix\n   rows: \(max(d.count, 1))\n   cols: 1\n   dt: d\n   data: \(yamlList(d.isEmpty ? [0] : d))\n"
+        out += "avg_reprojection_error: \(yamlNumber(rms))\n"
+        return out
+    }
+}
+
 public enum OpenCVStereoFile {
     /// The YAML text for `calibration`, with rectification when given.
     public static func text(for calibration: StereoCalibration, rectification: StereoRectification?) -> String {

@@ -5,7 +5,6 @@ public struct MonoCalibrationResult: Sendable {
     /// The fitted camera.
     public var camera: CameraModel
     /// The lens model that was fitted.
-    /// The lens model to fit.
     public var model: LensModelKind
     /// Names of the views used, in input order.
     public var viewNames: [String]
@@ -20,6 +19,8 @@ public struct MonoCalibrationResult: Sendable {
     /// One standard deviation of each camera parameter (order of ``LensModelKind/parameterNames``), from
     /// the covariance of the final fit; zero for a parameter held fixed.
     public var standardDeviations: [Double]
+    /// The covariance of the camera parameters, or `nil` when the normal equations were singular.
+    public var parameterCovariance: Matrix?
     /// Views left out, with the reason.
     public var rejected: [RejectedView]
     /// Solver iterations over all stages.
@@ -132,7 +133,8 @@ public struct MonoCalibrator: Sendable {
                 return MonoCalibrationResult(
                     camera: model.cameraModel(camera, size: size), model: model, viewNames: kept.map(\.name),
                     poses: poses, residuals: residuals, viewRMS: viewRMS, rms: solution.rms,
-                    standardDeviations: deviations, rejected: rejected, iterations: iterations)
+                    standardDeviations: deviations, parameterCovariance: solution.globalCovariance, rejected: rejected,
+                    iterations: iterations)
             }
             for i in outliers.reversed() {
                 rejected.append(RejectedView(

@@ -47,8 +47,102 @@ public struct CalibrationPipeline: Sendable {
         public var imageSizes: [String: ImageSize]
     }
 
-    /// Why an image's listed corners cannot be used.
+    /// Why an image gives no board: the text follows the image's name.
     struct ListProblem: Error { var reason: String }
+
+    /// The board's corners and the image size of `path`: from `cornerList` when given, else
+    /// read and detected (the detection time is appended to `detectionSeconds`).
+    func board(in path: String, detector: ChessboardDetector, cornerList: CornerList?,
+               detectionSeconds: inout [Double]) -> Result<(corners: [SIMD2<Double>], size: ImageSize), ListProblem> {
+        if let cornerList {
+            return Self.listed(path, in: cornerList, board: board).mapError { ListProblem(reason: ": " + $0.reason) }
+        }
+        let image: GrayImage
+        do {
+            image = try GrayImage(ImageBuffer(contentsOfFile: path))
+        } catch {
+            return .failure(ListProblem(reason: " is unreadable: \(error)"))
+        }
+        let clock = ContinuousClock()
+        let start = clock.now
+        let result = detector.detect(in: image)
+        detectionSeconds.append((clock.now - start).seconds)
+        switch result {
+        case .success(let d): return .success((d.corners, image.size))
+        case .failure(let reason): return .failure(ListProblem(reason: ": \(reason)"))
+        }
+    }
+
+    /// What a one-camera run produced.
+    public struct MonoOutcome: Sendable {
+        /// The calibration and its figures.
+        public var result: MonoCalibrationResult
+        /// Every image that was not used, with the reason.
+        public var rejected: [RejectedView]
+        /// Images offered.
+        public var imagesTotal: Int
+        /// Detection seconds per image read.
+        public var detectionSeconds: [Double]
+        /// Corners found per image file, and each image's size.
+        public var corners: [String: [SIMD2<Double>]]
+        public var imageSizes: [String: ImageSize]
+    }
+
+    /// Calibrates one camera from `images` (detected, or from `cornerList`); images of another
+    /// size than the most common one are set aside. `progress` receives one line per image.
+    ///
+    /// - Throws: ``CalibrationError/notEnoughViews(usable:needed:rejected:)`` listing every image
+    ///   that was set aside when too few remain.
+    public func runMono(images: [String], initial: CameraModel? = nil, cornerList: CornerList? = nil,
+                        progress: (String) -> Void = { _ in }) throws(CalibrationError) -> MonoOutcome {
+        var rejected: [RejectedView] = []
+        var detectionSeconds: [Double] = []
+        var corners: [String: [SIMD2<Double>]] = [:]
+        var imageSizes: [String: ImageSize] = [:]
+        var detector = ChessboardDetector(board: board)
+        detector.timeBudgetSeconds = timeBudgetSeconds
+        for (index, path) in images.enumerated() {
+            let prefix = "[\(index + 1)/\(images.count)] \(path):"
+            switch board(in: path, detector: detector, cornerList: cornerList, detectionSeconds: &detectionSeconds) {
+            case .success(let entry):
+                corners[path] = entry.corners
+                imageSizes[path] = entry.size
+                progress("\(prefix) \(entry.corners.count) corners")
+            case .failure(let problem):
+                rejected.append(RejectedView(name: path, reason: "image \(path)\(problem.reason)"))
+                progress("\(prefix) skipped: image \(path)\(problem.reason)")
+            }
+        }
+        var counts: [ImageSize: Int] = [:]
+        for size in imageSizes.values { counts[size, default: 0] += 1 }
+        guard let size = counts.max(by: { $0.value < $1.value || ($0.value == $1.value && $0.key.area < $1.key.area) })?.key else {
+            throw .notEnoughViews(usable: 0, needed: 3, rejected: rejected)
+        }
+        var views: [CalibrationView] = []
+        for path in images {
+            guard let found = corners[path], let imageSize = imageSizes[path] else { continue }
+            guard imageSize == size else {
+                rejected.append(RejectedView(name: path, reason: "image size \(imageSize) differs from the \(size) of the other images"))
+                continue
+            }
+            views.append(CalibrationView(name: path, corners: found))
+        }
+        progress("solving: \(views.count) images, model \(model.rawValue)")
+        var calibrator = MonoCalibrator(target: board, model: model)
+        calibrator.loss = loss
+        if !rejectOutliers { (calibrator.outlierFactor, calibrator.outlierFloorPixels) = (.infinity, .infinity) }
+        let result: MonoCalibrationResult
+        do {
+            result = try calibrator.calibrate(views: views, size: size, initial: initial)
+        } catch {
+            if case .notEnoughViews(let usable, let needed, let more) = error {
+                throw .notEnoughViews(usable: usable, needed: needed, rejected: rejected + more)
+            }
+            throw error
+        }
+        return MonoOutcome(result: result, rejected: rejected + result.rejected, imagesTotal: images.count,
+                           detectionSeconds: detectionSeconds, corners: corners, imageSizes: imageSizes)
+    }
 
     /// An image's corners and size from `list`.
     static func listed(_ path: String, in list: CornerList, board: CalibrationBoard)
@@ -100,35 +194,13 @@ public struct CalibrationPipeline: Sendable {
             var found: [(corners: [SIMD2<Double>], size: ImageSize)] = []
             var failure: String?
             for (side, path) in [("left", pair.left), ("right", pair.right)] {
-                if let cornerList {
-                    switch Self.listed(path, in: cornerList, board: board) {
-                    case .success(let entry):
-                        found.append(entry)
-                        corners[path] = entry.corners
-                        imageSizes[path] = entry.size
-                    case .failure(let reason):
-                        failure = "\(side) image \(path): \(reason)"
-                    }
-                    if failure != nil { break }
-                    continue
-                }
-                let image: GrayImage
-                do {
-                    image = try GrayImage(ImageBuffer(contentsOfFile: path))
-                } catch {
-                    failure = "\(side) image \(path) is unreadable: \(error)"
-                    break
-                }
-                let start = clock.now
-                let result = detector.detect(in: image)
-                detectionSeconds.append((clock.now - start).seconds)
-                switch result {
-                case .success(let d):
-                    found.append((d.corners, image.size))
-                    corners[path] = d.corners
-                    imageSizes[path] = image.size
-                case .failure(let reason):
-                    failure = "\(side) image \(path): \(reason)"
+                switch board(in: path, detector: detector, cornerList: cornerList, detectionSeconds: &detectionSeconds) {
+                case .success(let entry):
+                    found.append(entry)
+                    corners[path] = entry.corners
+                    imageSizes[path] = entry.size
+                case .failure(let problem):
+                    failure = "\(side) image \(path)\(problem.reason)"
                 }
                 if failure != nil { break }
             }

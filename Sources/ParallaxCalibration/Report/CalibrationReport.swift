@@ -102,19 +102,26 @@ public enum CalibrationReport {
     /// The projection-uncertainty heat maps of both cameras on one colour scale (0 to the
     /// larger camera's maximum), each cell titled with its σ.
     public static func projectionUncertainty(_ u: StereoUncertainty) -> String {
-        let size = u.leftProjection.imageSize
+        projectionUncertainty([("left", u.leftProjection), ("right", u.rightProjection)])
+    }
+
+    /// The projection-uncertainty heat maps of one or more cameras (named) on one colour scale.
+    public static func projectionUncertainty(_ cameras: [(name: String, projection: ProjectionUncertainty)]) -> String {
+        guard let first = cameras.first else { return SVGDocument(width: 1, height: 1).text }
+        let size = first.projection.imageSize
         let w = 400.0, h = w * Double(size.height) / Double(max(size.width, 1))
         let margin = 20.0, scaleHeight = 46.0
-        var svg = SVGDocument(width: 2 * w + 3 * margin, height: h + 2 * margin + 20 + scaleHeight + 10)
+        let panels = Double(cameras.count)
+        var svg = SVGDocument(width: panels * w + (panels + 1) * margin, height: h + 2 * margin + 20 + scaleHeight + 10)
         // A logarithmic colour scale from the smallest to the largest σ of both cameras: σ
         // spans orders of magnitude between the well-seen middle and extrapolated corners.
-        let finite = (u.leftProjection.sigma + u.rightProjection.sigma).filter { $0.isFinite && $0 > 0 }
+        let finite = cameras.flatMap(\.projection.sigma).filter { $0.isFinite && $0 > 0 }
         let top = max(finite.max() ?? 1, 1e-12), bottom = min(finite.min() ?? top, top)
         let span = max(log(top / bottom), 1e-12)
         func scaled(_ v: Double) -> Double { log(max(v, bottom) / bottom) / span }
         svg.text(margin, 16, "Projection uncertainty (px, worst direction): where a pixel's ray lands as the fitted "
-                 + "intrinsics vary; left and right camera", size: 13)
-        for (panel, p) in [(0, u.leftProjection), (1, u.rightProjection)] {
+                 + "intrinsics vary; " + cameras.map(\.name).joined(separator: ", "), size: 13)
+        for (panel, (_, p)) in cameras.enumerated() {
             let x0 = margin + Double(panel) * (w + margin), y0 = margin + 20
             let cw = w / Double(p.columns), ch = h / Double(p.rows)
             for j in 0..<p.rows {
@@ -133,17 +140,17 @@ public enum CalibrationReport {
         }
         // The colour scale.
         let sy = margin + 20 + h + 14
-        let steps = 40
+        let steps = 40, scaleWidth = panels * w + (panels - 1) * margin
         for k in 0..<steps {
-            let x = margin + Double(k) * (2 * w + margin) / Double(steps)
-            svg.rect(x, sy, (2 * w + margin) / Double(steps) + 0.3, 12, fill: heatColour(Double(k) / Double(steps - 1)))
+            let x = margin + Double(k) * scaleWidth / Double(steps)
+            svg.rect(x, sy, scaleWidth / Double(steps) + 0.3, 12, fill: heatColour(Double(k) / Double(steps - 1)))
         }
         for k in 0...4 {
-            let x = margin + Double(k) / 4 * (2 * w + margin)
+            let x = margin + Double(k) / 4 * scaleWidth
             let value = bottom * exp(span * Double(k) / 4)
             svg.text(x, sy + 26, String(format: "%.3g px", value), size: 10, anchor: k == 0 ? "start" : (k == 4 ? "end" : "middle"))
         }
-        svg.text(margin + w + margin / 2, sy + 40, "logarithmic scale; grey: no ray reaches that pixel", size: 10, anchor: "middle")
+        svg.text(margin + scaleWidth / 2, sy + 40, "logarithmic scale; grey: no ray reaches that pixel", size: 10, anchor: "middle")
         return svg.text
     }
 
@@ -182,6 +189,28 @@ public enum CalibrationReport {
             }
         }
         return try ImageBuffer(format: .rgb8, size: ImageSize(width: 2 * w, height: h), bytes: rgb)
+    }
+
+    /// The HTML page of a one-camera calibration: the figures, every parameter with its
+    /// standard deviation, the images set aside and the projection-uncertainty map.
+    public static func cameraPage(_ result: MonoCalibrationResult,
+                                  uncertainty: (parameters: CameraUncertainty, projection: ProjectionUncertainty)?) -> String {
+        func row(_ k: String, _ v: String) -> String { "<tr><td>\(SVGDocument.escape(k))</td><td>\(SVGDocument.escape(v))</td></tr>" }
+        var html = "<!doctype html><html><head><meta charset=\"utf-8\"><title>Parallax camera calibration report</title></head>"
+            + "<body style=\"font-family:sans-serif\"><h1>Camera calibration report</h1><table>"
+        html += row("images used", "\(result.viewNames.count)")
+        html += row("rms", "\(formatPixels(result.rms)) px")
+        let values = result.model.parameters(of: result.camera)
+        let sigmas = uncertainty.map { u in [u.parameters.fx, u.parameters.fy, u.parameters.cx, u.parameters.cy] + u.parameters.distortion }
+        for (k, name) in result.model.parameterNames.enumerated() {
+            html += row(name, String(format: "%.6g", values[k]) + (sigmas.map { String(format: " ± %.2g", $0[k]) } ?? ""))
+        }
+        html += "</table>"
+        if !result.rejected.isEmpty {
+            html += "<h2>Rejected</h2><ul>" + result.rejected.map { "<li>\(SVGDocument.escape($0.description))</li>" }.joined() + "</ul>"
+        }
+        if uncertainty != nil { html += "<h2>Projection uncertainty</h2><img src=\"projection-uncertainty.svg\">" }
+        return html + "</body></html>\n"
     }
 
     /// The HTML page that shows the figures with the summary numbers.

@@ -125,14 +125,8 @@ public struct StereoUncertainty: Sendable, Hashable {
 
     /// The `uncertainty` object of `parallax calibrate --json` and of the calibration file.
     public var parameterJSON: JSONValue {
-        func camera(_ c: CameraUncertainty) -> JSONValue {
-            .object(JSONObject([
-                ("fx", .number(c.fx)), ("fy", .number(c.fy)), ("cx", .number(c.cx)), ("cy", .number(c.cy)),
-                ("distortion", .array(c.distortion.map(JSONValue.number))),
-            ]))
-        }
-        return .object(JSONObject([
-            ("left", camera(left)), ("right", camera(right)),
+        .object(JSONObject([
+            ("left", left.json), ("right", right.json),
             ("rotation_degrees", .array([rotationDegrees.x, rotationDegrees.y, rotationDegrees.z].map(JSONValue.number))),
             ("translation", .array([translation.x, translation.y, translation.z].map(JSONValue.number))),
             ("baseline", .number(baseline)),
@@ -141,10 +135,7 @@ public struct StereoUncertainty: Sendable, Hashable {
 
     /// The `projection_uncertainty_px` object of `parallax calibrate --json`.
     public var projectionJSON: JSONValue {
-        func camera(_ p: ProjectionUncertainty) -> JSONValue {
-            .object(JSONObject([("center", .number(p.center)), ("corners", .array(p.corners.map(JSONValue.number)))]))
-        }
-        return .object(JSONObject([("left", camera(leftProjection)), ("right", camera(rightProjection))]))
+        .object(JSONObject([("left", leftProjection.json), ("right", rightProjection.json)]))
     }
 }
 
@@ -172,5 +163,34 @@ extension StereoCalibrationResult {
             translation: SIMD3(d[2 * n + 3], d[2 * n + 4], d[2 * n + 5]), baseline: max(baselineVariance, 0).squareRoot(),
             leftProjection: ProjectionUncertainty(camera: calibration.left, model: model, covariance: block(0)),
             rightProjection: ProjectionUncertainty(camera: calibration.right, model: model, covariance: block(n)))
+    }
+}
+
+extension MonoCalibrationResult {
+    /// The standard deviations of the camera's parameters and its projection uncertainty, or
+    /// `nil` when the fit produced no covariance.
+    public var uncertainty: (parameters: CameraUncertainty, projection: ProjectionUncertainty)? {
+        let n = model.parameterCount
+        guard let covariance = parameterCovariance, covariance.rows == n, standardDeviations.count == n else { return nil }
+        let block = (0..<n).flatMap { a in (0..<n).map { b in covariance[a, b] } }
+        return (CameraUncertainty(deviations: standardDeviations[0..<n]),
+                ProjectionUncertainty(camera: camera, model: model, covariance: block))
+    }
+}
+
+extension CameraUncertainty {
+    /// The JSON object of these standard deviations (`fx`, `fy`, `cx`, `cy`, `distortion`).
+    public var json: JSONValue {
+        .object(JSONObject([
+            ("fx", .number(fx)), ("fy", .number(fy)), ("cx", .number(cx)), ("cy", .number(cy)),
+            ("distortion", .array(distortion.map(JSONValue.number))),
+        ]))
+    }
+}
+
+extension ProjectionUncertainty {
+    /// The JSON object of the centre and corner values.
+    public var json: JSONValue {
+        .object(JSONObject([("center", .number(center)), ("corners", .array(corners.map(JSONValue.number)))]))
     }
 }

@@ -19,26 +19,8 @@ extension StereoCalibration {
 
     /// Reads a calibration from JSON text. `source` names the file in errors.
     public init(jsonText: String, source: String = "<text>") throws(CalibrationFileError) {
-        let root: JSONValue
-        do {
-            root = try JSONValue(parsing: jsonText)
-        } catch {
-            throw .syntax(file: source, line: error.line, column: error.column, message: error.message)
-        }
         let reader = FieldReader(file: source)
-        let object = try reader.object(root, at: "")
-        let format = try reader.string(object["format"], at: "format")
-        guard format == Self.fileFormatName else {
-            throw .invalid(file: source, key: "format", message: "expected \"\(Self.fileFormatName)\", found \"\(format)\"")
-        }
-        let version = try reader.number(object["version"], at: "version")
-        // Checked as a Double first: converting 1e300 to Int would trap.
-        guard version == version.rounded(), version >= 1, version <= Double(Int32.max) else {
-            throw .invalid(file: source, key: "version", message: "expected a whole number from 1 to \(Int32.max), found \(version)")
-        }
-        guard Int(version) <= Self.fileFormatVersion else {
-            throw .unsupportedVersion(file: source, version: Int(version), newestSupported: Self.fileFormatVersion)
-        }
+        let object = try reader.document(jsonText, format: Self.fileFormatName, newestVersion: Self.fileFormatVersion)
         let left = try reader.camera(object["left"], at: "left")
         let right = try reader.camera(object["right"], at: "right")
         let ext = try reader.object(object["extrinsics"], at: "extrinsics")
@@ -79,21 +61,7 @@ extension StereoCalibration {
 
     /// The JSON text of this calibration.
     public func jsonText() -> String {
-        func camera(_ c: CameraModel) -> JSONValue {
-            .object(JSONObject([
-                ("width", .number(Double(c.size.width))),
-                ("height", .number(Double(c.size.height))),
-                ("intrinsics", .object(JSONObject([
-                    ("fx", .number(c.intrinsics.fx)), ("fy", .number(c.intrinsics.fy)),
-                    ("cx", .number(c.intrinsics.cx)), ("cy", .number(c.intrinsics.cy)),
-                    ("skew", .number(c.intrinsics.skew)),
-                ]))),
-                ("distortion", .object(JSONObject([
-                    ("model", .string(c.distortion.modelName)),
-                    ("coefficients", .array(c.distortion.coefficients.map(JSONValue.number))),
-                ]))),
-            ]))
-        }
+        let camera = cameraJSON
         var root = JSONObject([
             ("format", .string(Self.fileFormatName)),
             ("version", .number(Double(Self.fileFormatVersion))),
@@ -138,6 +106,30 @@ public enum CalibrationFileError: Error, Hashable, Sendable, CustomStringConvert
 /// Typed access to the fields of a parsed file, turning every mismatch into
 /// a ``CalibrationFileError`` that names the key path.
 private struct FieldReader {
+    /// The top-level object of a Parallax file, after checking its `format` and `version`.
+    func document(_ text: String, format expected: String, newestVersion: Int) throws(CalibrationFileError) -> JSONObject {
+        let root: JSONValue
+        do {
+            root = try JSONValue(parsing: text)
+        } catch {
+            throw .syntax(file: file, line: error.line, column: error.column, message: error.message)
+        }
+        let object = try self.object(root, at: "")
+        let format = try string(object["format"], at: "format")
+        guard format == expected else {
+            throw .invalid(file: file, key: "format", message: "expected \"\(expected)\", found \"\(format)\"")
+        }
+        let version = try number(object["version"], at: "version")
+        // Checked as a Double first: converting 1e300 to Int would trap.
+        guard version == version.rounded(), version >= 1, version <= Double(Int32.max) else {
+            throw .invalid(file: file, key: "version", message: "expected a whole number from 1 to \(Int32.max), found \(version)")
+        }
+        guard Int(version) <= newestVersion else {
+            throw .unsupportedVersion(file: file, version: Int(version), newestSupported: newestVersion)
+        }
+        return object
+    }
+
     let file: String
 
     func object(_ v: JSONValue?, at key: String) throws(CalibrationFileError) -> JSONObject {
@@ -216,5 +208,73 @@ private struct FieldReader {
         return CameraModel(size: ImageSize(width: Int(width), height: Int(height)),
                            intrinsics: CameraIntrinsics(fx: fx, fy: fy, cx: cx, cy: cy, skew: skew),
                            distortion: distortion)
+    }
+}
+
+/// A camera as the files write it (CAMERA above).
+private func cameraJSON(_ c: CameraModel) -> JSONValue {
+    .object(JSONObject([
+        ("width", .number(Double(c.size.width))),
+        ("height", .number(Double(c.size.height))),
+        ("intrinsics", .object(JSONObject([
+            ("fx", .number(c.intrinsics.fx)), ("fy", .number(c.intrinsics.fy)),
+            ("cx", .number(c.intrinsics.cx)), ("cy", .number(c.intrinsics.cy)),
+            ("skew", .number(c.intrinsics.skew)),
+        ]))),
+        ("distortion", .object(JSONObject([
+            ("model", .string(c.distortion.modelName)),
+            ("coefficients", .array(c.distortion.coefficients.map(JSONValue.number))),
+        ]))),
+    ]))
+}
+
+/// The Parallax one-camera calibration file (JSON), written by `parallax calibrate --images`:
+///
+///     {"format": "parallax-camera-calibration", "version": 1, "camera": CAMERA}
+///
+/// with CAMERA as in the stereo file. Other keys (the calibration's `rms` and `uncertainty`)
+/// are kept in ``extra`` and written back.
+public struct CameraCalibrationFile: Sendable {
+    /// The value of the `"format"` key.
+    public static let fileFormatName = "parallax-camera-calibration"
+    /// The newest file version this library reads and the one it writes.
+    public static let fileFormatVersion = 1
+
+    /// The calibrated camera.
+    public var camera: CameraModel
+    /// Keys other than `format`, `version` and `camera`, written after them.
+    public var extra: [String: JSONValue]
+
+    /// A file for `camera` with `extra` keys.
+    public init(camera: CameraModel, extra: [String: JSONValue] = [:]) {
+        self.camera = camera
+        self.extra = extra
+    }
+
+    /// Reads the file's JSON text; `source` names the file in errors.
+    public init(jsonText: String, source: String = "<text>") throws(CalibrationFileError) {
+        let reader = FieldReader(file: source)
+        let object = try reader.document(jsonText, format: Self.fileFormatName, newestVersion: Self.fileFormatVersion)
+        camera = try reader.camera(object["camera"], at: "camera")
+        extra = [:]
+        for (key, value) in object.pairs where !["format", "version", "camera"].contains(key) { extra[key] = value }
+    }
+
+    /// Reads the file at `path`.
+    public init(contentsOfFile path: String) throws(CalibrationFileError) {
+        let text: String
+        do { text = try FileAccess.readText(atPath: path) } catch { throw .unreadable(error) }
+        try self.init(jsonText: text, source: path)
+    }
+
+    /// The JSON text of the file.
+    public func jsonText() -> String {
+        var root = JSONObject([
+            ("format", .string(Self.fileFormatName)),
+            ("version", .number(Double(Self.fileFormatVersion))),
+            ("camera", cameraJSON(camera)),
+        ])
+        for key in extra.keys.sorted() { root[key] = extra[key] }
+        return JSONValue.object(root).serialized() + "\n"
     }
 }

@@ -4,11 +4,12 @@ import ParallaxCalibration
 import ParallaxGeometry
 import ParallaxImage
 
-/// `parallax calibrate`: stereo calibration from chessboard image pairs.
+/// `parallax calibrate`: stereo calibration from chessboard image pairs, or one camera's
+/// calibration from its images (`--images`, CalibrateCommand+OneCamera.swift).
 struct CalibrateCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "calibrate",
-        abstract: "Calibrate a stereo rig from pairs of chessboard images.",
+        abstract: "Calibrate a stereo rig from pairs of chessboard images, or one camera from --images.",
         discussion: """
             Files pair by the number in their names (left07.png with right07.png; --pair-by order pairs \
             them in sorted order instead). A file that cannot be paired (no number, a number used twice, \
@@ -22,16 +23,24 @@ struct CalibrateCommand: ParsableCommand {
             are in the unit of --square, which the calibration records ("unit": "mm"). Progress goes to \
             stderr; every output is written only once the calibration has succeeded, each file atomically.
 
-            Example:
+            With --images instead of --left and --right, one camera is calibrated alone and written as \
+            one-camera files (Parallax JSON, OpenCV YAML, ros/camera.yaml).
+
+            Examples:
               parallax calibrate --left 'left*.jpg' --right 'right*.jpg' --board 9x6 --square 25mm \\
                   --output rig.json --opencv-yaml rig.yml --ros-dir ros --report report
+              parallax calibrate --images 'cam*.png' --board 9x6 --square 25mm --output camera.json
             """)
 
     @Option(name: .long, parsing: .upToNextOption, help: "Left images: a quoted glob ('left*.png') or a list of files.")
-    var left: [String]
+    var left: [String] = []
 
     @Option(name: .long, parsing: .upToNextOption, help: "Right images: a quoted glob or a list of files.")
-    var right: [String]
+    var right: [String] = []
+
+    @Option(name: .long, parsing: .upToNextOption,
+            help: "One camera's images (instead of --left and --right): calibrate that camera alone and write a one-camera file.")
+    var images: [String] = []
 
     @Option(name: .customLong("pair-by"), help: "Pair left and right files by the number in their names, or in sorted order.")
     var pairBy: ImagePairing.Rule = .number
@@ -92,6 +101,15 @@ struct CalibrateCommand: ParsableCommand {
     var maxRMS: Double = 1
 
     func validate() throws {
+        if images.isEmpty && (left.isEmpty || right.isEmpty) {
+            throw ValidationError("give --left and --right (a stereo rig), or --images (one camera)")
+        }
+        if !images.isEmpty && !(left.isEmpty && right.isEmpty) {
+            throw ValidationError("--images calibrates one camera: give it without --left and --right")
+        }
+        if !images.isEmpty && (fix != .none || intrinsics != nil || kalibr != nil) {
+            throw ValidationError("--fix, --intrinsics and --kalibr are for stereo rigs, not with --images")
+        }
         if fix != .none && intrinsics == nil {
             throw ValidationError("--fix \(fix) needs --intrinsics FILE with the cameras to hold")
         }
@@ -106,6 +124,7 @@ struct CalibrateCommand: ParsableCommand {
         do { target = try CalibrationBoard(parsing: board, square: square) } catch { throw ValidationError(error.description) }
         let lensModel = model
         let fixed = fix
+        if !images.isEmpty { return try runOneCamera(target: target, start: start) }
 
         let leftFiles = try Self.expand(left, option: "--left")
         let rightFiles = try Self.expand(right, option: "--right")
@@ -115,19 +134,7 @@ struct CalibrateCommand: ParsableCommand {
                 + (rosDirectory.map { [("--ros-dir", $0 + "/left.yaml"), ("--ros-dir", $0 + "/right.yaml")] } ?? []),
             inputs: leftFiles.map { ("--left", $0) } + rightFiles.map { ("--right", $0) }
                 + (intrinsics.map { [("--intrinsics", $0)] } ?? []) + (cornersIn.map { [("--corners-in", $0)] } ?? []))
-        // A corner list is read, and checked against --board, before any work.
-        var cornerList: CornerList?
-        if let cornersIn {
-            do {
-                cornerList = try CornerList(contentsOfFile: cornersIn)
-            } catch {
-                throw CLIError("--corners-in: \(error)")
-            }
-            if let declared = cornerList?.board, declared != (target.columns, target.rows) {
-                throw CLIError("--corners-in \(cornersIn) is for a \(declared.columns)x\(declared.rows) board, "
-                               + "but --board is \(target.columns)x\(target.rows)")
-            }
-        }
+        let cornerList = try loadCornerList(target: target)
         let (pairs, unpaired) = ImagePairing.pair(left: leftFiles, right: rightFiles, by: pairBy)
         if !unpaired.isEmpty && !skipUnpaired {
             let shown = unpaired.prefix(20).map { "  \($0.name): \($0.reason)" }
@@ -198,19 +205,7 @@ struct CalibrateCommand: ParsableCommand {
             files.append((kalibr, Array(text.utf8)))
         }
         if let cornersOut {
-            let images = outcome.corners.sorted { $0.key < $1.key }.map { (key, corners) in
-                (key, JSONValue.array(corners.map { .array([.number(($0.x * 1e4).rounded() / 1e4), .number(($0.y * 1e4).rounded() / 1e4)]) }))
-            }
-            let sizes = outcome.imageSizes.sorted { $0.key < $1.key }.map { key, size in
-                (key, JSONValue.array([.number(Double(size.width)), .number(Double(size.height))]))
-            }
-            let object = JSONValue.object(JSONObject([
-                ("tool", .string(cornersIn.map { "corners from \($0)" } ?? "Parallax ChessboardDetector")),
-                ("board", .array([.number(Double(target.columns)), .number(Double(target.rows))])),
-                ("images", .object(JSONObject(images))),
-                ("image_sizes", .object(JSONObject(sizes))),
-            ]))
-            files.append((cornersOut, Array((object.serialized() + "\n").utf8)))
+            files.append((cornersOut, cornersJSON(outcome.corners, sizes: outcome.imageSizes, target: target)))
         }
         if let report {
             do {
@@ -257,8 +252,41 @@ struct CalibrateCommand: ParsableCommand {
         }
     }
 
+    /// The --corners-in list, read and checked against --board before any work.
+    func loadCornerList(target: CalibrationBoard) throws -> CornerList? {
+        guard let cornersIn else { return nil }
+        let list: CornerList
+        do {
+            list = try CornerList(contentsOfFile: cornersIn)
+        } catch {
+            throw CLIError("--corners-in: \(error)")
+        }
+        if let declared = list.board, declared != (target.columns, target.rows) {
+            throw CLIError("--corners-in \(cornersIn) is for a \(declared.columns)x\(declared.rows) board, "
+                           + "but --board is \(target.columns)x\(target.rows)")
+        }
+        return list
+    }
+
+    /// The --corners-out JSON for `corners` found in images of `sizes`.
+    func cornersJSON(_ corners: [String: [SIMD2<Double>]], sizes: [String: ImageSize], target: CalibrationBoard) -> [UInt8] {
+        let images = corners.sorted { $0.key < $1.key }.map { (key, corners) in
+            (key, JSONValue.array(corners.map { .array([.number(($0.x * 1e4).rounded() / 1e4), .number(($0.y * 1e4).rounded() / 1e4)]) }))
+        }
+        let sizeList = sizes.sorted { $0.key < $1.key }.map { key, size in
+            (key, JSONValue.array([.number(Double(size.width)), .number(Double(size.height))]))
+        }
+        let object = JSONValue.object(JSONObject([
+            ("tool", .string(cornersIn.map { "corners from \($0)" } ?? "Parallax ChessboardDetector")),
+            ("board", .array([.number(Double(target.columns)), .number(Double(target.rows))])),
+            ("images", .object(JSONObject(images))),
+            ("image_sizes", .object(JSONObject(sizeList))),
+        ]))
+        return Array((object.serialized() + "\n").utf8)
+    }
+
     private func formatted(_ v: Double) -> String { Self.formatted(v) }
-    private static func formatted(_ v: Double) -> String { String(format: "%.4f", v) }
+    static func formatted(_ v: Double) -> String { String(format: "%.4f", v) }
 
     /// The `--json` object.
     static func summary(_ outcome: CalibrationPipeline.Outcome, unit: LengthUnit, seconds: Double,
