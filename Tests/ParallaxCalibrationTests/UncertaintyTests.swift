@@ -121,3 +121,51 @@ struct CornerOutlierTests {
         #expect(rejected.rms < squared.rms && rejected.rms < 0.25)
     }
 }
+
+@Suite("Is the uncertainty honest?")
+struct UncertaintyHonestyTests {
+    /// Over independent noise draws, the true errors divided by the reported σ: for honest σ
+    /// the root mean square of that ratio is 1. Eight draws of 20 pairs at two noise levels.
+    @Test("true error / reported σ is near 1 for focal lengths, baseline and projection (8 draws, 0.1 and 0.3 px)")
+    func reportedSigmaMatchesTheTrueError() throws {
+        let rig = try SyntheticRig.load("brown5_stereo")
+        var focal: [Double] = [], baseline: [Double] = [], projectionError: [Double] = [], projectionSigma: [Double] = []
+        for (noise, seed) in [0.1, 0.3].flatMap({ n in (1...4).map { (n, UInt64($0)) } }) {
+            var random = SeededRandom(seed: 100 + seed)
+            let views = rig.views(sigma: noise / 2.0.squareRoot(), random: &random)
+            let result = try StereoCalibrator(target: rig.target, model: .brown5).calibrate(pairs: views, size: rig.size)
+            let u = try #require(result.uncertainty)
+            let c = result.calibration
+            for (estimated, known, sigma) in [(c.left, rig.left, u.left), (c.right, rig.right, u.right)] {
+                focal.append((estimated.intrinsics.fx - known.intrinsics.fx) / sigma.fx)
+                focal.append((estimated.intrinsics.fy - known.intrinsics.fy) / sigma.fy)
+            }
+            baseline.append((c.baseline - rig.calibration.baseline) / u.baseline)
+            // Projection: the true camera's ray through a pixel, projected by the estimate.
+            for (estimated, known, p) in [(c.left, rig.left, u.leftProjection), (c.right, rig.right, u.rightProjection)] {
+                let w = Double(known.size.width - 1), h = Double(known.size.height - 1)
+                let pixels = [SIMD2(w / 2, h / 2), SIMD2(w / 4, h / 4), SIMD2(3 * w / 4, 3 * h / 4), SIMD2(0, 0), SIMD2(w, h)]
+                for pixel in pixels {
+                    let ray = try known.ray(throughPixel: pixel)
+                    guard let landed = estimated.project(ray) else { continue }
+                    let sigma = ProjectionUncertainty.sigma(at: pixel, camera: estimated, model: .brown5,
+                                                            parameters: LensModelKind.brown5.parameters(of: estimated),
+                                                            covariance: p.covariance)
+                    projectionError.append(length(landed - pixel))
+                    projectionSigma.append(sigma)
+                }
+            }
+        }
+        func rms(_ v: [Double]) -> Double { (v.reduce(0) { $0 + $1 * $1 } / Double(v.count)).squareRoot() }
+        let focalRatio = rms(focal), baselineRatio = rms(baseline)
+        // A 2-D error with σ per axis has a mean square length of 2σ²: √2 σ_worst is the honest scale.
+        let projectionRatio = rms(projectionError) / (2.0.squareRoot() * rms(projectionSigma))
+        print("true error / reported σ (RMS over draws): focal \(focalRatio) (\(focal.count) values), "
+              + "baseline \(baselineRatio) (\(baseline.count)), projection \(projectionRatio) (\(projectionError.count))")
+        #expect(focalRatio > 0.5 && focalRatio < 2)
+        #expect(baselineRatio > 0.5 && baselineRatio < 2)
+        #expect(projectionRatio > 0.5 && projectionRatio < 2)
+        // The README quotes these draws' figures: "focal 0.99, baseline 1.10, projection 0.77".
+        #expect(abs(focalRatio - 0.99) < 0.005 && abs(baselineRatio - 1.10) < 0.005 && abs(projectionRatio - 0.77) < 0.005)
+    }
+}

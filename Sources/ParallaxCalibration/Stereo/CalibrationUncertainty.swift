@@ -38,6 +38,8 @@ public struct ProjectionUncertainty: Sendable, Hashable {
     public var center: Double
     /// σ at the four corner pixels: top left, top right, bottom right, bottom left.
     public var corners: [Double]
+    /// The camera parameters' covariance this was computed from (row-major).
+    public var covariance: [Double]
 
     /// The pixel of grid node (`column`, `row`).
     public func pixel(column: Int, row: Int) -> SIMD2<Double> {
@@ -52,6 +54,7 @@ public struct ProjectionUncertainty: Sendable, Hashable {
     /// in `model`'s layout have covariance `covariance` (`model.parameterCount` square, row-major).
     public init(camera: CameraModel, model: LensModelKind, covariance: [Double], columns: Int = 48, rows: Int = 27) {
         imageSize = camera.size
+        self.covariance = covariance
         self.columns = max(columns, 2)
         self.rows = max(rows, 2)
         let parameters = model.parameters(of: camera)
@@ -73,7 +76,7 @@ public struct ProjectionUncertainty: Sendable, Hashable {
     }
 
     /// σ in the worst direction at one pixel (NaN when the pixel has no ray).
-    static func sigma(at pixel: SIMD2<Double>, camera: CameraModel, model: LensModelKind, parameters: [Double],
+    public static func sigma(at pixel: SIMD2<Double>, camera: CameraModel, model: LensModelKind, parameters: [Double],
                       covariance: [Double]) -> Double {
         let n = parameters.count
         guard covariance.count == n * n, let ray = try? camera.ray(throughPixel: pixel) else { return .nan }
