@@ -99,6 +99,38 @@ struct CalibrateCommandTests {
         #expect(fileSigma == ((uncertainty["left"] as? [String: Any])?["fx"] as? Double))
     }
 
+    @Test("--cross-validate calibrates alternate halves of OpenCV's sample and reports their projection difference")
+    func crossValidatesOnHalves() throws {
+        try #require(FileManager.default.fileExists(atPath: Self.data + "/left01.jpg"))
+        let dir = try ParallaxCLI.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let result = try ParallaxCLI.run([
+            "calibrate", "--left", Self.data + "/left[01]*.jpg", "--right", Self.data + "/right[01]*.jpg", "--board", "9x6",
+            "--square", "1", "--cross-validate", "--json", "--output", dir.appendingPathComponent("rig.json").path,
+            "--report", dir.appendingPathComponent("report").path,
+        ], timeout: 300)
+        #expect(result.status == 0, "stderr: \(result.stderr)")
+        let figures = try #require(try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any])
+        let cross = try #require(figures["cross_validation"] as? [String: Any])
+        #expect((cross["between"] as? String)?.contains("7 and 6") == true)
+        for side in ["left", "right"] {
+            let entry = try #require(cross[side] as? [String: Any])
+            let median = entry["median"] as? Double ?? -1
+            // Calibration/GUIDE.md: "agree to 0.14 px (left) and 0.15 px (right) in the median".
+            #expect(abs(median - (side == "left" ? 0.145 : 0.15)) <= 0.0051, "\(side) median \(median)")
+            #expect((entry["corners"] as? [Any])?.count == 4 && (entry["rotation_degrees"] as? Double) != nil)
+        }
+        #expect(FileManager.default.fileExists(atPath: dir.appendingPathComponent("report/cross-validation.svg").path))
+
+        // Too few pairs for two halves of three: refused with the count, nothing written.
+        let few = try ParallaxCLI.run([
+            "calibrate", "--left", Self.data + "/left0[1-4].jpg", "--right", Self.data + "/right0[1-4].jpg", "--board", "9x6",
+            "--square", "1", "--cross-validate", "--output", dir.appendingPathComponent("few.json").path,
+        ], timeout: 300)
+        #expect(few.status != 0 && few.stderr.contains("at least 6 usable pairs"), "\(few.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: dir.appendingPathComponent("few.json").path))
+    }
+
     /// Copies OpenCV's sample images `left<k>.jpg` (and `right<k>.jpg`) into `dir` under their own names.
     static func copySamplePairs(_ numbers: [String], into dir: URL, sides: [String] = ["left", "right"]) throws {
         for k in numbers {

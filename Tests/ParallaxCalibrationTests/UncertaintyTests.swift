@@ -1,3 +1,4 @@
+import Foundation
 import Testing
 import ParallaxCalibration
 import ParallaxGeometry
@@ -167,5 +168,36 @@ struct UncertaintyHonestyTests {
         #expect(projectionRatio > 0.5 && projectionRatio < 2)
         // The README quotes these draws' figures: "focal 0.99, baseline 1.10, projection 0.77".
         #expect(abs(focalRatio - 0.99) < 0.005 && abs(baselineRatio - 1.10) < 0.005 && abs(projectionRatio - 0.77) < 0.005)
+    }
+}
+
+@Suite("Projection difference between two calibrations")
+struct ProjectionDifferenceTests {
+    static let camera = CameraModel(size: ImageSize(width: 640, height: 480),
+                                    intrinsics: CameraIntrinsics(fx: 520, fy: 520, cx: 322, cy: 238.5),
+                                    distortion: .brownConrady(BrownConrady(k1: -0.12, k2: 0.03, p1: 0.0005, p2: -0.0003, k3: 0)))
+
+    @Test("a camera against itself differs by nothing; a longer focal length by its scale; a shifted principal point by a rotation only")
+    func measuresWhatChanged() {
+        let same = ProjectionDifference(Self.camera, Self.camera)
+        #expect(same.difference.allSatisfy { $0 < 1e-9 } && same.rotationDegrees < 1e-9)
+
+        var longer = Self.camera
+        longer.intrinsics.fx *= 1.001
+        longer.intrinsics.fy *= 1.001
+        let scaled = ProjectionDifference(Self.camera, longer)
+        print("fx × 1.001: median \(scaled.median) px, corners \(scaled.corners)")
+        // 0.1 % of the distance from the principal point (about 400 px at the corners), give or take distortion.
+        #expect(scaled.corners.allSatisfy { $0 > 0.3 && $0 < 0.6 })
+        #expect(scaled.median < scaled.corners.min()!)
+
+        var shifted = Self.camera
+        shifted.intrinsics.cx += 3
+        let turned = ProjectionDifference(Self.camera, shifted)
+        print("cx + 3 px: median \(turned.median) px, rotation \(turned.rotationDegrees)°")
+        // A camera turned by atan(3 / 520) sees almost what the shifted one does: the fitted rotation takes up
+        // most of the 3 px (measured: 0.32°, leaving 0.2 px, the distortion centre having moved with cx).
+        #expect(abs(turned.rotationDegrees - atan(3.0 / 520) * 180 / .pi) < 0.02)
+        #expect(turned.median < 0.3)
     }
 }

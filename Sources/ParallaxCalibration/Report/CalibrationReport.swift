@@ -107,6 +107,19 @@ public enum CalibrationReport {
 
     /// The projection-uncertainty heat maps of one or more cameras (named) on one colour scale.
     public static func projectionUncertainty(_ cameras: [(name: String, projection: ProjectionUncertainty)]) -> String {
+        heatMaps(cameras, title: "Projection uncertainty (px, worst direction): where a pixel's ray lands as the fitted "
+                 + "intrinsics vary; ", centreLabel: "centre")
+    }
+
+    /// The cross-validation heat maps: how far apart two calibrations put each pixel.
+    public static func crossValidation(_ cameras: [(name: String, difference: ProjectionDifference)], between: String) -> String {
+        heatMaps(cameras.map { ($0.name, $0.difference.grid) },
+                 title: "Projection difference (px) between \(between); ", centreLabel: "median")
+    }
+
+    /// Heat maps of per-pixel values in pixels, one panel per camera, on one logarithmic scale.
+    static func heatMaps(_ cameras: [(name: String, projection: ProjectionUncertainty)], title: String,
+                         centreLabel: String) -> String {
         guard let first = cameras.first else { return SVGDocument(width: 1, height: 1).text }
         let size = first.projection.imageSize
         let w = 400.0, h = w * Double(size.height) / Double(max(size.width, 1))
@@ -119,8 +132,7 @@ public enum CalibrationReport {
         let top = max(finite.max() ?? 1, 1e-12), bottom = min(finite.min() ?? top, top)
         let span = max(log(top / bottom), 1e-12)
         func scaled(_ v: Double) -> Double { log(max(v, bottom) / bottom) / span }
-        svg.text(margin, 16, "Projection uncertainty (px, worst direction): where a pixel's ray lands as the fitted "
-                 + "intrinsics vary; " + cameras.map(\.name).joined(separator: ", "), size: 13)
+        svg.text(margin, 16, title + cameras.map(\.name).joined(separator: ", "), size: 13)
         for (panel, (_, p)) in cameras.enumerated() {
             let x0 = margin + Double(panel) * (w + margin), y0 = margin + 20
             let cw = w / Double(p.columns), ch = h / Double(p.rows)
@@ -135,7 +147,7 @@ public enum CalibrationReport {
                 }
             }
             svg.rect(x0, y0, w, h, fill: "none", stroke: "#222")
-            svg.text(x0 + w / 2, y0 + h / 2, String(format: "centre %.3g px", p.center), size: 11, anchor: "middle", fill: "#fff")
+            svg.text(x0 + w / 2, y0 + h / 2, centreLabel + String(format: " %.3g px", p.center), size: 11, anchor: "middle", fill: "#fff")
             svg.text(x0 + 4, y0 + h - 6, String(format: "max %.3g px", p.maximum), size: 11, fill: "#fff")
         }
         // The colour scale.

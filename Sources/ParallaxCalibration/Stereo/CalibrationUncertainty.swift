@@ -50,6 +50,17 @@ public struct ProjectionUncertainty: Sendable, Hashable {
     /// The largest σ on the grid.
     public var maximum: Double { sigma.filter(\.isFinite).max() ?? .nan }
 
+    /// An empty grid of `columns` × `rows` nodes over an image of `imageSize` (values NaN).
+    init(imageSize: ImageSize, columns: Int, rows: Int) {
+        self.imageSize = imageSize
+        self.columns = columns
+        self.rows = rows
+        sigma = [Double](repeating: .nan, count: columns * rows)
+        center = .nan
+        corners = []
+        covariance = []
+    }
+
     /// The projection uncertainty of `camera`, whose parameters `[fx, fy, cx, cy, distortion…]`
     /// in `model`'s layout have covariance `covariance` (`model.parameterCount` square, row-major).
     public init(camera: CameraModel, model: LensModelKind, covariance: [Double], columns: Int = 48, rows: Int = 27) {
@@ -195,5 +206,121 @@ extension ProjectionUncertainty {
     /// The JSON object of the centre and corner values.
     public var json: JSONValue {
         .object(JSONObject([("center", .number(center)), ("corners", .array(corners.map(JSONValue.number)))]))
+    }
+}
+
+/// How far apart two calibrations of one camera put the same pixel: for each pixel of a grid,
+/// the ray through it in one model, turned by the rotation that best aligns the two models,
+/// projected by the other (pixels). Two calibrations from independent halves of the views
+/// (`parallax calibrate --cross-validate`) show what σ alone cannot: model error, and views
+/// that pull the solution.
+///
+/// The rotation is fitted (least squares) over the grid nodes of the middle two thirds of the
+/// image, as mrcal fits an implied transformation: a board calibration cannot tell a shifted
+/// principal point from a slightly turned camera, and the two halves may trade one for the
+/// other without any pixel's ray really moving. ``rotationDegrees`` is its angle.
+public struct ProjectionDifference: Sendable, Hashable {
+    /// The image the grid covers.
+    public var imageSize: ImageSize
+    /// Grid nodes across and down (as in ``ProjectionUncertainty``).
+    public var columns: Int
+    public var rows: Int
+    /// The difference per node in pixels, row-major (NaN where either model has no ray).
+    public var difference: [Double]
+    /// The median over the grid, and the values at the four corner pixels (top left, top
+    /// right, bottom right, bottom left).
+    public var median: Double
+    public var corners: [Double]
+
+    /// The angle of the rotation fitted between the two models' frames, in degrees.
+    public var rotationDegrees: Double
+
+    /// The difference between `a` and `b` (same image size) over a `columns` × `rows` grid.
+    public init(_ a: CameraModel, _ b: CameraModel, columns: Int = 48, rows: Int = 27) {
+        imageSize = a.size
+        self.columns = max(columns, 2)
+        self.rows = max(rows, 2)
+        let w = Double(a.size.width - 1), h = Double(a.size.height - 1)
+        let rotation = Self.alignment(a, b, columns: self.columns, rows: self.rows)
+        rotationDegrees = length(rotation.rodriguesVector) * 180 / .pi
+        func at(_ pixel: SIMD2<Double>) -> Double {
+            guard let ray = try? a.ray(throughPixel: pixel), let landed = b.project(rotation * ray) else { return .nan }
+            return length(landed - pixel)
+        }
+        var grid: [Double] = []
+        for j in 0..<self.rows {
+            for i in 0..<self.columns {
+                grid.append(at(SIMD2(Double(i) * w / Double(self.columns - 1), Double(j) * h / Double(self.rows - 1))))
+            }
+        }
+        difference = grid
+        let finite = grid.filter(\.isFinite).sorted()
+        median = finite.isEmpty ? .nan : finite[finite.count / 2]
+        corners = [SIMD2(0, 0), SIMD2(w, 0), SIMD2(w, h), SIMD2(0, h)].map(at)
+    }
+
+    /// The rotation that, applied to `a`'s rays, best makes `b` project them where `a` does,
+    /// over the grid nodes of the middle two thirds of the image (Gauss–Newton on the rotation
+    /// vector, numerical derivatives).
+    static func alignment(_ a: CameraModel, _ b: CameraModel, columns: Int, rows: Int) -> Matrix3x3 {
+        let w = Double(a.size.width - 1), h = Double(a.size.height - 1)
+        var samples: [(ray: SIMD3<Double>, pixel: SIMD2<Double>)] = []
+        for j in 0..<rows {
+            for i in 0..<columns {
+                let pixel = SIMD2(Double(i) * w / Double(columns - 1), Double(j) * h / Double(rows - 1))
+                guard abs(pixel.x - w / 2) <= w / 3, abs(pixel.y - h / 2) <= h / 3,
+                      let ray = try? a.ray(throughPixel: pixel) else { continue }
+                samples.append((ray, pixel))
+            }
+        }
+        guard samples.count >= 3 else { return .identity }
+        func residuals(_ omega: SIMD3<Double>) -> [Double]? {
+            let r = Matrix3x3(rodrigues: omega)
+            var out: [Double] = []
+            for s in samples {
+                guard let p = b.project(r * s.ray) else { return nil }
+                out.append(p.x - s.pixel.x)
+                out.append(p.y - s.pixel.y)
+            }
+            return out
+        }
+        var omega = SIMD3<Double>.zero
+        for _ in 0..<10 {
+            guard let r0 = residuals(omega) else { break }
+            // Normal equations JᵀJ δ = −Jᵀr, with J by central differences.
+            var columnsJ: [[Double]] = []
+            for k in 0..<3 {
+                var plus = omega, minus = omega
+                plus[k] += 1e-7
+                minus[k] -= 1e-7
+                guard let rp = residuals(plus), let rm = residuals(minus) else { return Matrix3x3(rodrigues: omega) }
+                columnsJ.append(zip(rp, rm).map { ($0 - $1) / 2e-7 })
+            }
+            var normal = Matrix(rows: 3, columns: 3)
+            var rhs = [Double](repeating: 0, count: 3)
+            for p in 0..<3 {
+                for q in 0..<3 { normal[p, q] = zip(columnsJ[p], columnsJ[q]).reduce(0) { $0 + $1.0 * $1.1 } }
+                rhs[p] = -zip(columnsJ[p], r0).reduce(0) { $0 + $1.0 * $1.1 }
+            }
+            guard let step = try? LinearAlgebra.choleskySolve(normal, rhs) else { break }
+            omega += SIMD3(step[0], step[1], step[2])
+            if length(SIMD3(step[0], step[1], step[2])) < 1e-12 { break }
+        }
+        return Matrix3x3(rodrigues: omega)
+    }
+
+    /// As a heat-map grid (the values in ``ProjectionUncertainty``'s layout, for drawing).
+    public var grid: ProjectionUncertainty {
+        var p = ProjectionUncertainty(imageSize: imageSize, columns: columns, rows: rows)
+        p.sigma = difference
+        p.center = median
+        p.corners = corners
+        return p
+    }
+
+    /// The JSON object: `median`, `corners` [4] and `rotation_degrees`.
+    public var json: JSONValue {
+        .object(JSONObject([("median", .number(median)), ("corners", .array(corners.map(JSONValue.number))),
+                            ("rotation_degrees", .number(rotationDegrees))]))
     }
 }

@@ -87,6 +87,13 @@ struct CalibrateCommand: ParsableCommand {
     @Flag(name: .customLong("keep-outliers"), help: "Solve every corner of every usable pair: set no pair or corner aside for fitting badly (OpenCV's behaviour).")
     var keepOutliers = false
 
+    @Flag(name: .customLong("cross-validate"),
+          help: "Also calibrate each half of the pairs (alternate pairs) on its own and report how far apart the two put each pixel.")
+    var crossValidate = false
+
+    @Option(name: .long, help: "Report how far this calibration and the one in FILE (any format Parallax reads) put each pixel apart.")
+    var against: String?
+
     @Option(name: .customLong("corners-in"),
             help: "Take each image's corners from this list instead of detecting them: the JSON --corners-out writes, or mrcal's corners.vnl (see Calibration/GUIDE.md).")
     var cornersIn: String?
@@ -107,8 +114,11 @@ struct CalibrateCommand: ParsableCommand {
         if !images.isEmpty && !(left.isEmpty && right.isEmpty) {
             throw ValidationError("--images calibrates one camera: give it without --left and --right")
         }
-        if !images.isEmpty && (fix != .none || intrinsics != nil || kalibr != nil) {
-            throw ValidationError("--fix, --intrinsics and --kalibr are for stereo rigs, not with --images")
+        if !images.isEmpty && (fix != .none || intrinsics != nil || kalibr != nil || crossValidate || against != nil) {
+            throw ValidationError("--fix, --intrinsics, --kalibr, --cross-validate and --against are for stereo rigs, not with --images")
+        }
+        if crossValidate && against != nil {
+            throw ValidationError("give --cross-validate or --against FILE, not both")
         }
         if fix != .none && intrinsics == nil {
             throw ValidationError("--fix \(fix) needs --intrinsics FILE with the cameras to hold")
@@ -133,8 +143,11 @@ struct CalibrateCommand: ParsableCommand {
                 .compactMap { option, path in path.map { (option, $0) } }
                 + (rosDirectory.map { [("--ros-dir", $0 + "/left.yaml"), ("--ros-dir", $0 + "/right.yaml")] } ?? []),
             inputs: leftFiles.map { ("--left", $0) } + rightFiles.map { ("--right", $0) }
-                + (intrinsics.map { [("--intrinsics", $0)] } ?? []) + (cornersIn.map { [("--corners-in", $0)] } ?? []))
+                + (intrinsics.map { [("--intrinsics", $0)] } ?? []) + (cornersIn.map { [("--corners-in", $0)] } ?? [])
+                + (against.map { [("--against", $0)] } ?? []))
         let cornerList = try loadCornerList(target: target)
+        // The calibration to compare with is read before any work.
+        let reference = try against.map { try RectificationArguments.loadCalibration($0) }
         let (pairs, unpaired) = ImagePairing.pair(left: leftFiles, right: rightFiles, by: pairBy)
         if !unpaired.isEmpty && !skipUnpaired {
             let shown = unpaired.prefix(20).map { "  \($0.name): \($0.reason)" }
@@ -180,6 +193,7 @@ struct CalibrateCommand: ParsableCommand {
             Self.log("note: --square has no unit, so the calibration's translations are in board units (\"unit\": \"unitless\"); "
                      + "give the square as 25mm, 2.5cm or 0.025m to record one")
         }
+        let comparison = try compare(result, outcome: outcome, reference: reference, pipeline: pipeline)
         // The fit's own error bars go into the file beside the numbers they qualify.
         let uncertainty = result.uncertainty
         if let uncertainty { calibration.extra["uncertainty"] = uncertainty.parameterJSON }
@@ -212,6 +226,11 @@ struct CalibrateCommand: ParsableCommand {
                 var reported = result
                 reported.calibration.translationUnit = calibration.translationUnit
                 files += try Self.reportFiles(reported, board: target, directory: report, uncertainty: uncertainty)
+                if let comparison {
+                    files.append(((report as NSString).appendingPathComponent("cross-validation.svg"),
+                                  Array(CalibrationReport.crossValidation([("left", comparison.left), ("right", comparison.right)],
+                                                                          between: comparison.between).utf8)))
+                }
             } catch {
                 Self.log("error: the report could not be drawn: \(error)")
                 throw ExitCode.failure
@@ -220,7 +239,14 @@ struct CalibrateCommand: ParsableCommand {
         try OutputFiles.writeAll(files)
 
         if json {
-            print(Self.summary(outcome, unit: calibration.translationUnit, seconds: seconds, uncertainty: uncertainty).serialized())
+            var summary = Self.summary(outcome, unit: calibration.translationUnit, seconds: seconds, uncertainty: uncertainty)
+            if let comparison, case .object(var object) = summary {
+                object["cross_validation"] = .object(JSONObject([
+                    ("between", .string(comparison.between)), ("left", comparison.left.json), ("right", comparison.right.json),
+                ]))
+                summary = .object(object)
+            }
+            print(summary.serialized())
         } else {
             let c = result.calibration
             print("pairs used: \(result.pairs.count) of \(outcome.pairsTotal)")
@@ -241,6 +267,13 @@ struct CalibrateCommand: ParsableCommand {
                       + "cx \(value(k.cx, sigma?.cx)) cy \(value(k.cy, sigma?.cy))")
             }
             print("baseline \(value(c.baseline, uncertainty?.baseline))\(target.unit)")
+            if let comparison {
+                func figures(_ d: ProjectionDifference) -> String {
+                    "median \(String(format: "%.3g", d.median)), corners up to \(String(format: "%.3g", d.corners.filter(\.isFinite).max() ?? .nan))"
+                }
+                print("projection difference (px) between \(comparison.between): left \(figures(comparison.left)); "
+                      + "right \(figures(comparison.right))")
+            }
             if let uncertainty {
                 print("projection uncertainty (px, worst direction): left centre \(String(format: "%.3g", uncertainty.leftProjection.center)), "
                       + "corners up to \(String(format: "%.3g", uncertainty.leftProjection.corners.max() ?? .nan)); "
@@ -250,6 +283,45 @@ struct CalibrateCommand: ParsableCommand {
             print("wrote " + files.map(\.path).filter { !$0.hasSuffix(".svg") && !$0.hasSuffix(".png") && !$0.hasSuffix(".html") }.joined(separator: ", ")
                   + (report.map { " and the report in \($0)/" } ?? ""))
         }
+    }
+
+    /// The --cross-validate or --against comparison: per camera, how far apart two calibrations
+    /// put each pixel, and what was compared.
+    func compare(_ result: StereoCalibrationResult, outcome: CalibrationPipeline.Outcome, reference: StereoCalibration?,
+                 pipeline: CalibrationPipeline) throws -> (between: String, left: ProjectionDifference, right: ProjectionDifference)? {
+        if let reference, let against {
+            let c = result.calibration
+            guard reference.left.size == c.left.size, reference.right.size == c.right.size else {
+                throw CLIError("--against \(against) is for \(reference.left.size) images, these are \(c.left.size)")
+            }
+            return ("this calibration and \(against)", ProjectionDifference(c.left, reference.left),
+                    ProjectionDifference(c.right, reference.right))
+        }
+        guard crossValidate else { return nil }
+        // Alternate pairs, so both halves span the whole session.
+        let halves = [stride(from: 0, to: result.pairs.count, by: 2), stride(from: 1, to: result.pairs.count, by: 2)]
+            .map { $0.map { result.pairs[$0] } }
+        var calibrator = StereoCalibrator(target: pipeline.board, model: pipeline.model)
+        calibrator.loss = pipeline.loss
+        if !pipeline.rejectOutliers {
+            (calibrator.outlierFactor, calibrator.outlierFloorPixels) = (.infinity, .infinity)
+            calibrator.rejectCorners = false
+        }
+        guard halves.allSatisfy({ $0.count >= calibrator.minimumPairs }) else {
+            throw CLIError("--cross-validate needs at least \(2 * calibrator.minimumPairs) usable pairs (two halves of "
+                           + "\(calibrator.minimumPairs)); \(result.pairs.count) were used")
+        }
+        var solved: [StereoCalibration] = []
+        for (index, half) in halves.enumerated() {
+            Self.log("cross-validation: calibrating half \(index + 1) of 2 (\(half.count) pairs)")
+            do {
+                solved.append(try calibrator.calibrate(pairs: half, size: outcome.size).calibration)
+            } catch {
+                throw CLIError("--cross-validate: half \(index + 1) (\(half.count) pairs) cannot be calibrated: \(error)")
+            }
+        }
+        return ("two halves of the pairs (\(halves[0].count) and \(halves[1].count))",
+                ProjectionDifference(solved[0].left, solved[1].left), ProjectionDifference(solved[0].right, solved[1].right))
     }
 
     /// The --corners-in list, read and checked against --board before any work.
