@@ -191,7 +191,9 @@ public struct StereoCalibrator: Sendable {
             let limit = max(outlierFactor * median, outlierFloorPixels)
             let outliers = pairRMS.indices.filter { pairRMS[$0] > limit }
             let lastRound = round == maximumRounds - 1
-            if !outliers.isEmpty && pairs.count - outliers.count >= minimumPairs && !lastRound {
+            // Pairs are set aside in the first two rounds only, as the solver always did: a pair
+            // that still fits badly after that stays, and its corners answer for themselves.
+            if !outliers.isEmpty && pairs.count - outliers.count >= minimumPairs && round < 2 && !lastRound {
                 for i in outliers.reversed() {
                     rejected.append(RejectedView(
                         name: pairs[i].name,
