@@ -109,7 +109,8 @@ public struct StereoCalibrator: Sendable {
     /// solve, a corner whose residual exceeds `cornerOutlierFactor` × the camera's robust noise
     /// level (the median residual length / 1.1774, the median of a 2-D Gaussian error's length
     /// being 1.1774 σ) and `cornerOutlierFloorPixels` is set aside and the fit repeated, until
-    /// none is left (at most ``maximumRounds`` solves in all).
+    /// none is left (at most ``maximumRounds`` solves in all). A camera with more than 2 % of its
+    /// corners (and more than 3) beyond the limit has none left out: that is not a few bad corners.
     public var rejectCorners = true
     /// See ``rejectCorners``. Real corner errors have heavier tails than a Gaussian (on OpenCV's
     /// sample a well-detected corner sits 6 σ out), so the default is far out: 8 σ, which a
@@ -239,6 +240,11 @@ public struct StereoCalibrator: Sendable {
             guard !norms.isEmpty else { continue }
             let sigma = norms[norms.count / 2] / 1.1774
             let limit = max(cornerOutlierFactor * sigma, cornerOutlierFloorPixels)
+            // Outliers are rare by definition: when more than 2 % of a camera's corners (and more
+            // than 3) are beyond the limit, the problem is not a few bad corners (a wrong board or
+            // pairing, a wrong lens model), and leaving corners out would only hide it.
+            let beyond = norms.reduce(0) { $0 + ($1 > limit ? 1 : 0) }
+            guard beyond <= max(3, norms.count / 50) else { continue }
             for c in fitted where c.side == side && c.norm > limit {
                 let view = side == 0 ? pairs[c.pair].left : pairs[c.pair].right
                 found.append(RejectedCorner(pair: c.pair, image: view.name, side: side == 0 ? "left" : "right",
