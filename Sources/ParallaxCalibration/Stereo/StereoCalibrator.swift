@@ -110,7 +110,8 @@ public struct StereoCalibrator: Sendable {
     /// level (the median residual length / 1.1774, the median of a 2-D Gaussian error's length
     /// being 1.1774 σ) and `cornerOutlierFloorPixels` is set aside and the fit repeated, until
     /// none is left (at most ``maximumRounds`` solves in all). A camera with more than 2 % of its
-    /// corners (and more than 3) beyond the limit has none left out: that is not a few bad corners.
+    /// corners (and more than 3) beyond the limit, or a noise level of 1 px or more, has none
+    /// left out: that is not a few bad corners.
     public var rejectCorners = true
     /// See ``rejectCorners``. Real corner errors have heavier tails than a Gaussian (on OpenCV's
     /// sample a well-detected corner sits 6 σ out), so the default is far out: 8 σ, which a
@@ -243,8 +244,9 @@ public struct StereoCalibrator: Sendable {
             // Outliers are rare by definition: when more than 2 % of a camera's corners (and more
             // than 3) are beyond the limit, the problem is not a few bad corners (a wrong board or
             // pairing, a wrong lens model), and leaving corners out would only hide it.
+            // Likewise a camera whose typical corner is off by a pixel or more is wrong everywhere.
             let beyond = norms.reduce(0) { $0 + ($1 > limit ? 1 : 0) }
-            guard beyond <= max(3, norms.count / 50) else { continue }
+            guard beyond <= max(3, norms.count / 50), sigma < 1 else { continue }
             for c in fitted where c.side == side && c.norm > limit {
                 let view = side == 0 ? pairs[c.pair].left : pairs[c.pair].right
                 found.append(RejectedCorner(pair: c.pair, image: view.name, side: side == 0 ? "left" : "right",
