@@ -4,10 +4,11 @@
 // Each loop is written once, as an always-inline body, and instantiated for the
 // architecture's baseline and, on x86-64, inside functions with target("avx2,fma") and
 // target("…avx512…"), where the compiler vectorises the same body four doubles (eight
-// floats) or eight doubles (sixteen floats) wide. Floating-point
-// contraction is off, so neither instance fuses a multiply and an add: both perform the
-// same IEEE operations in the same order as the Swift reference (CameraModel.project), and
-// therefore give the same bits.
+// floats) or eight doubles (sixteen floats) wide. Floating-point contraction is off, so no
+// instance fuses a multiply and an add: every level performs the same IEEE operations in
+// the same order and gives the same bits. (The positions are OpenCV's
+// initUndistortRectifyMap arithmetic, one reciprocal of z for both coordinates; they may
+// differ from CameraModel.project, which divides, in the last bit of a double.)
 #include "CRemapKernels.h"
 
 #include <float.h>

@@ -2,7 +2,8 @@
 // selected at run time (ParallaxGeometry's RectificationMap and ParallaxImage's
 // RemapKernels decide which to call). Compiled for the architecture's baseline like the rest
 // of the package: each function carries its own `target` attribute, and none may be called
-// unless parallax_remap_simd_level() says the CPU has that level.
+// at a level parallax_remap_simd_level() (resampling) or parallax_map_simd_level() (map
+// building) does not report for this CPU.
 //
 // Every resampling kernel works on one span of one output row of a compiled map (see
 // ParallaxImage/Rectification/CompiledMap.swift): entries [start, end) pack

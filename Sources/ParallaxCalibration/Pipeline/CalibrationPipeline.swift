@@ -47,21 +47,39 @@ public struct CalibrationPipeline: Sendable {
         public var imageSizes: [String: ImageSize]
     }
 
-    /// Why an image gives no board: the text follows the image's name.
-    struct ListProblem: Error { var reason: String }
+    /// A stereo calibrator with this pipeline's board, model, loss and outlier rules, holding `fixed`.
+    public func stereoCalibrator(fixed: FixedIntrinsics) -> StereoCalibrator {
+        var calibrator = StereoCalibrator(target: board, model: model, fixed: fixed)
+        calibrator.loss = loss
+        if !rejectOutliers {
+            (calibrator.outlierFactor, calibrator.outlierFloorPixels) = (.infinity, .infinity)
+            calibrator.rejectCorners = false
+        }
+        return calibrator
+    }
+
+    /// The size most images have (the larger one on a tie), or `nil` for none.
+    static func mostCommonSize(_ sizes: some Sequence<ImageSize>) -> ImageSize? {
+        var counts: [ImageSize: Int] = [:]
+        for size in sizes { counts[size, default: 0] += 1 }
+        return counts.max { $0.value < $1.value || ($0.value == $1.value && $0.key.area < $1.key.area) }?.key
+    }
+
+    /// Why an image gives no usable board: the text follows the image's name.
+    struct BoardProblem: Error { var reason: String }
 
     /// The board's corners and the image size of `path`: from `cornerList` when given, else
     /// read and detected (the detection time is appended to `detectionSeconds`).
     func board(in path: String, detector: ChessboardDetector, cornerList: CornerList?,
-               detectionSeconds: inout [Double]) -> Result<(corners: [SIMD2<Double>], size: ImageSize), ListProblem> {
+               detectionSeconds: inout [Double]) -> Result<(corners: [SIMD2<Double>], size: ImageSize), BoardProblem> {
         if let cornerList {
-            return Self.listed(path, in: cornerList, board: board).mapError { ListProblem(reason: ": " + $0.reason) }
+            return Self.listed(path, in: cornerList, board: board).mapError { BoardProblem(reason: ": " + $0.reason) }
         }
         let image: GrayImage
         do {
             image = try GrayImage(ImageBuffer(contentsOfFile: path))
         } catch {
-            return .failure(ListProblem(reason: " is unreadable: \(error)"))
+            return .failure(BoardProblem(reason: " is unreadable: \(error)"))
         }
         let clock = ContinuousClock()
         let start = clock.now
@@ -69,7 +87,7 @@ public struct CalibrationPipeline: Sendable {
         detectionSeconds.append((clock.now - start).seconds)
         switch result {
         case .success(let d): return .success((d.corners, image.size))
-        case .failure(let reason): return .failure(ListProblem(reason: ": \(reason)"))
+        case .failure(let reason): return .failure(BoardProblem(reason: ": \(reason)"))
         }
     }
 
@@ -113,9 +131,7 @@ public struct CalibrationPipeline: Sendable {
                 progress("\(prefix) skipped: image \(path)\(problem.reason)")
             }
         }
-        var counts: [ImageSize: Int] = [:]
-        for size in imageSizes.values { counts[size, default: 0] += 1 }
-        guard let size = counts.max(by: { $0.value < $1.value || ($0.value == $1.value && $0.key.area < $1.key.area) })?.key else {
+        guard let size = Self.mostCommonSize(imageSizes.values) else {
             throw .notEnoughViews(usable: 0, needed: 3, rejected: rejected)
         }
         var views: [CalibrationView] = []
@@ -146,21 +162,21 @@ public struct CalibrationPipeline: Sendable {
 
     /// An image's corners and size from `list`.
     static func listed(_ path: String, in list: CornerList, board: CalibrationBoard)
-        -> Result<(corners: [SIMD2<Double>], size: ImageSize), ListProblem> {
+        -> Result<(corners: [SIMD2<Double>], size: ImageSize), BoardProblem> {
         guard let entry = list.entry(for: path) else {
-            return .failure(ListProblem(reason: "not in the corner list \(list.source)"))
+            return .failure(BoardProblem(reason: "not in the corner list \(list.source)"))
         }
         guard let corners = entry.corners else {
-            return .failure(ListProblem(reason: "no full board in the corner list \(list.source)"))
+            return .failure(BoardProblem(reason: "no full board in the corner list \(list.source)"))
         }
         guard corners.count == board.cornerCount else {
-            return .failure(ListProblem(reason: "\(corners.count) corners in \(list.source), the \(board.columns)x\(board.rows) board has \(board.cornerCount)"))
+            return .failure(BoardProblem(reason: "\(corners.count) corners in \(list.source), the \(board.columns)x\(board.rows) board has \(board.cornerCount)"))
         }
         if let size = entry.size { return .success((corners, size)) }
         do {
             return .success((corners, try ImageBuffer(contentsOfFile: path).size))
         } catch {
-            return .failure(ListProblem(reason: "its size is not in \(list.source) and the image is unreadable: \(error)"))
+            return .failure(BoardProblem(reason: "its size is not in \(list.source) and the image is unreadable: \(error)"))
         }
     }
 
@@ -219,9 +235,7 @@ public struct CalibrationPipeline: Sendable {
             progress("\(prefix) \(found[0].corners.count) + \(found[1].corners.count) corners")
         }
         // Mixed resolutions: calibrate the most common size, name the others.
-        var counts: [ImageSize: Int] = [:]
-        for d in detected { counts[d.size, default: 0] += 1 }
-        guard let size = counts.max(by: { $0.value < $1.value || ($0.value == $1.value && $0.key.area < $1.key.area) })?.key else {
+        guard let size = Self.mostCommonSize(detected.map(\.size)) else {
             throw .notEnoughViews(usable: 0, needed: 3, rejected: rejected)
         }
         var views: [StereoView] = []
@@ -238,13 +252,8 @@ public struct CalibrationPipeline: Sendable {
         let start = clock.now
         let result: StereoCalibrationResult
         do {
-            var calibrator = StereoCalibrator(target: board, model: model, fixed: fixed)
-            calibrator.loss = loss
-            if !rejectOutliers {
-                (calibrator.outlierFactor, calibrator.outlierFloorPixels) = (.infinity, .infinity)
-                calibrator.rejectCorners = false
-            }
-            result = try calibrator.calibrate(pairs: views, size: size, leftCamera: leftCamera, rightCamera: rightCamera)
+            result = try stereoCalibrator(fixed: fixed)
+                .calibrate(pairs: views, size: size, leftCamera: leftCamera, rightCamera: rightCamera)
         } catch {
             if case .notEnoughViews(let usable, let needed, let more) = error {
                 throw .notEnoughViews(usable: usable, needed: needed, rejected: rejected + more)

@@ -61,12 +61,11 @@ extension StereoCalibration {
 
     /// The JSON text of this calibration.
     public func jsonText() -> String {
-        let camera = cameraJSON
         var root = JSONObject([
             ("format", .string(Self.fileFormatName)),
             ("version", .number(Double(Self.fileFormatVersion))),
-            ("left", camera(left)),
-            ("right", camera(right)),
+            ("left", cameraJSON(left)),
+            ("right", cameraJSON(right)),
             ("extrinsics", .object(JSONObject([
                 ("rotation", .array(extrinsics.rotation.rowMajor.map(JSONValue.number))),
                 ("translation", .array([extrinsics.translation.x, extrinsics.translation.y, extrinsics.translation.z].map(JSONValue.number))),

@@ -83,10 +83,9 @@ final class CompiledMap: @unchecked Sendable {
         let blockSlow = UnsafeMutablePointer<[SlowSample]>.allocate(capacity: blockCount)
         blockSlow.initialize(repeating: [], count: blockCount)
         defer { blockSlow.deinitialize(count: blockCount); blockSlow.deallocate() }
-        let job = CompileJob(rows: rows, width: width, height: height, sourceWidth: rows.sourceWidth,
-                             sourceHeight: rows.sourceHeight, sourceRowBytes: sourceRowBytes, layout: layout,
-                             interpolation: interpolation, blockCount: blockCount, entries: entries, rowBase: rowBase,
-                             spanStart: spanStart, spanEnd: spanEnd, blockSlow: blockSlow, level: level)
+        let job = CompileJob(rows: rows, sourceRowBytes: sourceRowBytes, layout: layout, interpolation: interpolation,
+                             blockCount: blockCount, entries: entries, rowBase: rowBase, spanStart: spanStart,
+                             spanEnd: spanEnd, blockSlow: blockSlow, level: level)
         withUnsafePointer(to: job) { pointer in
             pool.run(tasks: blockCount, context: UnsafeRawPointer(pointer)) { context, block in
                 CompiledMap.compileBlock(context.assumingMemoryBound(to: CompileJob.self), block)
@@ -110,7 +109,7 @@ final class CompiledMap: @unchecked Sendable {
     /// The inputs and outputs of one compilation, shared by its blocks.
     private struct CompileJob {
         let rows: FloatRows
-        let width: Int, height: Int, sourceWidth: Int, sourceHeight: Int, sourceRowBytes: Int
+        let sourceRowBytes: Int
         let layout: SampleLayout
         let interpolation: Interpolation
         let blockCount: Int
@@ -120,6 +119,11 @@ final class CompiledMap: @unchecked Sendable {
         let spanEnd: UnsafeMutablePointer<Int32>
         let blockSlow: UnsafeMutablePointer<[SlowSample]>
         let level: parallax_simd_level
+
+        var width: Int { rows.width }
+        var height: Int { rows.height }
+        var sourceWidth: Int { rows.sourceWidth }
+        var sourceHeight: Int { rows.sourceHeight }
 
         func rows(ofBlock block: Int) -> Range<Int> {
             (block * height / blockCount)..<((block + 1) * height / blockCount)

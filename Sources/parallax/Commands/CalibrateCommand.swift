@@ -239,14 +239,8 @@ struct CalibrateCommand: ParsableCommand {
         try OutputFiles.writeAll(files)
 
         if json {
-            var summary = Self.summary(outcome, unit: calibration.translationUnit, seconds: seconds, uncertainty: uncertainty)
-            if let comparison, case .object(var object) = summary {
-                object["cross_validation"] = .object(JSONObject([
-                    ("between", .string(comparison.between)), ("left", comparison.left.json), ("right", comparison.right.json),
-                ]))
-                summary = .object(object)
-            }
-            print(summary.serialized())
+            print(Self.summary(outcome, unit: calibration.translationUnit, seconds: seconds, uncertainty: uncertainty,
+                               comparison: comparison).serialized())
         } else {
             let c = result.calibration
             print("pairs used: \(result.pairs.count) of \(outcome.pairsTotal)")
@@ -285,10 +279,12 @@ struct CalibrateCommand: ParsableCommand {
         }
     }
 
-    /// The --cross-validate or --against comparison: per camera, how far apart two calibrations
-    /// put each pixel, and what was compared.
+    /// What was compared (`between`) and, per camera, how far apart the two calibrations put each pixel.
+    typealias Comparison = (between: String, left: ProjectionDifference, right: ProjectionDifference)
+
+    /// The --cross-validate or --against comparison, or `nil` when neither was asked for.
     func compare(_ result: StereoCalibrationResult, outcome: CalibrationPipeline.Outcome, reference: StereoCalibration?,
-                 pipeline: CalibrationPipeline) throws -> (between: String, left: ProjectionDifference, right: ProjectionDifference)? {
+                 pipeline: CalibrationPipeline) throws -> Comparison? {
         if let reference, let against {
             let c = result.calibration
             guard reference.left.size == c.left.size, reference.right.size == c.right.size else {
@@ -301,12 +297,7 @@ struct CalibrateCommand: ParsableCommand {
         // Alternate pairs, so both halves span the whole session.
         let halves = [stride(from: 0, to: result.pairs.count, by: 2), stride(from: 1, to: result.pairs.count, by: 2)]
             .map { $0.map { result.pairs[$0] } }
-        var calibrator = StereoCalibrator(target: pipeline.board, model: pipeline.model)
-        calibrator.loss = pipeline.loss
-        if !pipeline.rejectOutliers {
-            (calibrator.outlierFactor, calibrator.outlierFloorPixels) = (.infinity, .infinity)
-            calibrator.rejectCorners = false
-        }
+        let calibrator = pipeline.stereoCalibrator(fixed: .none)
         guard halves.allSatisfy({ $0.count >= calibrator.minimumPairs }) else {
             throw CLIError("--cross-validate needs at least \(2 * calibrator.minimumPairs) usable pairs (two halves of "
                            + "\(calibrator.minimumPairs)); \(result.pairs.count) were used")
@@ -362,7 +353,7 @@ struct CalibrateCommand: ParsableCommand {
 
     /// The `--json` object.
     static func summary(_ outcome: CalibrationPipeline.Outcome, unit: LengthUnit, seconds: Double,
-                        uncertainty: StereoUncertainty?) -> JSONValue {
+                        uncertainty: StereoUncertainty?, comparison: Comparison?) -> JSONValue {
         let r = outcome.result
         let c = r.calibration
         let rejected = outcome.rejected.map { v in
@@ -394,7 +385,11 @@ struct CalibrateCommand: ParsableCommand {
             ("solve_seconds", .number(outcome.solveSeconds)),
             ("uncertainty", uncertainty?.parameterJSON ?? .null),
             ("projection_uncertainty_px", uncertainty?.projectionJSON ?? .null),
-        ]))
+        ] + (comparison.map { c in
+            [("cross_validation", JSONValue.object(JSONObject([
+                ("between", .string(c.between)), ("left", c.left.json), ("right", c.right.json),
+            ])))]
+        } ?? [])))
     }
 
     /// The report's files (SVG charts, rectified previews, index.html).
