@@ -428,13 +428,17 @@ extension StereoSession {
             var lastDelivered = state.withLock { $0.delivered }
             signal.lock()
             while pairQueue.isFull {
-                // Stopped (or ending without a consumer to wait for): stop waiting.
-                if thread.shouldStop || state.withLock({ $0.discardOnEnd || (!ending && $0.phase != .running) }) { break }
+                // Stopped, or told to drop what is left: stop waiting.
+                if thread.shouldStop || state.withLock({ $0.discardOnEnd }) { break }
+                // An end that arrives while this pair waits (a recording's last frames) is an
+                // end like any other: the pair waits for the consumer as the rest will, instead
+                // of being pushed over the oldest queued pair.
+                let endingNow = ending || state.withLock { $0.phase != .running }
                 let delivered = state.withLock { $0.delivered }
                 if delivered != lastDelivered {
                     lastDelivered = delivered
                     lastProgress = monotonicNanoseconds()
-                } else if ending && monotonicNanoseconds() - lastProgress > 5_000_000_000 {
+                } else if endingNow && monotonicNanoseconds() - lastProgress > 5_000_000_000 {
                     break
                 }
                 _ = signal.wait(until: Date(timeIntervalSinceNow: 0.02))
