@@ -59,7 +59,7 @@ public struct RectificationMap: Sendable, Equatable {
     /// does, split so that row blocks can be built on several threads.
     ///
     /// Pinhole and Brown–Conrady rows are computed by a C kernel chosen for the CPU
-    /// (AVX2 where available), with the same IEEE operations in the same order at every
+    /// (AVX-512 or AVX2 where available), with the same IEEE operations in the same order at every
     /// level, so the map's bits do not depend on the machine; fisheye rows by
     /// ``CameraModel/project(_:)``.
     package struct Builder: Sendable {
