@@ -28,6 +28,12 @@ public struct CornerList: Sendable {
     public struct Entry: Sendable, Hashable {
         public var corners: [SIMD2<Double>]?
         public var size: ImageSize?
+
+        /// An entry: `corners` (`nil`: no board found) and, when known, the image's `size`.
+        public init(corners: [SIMD2<Double>]?, size: ImageSize?) {
+            self.corners = corners
+            self.size = size
+        }
     }
 
     /// Entries by the image name the list uses.

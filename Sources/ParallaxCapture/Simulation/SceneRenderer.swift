@@ -47,25 +47,81 @@ public struct SceneRenderer: Sendable {
     public func render(_ scene: SimulatedScene, camera: CameraModel, cameraFromWorld: RigidTransform = .identity,
                        format: PixelFormat = .gray8, isCancelled: () -> Bool = { false }) throws(SimulationError) -> ImageBuffer {
         guard Self.supportedFormats.contains(format) else { throw .unsupportedFormat(format) }
-        let width = camera.size.width, height = camera.size.height
         var buffer: ImageBuffer
         do { buffer = try ImageBuffer(format: format, size: camera.size) } catch {
             throw .invalidSize(camera.size, format: format)
         }
+        try draw(scene, camera: camera, cameraFromWorld: cameraFromWorld, into: &buffer,
+                 columns: 0..<camera.size.width, rows: 0..<camera.size.height, isCancelled: isCancelled)
+        return buffer
+    }
+
+    /// Renders `scene` on top of `background`, the same camera's rendering of the scene
+    /// without its target, redrawing only the pixels the target can reach: the box around
+    /// its outline's projection, 2 px wider on every side. The result is identical to
+    /// ``render(_:camera:cameraFromWorld:format:isCancelled:)`` (every pixel's level
+    /// depends only on what its own rays hit), several times faster for a small board, which
+    /// is what a moving board needs. Falls back to the whole image when part of the outline
+    /// does not project (behind the camera).
+    ///
+    /// - Throws: as ``render(_:camera:cameraFromWorld:format:isCancelled:)``; ``SimulationError/invalidSize(_:format:)``
+    ///   when `background` is not of the camera's size.
+    public func render(_ scene: SimulatedScene, over background: ImageBuffer, camera: CameraModel,
+                       cameraFromWorld: RigidTransform = .identity, isCancelled: () -> Bool = { false }) throws(SimulationError) -> ImageBuffer {
+        guard Self.supportedFormats.contains(background.format) else { throw .unsupportedFormat(background.format) }
+        guard background.size == camera.size else { throw .invalidSize(background.size, format: background.format) }
+        guard let target = scene.target else { return background }
+        var buffer = background
+        let box = Self.pixelsReached(by: target, camera: camera, cameraFromWorld: cameraFromWorld)
+            ?? (0..<camera.size.width, 0..<camera.size.height)
+        try draw(scene, camera: camera, cameraFromWorld: cameraFromWorld, into: &buffer, columns: box.columns, rows: box.rows,
+                 isCancelled: isCancelled)
+        return buffer
+    }
+
+    /// The columns and rows of pixels `target`'s board can cover: its outline projected at 128
+    /// points per edge (a plane's image is bounded by its outline's), 2 px of margin; `nil`
+    /// when a point of the outline does not project.
+    static func pixelsReached(by target: PlacedTarget, camera: CameraModel,
+                              cameraFromWorld: RigidTransform) -> (columns: Range<Int>, rows: Range<Int>)? {
+        let e = target.target.boardExtent
+        let outline = [SIMD2(e.min.x, e.min.y), SIMD2(e.max.x, e.min.y), SIMD2(e.max.x, e.max.y), SIMD2(e.min.x, e.max.y)]
+        var low = SIMD2(Double.infinity, .infinity), high = -low
+        for k in 0..<4 {
+            let a = outline[k], b = outline[(k + 1) % 4]
+            for step in 0..<128 {
+                let p = a + (b - a) * (Double(step) / 128)
+                guard let pixel = camera.project(cameraFromWorld.apply(target.pose.apply(SIMD3(p.x, p.y, 0)))) else { return nil }
+                low = pointwiseMin(low, pixel)
+                high = pointwiseMax(high, pixel)
+            }
+        }
+        let w = camera.size.width, h = camera.size.height
+        guard low.x.isFinite, low.y.isFinite, high.x.isFinite, high.y.isFinite else { return nil }
+        let x0 = max(0, min(w, Int((low.x - 2).rounded(.down)))), x1 = max(x0, min(w, Int((high.x + 3).rounded(.up))))
+        let y0 = max(0, min(h, Int((low.y - 2).rounded(.down)))), y1 = max(y0, min(h, Int((high.y + 3).rounded(.up))))
+        return (x0..<x1, y0..<y1)
+    }
+
+    /// Shades the pixels of `columns` × `rows` into `buffer` (the others are left as they are).
+    private func draw(_ scene: SimulatedScene, camera: CameraModel, cameraFromWorld: RigidTransform, into buffer: inout ImageBuffer,
+                      columns: Range<Int>, rows: Range<Int>, isCancelled: () -> Bool) throws(SimulationError) {
+        guard !columns.isEmpty, !rows.isEmpty else { return }
         let surfaces = Surfaces(scene: scene, cameraFromWorld: cameraFromWorld)
         let n = samplesPerAxis
+        let format = buffer.format
         let channels = format == .rgb8 || format == .bgr8 ? 3 : 1
-        var levels = [Double](repeating: 0, count: width * channels)
-        var upper = CornerRow(camera: camera, y: -0.5, width: width)
+        var levels = [Double](repeating: 0, count: camera.size.width * channels)
+        var upper = CornerRow(camera: camera, y: Double(rows.lowerBound) - 0.5, columns: columns)
         var cancelled = false
         buffer.withMutableView { view in
-            for y in 0..<height {
+            for y in rows {
                 if isCancelled() {
                     cancelled = true
                     return
                 }
-                let lower = CornerRow(camera: camera, y: Double(y) + 0.5, width: width)
-                for x in 0..<width {
+                let lower = CornerRow(camera: camera, y: Double(y) + 0.5, columns: columns)
+                for x in columns {
                     let colour = shade(pixel: x, upper: upper, lower: lower, surfaces: surfaces,
                                        background: scene.backgroundLevel, samples: n)
                     if channels == 3 {
@@ -76,12 +132,11 @@ public struct SceneRenderer: Sendable {
                         levels[x] = colour.w
                     }
                 }
-                Self.store(levels, row: y, into: view, width: width)
+                Self.store(levels, row: y, into: view, columns: columns)
                 upper = lower
             }
         }
         if cancelled { throw .cancelled }
-        return buffer
     }
 
     /// The ground truth: where each inner corner of the scene's target lands
@@ -146,22 +201,22 @@ public struct SceneRenderer: Sendable {
         return sum / Double(n * n)
     }
 
-    private static func store(_ levels: [Double], row y: Int, into view: MutableImageView, width: Int) {
+    private static func store(_ levels: [Double], row y: Int, into view: MutableImageView, columns: Range<Int>) {
         let base = view.plane0 + y * view.bytesPerRow0
         func byte(_ level: Double) -> UInt8 { UInt8(max(0, min(255, level.rounded()))) }
         switch view.format {
         case .gray8:
-            for x in 0..<width { base.storeBytes(of: byte(levels[x]), toByteOffset: x, as: UInt8.self) }
+            for x in columns { base.storeBytes(of: byte(levels[x]), toByteOffset: x, as: UInt8.self) }
         case .rgb8, .bgr8:
             let swap = view.format == .bgr8
-            for x in 0..<width {
+            for x in columns {
                 let r = byte(levels[3 * x]), g = byte(levels[3 * x + 1]), b = byte(levels[3 * x + 2])
                 base.storeBytes(of: swap ? b : r, toByteOffset: 3 * x, as: UInt8.self)
                 base.storeBytes(of: g, toByteOffset: 3 * x + 1, as: UInt8.self)
                 base.storeBytes(of: swap ? r : b, toByteOffset: 3 * x + 2, as: UInt8.self)
             }
         default:  // yuyv: luma from the level, neutral chroma; the width is even (validated by ImageBuffer).
-            for x in 0..<width {
+            for x in columns {
                 base.storeBytes(of: byte(levels[x]), toByteOffset: 2 * x, as: UInt8.self)
                 base.storeBytes(of: UInt8(128), toByteOffset: 2 * x + 1, as: UInt8.self)
             }
@@ -169,23 +224,27 @@ public struct SceneRenderer: Sendable {
     }
 }
 
-/// The camera-frame rays through one row of pixel corners (`width + 1` of them).
+/// The camera-frame rays through one row of pixel corners: those of the pixels in
+/// `columns` (`columns.count + 1` of them).
 ///
 /// Pinhole and Brown–Conrady rays are kept un-normalized on z = 1, where
 /// bilinear interpolation between corners is exact for a pinhole; fisheye
 /// rays are unit vectors (they may point sideways or backwards).
 private struct CornerRow {
     var rays: [SIMD3<Double>?]
+    /// The pixel column of `rays[0]`'s corner.
+    var first: Int
 
-    init(camera: CameraModel, y: Double, width: Int) {
-        rays = (0...width).map { i in
+    init(camera: CameraModel, y: Double, columns: Range<Int>) {
+        first = columns.lowerBound
+        rays = (columns.lowerBound...columns.upperBound).map { i in
             let pixel = SIMD2(Double(i) - 0.5, y)
             if camera.distortion.isFisheye { return try? camera.ray(throughPixel: pixel) }
             return (try? camera.normalizedCoordinates(ofPixel: pixel))?.homogeneous
         }
     }
 
-    func ray(_ i: Int) -> SIMD3<Double>? { rays[i] }
+    func ray(_ i: Int) -> SIMD3<Double>? { rays[i - first] }
 }
 
 /// The scene's surfaces prepared for one camera pose: each as a plane z = 0

@@ -44,7 +44,9 @@ public enum SimulationPace: String, Hashable, Sendable {
 ///
 /// Each camera renders its view of the rig's scene once per format (the
 /// scene is static; frames share those pixels without copying) and streams
-/// it at the configured interval. Camera c's frame k is exposed at
+/// it at the configured interval. With a ``BoardTrajectory`` the board moves instead:
+/// each frame shows it where the trajectory has it at that frame's exposure, rendered
+/// once per held pose and for every frame while it moves. Camera c's frame k is exposed at
 /// `epoch + offset_c + k·interval·(1 + drift_c·10⁻⁶)` on CLOCK_MONOTONIC;
 /// its timestamp is that plus uniform jitter, and the exact exposure time
 /// is ground truth (``SimulatedCamera/exposureTimeNanoseconds(ofFrame:)``).
@@ -62,18 +64,24 @@ public final class SimulatedRigDevice: Sendable {
     ///   - pixelFormat: gray8, rgb8, bgr8 or yuyv.
     ///   - epochNanoseconds: the shared clock's zero on CLOCK_MONOTONIC (now by default).
     ///   - seed: seeds jitter and drops (left uses `seed`, right `seed + 1`).
+    ///   - boardTrajectory: moves the scene's board (which must have one) along this path;
+    ///     `nil` keeps the scene still.
     public init(rig: SimulatedStereoRig, frameInterval: FrameInterval = FrameInterval(numerator: 1, denominator: 30),
                 pixelFormat: PixelFormat = .gray8, leftTiming: SimulatedCameraTiming = .init(),
                 rightTiming: SimulatedCameraTiming = .init(), pace: SimulationPace = .realTime,
-                epochNanoseconds: Int64? = nil, seed: UInt64 = 1) {
+                epochNanoseconds: Int64? = nil, seed: UInt64 = 1, boardTrajectory: BoardTrajectory? = nil) {
         self.rig = rig
         let epoch = epochNanoseconds ?? monotonicNanoseconds()
         let lockstep = Lockstep()
+        let trajectory = rig.scene.target == nil ? nil : boardTrajectory
         left = SimulatedCamera(rig: rig, camera: .left, timing: leftTiming, interval: frameInterval, pixelFormat: pixelFormat,
-                               pace: pace, epoch: epoch, seed: seed, lockstep: lockstep)
+                               pace: pace, epoch: epoch, seed: seed, lockstep: lockstep, trajectory: trajectory)
         right = SimulatedCamera(rig: rig, camera: .right, timing: rightTiming, interval: frameInterval, pixelFormat: pixelFormat,
-                                pace: pace, epoch: epoch, seed: seed &+ 1, lockstep: lockstep)
+                                pace: pace, epoch: epoch, seed: seed &+ 1, lockstep: lockstep, trajectory: trajectory)
     }
+
+    /// The board's path, when it moves.
+    public var boardTrajectory: BoardTrajectory? { left.trajectory }
 
     /// Both cameras, left first.
     public var cameras: [SimulatedCamera] { [left, right] }
@@ -97,6 +105,8 @@ public final class SimulatedCamera: CaptureDevice, StopRequesting, @unchecked Se
     public let timing: SimulatedCameraTiming
     /// Pacing.
     public let pace: SimulationPace
+    /// The board's path, when it moves (see ``SimulatedRigDevice``).
+    public let trajectory: BoardTrajectory?
     private let rig: SimulatedStereoRig
     private let epoch: Int64
     private let seed: UInt64
@@ -113,11 +123,17 @@ public final class SimulatedCamera: CaptureDevice, StopRequesting, @unchecked Se
         var nextFrame: Int64 = 0
         /// A rendering is in progress (``requestStop()`` cancels only then).
         var rendering = false
+        /// With a trajectory: the clean view of the pose held last (its index), reused while held.
+        var held: (pose: Int, image: ImageBuffer)?
+        /// With a trajectory: the view without the board, which every frame is drawn over.
+        var background: ImageBuffer?
     }
 
     init(rig: SimulatedStereoRig, camera: StereoSide, timing: SimulatedCameraTiming, interval: FrameInterval,
-         pixelFormat: PixelFormat, pace: SimulationPace, epoch: Int64, seed: UInt64, lockstep: Lockstep) {
+         pixelFormat: PixelFormat, pace: SimulationPace, epoch: Int64, seed: UInt64, lockstep: Lockstep,
+         trajectory: BoardTrajectory? = nil) {
         self.lockstep = lockstep
+        self.trajectory = trajectory
         self.rig = rig
         self.camera = camera
         self.timing = timing
@@ -163,6 +179,8 @@ public final class SimulatedCamera: CaptureDevice, StopRequesting, @unchecked Se
             guard s.thread == nil else { throw .invalidState(device: identity.name, reason: "cannot change the format while streaming") }
             s.format = format
             s.pixels = nil
+            s.held = nil
+            s.background = nil
         }
         return format
     }
@@ -183,7 +201,7 @@ public final class SimulatedCamera: CaptureDevice, StopRequesting, @unchecked Se
 
     /// Starts streaming into `handler` (see ``CaptureDevice/start(_:)``).
     public func start(_ handler: @escaping @Sendable (CaptureOutput) -> Void) throws(CaptureError) {
-        let pixels = try renderedPixels()
+        let pixels = trajectory == nil ? try renderedPixels() : []
         let (format, first) = state.withLock { ($0.format, $0.nextFrame) }
         let context = SimulatedStream(camera: self, pixels: pixels, format: format, model: model, firstFrame: first, handler: handler)
         let thread = CaptureThread(name: "parallax.simulated \(camera)") { thread in context.run(thread) }
@@ -214,8 +232,82 @@ public final class SimulatedCamera: CaptureDevice, StopRequesting, @unchecked Se
 
     fileprivate func remember(nextFrame: Int64) { state.withLock { $0.nextFrame = nextFrame } }
 
-    /// Renders the view for the active format now (``start(_:)`` does it otherwise).
-    public func prepare() throws(CaptureError) { _ = try renderedPixels() }
+    /// Renders the view for the active format now (``start(_:)`` does it otherwise); with a
+    /// trajectory, the view of the first frame.
+    public func prepare() throws(CaptureError) {
+        if trajectory != nil {
+            let first = state.withLock { $0.nextFrame }
+            _ = try framePixels(first)
+        } else {
+            _ = try renderedPixels()
+        }
+    }
+
+    /// Ground truth with a trajectory: the board's pose (board → left camera frame) in frame `k`.
+    public func boardPose(ofFrame k: UInt64) -> RigidTransform? {
+        trajectory?.pose(atSeconds: secondsOnTrajectory(Int64(clamping: k))).pose
+    }
+
+    /// Where frame `k` falls on the trajectory: its exposure's seconds after the shared epoch.
+    private func secondsOnTrajectory(_ k: Int64) -> Double {
+        let interval = Double(state.withLock { $0.format.frameInterval.nanoseconds })
+        let period = interval * (1 + timing.driftPPM * 1e-6)
+        return (Double(timing.offsetNanoseconds) + Double(k) * period) * 1e-9
+    }
+
+    /// With a trajectory: frame `k`'s pixels, with the board where the trajectory has it
+    /// (a held pose is rendered once), and this frame's own sensor noise.
+    fileprivate func framePixels(_ k: Int64) throws(CaptureError) -> SharedPixels {
+        guard let trajectory else { return try renderedPixels()[Int(k % 16)] }
+        let (pose, holding) = trajectory.pose(atSeconds: secondsOnTrajectory(k))
+        var image: ImageBuffer
+        if let holding, let held = state.withLock({ $0.held }), held.pose == holding {
+            image = held.image
+        } else {
+            let format = state.withLock { $0.format }
+            guard let pixel = format.pixelFormat else {
+                throw .unsupportedFormat(device: identity.name, requested: format, available: try supportedFormats())
+            }
+            var geometry = rig
+            if camera == .left { geometry.calibration.left = model } else { geometry.calibration.right = model }
+            geometry.scene.target?.pose = pose
+            state.withLock { s in
+                s.rendering = true
+                renderingCancelled.store(false, ordering: .releasing)
+            }
+            defer { state.withLock { $0.rendering = false } }
+            let cancelled = { self.renderingCancelled.load(ordering: .acquiring) }
+            do {
+                // The scene without the board once; then only the pixels the board reaches, per frame.
+                let background: ImageBuffer
+                if let cached = state.withLock({ $0.background }) {
+                    background = cached
+                } else {
+                    var empty = geometry
+                    empty.scene.target = nil
+                    background = try empty.render(camera, format: pixel, isCancelled: cancelled)
+                    state.withLock { $0.background = background }
+                }
+                geometry.scene.target?.pose = pose
+                image = try SceneRenderer(samplesPerAxis: geometry.samplesPerAxis)
+                    .render(geometry.scene, over: background, camera: geometry.model(camera),
+                            cameraFromWorld: geometry.cameraFromWorld(camera), isCancelled: cancelled)
+            } catch {
+                throw .simulation(device: identity.name, reason: "\(error)")
+            }
+            if let holding { state.withLock { $0.held = (holding, image) } }
+        }
+        let sigma = timing.noiseStandardDeviation
+        if sigma > 0 {
+            var random = SeededRandomGenerator(seed: (seed &* 0x9E37_79B9 &+ 7) ^ UInt64(bitPattern: k &* 0x2545_F491_4F6C_DD1D))
+            let noisy = image.bytes.map { byte -> UInt8 in
+                UInt8(min(255, max(0, (Double(byte) + sigma * random.nextGaussian()).rounded())))
+            }
+            // The size and format are the rendering's own, so the bytes always fit.
+            image = (try? ImageBuffer(format: image.format, size: image.size, bytes: noisy)) ?? image
+        }
+        return SharedPixels(image)
+    }
 
     /// The view for the active format: one clean rendering, or sixteen noisy copies of it.
     private func renderedPixels() throws(CaptureError) -> [SharedPixels] {
@@ -311,7 +403,14 @@ private final class SimulatedStream: @unchecked Sendable {
             }
             let jitter = timing.jitterNanoseconds
             let noise = jitter > 0 ? Int64((random.nextUnit() * 2 - 1) * Double(jitter)) : 0
-            let pixels = self.pixels[Int(sequence % UInt64(self.pixels.count))]
+            let pixels: SharedPixels
+            if self.pixels.isEmpty {
+                // A moving board: this frame's own rendering (a stop cancels it).
+                guard let rendered = try? camera.framePixels(Int64(sequence)) else { break }
+                pixels = rendered
+            } else {
+                pixels = self.pixels[Int(sequence % UInt64(self.pixels.count))]
+            }
             let frame = Frame(image: pixels.view, payload: pixels.payload, format: format,
                               timestampNanoseconds: exposure + noise, timestampSource: .midExposure,
                               sequence: sequence, source: identity, exposureNanoseconds: nil, camera: model,

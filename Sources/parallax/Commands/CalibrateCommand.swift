@@ -4,9 +4,10 @@ import ParallaxCalibration
 import ParallaxGeometry
 import ParallaxImage
 
-/// `parallax calibrate`: stereo calibration from chessboard image pairs, or one camera's
-/// calibration from its images (`--images`, CalibrateCommand+OneCamera.swift).
-struct CalibrateCommand: ParsableCommand {
+/// `parallax calibrate`: stereo calibration from chessboard image pairs, from a running
+/// stereo device (`--live`, CalibrateCommand+Live.swift), or one camera's calibration from
+/// its images (`--images`, CalibrateCommand+OneCamera.swift).
+struct CalibrateCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "calibrate",
         abstract: "Calibrate a stereo rig from pairs of chessboard images, or one camera from --images.",
@@ -26,10 +27,21 @@ struct CalibrateCommand: ParsableCommand {
             With --images instead of --left and --right, one camera is calibrated alone and written as \
             one-camera files (Parallax JSON, OpenCV YAML, ros/camera.yaml).
 
+            With --live, the pairs come from a running stereo device (--simulated, --virtual, or --left DEV \
+            --right DEV): hold the board still in different places, distances and angles; a still pair \
+            (8 frames averaged) is taken whenever the view adds coverage. Progress (coverage of position, size \
+            and skew, pairs taken, the current RMS and projection uncertainty) goes to stderr. The capture \
+            stops when coverage, at least 12 pairs and --uncertainty-target are reached, after --pairs N \
+            pairs, at --time-limit, or on Enter / Ctrl-C; the pairs are saved (--save-pairs, with their \
+            corners) and calibrated as files would be. The simulated rig's board moves through a sweep by \
+            itself, and --json then compares the result with the rig's truth (truth_errors).
+
             Examples:
               parallax calibrate --left 'left*.jpg' --right 'right*.jpg' --board 9x6 --square 25mm \\
                   --output rig.json --opencv-yaml rig.yml --ros-dir ros --report report
               parallax calibrate --images 'cam*.png' --board 9x6 --square 25mm --output camera.json
+              parallax calibrate --live --simulated --output rig.json --json
+              parallax calibrate --live --left /dev/video0 --right /dev/video2 --board 9x6 --square 25mm
             """)
 
     @Option(name: .long, parsing: .upToNextOption, help: "Left images: a quoted glob ('left*.png') or a list of files.")
@@ -48,11 +60,43 @@ struct CalibrateCommand: ParsableCommand {
     @Flag(name: .customLong("skip-unpaired"), help: "Go on without the files that cannot be paired (they are listed) instead of stopping.")
     var skipUnpaired = false
 
-    @Option(name: .long, help: "Inner corners as COLUMNSxROWS, e.g. 9x6.")
-    var board: String
+    @Option(name: .long, help: "Inner corners as COLUMNSxROWS, e.g. 9x6 (with --live --simulated: the rig's 9x6 by default).")
+    var board: String?
 
-    @Option(name: .long, parsing: .unconditional, help: "Square size, with an optional unit (25mm, 2.5cm, 0.025m, 1in); translations come out in this unit.")
-    var square: String
+    @Option(name: .long, parsing: .unconditional, help: "Square size, with an optional unit (25mm, 2.5cm, 0.025m, 1in); translations come out in this unit (with --live --simulated: 25mm by default).")
+    var square: String?
+
+    @Flag(name: .long, help: "Capture the pairs from a running stereo device (--simulated, --virtual, or --left DEV --right DEV) instead of files.")
+    var live = false
+
+    @Flag(name: .long, help: "With --live: the simulated rig, whose board moves through a calibration sweep by itself (no hardware).")
+    var simulated = false
+
+    @Flag(name: .long, help: "With --live: two virtual UVC cameras behind the V4L2 code (no hardware).")
+    var virtual = false
+
+    @Option(name: .customLong("format"), help: "With --live: the format WxH@FPS:FOURCC (default: the largest shared format at 25 fps or more).")
+    var liveFormat: String?
+
+    @Option(name: .long, help: "With --live --simulated: the image size WxH.")
+    var size = "640x480"
+
+    @Flag(name: .customLong("real-time"), help: "With --live --simulated: frames at their real times instead of as fast as they are used.")
+    var realTime = false
+
+    @Option(name: .customLong("pairs"), help: "With --live: stop after taking this many pairs.")
+    var pairLimit: Int?
+
+    @Option(name: .customLong("uncertainty-target"),
+            help: "With --live: stop once the projection uncertainty (worst direction, image centre and corners, both cameras) is at most this many pixels, with coverage reached and at least 12 pairs.")
+    var uncertaintyTarget: Double = 1
+
+    @Option(name: .customLong("time-limit"), help: "With --live: stop capturing after this long and calibrate what was taken (e.g. 5min).",
+            transform: DurationArgument.parse)
+    var timeLimit = DurationArgument(nanoseconds: 300_000_000_000)
+
+    @Option(name: .customLong("save-pairs"), help: "With --live: the new folder for the pairs taken and their corners (default: beside --output, named after it with -pairs).")
+    var savePairs: String?
 
     @Option(name: .long, help: "Lens model: brown4, brown5, brown8 or fisheye.")
     var model: LensModelKind = .brown5
@@ -108,6 +152,11 @@ struct CalibrateCommand: ParsableCommand {
     var maxRMS: Double = 1
 
     func validate() throws {
+        if live { return try validateLive() }
+        if simulated || virtual || liveFormat != nil || pairLimit != nil || savePairs != nil || realTime {
+            throw ValidationError("--simulated, --virtual, --format, --pairs, --save-pairs and --real-time are for --live")
+        }
+        if board == nil || square == nil { throw ValidationError("give --board COLUMNSxROWS and --square SIZE (e.g. --board 9x6 --square 25mm)") }
         if images.isEmpty && (left.isEmpty || right.isEmpty) {
             throw ValidationError("give --left and --right (a stereo rig), or --images (one camera)")
         }
@@ -127,21 +176,52 @@ struct CalibrateCommand: ParsableCommand {
         try timeBudget.check("--time-budget", atMost: DurationArgument(nanoseconds: 3_600_000_000_000))
     }
 
-    func run() throws {
+    /// The checks for `--live`.
+    func validateLive() throws {
+        let sources = [simulated, virtual, !left.isEmpty || !right.isEmpty].filter { $0 }.count
+        guard sources == 1 else {
+            throw ValidationError("--live needs one source: --simulated, --virtual, or --left DEVICE --right DEVICE")
+        }
+        if !left.isEmpty || !right.isEmpty {
+            guard left.count == 1, right.count == 1 else {
+                throw ValidationError("with --live, --left and --right each name one camera (a device node or a stable identity)")
+            }
+        }
+        if !simulated && (board == nil || square == nil) {
+            throw ValidationError("give --board COLUMNSxROWS and --square SIZE for the board you will show the cameras")
+        }
+        if !images.isEmpty || cornersIn != nil {
+            throw ValidationError("--live takes its pairs from the cameras: give it without --images or --corners-in")
+        }
+        if fix != .none && intrinsics == nil {
+            throw ValidationError("--fix \(fix) needs --intrinsics FILE with the cameras to hold")
+        }
+        if crossValidate && against != nil { throw ValidationError("give --cross-validate or --against FILE, not both") }
+        if let pairLimit, pairLimit < 3 { throw ValidationError("--pairs must be at least 3, got \(pairLimit)") }
+        guard uncertaintyTarget > 0, uncertaintyTarget.isFinite else {
+            throw ValidationError("--uncertainty-target must be a positive number of pixels, got \(uncertaintyTarget)")
+        }
+        guard maxRMS > 0, maxRMS.isFinite else { throw ValidationError("--max-rms must be a positive number of pixels, got \(maxRMS)") }
+        try timeLimit.check("--time-limit", atMost: DurationArgument(nanoseconds: 86_400_000_000_000))
+        try timeBudget.check("--time-budget", atMost: DurationArgument(nanoseconds: 3_600_000_000_000))
+        _ = try liveSource()
+    }
+
+    func run() async throws {
         let clock = ContinuousClock()
         let start = clock.now
         let target: CalibrationBoard
-        do { target = try CalibrationBoard(parsing: board, square: square) } catch { throw ValidationError(error.description) }
-        let lensModel = model
-        let fixed = fix
+        do {
+            // The simulated rig's own board, unless another is named.
+            target = try CalibrationBoard(parsing: board ?? "9x6", square: square ?? "25mm")
+        } catch { throw ValidationError(error.description) }
         if !images.isEmpty { return try runOneCamera(target: target, start: start) }
+        if live { return try await runLive(target: target, start: start) }
 
         let leftFiles = try Self.expand(left, option: "--left")
         let rightFiles = try Self.expand(right, option: "--right")
         try OutputFiles.check(
-            outputs: [("--output", output), ("--opencv-yaml", opencvYAML), ("--kalibr", kalibr), ("--corners-out", cornersOut)]
-                .compactMap { option, path in path.map { (option, $0) } }
-                + (rosDirectory.map { [("--ros-dir", $0 + "/left.yaml"), ("--ros-dir", $0 + "/right.yaml")] } ?? []),
+            outputs: stereoOutputs,
             inputs: leftFiles.map { ("--left", $0) } + rightFiles.map { ("--right", $0) }
                 + (intrinsics.map { [("--intrinsics", $0)] } ?? []) + (cornersIn.map { [("--corners-in", $0)] } ?? [])
                 + (against.map { [("--against", $0)] } ?? []))
@@ -159,11 +239,57 @@ struct CalibrateCommand: ParsableCommand {
         }
         var initial: StereoCalibration?
         if let intrinsics { initial = try RectificationArguments.loadCalibration(intrinsics) }
+        try calibrateStereo(target: target, pairs: pairs, unpaired: unpaired, cornerList: cornerList, reference: reference,
+                            initial: initial, start: start, live: nil)
+    }
 
-        var pipeline = CalibrationPipeline(board: target, model: lensModel, fixed: fixed)
+    /// The outputs a stereo calibration writes, for ``OutputFiles/check(outputs:inputs:)``.
+    var stereoOutputs: [(option: String, path: String)] {
+        [("--output", output), ("--opencv-yaml", opencvYAML), ("--kalibr", kalibr), ("--corners-out", cornersOut)]
+            .compactMap { option, path in path.map { (option, $0) } }
+            + (rosDirectory.map { [("--ros-dir", $0 + "/left.yaml"), ("--ros-dir", $0 + "/right.yaml")] } ?? [])
+    }
+
+    /// The pipeline for this command's board, model, loss and outlier options.
+    func stereoPipeline(target: CalibrationBoard) -> CalibrationPipeline {
+        var pipeline = CalibrationPipeline(board: target, model: model, fixed: fix)
         pipeline.timeBudgetSeconds = timeBudget.seconds
         pipeline.loss = loss == .squared ? .squared : .huber(threshold: 2)
         pipeline.rejectOutliers = !keepOutliers
+        return pipeline
+    }
+
+    /// `--live`: checks the outputs, captures, saves the pairs, then calibrates them as files.
+    func runLive(target: CalibrationBoard, start: ContinuousClock.Instant) async throws {
+        let directory = savePairs ?? ((output as NSString).deletingPathExtension + "-pairs")
+        try OutputFiles.check(outputs: stereoOutputs + [("--save-pairs", directory + "/corners.json")],
+                              inputs: (intrinsics.map { [("--intrinsics", $0)] } ?? []) + (against.map { [("--against", $0)] } ?? []))
+        if let existing = try? FileManager.default.contentsOfDirectory(atPath: directory), !existing.isEmpty {
+            throw CLIError("--save-pairs \(directory) already holds \(existing.count) files; choose a new folder (nothing is overwritten)")
+        }
+        let reference = try against.map { try RectificationArguments.loadCalibration($0) }
+        let initial = try intrinsics.map { try RectificationArguments.loadCalibration($0) }
+        let targets = LiveTargets(pairLimit: pairLimit, uncertaintyPixels: uncertaintyTarget, timeLimitSeconds: timeLimit.seconds)
+        let capture = try await captureLive(target: target, directory: directory, targets: targets,
+                                            calibrator: stereoPipeline(target: target).stereoCalibrator(fixed: .none))
+        Self.log("capture stopped (\(capture.stopReason.rawValue)) after \(String(format: "%.1f", capture.seconds)) s: "
+                 + "\(capture.pairs.count) pairs taken of \(capture.pairsSeen) streamed")
+        guard capture.pairs.count >= 3 else {
+            throw CLIError("the capture took \(capture.pairs.count) pairs before it stopped (\(capture.stopReason.rawValue)); "
+                           + "at least 3 are needed. Hold the board still for about a second in each place, whole on both "
+                           + "cameras, and move it between places")
+        }
+        try calibrateStereo(target: target, pairs: capture.pairs, unpaired: [], cornerList: capture.cornerList,
+                            reference: reference, initial: initial, start: start, live: capture)
+    }
+
+    /// Calibrates `pairs`, applies the quality gate, writes every output and prints the figures.
+    func calibrateStereo(target: CalibrationBoard, pairs: [ImagePairing.Pair], unpaired: [RejectedView], cornerList: CornerList?,
+                         reference: StereoCalibration?, initial: StereoCalibration?, start: ContinuousClock.Instant,
+                         live: LiveCapture?) throws {
+        let clock = ContinuousClock()
+        let lensModel = model
+        let pipeline = stereoPipeline(target: target)
         Self.log("calibrating \(target), model \(lensModel.rawValue): \(pairs.count) pairs")
         for u in unpaired { Self.log("skipped \(u.name): \(u.reason)") }
         let outcome: CalibrationPipeline.Outcome
@@ -238,10 +364,26 @@ struct CalibrateCommand: ParsableCommand {
         }
         try OutputFiles.writeAll(files)
 
+        var truthErrors: JSONValue?
+        if let live, let truth = live.truth { truthErrors = Self.truthErrors(calibration, truth: truth) }
         if json {
-            print(Self.summary(outcome, unit: calibration.translationUnit, seconds: seconds, uncertainty: uncertainty,
-                               comparison: comparison).serialized())
+            var summary = Self.summary(outcome, unit: calibration.translationUnit, seconds: seconds, uncertainty: uncertainty,
+                                       comparison: comparison)
+            if let live, case .object(var object) = summary {
+                object["pairs_taken"] = .number(Double(live.pairs.count))
+                object["pairs_streamed"] = .number(Double(live.pairsSeen))
+                object["stop_reason"] = .string(live.stopReason.rawValue)
+                object["capture_seconds"] = .number(live.seconds)
+                if let truthErrors { object["truth_errors"] = truthErrors }
+                summary = .object(object)
+            }
+            print(summary.serialized())
         } else {
+            if let live {
+                print("live capture: \(live.pairs.count) pairs taken of \(live.pairsSeen) streamed in "
+                      + "\(String(format: "%.1f", live.seconds)) s, stopped: \(live.stopReason.rawValue)")
+            }
+            if let truthErrors { print("against the simulated rig's truth: \(truthErrors.serialized())") }
             let c = result.calibration
             print("pairs used: \(result.pairs.count) of \(outcome.pairsTotal)")
             for r in outcome.rejected { print("  rejected \(r.name): \(r.reason)") }

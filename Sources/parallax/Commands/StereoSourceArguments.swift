@@ -77,20 +77,24 @@ struct StereoSourceArguments: ParsableArguments {
         }
     }
 
-    /// Opens and configures the source; prints the format and hardware cost chosen.
-    func open(quiet: Bool = false) throws -> Source {
+    /// Opens and configures the source; prints the format and hardware cost chosen. For the
+    /// simulated rig, `movingBoard` makes its board follow ``BoardTrajectory/calibrationSweep(for:holdSeconds:moveSeconds:)``
+    /// and `noise` adds sensor noise (pixel levels) to each frame.
+    func open(quiet: Bool = false, movingBoard: Bool = false, noise: Double = 0) throws -> Source {
         let requested = format?.format
         var source: Source
         if simulated {
             let imageSize = ImageSize(parsing: size) ?? ImageSize(width: 640, height: 480)
             let pixel = requested?.pixelFormat ?? .gray8
             let interval = requested?.frameInterval ?? FrameInterval(numerator: 1, denominator: 30)
+            let geometry = SimulatedStereoRig.example(size: imageSize)
             let rig = SimulatedRigDevice(
-                rig: .example(size: imageSize), frameInterval: interval, pixelFormat: pixel,
-                leftTiming: SimulatedCameraTiming(jitterNanoseconds: 500_000, dropProbability: 0.01),
+                rig: geometry, frameInterval: interval, pixelFormat: pixel,
+                leftTiming: SimulatedCameraTiming(jitterNanoseconds: 500_000, dropProbability: 0.01, noiseStandardDeviation: noise),
                 rightTiming: SimulatedCameraTiming(offsetNanoseconds: 3_000_000, driftPPM: 40, jitterNanoseconds: 500_000,
-                                                   dropProbability: 0.01),
-                pace: realTime ? .realTime : .asFastAsPossible)
+                                                   dropProbability: 0.01, noiseStandardDeviation: noise),
+                pace: realTime ? .realTime : .asFastAsPossible,
+                boardTrajectory: movingBoard ? BoardTrajectory.calibrationSweep(for: geometry) : nil)
             source = Source(device: StereoDevice(simulated: rig), rig: rig, knownCalibration: rig.rig.calibration)
             try source.device.configure(StereoConfiguration(
                 format: CaptureFormat(fourCC: CaptureFormat.fourCC(of: pixel) ?? .grey, size: imageSize, frameInterval: interval),
