@@ -14,7 +14,7 @@ struct LiveCalibrationTests {
         defer { try? FileManager.default.removeItem(at: dir) }
         let output = dir.appendingPathComponent("rig.json").path
         let result = try ParallaxCLI.run(["calibrate", "--live", "--simulated", "--size", "256x192", "--pairs", "3",
-                                          "--output", output, "--json"], timeout: 300)
+                                          "--output", output, "--json"], timeout: 600)
         #expect(result.status == 0, "stderr: \(result.stderr)")
         let figures = try #require(try JSONValue(parsing: result.stdout).object)
         #expect(figures["pairs_taken"]?.number == 3)

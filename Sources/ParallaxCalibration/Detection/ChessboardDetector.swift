@@ -9,6 +9,8 @@ import ParallaxGeometry
 public enum DetectionFailure: Error, Hashable, Sendable, CustomStringConvertible {
     /// Too few chessboard-like corners at all: the board is not in the image (the fast rejection).
     case noBoard(candidates: Int)
+    /// Too few round blobs for the circle grid: it is not in the image.
+    case noCircleGrid(blobs: Int)
     /// Corners were found but they never formed the full grid (board partly outside the image,
     /// occluded, too blurred, or a board of another size).
     case incompleteGrid(largest: Int, expected: Int)
@@ -19,6 +21,8 @@ public enum DetectionFailure: Error, Hashable, Sendable, CustomStringConvertible
         switch self {
         case .noBoard(let n):
             return "no chessboard found (\(n) corner-like points)"
+        case .noCircleGrid(let n):
+            return "no circle grid found (\(n) round blobs)"
         case .incompleteGrid(let largest, let expected):
             return "the board is incomplete: the largest grid found has \(largest) of \(expected) inner corners "
                 + "(is the whole board in view, sharp, and the size right?)"
@@ -78,8 +82,13 @@ public struct ChessboardDetector: Sendable {
         var response: Float
     }
 
-    /// Detects the board in `image`.
+    /// Detects the board in `image` (a circle grid is handed to ``CircleGridDetector``).
     public func detect(in image: GrayImage) -> Result<ChessboardDetection, DetectionFailure> {
+        if board.pattern != .chessboard {
+            var circles = CircleGridDetector(board: board)
+            circles.timeBudgetSeconds = timeBudgetSeconds
+            return circles.detect(in: image)
+        }
         let clock = ContinuousClock()
         let deadline = clock.now + .milliseconds(Int64(timeBudgetSeconds * 1000))
         func late() -> Bool { clock.now > deadline }

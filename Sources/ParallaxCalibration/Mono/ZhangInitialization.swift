@@ -54,7 +54,13 @@ public enum ZhangInitialization {
         let s = decomposition.singularValues
         // Collinear points leave a second null direction: the next-to-smallest singular value vanishes too.
         if s.count >= 2, s[s.count - 2] < 1e-9 * s[0] { throw .degenerateView("the corners are collinear") }
-        let h = decomposition.smallestRightSingularVector
+        // Exactly four points give 8 equations for 9 unknowns: the thin SVD holds no null
+        // vector then, which nullVector pads for.
+        var h = decomposition.smallestRightSingularVector
+        if a.rows < a.columns {
+            guard let null = try? LinearAlgebra.nullVector(a) else { throw .degenerateView("the homography system has no solution") }
+            h = null
+        }
         let normalizedH = Matrix3x3(rowMajor: h)
         let result = tiInverse * normalizedH * tb
         let scale = result[2, 2]

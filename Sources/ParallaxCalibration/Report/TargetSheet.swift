@@ -1,11 +1,13 @@
-/// A printable chessboard as SVG at true physical size.
+/// A printable chessboard or circle grid as SVG at true physical size.
 ///
 /// The sheet is A4 or US Letter (portrait, or landscape when the board is wider
 /// than tall); the board is centred with a white margin of at least 6 mm,
 /// and a caption and a 50 mm check bar let the user verify the print scale (print
 /// at 100 %, "actual size"). The top-left square is dark, so the square between the
 /// first four inner corners is dark too — the colour rule the detector uses to
-/// find the board's origin.
+/// find the board's origin. A circle grid has dark circles one spacing in from its white
+/// edge: radius 0.3 spacings for a symmetric grid, 0.45 for an asymmetric one (whose
+/// nearest circles are √2 spacings apart), as the simulated rig renders them.
 public enum TargetSheet {
     /// Paper sizes in millimetres (portrait).
     public enum Paper: String, Sendable, CaseIterable {
@@ -48,7 +50,8 @@ public enum TargetSheet {
     public static func svg(for board: CalibrationBoard, paper: Paper) throws(Failure) -> String {
         guard let perUnit = millimetres(perUnit: board.unit) else { throw .noUnit }
         let s = board.squareSize * perUnit
-        let squaresX = board.columns + 1, squaresY = board.rows + 1
+        let squaresX = board.pattern == .asymmetricCircles ? 2 * board.columns + 1 : board.columns + 1
+        let squaresY = board.rows + 1
         let boardW = Double(squaresX) * s, boardH = Double(squaresY) * s
         // White border around the squares: the outer corners need light beyond them, and printers
         // leave about 5 mm unprinted at the paper's edge.
@@ -63,13 +66,24 @@ public enum TargetSheet {
         var out = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
         out += "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"\(SVGDocument.f(pw))mm\" height=\"\(SVGDocument.f(ph))mm\" viewBox=\"0 0 \(SVGDocument.f(pw)) \(SVGDocument.f(ph))\">\n"
         out += "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
-        for j in 0..<squaresY {
-            for i in 0..<squaresX where (i + j) % 2 == 0 {
-                out += "<rect x=\"\(SVGDocument.f(x0 + Double(i) * s))\" y=\"\(SVGDocument.f(y0 + Double(j) * s))\" width=\"\(SVGDocument.f(s))\" height=\"\(SVGDocument.f(s))\" fill=\"black\"/>\n"
+        let caption: String
+        if board.pattern == .chessboard {
+            for j in 0..<squaresY {
+                for i in 0..<squaresX where (i + j) % 2 == 0 {
+                    out += "<rect x=\"\(SVGDocument.f(x0 + Double(i) * s))\" y=\"\(SVGDocument.f(y0 + Double(j) * s))\" width=\"\(SVGDocument.f(s))\" height=\"\(SVGDocument.f(s))\" fill=\"black\"/>\n"
+                }
             }
+            caption = "Parallax chessboard: \(board.columns)x\(board.rows) inner corners, square \(board.squareSize)\(board.unit). Print at 100 %; the bar is 50 mm."
+        } else {
+            let radius = (board.pattern == .asymmetricCircles ? 0.45 : 0.3) * s
+            for point in board.objectPoints {
+                let cx = x0 + s + point.x * perUnit, cy = y0 + s + point.y * perUnit
+                out += "<circle cx=\"\(SVGDocument.f(cx))\" cy=\"\(SVGDocument.f(cy))\" r=\"\(SVGDocument.f(radius))\" fill=\"black\"/>\n"
+            }
+            let kind = board.pattern == .asymmetricCircles ? "asymmetric circle grid" : "circle grid"
+            caption = "Parallax \(kind): \(board.columns)x\(board.rows) circles, spacing \(board.squareSize)\(board.unit). Print at 100 %; the bar is 50 mm."
         }
         let cy = y0 + boardH + 4.5
-        let caption = "Parallax chessboard: \(board.columns)x\(board.rows) inner corners, square \(board.squareSize)\(board.unit). Print at 100 %; the bar is 50 mm."
         out += "<text x=\"\(SVGDocument.f(x0))\" y=\"\(SVGDocument.f(cy))\" font-family=\"sans-serif\" font-size=\"3.2\" fill=\"#444\">\(SVGDocument.escape(caption))</text>\n"
         out += "<rect x=\"\(SVGDocument.f(x0))\" y=\"\(SVGDocument.f(cy + 2))\" width=\"50\" height=\"1.5\" fill=\"#444\"/>\n"
         out += "</svg>\n"

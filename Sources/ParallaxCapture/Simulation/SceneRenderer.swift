@@ -349,6 +349,8 @@ private struct Surfaces {
             return crosses(period, u0, u1) || crosses(period, v0, v1)
         case .texture:
             return false
+        case .board(let board) where board.pattern != .chessboard:
+            return board.circleEdgeCrosses(x: hit.u, y: hit.v, halfX: footprint.x, halfY: footprint.y)
         case .board(let board):
             let e = board.squaresExtent
             let inside = u0 >= e.min.x && u1 <= e.max.x && v0 >= e.min.y && v1 <= e.max.y

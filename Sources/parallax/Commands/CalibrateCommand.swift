@@ -60,10 +60,11 @@ struct CalibrateCommand: AsyncParsableCommand {
     @Flag(name: .customLong("skip-unpaired"), help: "Go on without the files that cannot be paired (they are listed) instead of stopping.")
     var skipUnpaired = false
 
-    @Option(name: .long, help: "Inner corners as COLUMNSxROWS, e.g. 9x6 (with --live --simulated: the rig's 9x6 by default).")
+    @Option(name: [.customLong("target"), .customLong("board")],
+            help: "The target: chessboard:COLSxROWS (inner corners; 9x6 alone is a chessboard), circles:COLSxROWS or acircles:COLSxROWS (circles per row × rows, OpenCV's grids); --board is the same option (with --live --simulated: the rig's 9x6 by default).")
     var board: String?
 
-    @Option(name: .long, parsing: .unconditional, help: "Square size, with an optional unit (25mm, 2.5cm, 0.025m, 1in); translations come out in this unit (with --live --simulated: 25mm by default).")
+    @Option(name: .long, parsing: .unconditional, help: "Square size (a circle grid's spacing), with an optional unit (25mm, 2.5cm, 0.025m, 1in); translations come out in this unit (with --live --simulated: 25mm by default).")
     var square: String?
 
     @Flag(name: .long, help: "Capture the pairs from a running stereo device (--simulated, --virtual, or --left DEV --right DEV) instead of files.")

@@ -3,20 +3,21 @@ import Foundation
 import ParallaxCalibration
 import ParallaxGeometry
 
-/// `parallax target`: draws a printable chessboard.
+/// `parallax target`: draws a printable chessboard or circle grid.
 struct TargetCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "target",
-        abstract: "Draw a printable chessboard calibration target (SVG, true size on A4 or letter).",
+        abstract: "Draw a printable calibration target, a chessboard or a circle grid (SVG, true size on A4 or letter).",
         discussion: """
             Print the SVG at 100 % ("actual size") and check the 50 mm bar with a ruler; then measure one \
             square and pass that to `parallax calibrate --square`.
             """)
 
-    @Option(name: .long, help: "Inner corners as COLUMNSxROWS, e.g. 9x6.")
+    @Option(name: [.customLong("target"), .customLong("board")],
+            help: "The target: chessboard:COLSxROWS (inner corners; 9x6 alone is a chessboard), circles:COLSxROWS or acircles:COLSxROWS (circles per row × rows, OpenCV's grids). --board is the same option.")
     var board: String
 
-    @Option(name: .long, help: "Square size with unit: mm, cm, m or in (e.g. 25mm).")
+    @Option(name: .long, help: "Square size (the circles' spacing for a grid) with unit: mm, cm, m or in (e.g. 25mm).")
     var square: String
 
     @Option(name: .long, help: "Paper: a4 or letter.")
