@@ -58,9 +58,15 @@ struct OneCameraTests {
         let yaml = try String(contentsOf: out.appendingPathComponent("camera.yml"), encoding: .utf8)
         #expect(yaml.contains("camera_matrix: !!opencv-matrix") && yaml.contains("distortion_coefficients: !!opencv-matrix")
                 && yaml.contains("avg_reprojection_error:"))
-        for file in ["report/index.html", "report/projection-uncertainty.svg"] {
+        for file in ["report/index.html", "report/projection-uncertainty.svg", "report/residuals-per-view.svg",
+                     "report/residual-scatter.svg", "report/coverage.svg"] {
             #expect(FileManager.default.fileExists(atPath: out.appendingPathComponent(file).path), "\(file)")
         }
+        // The charts show this calibration: one bar per image used, every image's board outlined.
+        let bars = try String(contentsOf: out.appendingPathComponent("report/residuals-per-view.svg"), encoding: .utf8)
+        #expect(bars.components(separatedBy: "<rect").count - 1 >= Int(used))
+        let coverage = try String(contentsOf: out.appendingPathComponent("report/coverage.svg"), encoding: .utf8)
+        #expect(coverage.components(separatedBy: "<polygon").count - 1 == Int(used))
     }
 
     @Test("the one-camera file round-trips, keeps unknown keys, and refuses a stereo file by its format")

@@ -23,22 +23,73 @@ public enum CalibrationReport {
     /// Colours of the left and right camera in every chart.
     static let leftColour = "#1f77b4", rightColour = "#ff7f0e"
 
+    /// One camera's data in a chart: its colour, name, and one entry per view (residual
+    /// vectors, or corners), with the views' names.
+    struct Series {
+        var colour: String
+        var camera: String
+        var names: [String]
+        var values: [[SIMD2<Double>]]
+    }
+
+    /// The left and right series of a stereo result: residuals, or (`corners`) the observed corners.
+    static func stereoSeries(_ result: StereoCalibrationResult, corners: Bool) -> [Series] {
+        [Series(colour: leftColour, camera: "left", names: result.pairs.map(\.left.name),
+                values: corners ? result.pairs.map(\.left.corners) : result.leftResiduals),
+         Series(colour: rightColour, camera: "right", names: result.pairs.map(\.right.name),
+                values: corners ? result.pairs.map(\.right.corners) : result.rightResiduals)]
+    }
+
     /// The per-pair RMS bar chart.
     public static func residualsPerView(_ result: StereoCalibrationResult) -> String {
-        let n = result.pairs.count
+        residualBars(stereoSeries(result, corners: false), rms: result.rms, title: "Reprojection RMS per pair (px)",
+                     legend: "left camera blue, right orange")
+    }
+
+    /// The per-image RMS bar chart of a one-camera calibration.
+    public static func residualsPerView(_ result: MonoCalibrationResult) -> String {
+        residualBars([Series(colour: leftColour, camera: "camera", names: result.viewNames, values: result.residuals)],
+                     rms: result.rms, title: "Reprojection RMS per image (px)", legend: "one bar per image")
+    }
+
+    /// The residual scatter plot.
+    public static func residualScatter(_ result: StereoCalibrationResult) -> String {
+        residualScatter(stereoSeries(result, corners: false), rms: result.rms)
+    }
+
+    /// The residual scatter plot of a one-camera calibration.
+    public static func residualScatter(_ result: MonoCalibrationResult) -> String {
+        residualScatter([Series(colour: leftColour, camera: "camera", names: result.viewNames, values: result.residuals)], rms: result.rms)
+    }
+
+    /// The coverage map: corners of every used view over both images.
+    public static func coverage(_ result: StereoCalibrationResult, columns: Int, rows: Int) -> String {
+        coverage(stereoSeries(result, corners: true), size: result.calibration.left.size, columns: columns, rows: rows,
+                 title: "Corner coverage: left (blue) and right (orange) images, \(result.pairs.count) pairs")
+    }
+
+    /// The coverage map of a one-camera calibration; `corners` are each used image's, by name.
+    public static func coverage(_ result: MonoCalibrationResult, corners: [String: [SIMD2<Double>]], columns: Int, rows: Int) -> String {
+        coverage([Series(colour: leftColour, camera: "camera", names: result.viewNames,
+                         values: result.viewNames.map { corners[$0] ?? [] })],
+                 size: result.camera.size, columns: columns, rows: rows,
+                 title: "Corner coverage: \(result.viewNames.count) images")
+    }
+
+    static func residualBars(_ series: [Series], rms overall: Double, title: String, legend: String) -> String {
+        let n = series.first?.values.count ?? 0
         let barWidth = 10.0, gap = 8.0
+        let group = Double(series.count) * barWidth + gap
         let margin = (left: 60.0, right: 20.0, top: 46.0, bottom: 100.0)
-        let plotWidth = max(Double(n) * (2 * barWidth + gap), 480)
+        let plotWidth = max(Double(n) * group, 480)
         let plotHeight = 260.0
         var svg = SVGDocument(width: margin.left + plotWidth + margin.right, height: margin.top + plotHeight + margin.bottom)
-        let viewRMS: [(Double, Double)] = (0..<n).map { i in
-            func rms(_ r: [SIMD2<Double>]) -> Double { (r.reduce(0) { $0 + dot($1, $1) } / Double(max(r.count, 1))).squareRoot() }
-            return (rms(result.leftResiduals[i]), rms(result.rightResiduals[i]))
-        }
-        let top = max(viewRMS.map { max($0.0, $0.1) }.max() ?? 0, result.rms) * 1.15 + 1e-9
+        func rms(_ r: [SIMD2<Double>]) -> Double { (r.reduce(0) { $0 + dot($1, $1) } / Double(max(r.count, 1))).squareRoot() }
+        let viewRMS = series.map { $0.values.map(rms) }
+        let top = max(viewRMS.flatMap { $0 }.max() ?? 0, overall) * 1.15 + 1e-9
         func y(_ v: Double) -> Double { margin.top + plotHeight * (1 - v / top) }
-        svg.text(margin.left, 18, "Reprojection RMS per pair (px)", size: 13)
-        svg.text(margin.left, 34, "left camera blue, right orange; dashed line: overall \(formatPixels(result.rms)) px", size: 11)
+        svg.text(margin.left, 18, title, size: 13)
+        svg.text(margin.left, 34, "\(legend); dashed line: overall \(formatPixels(overall)) px", size: 11)
         svg.line(margin.left, margin.top, margin.left, margin.top + plotHeight, stroke: "#222")
         svg.line(margin.left, margin.top + plotHeight, margin.left + plotWidth, margin.top + plotHeight, stroke: "#222")
         for k in 0...4 {
@@ -47,53 +98,51 @@ public enum CalibrationReport {
             svg.text(margin.left - 6, y(v) + 4, "\(formatPixels(v))", size: 10, anchor: "end")
         }
         for i in 0..<n {
-            let x = margin.left + Double(i) * (2 * barWidth + gap) + gap / 2
-            svg.rect(x, y(viewRMS[i].0), barWidth, y(0) - y(viewRMS[i].0), fill: leftColour,
-                     title: "\(result.pairs[i].left.name): \(formatPixels(viewRMS[i].0)) px")
-            svg.rect(x + barWidth, y(viewRMS[i].1), barWidth, y(0) - y(viewRMS[i].1), fill: rightColour,
-                     title: "\(result.pairs[i].right.name): \(formatPixels(viewRMS[i].1)) px")
-            let label = result.pairs[i].left.name.split(separator: "/").last.map(String.init) ?? ""
-            svg.text(x + barWidth, margin.top + plotHeight + 8, label, size: 9, anchor: "end", rotate: true)
+            let x = margin.left + Double(i) * group + gap / 2
+            for (s, camera) in series.enumerated() {
+                let value = viewRMS[s][i]
+                svg.rect(x + Double(s) * barWidth, y(value), barWidth, y(0) - y(value), fill: camera.colour,
+                         title: "\(camera.names[i]): \(formatPixels(value)) px")
+            }
+            let label = series[0].names[i].split(separator: "/").last.map(String.init) ?? ""
+            svg.text(x + Double(series.count) * barWidth / 2, margin.top + plotHeight + 8, label, size: 9, anchor: "end", rotate: true)
         }
-        svg.line(margin.left, y(result.rms), margin.left + plotWidth, y(result.rms), stroke: "#c00", dash: true)
+        svg.line(margin.left, y(overall), margin.left + plotWidth, y(overall), stroke: "#c00", dash: true)
         return svg.text
     }
 
-    /// The residual scatter plot.
-    public static func residualScatter(_ result: StereoCalibrationResult) -> String {
+    static func residualScatter(_ series: [Series], rms: Double) -> String {
         let size = 420.0, margin = 40.0
         var svg = SVGDocument(width: size + 2 * margin, height: size + 2 * margin + 20)
-        let all = (result.leftResiduals + result.rightResiduals).flatMap { $0 }
-        let extent = max(all.map { max(abs($0.x), abs($0.y)) }.max() ?? 1, 3 * result.rms, 1e-6) * 1.05
+        let all = series.flatMap { $0.values.flatMap { $0 } }
+        let extent = max(all.map { max(abs($0.x), abs($0.y)) }.max() ?? 1, 3 * rms, 1e-6) * 1.05
         let centre = margin + size / 2
         func p(_ v: SIMD2<Double>) -> SIMD2<Double> { SIMD2(centre + v.x / extent * size / 2, 20 + centre + v.y / extent * size / 2) }
-        svg.text(margin, 16, "Residuals (projected − observed), ±\(formatPixels(extent)) px; circle: RMS \(formatPixels(result.rms)) px", size: 13)
+        svg.text(margin, 16, "Residuals (projected − observed), ±\(formatPixels(extent)) px; circle: RMS \(formatPixels(rms)) px", size: 13)
         svg.rect(margin, margin + 20, size, size, fill: "none", stroke: "#222")
         svg.line(centre, margin + 20, centre, margin + 20 + size, stroke: "#ccc")
         svg.line(margin, centre + 20, margin + size, centre + 20, stroke: "#ccc")
-        for r in result.leftResiduals.flatMap({ $0 }) { let q = p(r); svg.circle(q.x, q.y, 1.6, fill: leftColour, opacity: 0.5) }
-        for r in result.rightResiduals.flatMap({ $0 }) { let q = p(r); svg.circle(q.x, q.y, 1.6, fill: rightColour, opacity: 0.5) }
-        svg.circle(centre, centre + 20, result.rms / extent * size / 2, fill: "none", stroke: "#c00")
+        for camera in series {
+            for r in camera.values.flatMap({ $0 }) { let q = p(r); svg.circle(q.x, q.y, 1.6, fill: camera.colour, opacity: 0.5) }
+        }
+        svg.circle(centre, centre + 20, rms / extent * size / 2, fill: "none", stroke: "#c00")
         return svg.text
     }
 
-    /// The coverage map: corners of every used view over both images.
-    public static func coverage(_ result: StereoCalibrationResult, columns: Int, rows: Int) -> String {
-        let size = result.calibration.left.size
+    static func coverage(_ series: [Series], size: ImageSize, columns: Int, rows: Int, title: String) -> String {
         let scale = 400.0 / Double(max(size.width, 1))
         let w = Double(size.width) * scale, h = Double(size.height) * scale
         let margin = 20.0
-        var svg = SVGDocument(width: 2 * w + 3 * margin, height: h + 2 * margin + 20)
-        svg.text(margin, 16, "Corner coverage: left (blue) and right (orange) images, \(result.pairs.count) pairs", size: 13)
-        for (panel, colour) in [(0, leftColour), (1, rightColour)] {
+        var svg = SVGDocument(width: Double(series.count) * (w + margin) + margin, height: h + 2 * margin + 20)
+        svg.text(margin, 16, title, size: 13)
+        for (panel, camera) in series.enumerated() {
             let x0 = margin + Double(panel) * (w + margin), y0 = margin + 20
             svg.rect(x0, y0, w, h, fill: "#f6f6f6", stroke: "#222")
-            for pair in result.pairs {
-                let corners = panel == 0 ? pair.left.corners : pair.right.corners
+            for corners in camera.values {
                 guard corners.count == columns * rows else { continue }
                 let outline = [0, columns - 1, columns * rows - 1, columns * (rows - 1)].map { corners[$0] * scale + SIMD2(x0, y0) }
-                svg.polygon(outline, stroke: colour, fill: colour, opacity: 0.08)
-                for c in corners { svg.circle(x0 + c.x * scale, y0 + c.y * scale, 1.2, fill: colour, opacity: 0.7) }
+                svg.polygon(outline, stroke: camera.colour, fill: camera.colour, opacity: 0.08)
+                for c in corners { svg.circle(x0 + c.x * scale, y0 + c.y * scale, 1.2, fill: camera.colour, opacity: 0.7) }
             }
         }
         return svg.text
@@ -204,7 +253,8 @@ public enum CalibrationReport {
     }
 
     /// The HTML page of a one-camera calibration: the figures, every parameter with its
-    /// standard deviation, the images set aside and the projection-uncertainty map.
+    /// standard deviation, the images set aside, the residual and coverage charts and the
+    /// projection-uncertainty map.
     public static func cameraPage(_ result: MonoCalibrationResult,
                                   uncertainty: (parameters: CameraUncertainty, projection: ProjectionUncertainty)?) -> String {
         func row(_ k: String, _ v: String) -> String { "<tr><td>\(SVGDocument.escape(k))</td><td>\(SVGDocument.escape(v))</td></tr>" }
@@ -221,6 +271,8 @@ public enum CalibrationReport {
         if !result.rejected.isEmpty {
             html += "<h2>Rejected</h2><ul>" + result.rejected.map { "<li>\(SVGDocument.escape($0.description))</li>" }.joined() + "</ul>"
         }
+        html += "<h2>Residuals</h2><img src=\"residuals-per-view.svg\"><img src=\"residual-scatter.svg\">"
+        html += "<h2>Coverage</h2><img src=\"coverage.svg\">"
         if uncertainty != nil { html += "<h2>Projection uncertainty</h2><img src=\"projection-uncertainty.svg\">" }
         return html + "</body></html>\n"
     }

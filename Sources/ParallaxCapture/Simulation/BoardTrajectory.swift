@@ -52,9 +52,13 @@ public struct BoardTrajectory: Hashable, Sendable {
     /// distances, at the centre and towards the edges and corners of the view, turned up to
     /// 25° about both axes, every pose with the whole board inside both images.
     ///
+    /// `spread` scales how far towards the edges the board's centre goes (1: as far as the
+    /// whole board stays in view; 0.3: a capture that leaves the image's edges and corners
+    /// empty, for studying poor coverage).
+    ///
     /// - Returns: `nil` when the rig's scene has no board.
     public static func calibrationSweep(for rig: SimulatedStereoRig, holdSeconds: Double = 0.8,
-                                        moveSeconds: Double = 0.3) -> BoardTrajectory? {
+                                        moveSeconds: Double = 0.3, spread: Double = 1) -> BoardTrajectory? {
         guard let board = rig.scene.target?.target else { return nil }
         let left = rig.calibration.left
         // The board's centre in its own frame, and the rig's middle (between the two cameras).
@@ -93,8 +97,8 @@ public struct BoardTrajectory: Hashable, Sendable {
             let rotation = Matrix3x3.rotationZ(angles.z) * Matrix3x3.rotationY(angles.y) * Matrix3x3.rotationX(angles.x)
             let z = fill * factor
             // Pull the board towards the axis until its squares (with a 4 % margin) are inside both images.
-            var reach = 1.0
-            while reach > 0.05 {
+            var reach = min(1, max(0, spread))
+            while reach > 0.01 {
                 let target = middle + SIMD3(u * reach * halfTan.x * z, v * reach * halfTan.y * z, z - middle.z)
                 let pose = RigidTransform(rotation: rotation, translation: target - rotation * centre)
                 if Self.squaresInside(board, pose: pose, rig: rig, margin: 0.04) {
@@ -102,6 +106,11 @@ public struct BoardTrajectory: Hashable, Sendable {
                     break
                 }
                 reach *= 0.9
+            }
+            if reach <= 0.01 {
+                // Centred poses (spread 0) need no pull-in; keep them when they fit.
+                let pose = RigidTransform(rotation: rotation, translation: middle + SIMD3(0, 0, z - middle.z) - rotation * centre)
+                if Self.squaresInside(board, pose: pose, rig: rig, margin: 0.04) { poses.append(pose) }
             }
         }
         return BoardTrajectory(poses: poses, holdSeconds: holdSeconds, moveSeconds: moveSeconds)

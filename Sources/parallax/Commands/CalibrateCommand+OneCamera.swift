@@ -54,6 +54,10 @@ extension CalibrateCommand {
         if let cornersOut { written.append((cornersOut, cornersJSON(outcome.corners, sizes: outcome.imageSizes, target: target))) }
         if let report {
             func path(_ name: String) -> String { (report as NSString).appendingPathComponent(name) }
+            written.append((path("residuals-per-view.svg"), Array(CalibrationReport.residualsPerView(result).utf8)))
+            written.append((path("residual-scatter.svg"), Array(CalibrationReport.residualScatter(result).utf8)))
+            written.append((path("coverage.svg"), Array(CalibrationReport.coverage(result, corners: outcome.corners, columns: target.columns,
+                                                                                   rows: target.rows).utf8)))
             if let uncertainty {
                 written.append((path("projection-uncertainty.svg"),
                                 Array(CalibrationReport.projectionUncertainty([("camera", uncertainty.projection)]).utf8)))
