@@ -63,6 +63,8 @@ final class Device {
     var pendingErrorFlags = 0
     var pendingGap = 0
     var pendingStepBack: Int?
+    /// The sequence number of the last frame written into a buffer.
+    var lastFilledSequence: UInt32?
     /// Added to every timestamp (``VirtualCameraFault/timestampsAhead(nanoseconds:)``).
     var timestampOffset: Int64 = 0
     var pendingBackwards: Int64?
@@ -319,6 +321,7 @@ final class Device {
         streaming = true
         streamOwner = owner
         sequence = 0
+        lastFilledSequence = nil
         nextDue = clock.now() + interval.nanoseconds
     }
 
@@ -357,7 +360,9 @@ final class Device {
                 continue
             }
             if let back = pendingStepBack {
-                sequence &-= UInt32(truncatingIfNeeded: 1 + back)
+                // From the last frame handed out, so frames lost just before (a loaded
+                // machine) cannot turn the step back into a forward gap.
+                sequence = (lastFilledSequence ?? (sequence &- 1)) &- UInt32(truncatingIfNeeded: back)
                 pendingStepBack = nil
             }
             let buffer = buffers[queue.removeFirst()]
@@ -373,6 +378,7 @@ final class Device {
             // whose whole clock is shifted.
             timestamp += timestampOffset
             buffer.sequence = sequence
+            lastFilledSequence = sequence
             buffer.timestamp = timestamp
             rawTimestamps[sequence] = timestamp
             dueTimes[sequence] = due
