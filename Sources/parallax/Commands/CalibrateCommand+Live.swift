@@ -125,7 +125,6 @@ extension CalibrateCommand {
         var recent: [(sequence: UInt64, corners: [SIMD2<Double>]?)] = []
         let pending = Locked<Result<StillPair, StereoSessionError>?>(nil)
         var stillInFlight = false
-        var candidate: BoardViewMeasures?
         var pairs: [ImagePairing.Pair] = []
         var entries: [String: CornerList.Entry] = [:]
         var pairsSeen = 0
@@ -203,7 +202,6 @@ extension CalibrateCommand {
             if stillInFlight, let result = pending.withLock({ p in defer { p = nil }; return p }) {
                 stillInFlight = false
                 if case .success(let still) = result { try consider(still) }
-                candidate = nil
             }
             if stop.withLock({ $0 }) != nil { break }
             let left = detect(pair.left.image)
@@ -212,8 +210,7 @@ extension CalibrateCommand {
             if recent.count > 64 { recent.removeFirst(recent.count - 64) }
             if !stillInFlight, stillness.isStill, let left,
                let measures = BoardViewMeasures(corners: left.corners, columns: target.columns, rows: target.rows, imageSize: left.size),
-               coverage.adds(measures), candidate != measures, detect(pair.right.image) != nil {
-                candidate = measures
+               coverage.adds(measures), detect(pair.right.image) != nil {
                 stillInFlight = true
                 Task.detached {
                     let result: Result<StillPair, StereoSessionError>
