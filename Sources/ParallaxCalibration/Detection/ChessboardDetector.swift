@@ -124,11 +124,7 @@ public struct ChessboardDetector: Sendable {
             guard let ordered = order(grid: grid, positions: positions, responses: candidates.map(\.response), image: blurred) else { continue }
             // Back to full resolution (pixel centres: x_full = 2 x_half + 0.5 per halving).
             var corners = ordered.map { p -> SIMD2<Double> in scale == 1 ? p : p * scale + SIMD2(repeating: (scale - 1) / 2) }
-            var spacing = 0.0
-            for r in 0..<board.rows { for c in 0..<(board.columns - 1) {
-                spacing += length(corners[r * board.columns + c + 1] - corners[r * board.columns + c])
-            } }
-            spacing /= Double(board.rows * (board.columns - 1))
+            let spacing = board.meanRowStep(corners)
             corners = SubpixelRefinement.refine(corners, in: image, spacing: spacing, columns: board.columns)
             return .success(ChessboardDetection(corners: corners, cornerSpacing: spacing))
         }

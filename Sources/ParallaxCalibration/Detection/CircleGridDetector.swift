@@ -75,12 +75,8 @@ public struct CircleGridDetector: Sendable {
                     points = zip(centres, points).map { ellipse, previous in ellipse.pole(of: vanishing) ?? previous }
                 }
             }
-            var spacing = 0.0
-            for r in 0..<board.rows {
-                for c in 0..<(board.columns - 1) { spacing += length(points[r * board.columns + c + 1] - points[r * board.columns + c]) }
-            }
-            spacing /= Double(board.rows * (board.columns - 1))
-            if board.pattern == .asymmetricCircles { spacing /= 2 }
+            // Neighbours along an asymmetric grid's row are two spacings apart.
+            let spacing = board.meanRowStep(points) / (board.pattern == .asymmetricCircles ? 2 : 1)
             return .success(ChessboardDetection(corners: points, cornerSpacing: spacing))
         }
         if largest == 0 { return .failure(.noCircleGrid(blobs: blobs.count)) }

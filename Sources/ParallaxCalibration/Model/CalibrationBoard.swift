@@ -81,6 +81,16 @@ public struct CalibrationBoard: Hashable, Sendable, CustomStringConvertible {
         }
     }
 
+    /// The mean image distance between neighbouring points along a row, for `points` in
+    /// this board's order (``cornerCount`` of them).
+    func meanRowStep(_ points: [SIMD2<Double>]) -> Double {
+        var total = 0.0
+        for r in 0..<rows {
+            for c in 0..<(columns - 1) { total += length(points[r * columns + c + 1] - points[r * columns + c]) }
+        }
+        return total / Double(rows * (columns - 1))
+    }
+
     /// True when turning the board by 180° maps dark squares onto light ones,
     /// so a detector can tell the board's origin from the opposite corner by colour.
     /// That holds when the squares per side, `columns + 1` and `rows + 1`, add up to an odd number.
