@@ -173,6 +173,42 @@ AVX2 ptrdiff_t parallax_remap_nv12_chroma_bilinear_avx2(const uint32_t *entries,
     return u;
 }
 
+// Eight luma samples of a 4:2:2 row, one result per 32-bit lane: bytes 0 and 2 of each tap's
+// 4-byte load are the tap's luma and its right neighbour's, moved to bytes 0 and 1 so the
+// gray arithmetic applies unchanged.
+static inline AVX2 __m256i luma422x8(const uint32_t *entries, const uint8_t *base, ptrdiff_t row_bytes) {
+    const __m256i pairs = _mm256_setr_epi8(0, 2, -1, -1, 4, 6, -1, -1, 8, 10, -1, -1, 12, 14, -1, -1,
+                                           0, 2, -1, -1, 4, 6, -1, -1, 8, 10, -1, -1, 12, 14, -1, -1);
+    __m256i e = _mm256_loadu_si256((const __m256i *)entries);
+    __m256i offsets = _mm256_srli_epi32(e, 10);
+    __m256i top = _mm256_shuffle_epi8(_mm256_i32gather_epi32((const int *)base, offsets, 1), pairs);
+    __m256i bottom = _mm256_shuffle_epi8(_mm256_i32gather_epi32((const int *)(base + row_bytes), offsets, 1), pairs);
+    __m256i wx = weights_x(e);
+    __m256i t = _mm256_maddubs_epi16(top, wx);
+    __m256i b = _mm256_maddubs_epi16(bottom, wx);
+    return round_shift(_mm256_madd_epi16(_mm256_or_si256(t, _mm256_slli_epi32(b, 16)), weights_y(e)));
+}
+
+AVX2 ptrdiff_t parallax_remap_422_bilinear_avx2(const uint32_t *luma_entries, const uint32_t *chroma_entries,
+                                                ptrdiff_t count, const uint8_t *luma_base, const uint8_t *chroma_base,
+                                                ptrdiff_t row_bytes, int32_t luma_byte, uint8_t *out) {
+    // The chroma bytes of each macropixel: 1 and 3 (YUYV) or 0 and 2 (UYVY).
+    const __m256i chroma_bytes = _mm256_set1_epi32(luma_byte ? 0x00FF00FF : (int)0xFF00FF00);
+    ptrdiff_t k = 0;
+    for (; k + 8 <= count; k += 8) {
+        __m256i y0 = luma422x8(luma_entries + 2 * k, luma_base, row_bytes);
+        __m256i y1 = luma422x8(luma_entries + 2 * k + 8, luma_base, row_bytes);
+        // Sixteen 16-bit lumas in order (the pack interleaves 64-bit halves of y0 and y1):
+        // macropixel j's 32-bit lane holds Y(2j) at byte 0 and Y(2j+1) at byte 2.
+        __m256i lumas = _mm256_permute4x64_epi64(_mm256_packus_epi32(y0, y1), 0xD8);
+        if (luma_byte) lumas = _mm256_slli_epi16(lumas, 8);
+        // Each macropixel's four bytes blended as one 4-byte sample; only its chroma is kept.
+        __m256i chroma = _mm256_and_si256(quad8(chroma_entries + k, chroma_base, row_bytes, 4), chroma_bytes);
+        _mm256_storeu_si256((__m256i *)(out + 4 * k), _mm256_or_si256(lumas, chroma));
+    }
+    return k;
+}
+
 #else
 
 parallax_simd_level parallax_remap_simd_level(void) { return PARALLAX_SIMD_BASELINE; }
@@ -188,5 +224,9 @@ ptrdiff_t parallax_remap_packed3_bilinear_avx2(const uint32_t *e, ptrdiff_t s, p
                                                ptrdiff_t r, uint8_t *o) { (void)e; (void)end; (void)b; (void)r; (void)o; return s; }
 ptrdiff_t parallax_remap_nv12_chroma_bilinear_avx2(const uint32_t *e, ptrdiff_t s, ptrdiff_t end, const uint8_t *b,
                                                    ptrdiff_t r, uint8_t *o) { (void)e; (void)end; (void)b; (void)r; (void)o; return s; }
+ptrdiff_t parallax_remap_422_bilinear_avx2(const uint32_t *l, const uint32_t *c, ptrdiff_t n, const uint8_t *lb,
+                                           const uint8_t *cb, ptrdiff_t r, int32_t y, uint8_t *o) {
+    (void)l; (void)c; (void)n; (void)lb; (void)cb; (void)r; (void)y; (void)o; return 0;
+}
 
 #endif

@@ -51,16 +51,26 @@ struct SIMDLevelTests {
                                            rectification: RemapFixtures.rectification)
         let left = TestImages.pattern(format, width: source.width, height: source.height, seed: 5)
         let right = TestImages.pattern(format, width: source.width, height: source.height, seed: 6)
-        let portable = try Rectifier(maps: maps, threads: 1, simdLevel: .baseline).rectify(left: left, right: right)
-        // Not a vacuous comparison: the output carries the source's texture.
-        #expect(Set(portable.left.bytes).count > 200)
-        for level in Self.levels.dropFirst() {
-            for threads in [1, 2] {
-                let fast = try Rectifier(maps: maps, threads: threads, simdLevel: level).rectify(left: left, right: right)
-                let differing = zip(fast.left.bytes + fast.right.bytes, portable.left.bytes + portable.right.bytes)
-                    .filter { $0 != $1 }.count
-                #expect(fast.left.bytes.count == portable.left.bytes.count && differing == 0,
-                        "\(format) at \(level), \(threads) threads: \(differing) bytes differ from the portable kernels")
+        // Without a live convergence, and with one that shifts the sides by ±6 pixels
+        // (spans then start and end at other columns of each plane).
+        var unshifted: ImageBuffer?
+        for distance in [nil, 0.5] as [Double?] {
+            let reference = try Rectifier(maps: maps, threads: 1, simdLevel: .baseline)
+            if let distance { reference.setConvergence(atDistance: distance) }
+            let portable = try reference.rectify(left: left, right: right)
+            // Not a vacuous comparison: the output carries the source's texture, and the shift moves it.
+            #expect(Set(portable.left.bytes).count > 200)
+            if let unshifted { #expect(portable.left != unshifted) } else { unshifted = portable.left }
+            for level in Self.levels.dropFirst() {
+                for threads in [1, 2] {
+                    let rectifier = try Rectifier(maps: maps, threads: threads, simdLevel: level)
+                    if let distance { rectifier.setConvergence(atDistance: distance) }
+                    let fast = try rectifier.rectify(left: left, right: right)
+                    let differing = zip(fast.left.bytes + fast.right.bytes, portable.left.bytes + portable.right.bytes)
+                        .filter { $0 != $1 }.count
+                    #expect(fast.left.bytes.count == portable.left.bytes.count && differing == 0,
+                            "\(format) at \(level), \(threads) threads, convergence \(distance.map { "\($0) m" } ?? "none"): \(differing) bytes differ from the portable kernels")
+                }
             }
         }
     }

@@ -56,13 +56,24 @@ ptrdiff_t parallax_remap_packed3_bilinear_avx2(const uint32_t *entries, ptrdiff_
 
 /// NV12 chroma (two bytes per sample, Cb and Cr): reads 4 bytes at each of the four taps
 /// (the map keeps a spare source column) and writes 2 bytes per processed sample.
-///
-/// YUYV and UYVY have no AVX2 kernel: their luma and chroma bytes interleave and belong to
-/// different bands, so results must be stored byte by byte, and on an AMD Zen 3 the gathers
-/// then made them about 15 % slower than the portable kernels (`parallax bench rectify
-/// --format yuyv --simd avx2` against `--simd baseline`, 2026-11-23).
 ptrdiff_t parallax_remap_nv12_chroma_bilinear_avx2(const uint32_t *entries, ptrdiff_t start, ptrdiff_t end,
                                                    const uint8_t *base, ptrdiff_t row_bytes, uint8_t *out);
+
+/// YUYV or UYVY, luma and chroma of one output row together: `count` macropixels, each from
+/// two luma entries (`luma_entries[2j]`, `[2j + 1]`, span entries of the luma map, offsets
+/// from `luma_base`, which already points at the luma byte) and one chroma entry
+/// (`chroma_entries[j]`, a span entry of the 4:2:2 chroma map, offsets from `chroma_base`
+/// to the macropixel's first byte). `luma_byte` is 0 for YUYV and 1 for UYVY. Reads what
+/// the luma and chroma kernels read (4 bytes at each luma tap, 4 bytes at each chroma
+/// tap and its right neighbour); writes 4 whole bytes per processed macropixel, in groups
+/// of 8, and returns how many it processed.
+///
+/// Separate luma and chroma kernels could not do this: the two planes interleave byte by
+/// byte, so each would have to store single bytes (on an AMD Zen 3 that made them about
+/// 15 % slower than the portable kernels).
+ptrdiff_t parallax_remap_422_bilinear_avx2(const uint32_t *luma_entries, const uint32_t *chroma_entries,
+                                           ptrdiff_t count, const uint8_t *luma_base, const uint8_t *chroma_base,
+                                           ptrdiff_t row_bytes, int32_t luma_byte, uint8_t *out);
 
 // MARK: Map building
 

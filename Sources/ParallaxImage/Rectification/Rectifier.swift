@@ -256,9 +256,15 @@ public final class Rectifier: @unchecked Sendable {
         case .chroma422: shift.x /= 2
         case .chroma420: shift = SIMD2(shift.x / 2, shift.y / 2)
         }
-        RemapKernels.run(job.map, rows: band.rows, source: sourceBase,
-                         destination: destinationBase, destinationRowBytes: destinationRowBytes, shift: shift,
-                         level: pair.pointee.level)
+        if let chroma = band.chroma {
+            RemapKernels.run422(luma: job.map, chroma: plan.jobs[chroma].map, rows: band.rows, source: sourceBase,
+                                destination: destinationBase, destinationRowBytes: destinationRowBytes, shift: shift,
+                                level: pair.pointee.level)
+        } else {
+            RemapKernels.run(job.map, rows: band.rows, source: sourceBase,
+                             destination: destinationBase, destinationRowBytes: destinationRowBytes, shift: shift,
+                             level: pair.pointee.level)
+        }
     }
 
     /// Rectifies a pair into reusable buffers: when `leftOutput` and
@@ -433,8 +439,10 @@ public final class Rectifier: @unchecked Sendable {
 
     /// One plane of one image, compiled.
     private struct Job { var side: Int; var plane: Int; var grid: SampleGrid; var map: CompiledMap }
-    /// A band of rows of one job: the unit handed to a thread.
-    private struct Band { var job: Int; var rows: Range<Int> }
+    /// A band of rows of one job: the unit handed to a thread. For YUYV and UYVY, `chroma`
+    /// is the 4:2:2 chroma job of the same rows, run with the luma job by one thread
+    /// (``RemapKernels/run422(luma:chroma:rows:source:destination:destinationRowBytes:shift:level:)``).
+    private struct Band { var job: Int; var rows: Range<Int>; var chroma: Int? = nil }
     private final class PairPlan: @unchecked Sendable {
         let jobs: [Job]
         let bands: [Band]
@@ -452,11 +460,20 @@ public final class Rectifier: @unchecked Sendable {
         if let plan = plans[key] { return plan }
         var jobs: [Job] = []
         var bands: [Band] = []
+        // YUYV and UYVY interleave luma and chroma in one plane: one band covers both, so
+        // no two threads write the same output bytes' neighbours (or cache lines).
+        let interleaved422 = key.format == .yuyv || key.format == .uyvy
         for side in 0..<2 {
             let strides = side == 0 ? key.left : key.right
             for entry in key.format.remapPlanes {
                 let map = compiledMap(side: side, grid: entry.grid, rowBytes: strides[entry.plane], layout: entry.layout)
                 jobs.append(Job(side: side, plane: entry.plane, grid: entry.grid, map: map))
+                if interleaved422 && entry.grid == .chroma422 {
+                    // Same rows as the luma job just before it: its bands take this job along.
+                    let chroma = jobs.count - 1
+                    for b in bands.indices where bands[b].job == chroma - 1 { bands[b].chroma = chroma }
+                    continue
+                }
                 // Bands of 16–64 rows: several per thread for balance, small
                 // enough that a band's source rows stay in cache.
                 let rows = map.height

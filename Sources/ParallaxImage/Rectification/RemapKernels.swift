@@ -46,57 +46,136 @@ enum RemapKernels {
     static func run(_ map: CompiledMap, rows: Range<Int>, source: UnsafeRawPointer,
                     destination: UnsafeMutableRawPointer, destinationRowBytes: Int, shift: SIMD2<Int> = .zero,
                     level: SIMDLevel = .baseline) {
+        for v in rows {
+            runRow(map, row: v, columns: 0..<map.width, source: source, out: destination + v * destinationRowBytes,
+                   shift: shift, level: level)
+        }
+    }
+
+    /// Where one output row reads its map: output columns `lo..<hi` read map columns
+    /// `lo − shift.x …` of map row `row` (nil: the whole output row is border), and
+    /// `lo + start..<lo + end` of them are the compiled span the vector kernels may read.
+    private struct RowReach {
+        var row: Int, lo: Int, hi: Int, start: Int, end: Int
+        /// The span, in output columns.
+        var span: Range<Int> { (lo + start)..<(lo + end) }
+
+        init?(_ map: CompiledMap, row v: Int, shift: SIMD2<Int>) {
+            let width = map.width
+            lo = min(width, max(0, shift.x))
+            hi = max(lo, min(width, width + shift.x))
+            row = v - shift.y
+            guard row >= 0, row < map.height, hi > lo else { return nil }
+            let first = lo - shift.x, count = hi - lo
+            start = min(count, max(0, Int(map.spanStart[row]) - first))
+            end = max(start, min(count, Int(map.spanEnd[row]) - first))
+        }
+    }
+
+    /// Resamples output columns `columns` of output row `v` (`out` is that row's first byte);
+    /// writes nothing outside them, so two calls on disjoint columns may fill one row.
+    private static func runRow(_ map: CompiledMap, row v: Int, columns: Range<Int>, source: UnsafeRawPointer,
+                               out: UnsafeMutableRawPointer, shift: SIMD2<Int>, level: SIMDLevel) {
+        guard !columns.isEmpty else { return }
         let layout = map.layout
         let width = map.width
-        let lo = min(width, max(0, shift.x)), hi = max(lo, min(width, width + shift.x))
+        guard let reach = RowReach(map, row: v, shift: shift) else {
+            fillBorder(layout, out: out, range: columns)
+            return
+        }
+        let (lo, hi) = (reach.lo, reach.hi)
+        let left = columns.clamped(to: 0..<lo), right = columns.clamped(to: hi..<width)
+        if !left.isEmpty { fillBorder(layout, out: out, range: left) }
+        if !right.isEmpty { fillBorder(layout, out: out, range: right) }
+        // Output columns lo..<hi read map columns first..<first + count; below, indices are
+        // relative to lo.
+        let first = lo - shift.x, count = hi - lo
+        let wanted = (columns.lowerBound - lo)..<(columns.upperBound - lo)
+        let entries = map.entries + reach.row * width + first
+        let base = source + map.rowBase[reach.row]
+        let o = out + lo * layout.pixelStride
+        let before = wanted.clamped(to: 0..<reach.start), after = wanted.clamped(to: reach.end..<count)
+        let (start, end) = (max(reach.start, wanted.lowerBound), min(reach.end, wanted.upperBound))
+        if !before.isEmpty { slowSamples(map, entries: entries, range: before, source: source, out: o) }
+        if end > start {
+            switch map.interpolation {
+            case .bilinear:
+                let from = level == .avx2
+                    ? bilinearAVX2(entries, range: start..<end, base: base, rowBytes: map.sourceRowBytes,
+                                   layout: layout, out: o)
+                    : start
+                guard from < end else { break }
+                let rest = from..<end
+                if layout.isGray {
+                    bilinearGray(entries, range: rest, base: base, rowBytes: map.sourceRowBytes, out: o)
+                } else if layout.isLuma422 {
+                    bilinearLuma422(entries, range: rest, base: base, rowBytes: map.sourceRowBytes,
+                                    offset: layout.offsets[0], out: o)
+                } else if layout.isChromaPair {
+                    bilinearChromaPair(entries, range: rest, base: base, rowBytes: map.sourceRowBytes,
+                                       layout: layout, out: o)
+                } else if layout.isPacked3 {
+                    bilinearPacked3(entries, range: rest, base: base, rowBytes: map.sourceRowBytes, out: o)
+                } else if layout.isPacked4 {
+                    bilinearPacked4(entries, range: rest, base: base, rowBytes: map.sourceRowBytes, out: o)
+                } else {
+                    bilinearAny(entries, range: rest, base: base, rowBytes: map.sourceRowBytes, layout: layout, out: o)
+                }
+            case .nearest:
+                nearestAny(entries, range: start..<end, base: base, layout: layout, out: o)
+            case .bicubic:
+                bicubicAny(entries, range: start..<end, base: base, rowBytes: map.sourceRowBytes, layout: layout, out: o)
+            }
+        }
+        if !after.isEmpty { slowSamples(map, entries: entries, range: after, source: source, out: o) }
+    }
+
+    /// Resamples rows `rows` of a YUYV or UYVY image: its luma map (full grid) and chroma
+    /// map (4:2:2 grid) together, so one thread writes whole output rows. With
+    /// ``SIMDLevel/avx2`` and bilinear maps, the columns where both spans cover a
+    /// macropixel go to a C kernel that stores 32 interleaved bytes at a time (neither
+    /// band alone could store whole bytes of the other's); the rest of each row runs
+    /// through ``runRow(_:row:columns:source:out:shift:level:)`` per plane, as `run` would.
+    ///
+    /// - Parameter shift: the luma plane's shift (see `run`); chroma moves by `shift.x / 2`
+    ///   (a 4:2:2 convergence step is an even number of pixels).
+    static func run422(luma: CompiledMap, chroma: CompiledMap, rows: Range<Int>, source: UnsafeRawPointer,
+                       destination: UnsafeMutableRawPointer, destinationRowBytes: Int, shift: SIMD2<Int> = .zero,
+                       level: SIMDLevel = .baseline) {
+        let chromaShift = SIMD2(shift.x / 2, shift.y)
+        let fusable = level == .avx2 && luma.interpolation == .bilinear && chroma.interpolation == .bilinear
+            && luma.layout.isLuma422 && chroma.layout.isChromaPair && chroma.layout.pixelStride == 4
         for v in rows {
             let out = destination + v * destinationRowBytes
-            let row = v - shift.y
-            guard row >= 0, row < map.height, hi > lo else {
-                fillBorder(layout, out: out, range: 0..<width)
-                continue
-            }
-            if lo > 0 { fillBorder(layout, out: out, range: 0..<lo) }
-            if hi < width { fillBorder(layout, out: out, range: hi..<width) }
-            // Output columns lo..<hi read map columns first..<first + count.
-            let first = lo - shift.x, count = hi - lo
-            let start = min(count, max(0, Int(map.spanStart[row]) - first))
-            let end = max(start, min(count, Int(map.spanEnd[row]) - first))
-            let entries = map.entries + row * width + first
-            let base = source + map.rowBase[row]
-            let o = out + lo * layout.pixelStride
-            if start > 0 { slowSamples(map, entries: entries, range: 0..<start, source: source, out: o) }
-            if end > start {
-                switch map.interpolation {
-                case .bilinear:
-                    let from = level == .avx2
-                        ? bilinearAVX2(entries, range: start..<end, base: base, rowBytes: map.sourceRowBytes,
-                                       layout: layout, out: o)
-                        : start
-                    guard from < end else { break }
-                    let rest = from..<end
-                    if layout.isGray {
-                        bilinearGray(entries, range: rest, base: base, rowBytes: map.sourceRowBytes, out: o)
-                    } else if layout.isLuma422 {
-                        bilinearLuma422(entries, range: rest, base: base, rowBytes: map.sourceRowBytes,
-                                        offset: layout.offsets[0], out: o)
-                    } else if layout.isChromaPair {
-                        bilinearChromaPair(entries, range: rest, base: base, rowBytes: map.sourceRowBytes,
-                                           layout: layout, out: o)
-                    } else if layout.isPacked3 {
-                        bilinearPacked3(entries, range: rest, base: base, rowBytes: map.sourceRowBytes, out: o)
-                    } else if layout.isPacked4 {
-                        bilinearPacked4(entries, range: rest, base: base, rowBytes: map.sourceRowBytes, out: o)
-                    } else {
-                        bilinearAny(entries, range: rest, base: base, rowBytes: map.sourceRowBytes, layout: layout, out: o)
-                    }
-                case .nearest:
-                    nearestAny(entries, range: start..<end, base: base, layout: layout, out: o)
-                case .bicubic:
-                    bicubicAny(entries, range: start..<end, base: base, rowBytes: map.sourceRowBytes, layout: layout, out: o)
+            // Chroma columns whose macropixel lies inside both spans.
+            var fused = 0..<0
+            if fusable, let l = RowReach(luma, row: v, shift: shift), let c = RowReach(chroma, row: v, shift: chromaShift) {
+                let lumaSpan = l.span, chromaSpan = c.span
+                let from = max(chromaSpan.lowerBound, (lumaSpan.lowerBound + 1) / 2)
+                let to = min(chromaSpan.upperBound, lumaSpan.upperBound / 2)
+                if to > from {
+                    let lumaEntries = luma.entries + l.row * luma.width + (2 * from - shift.x)
+                    let chromaEntries = chroma.entries + c.row * chroma.width + (from - chromaShift.x)
+                    let done = parallax_remap_422_bilinear_avx2(
+                        lumaEntries, chromaEntries, to - from,
+                        (source + luma.rowBase[l.row] + luma.layout.offsets[0]).assumingMemoryBound(to: UInt8.self),
+                        (source + chroma.rowBase[c.row]).assumingMemoryBound(to: UInt8.self), luma.sourceRowBytes,
+                        Int32(luma.layout.offsets[0]), (out + 4 * from).assumingMemoryBound(to: UInt8.self))
+                    fused = from..<(from + done)
                 }
             }
-            if end < count { slowSamples(map, entries: entries, range: end..<count, source: source, out: o) }
+            if fused.isEmpty {
+                runRow(luma, row: v, columns: 0..<luma.width, source: source, out: out, shift: shift, level: level)
+                runRow(chroma, row: v, columns: 0..<chroma.width, source: source, out: out, shift: chromaShift, level: level)
+            } else {
+                runRow(luma, row: v, columns: 0..<(2 * fused.lowerBound), source: source, out: out, shift: shift, level: level)
+                runRow(luma, row: v, columns: (2 * fused.upperBound)..<luma.width, source: source, out: out, shift: shift,
+                       level: level)
+                runRow(chroma, row: v, columns: 0..<fused.lowerBound, source: source, out: out, shift: chromaShift,
+                       level: level)
+                runRow(chroma, row: v, columns: fused.upperBound..<chroma.width, source: source, out: out,
+                       shift: chromaShift, level: level)
+            }
         }
     }
 
@@ -113,7 +192,7 @@ enum RemapKernels {
 
     /// The AVX2 kernel for `layout`, over whole groups of samples from the start of `range`;
     /// returns the first sample it left (the range's start for layouts it does not cover:
-    /// YUYV and UYVY, whose AVX2 versions measured slower, see CRemapKernels.h).
+    /// YUYV and UYVY luma and chroma on their own, which `run422` fuses instead).
     /// Bounds: the C kernels read what the portable ones read, plus up to
     /// `layout.vectorReadBytes` from each tap row, which the map's compiler kept inside
     /// the source plane for every span entry.
