@@ -110,18 +110,18 @@ public struct ChessboardDetector: Sendable {
         guard candidates.count >= needed else { return .failure(.noBoard(candidates: candidates.count)) }
 
         // Grow grids from seeds in order of response.
-        let positions = candidates.map(\.position)
+        let positions = candidates.map(\.position), responses = candidates.map(\.response)
         let neighbours = nearestNeighbours(positions, count: 8)
         var seeded = [Bool](repeating: false, count: positions.count)
         var largest = 0
         for seed in positions.indices {
             if late() { return .failure(.timeBudgetExceeded(seconds: timeBudgetSeconds)) }
             if seeded[seed] { continue }
-            guard let grid = growGrid(seed: seed, positions: positions, responses: candidates.map(\.response), neighbours: neighbours, deadline: deadline, clock: clock) else { continue }
+            guard let grid = growGrid(seed: seed, positions: positions, responses: responses, neighbours: neighbours, deadline: deadline, clock: clock) else { continue }
             for index in grid.values { seeded[index] = true }
             largest = max(largest, grid.count)
 
-            guard let ordered = order(grid: grid, positions: positions, responses: candidates.map(\.response), image: blurred) else { continue }
+            guard let ordered = order(grid: grid, positions: positions, responses: responses, image: blurred) else { continue }
             // Back to full resolution (pixel centres: x_full = 2 x_half + 0.5 per halving).
             var corners = ordered.map { p -> SIMD2<Double> in scale == 1 ? p : p * scale + SIMD2(repeating: (scale - 1) / 2) }
             let spacing = board.meanRowStep(corners)
@@ -138,19 +138,6 @@ public struct ChessboardDetector: Sendable {
         let w = image.width, h = image.height
         var response = [Float](repeating: 0, count: w * h)
         let border = 4
-        image.pixels.withUnsafeBufferPointer { p in
-            for y in border..<(h - border) {
-                for x in border..<(w - border) {
-                    let i = y * w + x
-                    // Second differences on the blurred image.
-                    let dxx = p[i - 1] - 2 * p[i] + p[i + 1]
-                    let dyy = p[i - w] - 2 * p[i] + p[i + w]
-                    let dxy = (p[i + w + 1] - p[i + w - 1] - p[i - w + 1] + p[i - w - 1]) * 0.25
-                    let s = dxy * dxy - dxx * dyy
-                    response[i] = s > 0 ? s : 0
-                }
-            }
-        }
         // A saddle of a chessboard with contrast C blurred by σ has |det H| ≈ (C / (2πσ²))²;
         // accept a fraction of that for a contrast of 20 levels.
         let sigma2 = Float(blurSigma * blurSigma)
@@ -158,39 +145,83 @@ public struct ChessboardDetector: Sendable {
         let threshold = 0.15 * floorContrast * floorContrast
         var out: [Candidate] = []
         let radius = 3
-        for y in (border + 1)..<(h - border - 1) {
-            for x in (border + 1)..<(w - border - 1) {
-                let v = response[y * w + x]
-                if v < threshold { continue }
-                // Most pixels lose to a direct neighbour: test those before the whole window.
-                let i = y * w + x
-                if response[i - 1] > v || response[i + 1] > v || response[i - w] > v || response[i + w] > v { continue }
-                var isMax = true
-                outer: for dy in -radius...radius {
-                    let yy = y + dy
-                    if yy < 0 || yy >= h { continue }
-                    for dx in -radius...radius where dx != 0 || dy != 0 {
-                        let xx = x + dx
-                        if xx < 0 || xx >= w { continue }
-                        let o = response[yy * w + xx]
-                        if o > v || (o == v && (dy < 0 || (dy == 0 && dx < 0))) { isMax = false; break outer }
+        image.pixels.withUnsafeBufferPointer { pixels in
+            response.withUnsafeMutableBufferPointer { buffer in
+                // Non-empty: the image is at least 16 × 16.
+                let p = pixels.baseAddress!, r = buffer.baseAddress!
+                Self.saddleResponse(p, into: r, width: w, height: h, border: border)
+                // Bounds: x and y stay `border + 1` inside the image and the window reaches
+                // `radius` < border + 1 from them.
+                let limit = SIMD8<Float>(repeating: threshold)
+                for y in (border + 1)..<(h - border - 1) {
+                    var x = border + 1
+                    while x < w - border - 1 {
+                        // Most pixels are below the threshold: skip eight at a time.
+                        if x + 8 <= w - border - 1,
+                           !any(UnsafeRawPointer(r + y * w + x).loadUnaligned(as: SIMD8<Float>.self) .>= limit) {
+                            x += 8
+                            continue
+                        }
+                        defer { x += 1 }
+                        let i = y * w + x
+                        let v = r[i]
+                        if v < threshold { continue }
+                        // Most pixels lose to a direct neighbour: test those before the whole window.
+                        if r[i - 1] > v || r[i + 1] > v || r[i - w] > v || r[i + w] > v { continue }
+                        var isMax = true
+                        outer: for dy in -radius...radius {
+                            for dx in -radius...radius where dx != 0 || dy != 0 {
+                                let o = r[i + dy * w + dx]
+                                if o > v || (o == v && (dy < 0 || (dy == 0 && dx < 0))) { isMax = false; break outer }
+                            }
+                        }
+                        if !isMax { continue }
+                        // Sub-pixel peak by a parabola on each axis, for better predictions while growing.
+                        let left = r[i - 1], right = r[i + 1], up = r[i - w], down = r[i + w]
+                        let ox = (left - right) / (2 * (left - 2 * v + right)), oy = (up - down) / (2 * (up - 2 * v + down))
+                        let position = SIMD2(Double(x) + (ox.isFinite && abs(ox) < 1 ? Double(ox) : 0),
+                                             Double(y) + (oy.isFinite && abs(oy) < 1 ? Double(oy) : 0))
+                        if passesRingTest(image, at: position) {
+                            out.append(Candidate(position: position, response: v))
+                        }
                     }
-                }
-                if !isMax { continue }
-                // Sub-pixel peak by a parabola on each axis, for better predictions while growing.
-                let l = response[y * w + x - 1], r = response[y * w + x + 1]
-                let u = response[(y - 1) * w + x], d = response[(y + 1) * w + x]
-                let ox = (l - r) / (2 * (l - 2 * v + r)), oy = (u - d) / (2 * (u - 2 * v + d))
-                let position = SIMD2(Double(x) + (ox.isFinite && abs(ox) < 1 ? Double(ox) : 0),
-                                     Double(y) + (oy.isFinite && abs(oy) < 1 ? Double(oy) : 0))
-                if passesRingTest(image, at: position) {
-                    out.append(Candidate(position: position, response: v))
                 }
             }
         }
         out.sort { $0.response > $1.response }
         // Keep the strongest; a board never needs more than a few times its corner count.
         return Array(out.prefix(max(8 * board.cornerCount, 400)))
+    }
+
+    /// `max(0, dxy² − dxx·dyy)` from second differences of the blurred image, for every pixel
+    /// `border` or more inside it (the rest stay 0), eight pixels at a time: each lane does
+    /// the scalar tail's operations in the same order, so both give the same bits.
+    private static func saddleResponse(_ p: UnsafePointer<Float>, into r: UnsafeMutablePointer<Float>,
+                                       width w: Int, height h: Int, border: Int) {
+        @inline(__always) func at(_ i: Int) -> SIMD8<Float> { UnsafeRawPointer(p + i).loadUnaligned(as: SIMD8<Float>.self) }
+        for y in border..<(h - border) {
+            var x = border
+            // Bounds: lanes x … x + 7 with x + 8 ≤ w − border, and taps one row or column away.
+            while x + 8 <= w - border {
+                let i = y * w + x
+                let c = at(i)
+                let dxx = at(i - 1) - 2 * c + at(i + 1)
+                let dyy = at(i - w) - 2 * c + at(i + w)
+                let dxy = (at(i + w + 1) - at(i + w - 1) - at(i - w + 1) + at(i - w - 1)) * 0.25
+                let s = dxy * dxy - dxx * dyy
+                UnsafeMutableRawPointer(r + i).storeBytes(of: s.replacing(with: 0, where: .!(s .> 0)), as: SIMD8<Float>.self)
+                x += 8
+            }
+            while x < w - border {
+                let i = y * w + x
+                let dxx = p[i - 1] - 2 * p[i] + p[i + 1]
+                let dyy = p[i - w] - 2 * p[i] + p[i + w]
+                let dxy = (p[i + w + 1] - p[i + w - 1] - p[i - w + 1] + p[i - w - 1]) * 0.25
+                let s = dxy * dxy - dxx * dyy
+                r[i] = s > 0 ? s : 0
+                x += 1
+            }
+        }
     }
 
     /// Four alternating sectors, point-symmetric, with enough contrast.
@@ -201,17 +232,19 @@ public struct ChessboardDetector: Sendable {
     }
 
     private func passesRingTest(_ image: GrayImage, at p: SIMD2<Double>) -> Bool {
-        for radius in [3.0, 5.0] {
-            let n = Self.ring.count
-            var values = [Float](repeating: 0, count: n)
-            var mean: Float = 0
+        let n = Self.ring.count
+        // Sixteen levels on the stack: this runs for every local maximum above the threshold.
+        var values = SIMD16<Float>()
+        for pass in 0..<2 {
+            let radius = pass == 0 ? 3.0 : 5.0
             for k in 0..<n {
                 let d = Self.ring[k] * radius
                 values[k] = image.sample(p.x + d.x, p.y + d.y)
-                mean += values[k]
             }
+            var mean: Float = 0
+            for k in 0..<n { mean += values[k] }
             mean /= Float(n)
-            let lo = values.min() ?? 0, hi = values.max() ?? 0
+            let lo = values.min(), hi = values.max()
             if hi - lo < 12 { continue }
             var asymmetry: Float = 0, spread: Float = 0
             for k in 0..<(n / 2) { asymmetry += abs(values[k] - values[k + n / 2]) }
@@ -219,33 +252,39 @@ public struct ChessboardDetector: Sendable {
             if asymmetry > 0.5 * spread { continue }
             // Sign changes around the circle with a dead band against noise.
             let band = 0.15 * (hi - lo)
-            var signs: [Int] = []
-            for v in values {
-                if v > mean + band { signs.append(1) } else if v < mean - band { signs.append(-1) }
+            var first = 0, previous = 0, changes = 0
+            for k in 0..<n {
+                let v = values[k]
+                let sign = v > mean + band ? 1 : (v < mean - band ? -1 : 0)
+                if sign == 0 { continue }
+                if first == 0 { first = sign } else if sign != previous { changes += 1 }
+                previous = sign
             }
-            guard let first = signs.first else { continue }
-            var changes = 0
-            var previous = first
-            for s in signs.dropFirst() where s != previous { changes += 1; previous = s }
+            guard first != 0 else { continue }
             if previous != first { changes += 1 }
             if changes == 4 { return true }
         }
         return false
     }
 
+    /// The indices of each position's `count` nearest others, nearest first (equal distances
+    /// in index order).
     private func nearestNeighbours(_ positions: [SIMD2<Double>], count: Int) -> [[Int]] {
-        // Bucket grid for the nearest-neighbour queries.
-        positions.indices.map { i in
-            var best: [(Double, Int)] = []
+        // Squared distances (same order as distances) and an insertion into a short sorted
+        // list: a few hundred candidates make this quadratic loop cheap enough.
+        var best: [(Double, Int)] = []
+        best.reserveCapacity(count + 1)
+        return positions.indices.map { i in
+            best.removeAll(keepingCapacity: true)
+            let p = positions[i]
             for j in positions.indices where j != i {
-                let d = length(positions[j] - positions[i])
-                if best.count < count {
-                    best.append((d, j))
-                    best.sort { $0.0 < $1.0 }
-                } else if let last = best.last, d < last.0 {
-                    best[best.count - 1] = (d, j)
-                    best.sort { $0.0 < $1.0 }
-                }
+                let d = positions[j] - p
+                let squared = d.x * d.x + d.y * d.y
+                if best.count == count, squared >= best[count - 1].0 { continue }
+                var k = best.count
+                while k > 0 && best[k - 1].0 > squared { k -= 1 }
+                best.insert((squared, j), at: k)
+                if best.count > count { best.removeLast() }
             }
             return best.map(\.1)
         }
