@@ -136,6 +136,26 @@ import Testing
         #expect(bad.status != 0 && bad.stderr.contains("even"))
     }
 
+    /// `bench detect` times detection per image on OpenCV's sample (installed by `make test`)
+    /// and says how many boards it found; a board of another size is found in none.
+    @Test func benchDetectTimesEachImage() throws {
+        let data = CalibrateCommandTests.data
+        let images = ["left01.jpg", "right01.jpg"].map { "\(data)/\($0)" }
+        let run = try ParallaxCLI.run(["bench", "detect"] + images + ["--iterations", "1", "--json"])
+        #expect(run.status == 0, "\(run.stderr)")
+        let object = try #require(try JSONValue(parsing: run.stdout).object)
+        #expect(object["operation"]?.string == "detect" && object["found"]?.number == 2)
+        let times = (object["ms_per_image"]?.array ?? []).compactMap { $0.number }
+        try #require(times.count == 2)
+        #expect(times.allSatisfy { $0 > 0 })
+        // Two images: the median is their mean (each figure rounded to 1e-4 ms).
+        #expect(abs((object["ms_median"]?.number ?? 0) - (times[0] + times[1]) / 2) < 2e-4)
+        let wrong = try ParallaxCLI.run(["bench", "detect", images[0], "--board", "7x5", "--iterations", "1", "--json"])
+        #expect(try JSONValue(parsing: wrong.stdout).object?["found"]?.number == 0)
+        let missing = try ParallaxCLI.run(["bench", "detect", "/nonexistent/board.png"])
+        #expect(missing.status != 0 && missing.stderr.contains("/nonexistent/board.png"))
+    }
+
     /// `--calibration` times a user's calibration at its image size; `--simd` picks the
     /// kernels' level, and both say so in the JSON.
     @Test func benchTimesAGivenCalibrationAtAChosenLevel() throws {

@@ -143,7 +143,7 @@ public struct ChessboardDetector: Sendable {
         let sigma2 = Float(blurSigma * blurSigma)
         let floorContrast: Float = 20 / (2 * Float.pi * sigma2)
         let threshold = 0.15 * floorContrast * floorContrast
-        var out: [Candidate] = []
+        var maxima: [Candidate] = []
         let radius = 3
         image.pixels.withUnsafeBufferPointer { pixels in
             response.withUnsafeMutableBufferPointer { buffer in
@@ -152,45 +152,72 @@ public struct ChessboardDetector: Sendable {
                 Self.saddleResponse(p, into: r, width: w, height: h, border: border)
                 // Bounds: x and y stay `border + 1` inside the image and the window reaches
                 // `radius` < border + 1 from them.
+                // Bounds: x and y stay `border + 1` inside the image and the window reaches
+                // `radius` < border + 1 from them.
                 let limit = SIMD8<Float>(repeating: threshold)
+                let last = w - border - 1
                 for y in (border + 1)..<(h - border - 1) {
                     var x = border + 1
-                    while x < w - border - 1 {
-                        // Most pixels are below the threshold: skip eight at a time.
-                        if x + 8 <= w - border - 1,
-                           !any(UnsafeRawPointer(r + y * w + x).loadUnaligned(as: SIMD8<Float>.self) .>= limit) {
-                            x += 8
-                            continue
+                    while x < last {
+                        // Most pixels are below the threshold: test eight at once and visit only
+                        // the lanes at or above it.
+                        var lanes: UInt8 = 0xFF
+                        if x + 8 <= last {
+                            let above = UnsafeRawPointer(r + y * w + x).loadUnaligned(as: SIMD8<Float>.self) .>= limit
+                            lanes = 0
+                            for k in 0..<8 where above[k] { lanes |= 1 << UInt8(k) }
                         }
-                        defer { x += 1 }
-                        let i = y * w + x
-                        let v = r[i]
-                        if v < threshold { continue }
-                        // Most pixels lose to a direct neighbour: test those before the whole window.
-                        if r[i - 1] > v || r[i + 1] > v || r[i - w] > v || r[i + w] > v { continue }
-                        var isMax = true
-                        outer: for dy in -radius...radius {
-                            for dx in -radius...radius where dx != 0 || dy != 0 {
-                                let o = r[i + dy * w + dx]
-                                if o > v || (o == v && (dy < 0 || (dy == 0 && dx < 0))) { isMax = false; break outer }
+                        let block = x
+                        x = min(x + 8, last)
+                        while lanes != 0 {
+                            let k = lanes.trailingZeroBitCount
+                            lanes &= lanes &- 1
+                            let cx = block + k
+                            if cx >= last { break }
+                            if let position = localMaximum(r, x: cx, y: y, width: w, radius: radius, threshold: threshold) {
+                                maxima.append(Candidate(position: position, response: r[y * w + cx]))
                             }
-                        }
-                        if !isMax { continue }
-                        // Sub-pixel peak by a parabola on each axis, for better predictions while growing.
-                        let left = r[i - 1], right = r[i + 1], up = r[i - w], down = r[i + w]
-                        let ox = (left - right) / (2 * (left - 2 * v + right)), oy = (up - down) / (2 * (up - 2 * v + down))
-                        let position = SIMD2(Double(x) + (ox.isFinite && abs(ox) < 1 ? Double(ox) : 0),
-                                             Double(y) + (oy.isFinite && abs(oy) < 1 ? Double(oy) : 0))
-                        if passesRingTest(image, at: position) {
-                            out.append(Candidate(position: position, response: v))
                         }
                     }
                 }
             }
         }
-        out.sort { $0.response > $1.response }
-        // Keep the strongest; a board never needs more than a few times its corner count.
-        return Array(out.prefix(max(8 * board.cornerCount, 400)))
+        // Strongest first (ties in scan order), then the ring test until enough pass: the same
+        // list as testing every maximum and keeping the strongest that pass, for a fraction of
+        // the ring tests on cluttered images.
+        let order = maxima.withUnsafeBufferPointer { m in
+            m.indices.sorted { m[$0].response > m[$1].response || (m[$0].response == m[$1].response && $0 < $1) }
+        }
+        let wanted = max(8 * board.cornerCount, 400)
+        var out: [Candidate] = []
+        for index in order where passesRingTest(image, at: maxima[index].position) {
+            out.append(maxima[index])
+            if out.count == wanted { break }
+        }
+        return out
+    }
+
+    /// The sub-pixel position of a strict local maximum of `response` at (x, y) over a
+    /// (2·radius + 1)² window (ties go to the first in scan order), or nil.
+    @inline(__always)
+    private func localMaximum(_ r: UnsafeMutablePointer<Float>, x: Int, y: Int, width w: Int, radius: Int,
+                              threshold: Float) -> SIMD2<Double>? {
+        let i = y * w + x
+        let v = r[i]
+        if v < threshold { return nil }
+        // Most pixels lose to a direct neighbour: test those before the whole window.
+        if r[i - 1] > v || r[i + 1] > v || r[i - w] > v || r[i + w] > v { return nil }
+        for dy in -radius...radius {
+            for dx in -radius...radius where dx != 0 || dy != 0 {
+                let o = r[i + dy * w + dx]
+                if o > v || (o == v && (dy < 0 || (dy == 0 && dx < 0))) { return nil }
+            }
+        }
+        // Sub-pixel peak by a parabola on each axis, for better predictions while growing.
+        let left = r[i - 1], right = r[i + 1], up = r[i - w], down = r[i + w]
+        let ox = (left - right) / (2 * (left - 2 * v + right)), oy = (up - down) / (2 * (up - 2 * v + down))
+        return SIMD2(Double(x) + (ox.isFinite && abs(ox) < 1 ? Double(ox) : 0),
+                     Double(y) + (oy.isFinite && abs(oy) < 1 ? Double(oy) : 0))
     }
 
     /// `max(0, dxy² − dxx·dyy)` from second differences of the blurred image, for every pixel
@@ -233,38 +260,54 @@ public struct ChessboardDetector: Sendable {
 
     private func passesRingTest(_ image: GrayImage, at p: SIMD2<Double>) -> Bool {
         let n = Self.ring.count
-        // Sixteen levels on the stack: this runs for every local maximum above the threshold.
-        var values = SIMD16<Float>()
-        for pass in 0..<2 {
-            let radius = pass == 0 ? 3.0 : 5.0
-            for k in 0..<n {
-                let d = Self.ring[k] * radius
-                values[k] = image.sample(p.x + d.x, p.y + d.y)
+        let (w, h) = (image.width, image.height)
+        // Sixteen levels in a stack buffer: this runs for every local maximum above the threshold
+        // (thousands on a cluttered image).
+        return withUnsafeTemporaryAllocation(of: Float.self, capacity: n) { values in
+            image.pixels.withUnsafeBufferPointer { pixels in
+                Self.ring.withUnsafeBufferPointer { ring in
+                    for pass in 0..<2 {
+                        let radius = pass == 0 ? 3.0 : 5.0
+                        for k in 0..<n {
+                            let d = ring[k] * radius
+                            values[k] = GrayImage.sample(pixels, width: w, height: h, p.x + d.x, p.y + d.y)
+                        }
+                        if Self.alternates(UnsafeBufferPointer(values)) { return true }
+                    }
+                    return false
+                }
             }
-            var mean: Float = 0
-            for k in 0..<n { mean += values[k] }
-            mean /= Float(n)
-            let lo = values.min(), hi = values.max()
-            if hi - lo < 12 { continue }
-            var asymmetry: Float = 0, spread: Float = 0
-            for k in 0..<(n / 2) { asymmetry += abs(values[k] - values[k + n / 2]) }
-            for k in 0..<n { spread += abs(values[k] - mean) }
-            if asymmetry > 0.5 * spread { continue }
-            // Sign changes around the circle with a dead band against noise.
-            let band = 0.15 * (hi - lo)
-            var first = 0, previous = 0, changes = 0
-            for k in 0..<n {
-                let v = values[k]
-                let sign = v > mean + band ? 1 : (v < mean - band ? -1 : 0)
-                if sign == 0 { continue }
-                if first == 0 { first = sign } else if sign != previous { changes += 1 }
-                previous = sign
-            }
-            guard first != 0 else { continue }
-            if previous != first { changes += 1 }
-            if changes == 4 { return true }
         }
-        return false
+    }
+
+    /// Whether ring samples `values` show enough contrast, point symmetry, and exactly four
+    /// sign changes around their mean (with a dead band against noise).
+    private static func alternates(_ values: UnsafeBufferPointer<Float>) -> Bool {
+        let n = values.count
+        var mean: Float = 0, lo = values[0], hi = values[0]
+        for k in 0..<n {
+            mean += values[k]
+            lo = min(lo, values[k])
+            hi = max(hi, values[k])
+        }
+        mean /= Float(n)
+        if hi - lo < 12 { return false }
+        var asymmetry: Float = 0, spread: Float = 0
+        for k in 0..<(n / 2) { asymmetry += abs(values[k] - values[k + n / 2]) }
+        for k in 0..<n { spread += abs(values[k] - mean) }
+        if asymmetry > 0.5 * spread { return false }
+        let band = 0.15 * (hi - lo)
+        var first = 0, previous = 0, changes = 0
+        for k in 0..<n {
+            let v = values[k]
+            let sign = v > mean + band ? 1 : (v < mean - band ? -1 : 0)
+            if sign == 0 { continue }
+            if first == 0 { first = sign } else if sign != previous { changes += 1 }
+            previous = sign
+        }
+        guard first != 0 else { return false }
+        if previous != first { changes += 1 }
+        return changes == 4
     }
 
     /// The indices of each position's `count` nearest others, nearest first (equal distances

@@ -51,6 +51,13 @@ public struct GrayImage: Sendable, Equatable {
     /// Bilinear sample at (x, y) in pixel-centre coordinates, clamped to the image.
     @inlinable
     public func sample(_ x: Double, _ y: Double) -> Float {
+        pixels.withUnsafeBufferPointer { Self.sample($0, width: width, height: height, x, y) }
+    }
+
+    /// ``sample(_:_:)`` on the levels of a `width` × `height` image (at least 2 × 2), for loops
+    /// that take many samples and should not pay for the array's checks on each.
+    @inlinable
+    static func sample(_ pixels: UnsafeBufferPointer<Float>, width: Int, height: Int, _ x: Double, _ y: Double) -> Float {
         let cx = min(max(x, 0), Double(width - 1)), cy = min(max(y, 0), Double(height - 1))
         let x0 = min(Int(cx), width - 2), y0 = min(Int(cy), height - 2)
         let fx = Float(cx - Double(x0)), fy = Float(cy - Double(y0))
@@ -97,23 +104,36 @@ public struct GrayImage: Sendable, Equatable {
 
     private static func blurRows(_ src: UnsafeBufferPointer<Float>, into dst: UnsafeMutableBufferPointer<Float>,
                                  kernel k: UnsafeBufferPointer<Float>, width w: Int, height h: Int, radius: Int) {
-        guard let s = src.baseAddress, let d = dst.baseAddress else { return }
-        let raw = UnsafeRawPointer(s)
+        guard let s = src.baseAddress, let d = dst.baseAddress, let weights = k.baseAddress else { return }
+        let taps = k.count
         for y in 0..<h {
             let row = y * w
+            let from = UnsafeRawPointer(s + row), to = UnsafeMutableRawPointer(d + row)
             var x = radius
+            // Sixteen pixels per step in two accumulators: each tap's weight is loaded once for both.
+            while x + 16 <= w - radius {
+                var a = SIMD8<Float>(repeating: 0), b = a
+                for t in 0..<taps {
+                    let weight = weights[t], at = (x - radius + t) * 4
+                    a += weight * from.loadUnaligned(fromByteOffset: at, as: SIMD8<Float>.self)
+                    b += weight * from.loadUnaligned(fromByteOffset: at + 32, as: SIMD8<Float>.self)
+                }
+                to.storeBytes(of: a, toByteOffset: x * 4, as: SIMD8<Float>.self)
+                to.storeBytes(of: b, toByteOffset: x * 4 + 32, as: SIMD8<Float>.self)
+                x += 16
+            }
             while x + 8 <= w - radius {
                 var acc = SIMD8<Float>(repeating: 0)
-                for t in 0..<k.count {
-                    acc += k[t] * raw.loadUnaligned(fromByteOffset: (row + x - radius + t) * 4, as: SIMD8<Float>.self)
+                for t in 0..<taps {
+                    acc += weights[t] * from.loadUnaligned(fromByteOffset: (x - radius + t) * 4, as: SIMD8<Float>.self)
                 }
-                UnsafeMutableRawPointer(d).storeBytes(of: acc, toByteOffset: (row + x) * 4, as: SIMD8<Float>.self)
+                to.storeBytes(of: acc, toByteOffset: x * 4, as: SIMD8<Float>.self)
                 x += 8
             }
             // Tail of the interior, then the borders with the edge pixel repeated.
             for x in 0..<w where x < radius || x >= x0(w, radius) {
                 var sum: Float = 0
-                for t in 0..<k.count { sum += k[t] * s[row + min(max(x - radius + t, 0), w - 1)] }
+                for t in 0..<taps { sum += weights[t] * s[row + min(max(x - radius + t, 0), w - 1)] }
                 d[row + x] = sum
             }
         }
@@ -126,25 +146,38 @@ public struct GrayImage: Sendable, Equatable {
 
     private static func blurColumns(_ src: UnsafeBufferPointer<Float>, into dst: UnsafeMutableBufferPointer<Float>,
                                     kernel k: UnsafeBufferPointer<Float>, width w: Int, height h: Int, taps: Int, radius: Int) {
-        guard let s = src.baseAddress, let d = dst.baseAddress else { return }
+        guard let s = src.baseAddress, let d = dst.baseAddress, let weights = k.baseAddress else { return }
         let raw = UnsafeRawPointer(s)
-        var rows = [Int](repeating: 0, count: taps)
-        for y in 0..<h {
-            for t in 0..<taps { rows[t] = min(max(y - radius + t, 0), h - 1) * w }
-            var x = 0
-            while x + 8 <= w {
-                var acc = SIMD8<Float>(repeating: 0)
-                for t in 0..<taps {
-                    acc += k[t] * raw.loadUnaligned(fromByteOffset: (rows[t] + x) * 4, as: SIMD8<Float>.self)
+        withUnsafeTemporaryAllocation(of: Int.self, capacity: taps) { rows in
+            for y in 0..<h {
+                for t in 0..<taps { rows[t] = min(max(y - radius + t, 0), h - 1) * w * 4 }
+                let to = UnsafeMutableRawPointer(d + y * w)
+                var x = 0
+                while x + 16 <= w {
+                    var a = SIMD8<Float>(repeating: 0), b = a
+                    for t in 0..<taps {
+                        let weight = weights[t], at = rows[t] + x * 4
+                        a += weight * raw.loadUnaligned(fromByteOffset: at, as: SIMD8<Float>.self)
+                        b += weight * raw.loadUnaligned(fromByteOffset: at + 32, as: SIMD8<Float>.self)
+                    }
+                    to.storeBytes(of: a, toByteOffset: x * 4, as: SIMD8<Float>.self)
+                    to.storeBytes(of: b, toByteOffset: x * 4 + 32, as: SIMD8<Float>.self)
+                    x += 16
                 }
-                UnsafeMutableRawPointer(d).storeBytes(of: acc, toByteOffset: (y * w + x) * 4, as: SIMD8<Float>.self)
-                x += 8
-            }
-            while x < w {
-                var sum: Float = 0
-                for t in 0..<taps { sum += k[t] * s[rows[t] + x] }
-                d[y * w + x] = sum
-                x += 1
+                while x + 8 <= w {
+                    var acc = SIMD8<Float>(repeating: 0)
+                    for t in 0..<taps {
+                        acc += weights[t] * raw.loadUnaligned(fromByteOffset: rows[t] + x * 4, as: SIMD8<Float>.self)
+                    }
+                    to.storeBytes(of: acc, toByteOffset: x * 4, as: SIMD8<Float>.self)
+                    x += 8
+                }
+                while x < w {
+                    var sum: Float = 0
+                    for t in 0..<taps { sum += weights[t] * s[rows[t] / 4 + x] }
+                    d[y * w + x] = sum
+                    x += 1
+                }
             }
         }
     }

@@ -60,7 +60,12 @@ public enum SubpixelRefinement {
                 if attempt == 0, let s = saddle(local, patch, half: 2), length(s - local) <= spacing / 3 { local = s }
                 var leftPatch = false
                 for _ in 0..<20 {
-                    guard let next = gradientStep(local, gx: gx, gy: gy, width: size, height: size, half: half) else {
+                    let step = gx.withUnsafeBufferPointer { gx in
+                        gy.withUnsafeBufferPointer { gy in
+                            gradientStep(local, gx: gx, gy: gy, width: size, height: size, half: half)
+                        }
+                    }
+                    guard let next = step else {
                         leftPatch = true
                         break
                     }
@@ -86,7 +91,8 @@ public enum SubpixelRefinement {
             for dy in -half...half {
                 for dx in -half...half {
                     let x = Double(dx), y = Double(dy)
-                    let row = [x * x, x * y, y * y, x, y, 1]
+                    // The six monomials in a register, not an array per pixel.
+                    let row = SIMD8<Double>(x * x, x * y, y * y, x, y, 1, 0, 0)
                     let v = Double(image[cx + dx, cy + dy])
                     for r in 0..<6 {
                         atb[r] += row[r] * v
@@ -109,7 +115,9 @@ public enum SubpixelRefinement {
         return q
     }
 
-    static func gradientStep(_ q: SIMD2<Double>, gx: [Float], gy: [Float], width: Int, height: Int, half: Int) -> SIMD2<Double>? {
+    /// One step of the gradient-orthogonality fit from `q`, over gradients of a `width` × `height` patch.
+    static func gradientStep(_ q: SIMD2<Double>, gx: UnsafeBufferPointer<Float>, gy: UnsafeBufferPointer<Float>,
+                             width: Int, height: Int, half: Int) -> SIMD2<Double>? {
         let cx = Int(q.x.rounded()), cy = Int(q.y.rounded())
         guard cx - half >= 1, cy - half >= 1, cx + half < width - 1, cy + half < height - 1 else { return nil }
         var a11 = 0.0, a12 = 0.0, a22 = 0.0, b1 = 0.0, b2 = 0.0

@@ -7,14 +7,14 @@ import ParallaxImage
 struct BenchCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "bench",
-        abstract: "Measure rectification speed on the synthetic benchmark rig, or the honesty of calibration σ on rendered sets.",
+        abstract: "Measure rectification and detection speed, or the honesty of calibration σ on rendered sets.",
         discussion: """
             Uses StereoCalibration.benchmarkRig, the rig Benchmarks/compare-opencv also uses, so the \
             numbers compare with OpenCV's, or any calibration given with --calibration (its image size). \
             Prints the CPU's vector level the kernels used (--simd lowers it, to compare levels). Build in \
             release mode for meaningful figures.
             """,
-        subcommands: [BenchRectifyCommand.self, BenchMapsCommand.self, BenchUncertaintyCommand.self])
+        subcommands: [BenchRectifyCommand.self, BenchMapsCommand.self, BenchDetectCommand.self, BenchUncertaintyCommand.self])
 }
 
 /// Options shared by the bench subcommands.
