@@ -148,3 +148,49 @@ struct MapBuildingTests {
         }
     }
 }
+
+/// Compiled maps give their entry tables back for the next maps of the same size.
+@Suite("Entry memory")
+struct EntryMemoryTests {
+    /// A table given back is the one the next request of its size receives; another size
+    /// gets new memory. (Sizes no rectifier in the other tests uses, so that parallel tests
+    /// cannot take the table in between.)
+    @Test func aGivenBackTableIsReusedForItsSizeOnly() {
+        let table = EntryMemory.take(12_345)
+        table[12_344] = 7  // writable to its end
+        EntryMemory.give(table, count: 12_345)
+        let other = EntryMemory.take(12_346)
+        #expect(other != table)
+        let again = EntryMemory.take(12_345)
+        #expect(again == table)
+        EntryMemory.give(again, count: 12_345)
+        EntryMemory.give(other, count: 12_346)
+    }
+
+    /// However many tables come back, at most the limit's worth is kept.
+    @Test func keptTablesStayUnderTheLimit() {
+        let count = EntryMemory.keptBytesLimit / 4 / 3 + 1  // three of these exceed the limit
+        let tables = (0..<4).map { _ in EntryMemory.take(count) }
+        for table in tables { EntryMemory.give(table, count: count) }
+        #expect(EntryMemory.keptByteCount <= EntryMemory.keptBytesLimit)
+        #expect(EntryMemory.keptByteCount >= 2 * count * 4)
+        EntryMemory.releaseKept()
+        #expect(EntryMemory.keptByteCount <= EntryMemory.keptBytesLimit)
+    }
+
+    /// A rectifier built where an earlier one's tables are reused gives the same pixels as
+    /// the first (every entry of a reused table is written again).
+    @Test func reusedTablesGiveTheSamePixels() throws {
+        let maps = StereoRectificationMaps(left: SIMDLevelTests.offGridMap(output: ImageSize(width: 96, height: 40),
+                                                                          source: ImageSize(width: 90, height: 44), seed: 0),
+                                           right: SIMDLevelTests.offGridMap(output: ImageSize(width: 96, height: 40),
+                                                                           source: ImageSize(width: 90, height: 44), seed: 1),
+                                           rectification: RemapFixtures.rectification)
+        let left = TestImages.pattern(.gray8, width: 90, height: 44, seed: 3)
+        let right = TestImages.pattern(.gray8, width: 90, height: 44, seed: 4)
+        let first = try Rectifier(maps: maps, threads: 1).rectify(left: left, right: right)
+        // Tables of this size now come back dirty (the first rectifier's entries) and are reused.
+        let second = try Rectifier(maps: maps, threads: 2).rectify(left: left, right: right)
+        #expect(first.left == second.left && first.right == second.right)
+    }
+}

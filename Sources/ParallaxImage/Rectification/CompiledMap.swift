@@ -183,11 +183,53 @@ final class CompiledMap: @unchecked Sendable {
         j.blockSlow[block] = slow
     }
 
-    /// Memory for `count` entries, released with `free`. Tables of 2 MiB and more are
-    /// aligned to 2 MiB and offered transparent huge pages, so that filling a 1080p table
-    /// takes a few page faults instead of two thousand (where the kernel grants them).
+    /// Memory for `count` entries, given back with ``EntryMemory/give(_:count:)``.
     private static func allocateEntries(_ count: Int) -> UnsafeMutablePointer<UInt32> {
+        EntryMemory.take(count)
+    }
+
+    /// The widest level of the compiling kernel this CPU runs, asked once.
+    static let level = parallax_map_simd_level()
+
+    deinit {
+        EntryMemory.give(entries, count: max(1, width * height))
+        rowBase.deallocate()
+        spanStart.deallocate()
+        spanEnd.deallocate()
+    }
+
+    /// Number of samples handled outside spans (border and undefined).
+    var slowCount: Int { slow.count }
+}
+
+/// Where compiled maps keep their entries. A rebuild (a new calibration, format or
+/// resolution) replaces maps of the same size: the tables the old maps give back are kept
+/// (at most ``EntryMemory/keptBytesLimit`` in all) and handed to the next maps of that size,
+/// so a rebuild writes into memory the process already has instead of waiting for the kernel
+/// to clear fresh pages (16 MB for a 1080p pair: several milliseconds, and the larger part
+/// of a two-thread build). malloc does the same for other libraries' arrays.
+enum EntryMemory {
+    /// Bytes of given-back tables kept for reuse.
+    static let keptBytesLimit = 128 << 20
+
+    /// Given-back tables, oldest first, and their total size.
+    private struct Kept: @unchecked Sendable {
+        var tables: [(bytes: Int, memory: UnsafeMutableRawPointer)] = []
+        var bytes = 0
+    }
+    private static let kept = Locked(Kept())
+
+    /// A table of `count` entries: a kept one of exactly that size, else new memory. Tables of
+    /// 2 MiB and more are aligned to 2 MiB and offered transparent huge pages, so that filling a
+    /// 1080p table takes a few page faults instead of two thousand (where the kernel grants them).
+    static func take(_ count: Int) -> UnsafeMutablePointer<UInt32> {
         let bytes = count * MemoryLayout<UInt32>.stride
+        let reused = kept.withLock { kept -> UnsafeMutableRawPointer? in
+            guard let index = kept.tables.lastIndex(where: { $0.bytes == bytes }) else { return nil }
+            kept.bytes -= bytes
+            return kept.tables.remove(at: index).memory
+        }
+        if let reused { return reused.bindMemory(to: UInt32.self, capacity: count) }
         let hugePage = 2 << 20
         var raw: UnsafeMutableRawPointer?
         let alignment = bytes >= hugePage ? hugePage : 64
@@ -203,16 +245,34 @@ final class CompiledMap: @unchecked Sendable {
         return raw.bindMemory(to: UInt32.self, capacity: count)
     }
 
-    /// The widest level of the compiling kernel this CPU runs, asked once.
-    static let level = parallax_map_simd_level()
-
-    deinit {
-        free(entries)
-        rowBase.deallocate()
-        spanStart.deallocate()
-        spanEnd.deallocate()
+    /// Gives back a table from ``take(_:)``: kept for the next of its size, the oldest kept
+    /// tables freed beyond the limit.
+    static func give(_ entries: UnsafeMutablePointer<UInt32>, count: Int) {
+        let bytes = count * MemoryLayout<UInt32>.stride
+        let memory = UnsafeMutableRawPointer(entries)
+        let released = kept.withLock { kept -> Kept in
+            kept.tables.append((bytes, memory))
+            kept.bytes += bytes
+            var released = Kept()
+            while kept.bytes > keptBytesLimit, !kept.tables.isEmpty {
+                let oldest = kept.tables.removeFirst()
+                kept.bytes -= oldest.bytes
+                released.tables.append(oldest)
+            }
+            return released
+        }
+        for table in released.tables { free(table.memory) }
     }
 
-    /// Number of samples handled outside spans (border and undefined).
-    var slowCount: Int { slow.count }
+    /// Bytes of tables kept for reuse now.
+    static var keptByteCount: Int { kept.withLock { $0.bytes } }
+
+    /// Frees every kept table (tests; a process that will build no more maps).
+    static func releaseKept() {
+        let all = kept.withLock { kept -> Kept in
+            defer { kept = Kept() }
+            return kept
+        }
+        for table in all.tables { free(table.memory) }
+    }
 }
