@@ -34,7 +34,7 @@ let package = Package(
             name: "CLapack",
             linkerSettings: [.linkedLibrary("lapacke"), .linkedLibrary("openblas")]
         ),
-        /// Map building and resampling kernels for wider vector instructions than the baseline, chosen at run time
+        /// Map building, resampling and detection kernels for wider vector instructions than the baseline, chosen at run time
         /// (per-function `target` attributes: no compiler flags, so the package stays usable as
         /// a dependency).
         .target(name: "CRemapKernels"),
@@ -51,7 +51,7 @@ let package = Package(
         .target(name: "ParallaxCapture", dependencies: ["ParallaxGeometry", "ParallaxImage", "CV4L2"]),
         .target(
             name: "ParallaxCalibration",
-            dependencies: ["ParallaxGeometry", "ParallaxImage", "CLapack", .product(name: "Yams", package: "Yams")]
+            dependencies: ["ParallaxGeometry", "ParallaxImage", "CLapack", "CRemapKernels", .product(name: "Yams", package: "Yams")]
         ),
         .target(name: "ParallaxTestSupport", dependencies: ["ParallaxCapture", "ParallaxGeometry", "ParallaxImage", "CV4L2"]),
         .target(
@@ -72,7 +72,7 @@ let package = Package(
         .testTarget(name: "ParallaxImageTests", dependencies: ["ParallaxImage", "ParallaxGeometry", "CRemapKernels"]),
         .testTarget(name: "ParallaxCaptureTests", dependencies: ["ParallaxCapture", "ParallaxTestSupport"]),
         .testTarget(name: "ParallaxCalibrationTests",
-                    dependencies: ["ParallaxCalibration", "ParallaxTestSupport", .product(name: "Yams", package: "Yams")]),
+                    dependencies: ["ParallaxCalibration", "ParallaxTestSupport", "CRemapKernels", .product(name: "Yams", package: "Yams")]),
         .testTarget(name: "ParallaxCLITests", dependencies: ["parallax", "ParallaxGeometry", "ParallaxCalibration"]),
         /// The README's example, compiled against `import Parallax`.
         .testTarget(name: "ParallaxTests", dependencies: ["Parallax"]),

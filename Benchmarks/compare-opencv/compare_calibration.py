@@ -11,7 +11,8 @@ OpenCV: findChessboardCorners(ADAPTIVE_THRESH | NORMALIZE_IMAGE) + cornerSubPix(
 image, then stereoCalibrate (its stereo_calib sample's flags, and with every parameter free).
 Parallax: `parallax calibrate --json --corners-out` for corners and the solve time, and
 `parallax bench detect` for the detection time per image, measured as OpenCV's is (decoding
-excluded, fastest of --repeat runs per image, median and mean over images).
+excluded, fastest of --repeat rounds per image, median and mean over images; the rounds
+alternate between OpenCV and Parallax, so both meet the same moments of a drifting machine).
 
 Usage: compare_calibration.py [--parallax PATH] [--repeat N]
   (default binary: .build/release/parallax from the package root; build it with
@@ -133,24 +134,25 @@ def render_pairs(folder, count=10, seed=3):
 
 def compare(title, lefts, rights, square, binary, repeat, truth=None):
     print(f"\n== {title}: {len(lefts)} pairs")
-    cv_corners, cv_times, size = {}, [], None
-    for path in lefts + rights:
-        best = None
-        for _ in range(repeat):
+    # Rounds alternate between the two detectors, each image's fastest round counting, so
+    # that both see the same moments of a machine whose speed drifts (shared VMs do).
+    paths = lefts + rights
+    cv_corners, size = {}, None
+    cv_times, px_times = [float("inf")] * len(paths), [float("inf")] * len(paths)
+    for _ in range(repeat):
+        for k, path in enumerate(paths):
             c, dt, size = opencv_detect(path)
-            best = dt if best is None else min(best, dt)
-        cv_times.append(best)
-        cv_corners[path] = c
+            cv_times[k] = min(cv_times[k], dt)
+            cv_corners[path] = c
+        bench = subprocess.run([binary, "bench", "detect", *paths, "--board", "9x6", "--iterations", "1", "--json"],
+                               capture_output=True, text=True, timeout=600)
+        if bench.returncode != 0:
+            sys.exit(f"parallax bench detect failed:\n{bench.stderr}")
+        for k, ms in enumerate(json.loads(bench.stdout)["ms_per_image"]):
+            px_times[k] = min(px_times[k], ms / 1000)
     found = [p for p in lefts if cv_corners[p] is not None and cv_corners[rights[lefts.index(p)]] is not None]
     cv_cal = opencv_calibrate([cv_corners[p] for p in found], [cv_corners[rights[lefts.index(p)]] for p in found], size, square)
     px, px_corners = run_parallax(binary, lefts, rights, square, repeat)
-    # Parallax's detection timed the way OpenCV's is above: each image decoded once, its
-    # fastest of `repeat` runs, median and mean over the images (`parallax bench detect`).
-    bench = subprocess.run([binary, "bench", "detect", *lefts, *rights, "--board", "9x6", "--iterations", str(repeat),
-                            "--json"], capture_output=True, text=True, timeout=600)
-    if bench.returncode != 0:
-        sys.exit(f"parallax bench detect failed:\n{bench.stderr}")
-    px_times = np.asarray(json.loads(bench.stdout)["ms_per_image"]) / 1000
     cv_median, px_median = 1000 * float(np.median(cv_times)), 1000 * float(np.median(px_times))
     print(f"detection per image (ms, median over images, best of {repeat} runs; ratio = Parallax / OpenCV):")
     print(f"  OpenCV findChessboardCorners + cornerSubPix: {cv_median:8.2f}  "

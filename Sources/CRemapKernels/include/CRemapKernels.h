@@ -1,6 +1,6 @@
-// Map building and resampling kernels written with the vector instructions of one CPU level,
-// selected at run time (ParallaxGeometry's RectificationMap and ParallaxImage's
-// RemapKernels decide which to call). Compiled for the architecture's baseline like the rest
+// Map building, resampling and detection kernels written with the vector instructions of one
+// CPU level, selected at run time (ParallaxGeometry's RectificationMap, ParallaxImage's
+// RemapKernels and ParallaxCalibration's detectors decide which to call). Compiled for the architecture's baseline like the rest
 // of the package: each function carries its own `target` attribute, and none may be called
 // at a level parallax_remap_simd_level() (resampling) or parallax_map_simd_level() (map
 // building) does not report for this CPU.
@@ -131,5 +131,32 @@ typedef struct {
 void parallax_compile_row(const float *xs, const float *ys, ptrdiff_t width, const parallax_compile_params *params,
                           const parallax_compile_scratch *scratch, uint32_t *entries, parallax_compiled_row *row,
                           parallax_simd_level level);
+
+// MARK: Detection
+
+/// The horizontal pass of a separable blur over `height` rows of `width` floats:
+/// `dst[x] = Σ_t kernel[t] · src[clamp(x − taps/2 + t)]`, summed from 0 in t order (`taps`
+/// odd, edge pixels repeated). Bit for bit the same at every level (the level at most
+/// parallax_map_simd_level()).
+void parallax_blur_rows(const float *src, float *dst, ptrdiff_t width, ptrdiff_t height, const float *kernel,
+                        int32_t taps, parallax_simd_level level);
+
+/// The vertical pass: `dst[y][x] = Σ_t kernel[t] · src[clamp(y − taps/2 + t)][x]`, as above.
+void parallax_blur_columns(const float *src, float *dst, ptrdiff_t width, ptrdiff_t height, const float *kernel,
+                           int32_t taps, parallax_simd_level level);
+
+/// The saddle response `max(0, dxy² − dxx·dyy)` of an image's second differences (dxy from the
+/// four diagonal neighbours, ¼ of their alternating sum) at every pixel `border` (≥ 1) or
+/// more inside it; other entries of `response` are not written. Bit for bit the same at
+/// every level.
+void parallax_saddle_response(const float *pixels, float *response, ptrdiff_t width, ptrdiff_t height,
+                              ptrdiff_t border, parallax_simd_level level);
+
+/// Writes to `found` (room for `capacity`) the index `y·width + x`, in scan order, of every
+/// pixel `border` (≥ 1) or more inside the image whose `response` is at least `threshold`
+/// and at least each of its four direct neighbours' (the cheap half of the maximum test);
+/// returns how many there are, also those beyond `capacity`.
+ptrdiff_t parallax_response_peaks(const float *response, ptrdiff_t width, ptrdiff_t height, ptrdiff_t border,
+                                  float threshold, int32_t *found, ptrdiff_t capacity, parallax_simd_level level);
 
 #endif

@@ -3,6 +3,7 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import CRemapKernels
 import ParallaxGeometry
 
 /// Why no board was returned for an image.
@@ -149,36 +150,28 @@ public struct ChessboardDetector: Sendable {
             response.withUnsafeMutableBufferPointer { buffer in
                 // Non-empty: the image is at least 16 × 16.
                 let p = pixels.baseAddress!, r = buffer.baseAddress!
-                Self.saddleResponse(p, into: r, width: w, height: h, border: border)
-                // Bounds: x and y stay `border + 1` inside the image and the window reaches
-                // `radius` < border + 1 from them.
-                // Bounds: x and y stay `border + 1` inside the image and the window reaches
-                // `radius` < border + 1 from them.
-                let limit = SIMD8<Float>(repeating: threshold)
-                let last = w - border - 1
-                for y in (border + 1)..<(h - border - 1) {
-                    var x = border + 1
-                    while x < last {
-                        // Most pixels are below the threshold: test eight at once and visit only
-                        // the lanes at or above it.
-                        var lanes: UInt8 = 0xFF
-                        if x + 8 <= last {
-                            let above = UnsafeRawPointer(r + y * w + x).loadUnaligned(as: SIMD8<Float>.self) .>= limit
-                            lanes = 0
-                            for k in 0..<8 where above[k] { lanes |= 1 << UInt8(k) }
-                        }
-                        let block = x
-                        x = min(x + 8, last)
-                        while lanes != 0 {
-                            let k = lanes.trailingZeroBitCount
-                            lanes &= lanes &- 1
-                            let cx = block + k
-                            if cx >= last { break }
-                            if let position = localMaximum(r, x: cx, y: y, width: w, radius: radius, threshold: threshold) {
-                                maxima.append(Candidate(position: position, response: r[y * w + cx]))
+                // max(0, dxy² − dxx·dyy) from second differences, vectorised in CRemapKernels.
+                parallax_saddle_response(p, r, w, h, border, GrayImage.kernelLevel)
+                // Pixels passing the cheap half of the maximum test (threshold, four neighbours),
+                // found eight or sixteen at a time in CRemapKernels, in scan order; then the
+                // whole window for those. Bounds: they lie `border + 1` inside the image and
+                // the window reaches `radius` < border + 1 from them.
+                var capacity = max(1024, w * h / 32)
+                while true {
+                    let count = withUnsafeTemporaryAllocation(of: Int32.self, capacity: capacity) { found -> Int in
+                        let count = parallax_response_peaks(r, w, h, border + 1, threshold, found.baseAddress, capacity,
+                                                            GrayImage.kernelLevel)
+                        guard count <= capacity else { return count }
+                        for index in found.prefix(count) {
+                            let i = Int(index), x = i % w, y = i / w
+                            if let position = localMaximum(r, x: x, y: y, width: w, radius: radius, threshold: threshold) {
+                                maxima.append(Candidate(position: position, response: r[i]))
                             }
                         }
+                        return count
                     }
+                    if count <= capacity { break }
+                    capacity = count
                 }
             }
         }
@@ -218,37 +211,6 @@ public struct ChessboardDetector: Sendable {
         let ox = (left - right) / (2 * (left - 2 * v + right)), oy = (up - down) / (2 * (up - 2 * v + down))
         return SIMD2(Double(x) + (ox.isFinite && abs(ox) < 1 ? Double(ox) : 0),
                      Double(y) + (oy.isFinite && abs(oy) < 1 ? Double(oy) : 0))
-    }
-
-    /// `max(0, dxy² − dxx·dyy)` from second differences of the blurred image, for every pixel
-    /// `border` or more inside it (the rest stay 0), eight pixels at a time: each lane does
-    /// the scalar tail's operations in the same order, so both give the same bits.
-    private static func saddleResponse(_ p: UnsafePointer<Float>, into r: UnsafeMutablePointer<Float>,
-                                       width w: Int, height h: Int, border: Int) {
-        @inline(__always) func at(_ i: Int) -> SIMD8<Float> { UnsafeRawPointer(p + i).loadUnaligned(as: SIMD8<Float>.self) }
-        for y in border..<(h - border) {
-            var x = border
-            // Bounds: lanes x … x + 7 with x + 8 ≤ w − border, and taps one row or column away.
-            while x + 8 <= w - border {
-                let i = y * w + x
-                let c = at(i)
-                let dxx = at(i - 1) - 2 * c + at(i + 1)
-                let dyy = at(i - w) - 2 * c + at(i + w)
-                let dxy = (at(i + w + 1) - at(i + w - 1) - at(i - w + 1) + at(i - w - 1)) * 0.25
-                let s = dxy * dxy - dxx * dyy
-                UnsafeMutableRawPointer(r + i).storeBytes(of: s.replacing(with: 0, where: .!(s .> 0)), as: SIMD8<Float>.self)
-                x += 8
-            }
-            while x < w - border {
-                let i = y * w + x
-                let dxx = p[i - 1] - 2 * p[i] + p[i + 1]
-                let dyy = p[i - w] - 2 * p[i] + p[i + w]
-                let dxy = (p[i + w + 1] - p[i + w - 1] - p[i - w + 1] + p[i - w - 1]) * 0.25
-                let s = dxy * dxy - dxx * dyy
-                r[i] = s > 0 ? s : 0
-                x += 1
-            }
-        }
     }
 
     /// Four alternating sectors, point-symmetric, with enough contrast.
@@ -312,22 +274,71 @@ public struct ChessboardDetector: Sendable {
 
     /// The indices of each position's `count` nearest others, nearest first (equal distances
     /// in index order).
+    ///
+    /// Positions are bucketed in square cells of about two neighbours' spacing; each query
+    /// widens its ring of cells until the `count`-th nearest found is nearer than anything
+    /// outside the ring can be, then ranks the gathered positions in index order, so the
+    /// result is the same as comparing every pair.
     private func nearestNeighbours(_ positions: [SIMD2<Double>], count: Int) -> [[Int]] {
-        // Squared distances (same order as distances) and an insertion into a short sorted
-        // list: a few hundred candidates make this quadratic loop cheap enough.
-        var best: [(Double, Int)] = []
+        guard positions.count > 1, count > 0 else { return positions.map { _ in [] } }
+        var lo = positions[0], hi = positions[0]
+        for p in positions {
+            lo = pointwiseMin(lo, p)
+            hi = pointwiseMax(hi, p)
+        }
+        // About `count` positions per cell when they spread evenly over the bounding box.
+        let extent = hi - lo
+        let area = max(extent.x * extent.y, 1)
+        let cell = max(1, (area * Double(count) / Double(positions.count)).squareRoot())
+        let columns = max(1, Int(extent.x / cell) + 1), rows = max(1, Int(extent.y / cell) + 1)
+        func cellOf(_ p: SIMD2<Double>) -> (Int, Int) {
+            (min(columns - 1, Int((p.x - lo.x) / cell)), min(rows - 1, Int((p.y - lo.y) / cell)))
+        }
+        var buckets = [[Int]](repeating: [], count: columns * rows)
+        for (i, p) in positions.enumerated() {
+            let (cx, cy) = cellOf(p)
+            buckets[cy * columns + cx].append(i)
+        }
+        var best: [(Double, Int)] = [], gathered: [Int] = []
         best.reserveCapacity(count + 1)
         return positions.indices.map { i in
-            best.removeAll(keepingCapacity: true)
             let p = positions[i]
-            for j in positions.indices where j != i {
-                let d = positions[j] - p
-                let squared = d.x * d.x + d.y * d.y
-                if best.count == count, squared >= best[count - 1].0 { continue }
-                var k = best.count
-                while k > 0 && best[k - 1].0 > squared { k -= 1 }
-                best.insert((squared, j), at: k)
-                if best.count > count { best.removeLast() }
+            let (cx, cy) = cellOf(p)
+            var ring = 0
+            while true {
+                // Every position within `ring` cells; anything outside is farther than the
+                // distance from p to the ring's edge.
+                gathered.removeAll(keepingCapacity: true)
+                for y in max(0, cy - ring)...min(rows - 1, cy + ring) {
+                    for x in max(0, cx - ring)...min(columns - 1, cx + ring) {
+                        gathered.append(contentsOf: buckets[y * columns + x])
+                    }
+                }
+                gathered.sort()
+                best.removeAll(keepingCapacity: true)
+                for j in gathered where j != i {
+                    let d = positions[j] - p
+                    let squared = d.x * d.x + d.y * d.y
+                    if best.count == count, squared >= best[count - 1].0 { continue }
+                    var k = best.count
+                    while k > 0 && best[k - 1].0 > squared { k -= 1 }
+                    best.insert((squared, j), at: k)
+                    if best.count > count { best.removeLast() }
+                }
+                let covered = cx - ring <= 0 && cy - ring <= 0 && cx + ring >= columns - 1 && cy + ring >= rows - 1
+                if covered { break }
+                // The nearest a position outside the searched cells can be.
+                let inner = SIMD2(Double(max(0, cx - ring)), Double(max(0, cy - ring))) * cell + lo
+                let outer = SIMD2(Double(min(columns, cx + ring + 1)), Double(min(rows, cy + ring + 1))) * cell + lo
+                var margin = Double.infinity
+                if cx - ring > 0 { margin = min(margin, p.x - inner.x) }
+                if cy - ring > 0 { margin = min(margin, p.y - inner.y) }
+                if cx + ring < columns - 1 { margin = min(margin, outer.x - p.x) }
+                if cy + ring < rows - 1 { margin = min(margin, outer.y - p.y) }
+                // (Less a hair: a position on a cell's edge may be bucketed on either side.)
+                margin -= 1e-9 * cell
+                if best.count == count, margin > 0, best[count - 1].0 < margin * margin { break }
+                ring += 1
             }
             return best.map(\.1)
         }

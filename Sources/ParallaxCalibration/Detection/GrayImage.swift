@@ -5,6 +5,7 @@ import Darwin
 #endif
 import ParallaxGeometry
 import ParallaxImage
+import CRemapKernels
 
 /// A single-channel image of `Float` levels (0–255 for 8-bit sources), row-major,
 /// the working copy every detection step reads.
@@ -69,118 +70,45 @@ public struct GrayImage: Sendable, Equatable {
 
     /// This image blurred by a Gaussian of standard deviation `sigma` pixels
     /// (separable kernel truncated at `truncation` σ, borders replicated).
+    ///
+    /// Both passes run in `CRemapKernels` at the widest vector level this CPU has, with the
+    /// same bits at every level: each output sums its taps from 0 in kernel order.
     public func gaussianBlurred(sigma: Double, truncation: Double = 3) -> GrayImage {
+        gaussianBlurred(sigma: sigma, truncation: truncation, level: GrayImage.kernelLevel)
+    }
+
+    /// ``gaussianBlurred(sigma:truncation:)`` by the kernels written for `level` (tests compare levels).
+    func gaussianBlurred(sigma: Double, truncation: Double, level: parallax_simd_level) -> GrayImage {
         guard sigma > 0, width > 0, height > 0 else { return self }
         let radius = max(1, Int((truncation * sigma).rounded(.up)))
         var kernel = (-radius...radius).map { Float(exp(-Double($0 * $0) / (2 * sigma * sigma))) }
         let total = kernel.reduce(0, +)
         kernel = kernel.map { $0 / total }
-        var temp = [Float](repeating: 0, count: pixels.count)
-        var out = [Float](repeating: 0, count: pixels.count)
-        let w = width, h = height, taps = kernel.count
-        pixels.withUnsafeBufferPointer { src in
-            temp.withUnsafeMutableBufferPointer { dst in
+        let w = width, h = height, taps = Int32(kernel.count)
+        let count = pixels.count
+        var out: [Float] = []
+        // Scratch for the horizontal pass, then the result; every element is written.
+        let temp = [Float](unsafeUninitializedCapacity: count) { temp, written in
+            pixels.withUnsafeBufferPointer { src in
                 kernel.withUnsafeBufferPointer { k in
-                    Self.blurRows(src, into: dst, kernel: k, width: w, height: h, radius: radius)
+                    parallax_blur_rows(src.baseAddress, temp.baseAddress, w, h, k.baseAddress, taps, level)
                 }
             }
+            written = count
         }
-        temp.withUnsafeBufferPointer { src in
-            out.withUnsafeMutableBufferPointer { dst in
+        out = [Float](unsafeUninitializedCapacity: count) { dst, written in
+            temp.withUnsafeBufferPointer { src in
                 kernel.withUnsafeBufferPointer { k in
-                    Self.blurColumns(src, into: dst, kernel: k, width: w, height: h, taps: taps, radius: radius)
+                    parallax_blur_columns(src.baseAddress, dst.baseAddress, w, h, k.baseAddress, taps, level)
                 }
             }
+            written = count
         }
         return GrayImage(width: w, height: h, pixels: out)
     }
 
-    // MARK: Blur kernels
-    //
-    // Eight pixels at a time in SIMD registers. Bounds: every load reads
-    // `x − radius + t … x − radius + t + 7` within one row (horizontal) or
-    // `x … x + 7` of a clamped row (vertical), and the loops stop 8 short of
-    // the row's end; the scalar tails handle the rest.
-
-    private static func blurRows(_ src: UnsafeBufferPointer<Float>, into dst: UnsafeMutableBufferPointer<Float>,
-                                 kernel k: UnsafeBufferPointer<Float>, width w: Int, height h: Int, radius: Int) {
-        guard let s = src.baseAddress, let d = dst.baseAddress, let weights = k.baseAddress else { return }
-        let taps = k.count
-        for y in 0..<h {
-            let row = y * w
-            let from = UnsafeRawPointer(s + row), to = UnsafeMutableRawPointer(d + row)
-            var x = radius
-            // Sixteen pixels per step in two accumulators: each tap's weight is loaded once for both.
-            while x + 16 <= w - radius {
-                var a = SIMD8<Float>(repeating: 0), b = a
-                for t in 0..<taps {
-                    let weight = weights[t], at = (x - radius + t) * 4
-                    a += weight * from.loadUnaligned(fromByteOffset: at, as: SIMD8<Float>.self)
-                    b += weight * from.loadUnaligned(fromByteOffset: at + 32, as: SIMD8<Float>.self)
-                }
-                to.storeBytes(of: a, toByteOffset: x * 4, as: SIMD8<Float>.self)
-                to.storeBytes(of: b, toByteOffset: x * 4 + 32, as: SIMD8<Float>.self)
-                x += 16
-            }
-            while x + 8 <= w - radius {
-                var acc = SIMD8<Float>(repeating: 0)
-                for t in 0..<taps {
-                    acc += weights[t] * from.loadUnaligned(fromByteOffset: (x - radius + t) * 4, as: SIMD8<Float>.self)
-                }
-                to.storeBytes(of: acc, toByteOffset: x * 4, as: SIMD8<Float>.self)
-                x += 8
-            }
-            // Tail of the interior, then the borders with the edge pixel repeated.
-            for x in 0..<w where x < radius || x >= x0(w, radius) {
-                var sum: Float = 0
-                for t in 0..<taps { sum += weights[t] * s[row + min(max(x - radius + t, 0), w - 1)] }
-                d[row + x] = sum
-            }
-        }
-        @inline(__always) func x0(_ w: Int, _ radius: Int) -> Int {
-            // First x the vector loop did not reach.
-            let interior = max(w - 2 * radius, 0)
-            return radius + (interior / 8) * 8
-        }
-    }
-
-    private static func blurColumns(_ src: UnsafeBufferPointer<Float>, into dst: UnsafeMutableBufferPointer<Float>,
-                                    kernel k: UnsafeBufferPointer<Float>, width w: Int, height h: Int, taps: Int, radius: Int) {
-        guard let s = src.baseAddress, let d = dst.baseAddress, let weights = k.baseAddress else { return }
-        let raw = UnsafeRawPointer(s)
-        withUnsafeTemporaryAllocation(of: Int.self, capacity: taps) { rows in
-            for y in 0..<h {
-                for t in 0..<taps { rows[t] = min(max(y - radius + t, 0), h - 1) * w * 4 }
-                let to = UnsafeMutableRawPointer(d + y * w)
-                var x = 0
-                while x + 16 <= w {
-                    var a = SIMD8<Float>(repeating: 0), b = a
-                    for t in 0..<taps {
-                        let weight = weights[t], at = rows[t] + x * 4
-                        a += weight * raw.loadUnaligned(fromByteOffset: at, as: SIMD8<Float>.self)
-                        b += weight * raw.loadUnaligned(fromByteOffset: at + 32, as: SIMD8<Float>.self)
-                    }
-                    to.storeBytes(of: a, toByteOffset: x * 4, as: SIMD8<Float>.self)
-                    to.storeBytes(of: b, toByteOffset: x * 4 + 32, as: SIMD8<Float>.self)
-                    x += 16
-                }
-                while x + 8 <= w {
-                    var acc = SIMD8<Float>(repeating: 0)
-                    for t in 0..<taps {
-                        acc += weights[t] * raw.loadUnaligned(fromByteOffset: rows[t] + x * 4, as: SIMD8<Float>.self)
-                    }
-                    to.storeBytes(of: acc, toByteOffset: x * 4, as: SIMD8<Float>.self)
-                    x += 8
-                }
-                while x < w {
-                    var sum: Float = 0
-                    for t in 0..<taps { sum += weights[t] * s[rows[t] / 4 + x] }
-                    d[y * w + x] = sum
-                    x += 1
-                }
-            }
-        }
-    }
+    /// The widest level of the detection kernels this CPU runs, asked once.
+    static let kernelLevel = parallax_map_simd_level()
 
     /// The `width` × `height` region whose top-left pixel is (`x`, `y`); pixels outside this image
     /// repeat its nearest edge pixel.

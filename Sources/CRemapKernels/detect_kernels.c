@@ -1,0 +1,253 @@
+// Chessboard detection's per-pixel passes (ParallaxCalibration's GrayImage and
+// ChessboardDetector call them): a separable blur and the saddle response with its first
+// maximum test. Like map_build.c, each loop is written once and instantiated for the
+// baseline and, on x86-64, with target("avx2,fma") and the AVX-512 set; contraction is off,
+// so every instance performs the same IEEE operations in the same order on each pixel and
+// gives the same bits (the compiler only chooses how many pixels share a register).
+#include "CRemapKernels.h"
+
+#include <string.h>
+
+#pragma clang fp contract(off)
+
+#if defined(__x86_64__) || defined(__i386__)
+#define HAVE_WIDE_VARIANTS 1
+#define AVX2 __attribute__((target("avx2,fma")))
+#define AVX512 __attribute__((target("avx2,fma,avx512f,avx512dq,avx512bw,avx512vl")))
+#else
+#define HAVE_WIDE_VARIANTS 0
+#endif
+
+#define INLINE static inline __attribute__((always_inline))
+
+// Sixteen pixels per step in clang's vector type (one register with AVX-512, two with AVX2,
+// four with SSE2): each lane sums its taps exactly as the scalar tails do.
+#define LANES 16
+typedef float lanes __attribute__((ext_vector_type(LANES)));
+typedef int32_t peak_mask __attribute__((ext_vector_type(LANES)));
+// Kernels longer than this (a blur σ of 30 px at 3 σ) go through the scalar sums only.
+#define MAX_TAPS 181
+
+INLINE lanes load_lanes(const float *p) {
+    lanes v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+
+// Rows: out[x] = Σ_t k[t] · in[clamp(x − radius + t)], summed from 0 in t order.
+INLINE void blur_rows(const float *restrict src, float *restrict dst, ptrdiff_t width, ptrdiff_t height,
+                      const float *restrict kernel, int32_t taps) {
+    const ptrdiff_t radius = taps / 2;
+    for (ptrdiff_t y = 0; y < height; y++) {
+        const float *restrict in = src + y * width;
+        float *restrict out = dst + y * width;
+        const ptrdiff_t first = radius < width ? radius : width, last = width - radius > first ? width - radius : first;
+        ptrdiff_t x = first;
+        // Two independent sums per step: one sum's additions wait on each other.
+        for (; x + 2 * LANES <= last; x += 2 * LANES) {
+            lanes a = (lanes){0}, b = (lanes){0};
+            for (int32_t t = 0; t < taps; t++) {
+                a += kernel[t] * load_lanes(in + x - radius + t);
+                b += kernel[t] * load_lanes(in + x + LANES - radius + t);
+            }
+            memcpy(out + x, &a, sizeof a);
+            memcpy(out + x + LANES, &b, sizeof b);
+        }
+        for (; x + LANES <= last; x += LANES) {
+            lanes acc = (lanes){0};
+            for (int32_t t = 0; t < taps; t++) acc += kernel[t] * load_lanes(in + x - radius + t);
+            memcpy(out + x, &acc, sizeof acc);
+        }
+        for (; x < last; x++) {
+            float sum = 0;
+            for (int32_t t = 0; t < taps; t++) sum += kernel[t] * in[x - radius + t];
+            out[x] = sum;
+        }
+        // The borders, the edge pixel repeated.
+        for (ptrdiff_t x = 0; x < width; x++) {
+            if (x >= first && x < last) {
+                x = last - 1;
+                continue;
+            }
+            float sum = 0;
+            for (int32_t t = 0; t < taps; t++) {
+                ptrdiff_t at = x - radius + t;
+                at = at < 0 ? 0 : (at > width - 1 ? width - 1 : at);
+                sum += kernel[t] * in[at];
+            }
+            out[x] = sum;
+        }
+    }
+}
+
+// Columns: out[y][x] = Σ_t k[t] · in[clamp(y − radius + t)][x], summed from 0 in t order.
+INLINE void blur_columns(const float *restrict src, float *restrict dst, ptrdiff_t width, ptrdiff_t height,
+                         const float *restrict kernel, int32_t taps) {
+    const ptrdiff_t radius = taps / 2;
+    if (taps > MAX_TAPS) {
+        for (ptrdiff_t y = 0; y < height; y++) {
+            for (ptrdiff_t x = 0; x < width; x++) {
+                float sum = 0;
+                for (int32_t t = 0; t < taps; t++) {
+                    ptrdiff_t row = y - radius + t;
+                    row = row < 0 ? 0 : (row > height - 1 ? height - 1 : row);
+                    sum += kernel[t] * src[row * width + x];
+                }
+                dst[y * width + x] = sum;
+            }
+        }
+        return;
+    }
+    for (ptrdiff_t y = 0; y < height; y++) {
+        float *restrict out = dst + y * width;
+        const float *rows[MAX_TAPS];
+        for (int32_t t = 0; t < taps; t++) {
+            ptrdiff_t row = y - radius + t;
+            row = row < 0 ? 0 : (row > height - 1 ? height - 1 : row);
+            rows[t] = src + row * width;
+        }
+        ptrdiff_t x = 0;
+        for (; x + 2 * LANES <= width; x += 2 * LANES) {
+            lanes a = (lanes){0}, b = (lanes){0};
+            for (int32_t t = 0; t < taps; t++) {
+                a += kernel[t] * load_lanes(rows[t] + x);
+                b += kernel[t] * load_lanes(rows[t] + x + LANES);
+            }
+            memcpy(out + x, &a, sizeof a);
+            memcpy(out + x + LANES, &b, sizeof b);
+        }
+        for (; x + LANES <= width; x += LANES) {
+            lanes acc = (lanes){0};
+            for (int32_t t = 0; t < taps; t++) acc += kernel[t] * load_lanes(rows[t] + x);
+            memcpy(out + x, &acc, sizeof acc);
+        }
+        for (; x < width; x++) {
+            float sum = 0;
+            for (int32_t t = 0; t < taps; t++) sum += kernel[t] * rows[t][x];
+            out[x] = sum;
+        }
+    }
+}
+
+// max(0, dxy² − dxx·dyy) from second differences, for pixels `border` or more inside the
+// image; the rest of `response` is left as it is.
+INLINE void saddle_response(const float *restrict p, float *restrict r, ptrdiff_t w, ptrdiff_t h, ptrdiff_t border) {
+    for (ptrdiff_t y = border; y < h - border; y++) {
+        for (ptrdiff_t x = border; x < w - border; x++) {
+            const ptrdiff_t i = y * w + x;
+            const float dxx = p[i - 1] - 2 * p[i] + p[i + 1];
+            const float dyy = p[i - w] - 2 * p[i] + p[i + w];
+            const float dxy = (p[i + w + 1] - p[i + w - 1] - p[i - w + 1] + p[i - w - 1]) * 0.25f;
+            const float s = dxy * dxy - dxx * dyy;
+            r[i] = s > 0 ? s : 0;
+        }
+    }
+}
+
+// Appends to `found` (room for `capacity`) the index y·w + x of every pixel at least `border`
+// inside the image whose response reaches `threshold` and none of its four direct
+// neighbours' exceeds; returns how many there are (those past `capacity` are counted only).
+INLINE ptrdiff_t response_peaks(const float *restrict r, ptrdiff_t w, ptrdiff_t h, ptrdiff_t border, float threshold,
+                                int32_t *restrict found, ptrdiff_t capacity) {
+    ptrdiff_t count = 0;
+    for (ptrdiff_t y = border; y < h - border; y++) {
+        const float *row = r + y * w;
+        ptrdiff_t x = border;
+        for (; x + LANES <= w - border; x += LANES) {
+            const lanes v = load_lanes(row + x);
+            const lanes left = load_lanes(row + x - 1), right = load_lanes(row + x + 1);
+            const lanes up = load_lanes(row + x - w), down = load_lanes(row + x + w);
+            const peak_mask peak = (v >= threshold) & (v >= left) & (v >= right) & (v >= up) & (v >= down);
+            // Most blocks have no candidate at all.
+            uint64_t words[sizeof peak / 8], any = 0;
+            memcpy(words, &peak, sizeof peak);
+            for (size_t k = 0; k < sizeof words / 8; k++) any |= words[k];
+            if (!any) continue;
+            for (int32_t k = 0; k < LANES; k++) {
+                if (peak[k]) {
+                    if (count < capacity) found[count] = (int32_t)(y * w + x + k);
+                    count++;
+                }
+            }
+        }
+        for (; x < w - border; x++) {
+            const float v = row[x];
+            if (v >= threshold && v >= row[x - 1] && v >= row[x + 1] && v >= row[x - w] && v >= row[x + w]) {
+                if (count < capacity) found[count] = (int32_t)(y * w + x);
+                count++;
+            }
+        }
+    }
+    return count;
+}
+
+#define INSTANCES(NAME, PARAMS, ARGS)                        \
+    static void NAME##_baseline PARAMS { NAME ARGS; }        \
+    WIDE_INSTANCES(NAME, PARAMS, ARGS)
+
+#if HAVE_WIDE_VARIANTS
+#define WIDE_INSTANCES(NAME, PARAMS, ARGS)                   \
+    AVX2 static void NAME##_avx2 PARAMS { NAME ARGS; }       \
+    AVX512 static void NAME##_avx512 PARAMS { NAME ARGS; }
+#define DISPATCH(NAME, ARGS, level)                                      \
+    do {                                                                 \
+        if ((level) == PARALLAX_SIMD_AVX512) NAME##_avx512 ARGS;         \
+        else if ((level) == PARALLAX_SIMD_AVX2) NAME##_avx2 ARGS;        \
+        else NAME##_baseline ARGS;                                       \
+    } while (0)
+#else
+#define WIDE_INSTANCES(NAME, PARAMS, ARGS)
+#define DISPATCH(NAME, ARGS, level) \
+    do {                            \
+        (void)(level);              \
+        NAME##_baseline ARGS;       \
+    } while (0)
+#endif
+
+INSTANCES(blur_rows,
+          (const float *src, float *dst, ptrdiff_t width, ptrdiff_t height, const float *kernel, int32_t taps),
+          (src, dst, width, height, kernel, taps))
+INSTANCES(blur_columns,
+          (const float *src, float *dst, ptrdiff_t width, ptrdiff_t height, const float *kernel, int32_t taps),
+          (src, dst, width, height, kernel, taps))
+INSTANCES(saddle_response, (const float *p, float *r, ptrdiff_t w, ptrdiff_t h, ptrdiff_t border), (p, r, w, h, border))
+
+static ptrdiff_t response_peaks_baseline(const float *r, ptrdiff_t w, ptrdiff_t h, ptrdiff_t border, float threshold,
+                                         int32_t *found, ptrdiff_t capacity) {
+    return response_peaks(r, w, h, border, threshold, found, capacity);
+}
+#if HAVE_WIDE_VARIANTS
+AVX2 static ptrdiff_t response_peaks_avx2(const float *r, ptrdiff_t w, ptrdiff_t h, ptrdiff_t border, float threshold,
+                                          int32_t *found, ptrdiff_t capacity) {
+    return response_peaks(r, w, h, border, threshold, found, capacity);
+}
+AVX512 static ptrdiff_t response_peaks_avx512(const float *r, ptrdiff_t w, ptrdiff_t h, ptrdiff_t border,
+                                              float threshold, int32_t *found, ptrdiff_t capacity) {
+    return response_peaks(r, w, h, border, threshold, found, capacity);
+}
+#endif
+
+ptrdiff_t parallax_response_peaks(const float *response, ptrdiff_t width, ptrdiff_t height, ptrdiff_t border,
+                                  float threshold, int32_t *found, ptrdiff_t capacity, parallax_simd_level level) {
+#if HAVE_WIDE_VARIANTS
+    if (level == PARALLAX_SIMD_AVX512) return response_peaks_avx512(response, width, height, border, threshold, found, capacity);
+    if (level == PARALLAX_SIMD_AVX2) return response_peaks_avx2(response, width, height, border, threshold, found, capacity);
+#endif
+    (void)level;
+    return response_peaks_baseline(response, width, height, border, threshold, found, capacity);
+}
+
+void parallax_blur_rows(const float *src, float *dst, ptrdiff_t width, ptrdiff_t height, const float *kernel,
+                        int32_t taps, parallax_simd_level level) {
+    DISPATCH(blur_rows, (src, dst, width, height, kernel, taps), level);
+}
+
+void parallax_blur_columns(const float *src, float *dst, ptrdiff_t width, ptrdiff_t height, const float *kernel,
+                           int32_t taps, parallax_simd_level level) {
+    DISPATCH(blur_columns, (src, dst, width, height, kernel, taps), level);
+}
+
+void parallax_saddle_response(const float *pixels, float *response, ptrdiff_t width, ptrdiff_t height,
+                              ptrdiff_t border, parallax_simd_level level) {
+    DISPATCH(saddle_response, (pixels, response, width, height, border), level);
+}

@@ -1,0 +1,104 @@
+import CRemapKernels
+import Foundation
+import Testing
+@testable import ParallaxCalibration
+
+/// Detection's per-pixel passes in CRemapKernels, at every vector level this CPU runs,
+/// against the plain scalar definitions: the same bits.
+@Suite("Detection kernels")
+struct DetectionKernelTests {
+    static let levels: [parallax_simd_level] = [PARALLAX_SIMD_BASELINE, PARALLAX_SIMD_AVX2, PARALLAX_SIMD_AVX512]
+        .filter { $0.rawValue <= parallax_map_simd_level().rawValue }
+
+    /// Levels 0–255 with texture, on sizes that leave tails after 32 and 16 pixels.
+    static func image(width: Int, height: Int, seed: UInt32) -> GrayImage {
+        var state = 0x9E37_79B9 &+ seed
+        let pixels = (0..<(width * height)).map { i -> Float in
+            state ^= state << 13; state ^= state >> 17; state ^= state << 5
+            return Float((i * 7 + Int(state % 97)) % 256)
+        }
+        return GrayImage(width: width, height: height, pixels: pixels)
+    }
+
+    /// The separable blur as written in the kernels' contract: each output sums its taps from
+    /// 0 in kernel order, edge pixels repeated.
+    static func referenceBlur(_ image: GrayImage, sigma: Double, truncation: Double) -> GrayImage {
+        let radius = max(1, Int((truncation * sigma).rounded(.up)))
+        var kernel = (-radius...radius).map { Float(exp(-Double($0 * $0) / (2 * sigma * sigma))) }
+        let total = kernel.reduce(0, +)
+        kernel = kernel.map { $0 / total }
+        let w = image.width, h = image.height
+        var rows = [Float](repeating: 0, count: w * h), out = rows
+        for y in 0..<h {
+            for x in 0..<w {
+                var sum: Float = 0
+                for t in kernel.indices { sum += kernel[t] * image.pixels[y * w + min(max(x - radius + t, 0), w - 1)] }
+                rows[y * w + x] = sum
+            }
+        }
+        for y in 0..<h {
+            for x in 0..<w {
+                var sum: Float = 0
+                for t in kernel.indices { sum += kernel[t] * rows[min(max(y - radius + t, 0), h - 1) * w + x] }
+                out[y * w + x] = sum
+            }
+        }
+        return GrayImage(width: w, height: h, pixels: out)
+    }
+
+    @Test("the blur gives the scalar definition's bits at every level",
+          arguments: [(83, 37, 1.5, 2.5), (35, 35, 0.8, 3.0), (640, 20, 1.5, 2.5), (5, 9, 2.0, 3.0)])
+    func blurMatchesTheDefinition(width: Int, height: Int, sigma: Double, truncation: Double) {
+        let image = Self.image(width: width, height: height, seed: UInt32(width))
+        let expected = Self.referenceBlur(image, sigma: sigma, truncation: truncation)
+        #expect(Set(expected.pixels).count > 20)
+        for level in Self.levels {
+            let blurred = image.gaussianBlurred(sigma: sigma, truncation: truncation, level: level)
+            let differing = zip(blurred.pixels, expected.pixels).filter { $0.bitPattern != $1.bitPattern }.count
+            #expect(blurred.pixels.count == expected.pixels.count && differing == 0,
+                    "level \(level.rawValue): \(differing) pixels differ")
+        }
+    }
+
+    @Test("the saddle response and its peaks give the scalar definitions at every level")
+    func saddleResponseAndPeaksMatchTheDefinition() {
+        let image = Self.image(width: 101, height: 43, seed: 9).gaussianBlurred(sigma: 1.5, truncation: 2.5)
+        let (w, h, border) = (image.width, image.height, 4)
+        var expected = [Float](repeating: -1, count: w * h)
+        let p = image.pixels
+        for y in border..<(h - border) {
+            for x in border..<(w - border) {
+                let i = y * w + x
+                let dxx = p[i - 1] - 2 * p[i] + p[i + 1]
+                let dyy = p[i - w] - 2 * p[i] + p[i + w]
+                let dxy = (p[i + w + 1] - p[i + w - 1] - p[i - w + 1] + p[i - w - 1]) * 0.25
+                let s = dxy * dxy - dxx * dyy
+                expected[i] = s > 0 ? s : 0
+            }
+        }
+        let threshold: Float = 2
+        var expectedPeaks: [Int32] = []
+        for y in (border + 1)..<(h - border - 1) {
+            for x in (border + 1)..<(w - border - 1) {
+                let i = y * w + x, v = expected[i]
+                if v >= threshold, v >= expected[i - 1], v >= expected[i + 1], v >= expected[i - w], v >= expected[i + w] {
+                    expectedPeaks.append(Int32(i))
+                }
+            }
+        }
+        #expect(expectedPeaks.count > 5)
+        for level in Self.levels {
+            var response = [Float](repeating: -1, count: w * h)
+            parallax_saddle_response(p, &response, w, h, border, level)
+            let differing = zip(response, expected).filter { $0.bitPattern != $1.bitPattern }.count
+            #expect(differing == 0, "level \(level.rawValue): \(differing) responses differ")
+            // Room for all, and room for two: the count is the same either way.
+            var peaks = [Int32](repeating: 0, count: w * h)
+            let count = parallax_response_peaks(response, w, h, border + 1, threshold, &peaks, peaks.count, level)
+            #expect(Array(peaks.prefix(count)) == expectedPeaks, "level \(level.rawValue)")
+            var two = [Int32](repeating: 0, count: 2)
+            #expect(parallax_response_peaks(response, w, h, border + 1, threshold, &two, 2, level) == expectedPeaks.count)
+            #expect(two == Array(expectedPeaks.prefix(2)))
+        }
+    }
+}
