@@ -6,6 +6,7 @@
 // gives the same bits (the compiler only chooses how many pixels share a register).
 #include "CRemapKernels.h"
 
+#include <math.h>
 #include <string.h>
 
 #pragma clang fp contract(off)
@@ -250,4 +251,72 @@ void parallax_blur_columns(const float *src, float *dst, ptrdiff_t width, ptrdif
 void parallax_saddle_response(const float *pixels, float *response, ptrdiff_t width, ptrdiff_t height,
                               ptrdiff_t border, parallax_simd_level level) {
     DISPATCH(saddle_response, (pixels, response, width, height, border), level);
+}
+
+// MARK: Ring test
+
+// GrayImage.sample: bilinear at (x, y), clamped to the image (at least 2 × 2), written with
+// the Swift function's operations in its order (min and max as the standard library's).
+INLINE float ring_sample(const float *p, ptrdiff_t w, ptrdiff_t h, double x, double y) {
+    const double lx = 0 >= x ? 0 : x, ly = 0 >= y ? 0 : y;  // max(x, 0)
+    const double cx = (double)(w - 1) < lx ? (double)(w - 1) : lx, cy = (double)(h - 1) < ly ? (double)(h - 1) : ly;
+    const ptrdiff_t ix = (ptrdiff_t)cx, iy = (ptrdiff_t)cy;
+    const ptrdiff_t x0 = w - 2 < ix ? w - 2 : ix, y0 = h - 2 < iy ? h - 2 : iy;
+    const float fx = (float)(cx - (double)x0), fy = (float)(cy - (double)y0);
+    const ptrdiff_t i = y0 * w + x0;
+    const float top = p[i] + (p[i + 1] - p[i]) * fx;
+    const float bottom = p[i + w] + (p[i + w + 1] - p[i + w]) * fx;
+    return top + (bottom - top) * fy;
+}
+
+// ChessboardDetector's test of one ring of samples: contrast, point symmetry, four sign changes.
+static int ring_alternates(const float *v, int32_t n) {
+    float mean = 0, lo = v[0], hi = v[0];
+    for (int32_t k = 0; k < n; k++) {
+        mean += v[k];
+        lo = v[k] < lo ? v[k] : lo;
+        hi = v[k] >= hi ? v[k] : hi;
+    }
+    mean /= (float)n;
+    if (hi - lo < 12) return 0;
+    float asymmetry = 0, spread = 0;
+    for (int32_t k = 0; k < n / 2; k++) asymmetry += fabsf(v[k] - v[k + n / 2]);
+    for (int32_t k = 0; k < n; k++) spread += fabsf(v[k] - mean);
+    if (asymmetry > 0.5f * spread) return 0;
+    const float band = 0.15f * (hi - lo);
+    int first = 0, previous = 0, changes = 0;
+    for (int32_t k = 0; k < n; k++) {
+        const int sign = v[k] > mean + band ? 1 : (v[k] < mean - band ? -1 : 0);
+        if (sign == 0) continue;
+        if (first == 0) first = sign;
+        else if (sign != previous) changes++;
+        previous = sign;
+    }
+    if (first == 0) return 0;
+    if (previous != first) changes++;
+    return changes == 4;
+}
+
+// The samples of one ring; with AVX2 or AVX-512 the compiler gathers several at once.
+INLINE void ring_samples(const float *pixels, ptrdiff_t width, ptrdiff_t height, double x, double y,
+                         const double *ring_x, const double *ring_y, int32_t count, double radius, float *values) {
+    for (int32_t k = 0; k < count; k++)
+        values[k] = ring_sample(pixels, width, height, x + ring_x[k] * radius, y + ring_y[k] * radius);
+}
+
+INSTANCES(ring_samples,
+          (const float *pixels, ptrdiff_t width, ptrdiff_t height, double x, double y, const double *ring_x,
+           const double *ring_y, int32_t count, double radius, float *values),
+          (pixels, width, height, x, y, ring_x, ring_y, count, radius, values))
+
+int32_t parallax_ring_test(const float *pixels, ptrdiff_t width, ptrdiff_t height, double x, double y,
+                           const double *ring_x, const double *ring_y, int32_t count, parallax_simd_level level) {
+    float values[64];
+    if (count > 64) count = 64;
+    for (int pass = 0; pass < 2; pass++) {
+        const double radius = pass == 0 ? 3.0 : 5.0;
+        DISPATCH(ring_samples, (pixels, width, height, x, y, ring_x, ring_y, count, radius, values), level);
+        if (ring_alternates(values, count)) return 1;
+    }
+    return 0;
 }

@@ -159,4 +159,11 @@ void parallax_saddle_response(const float *pixels, float *response, ptrdiff_t wi
 ptrdiff_t parallax_response_peaks(const float *response, ptrdiff_t width, ptrdiff_t height, ptrdiff_t border,
                                   float threshold, int32_t *found, ptrdiff_t capacity, parallax_simd_level level);
 
+/// ChessboardDetector's ring test at (x, y): `count` (at most 64) bilinear samples at
+/// (x + ring_x[k]·r, y + ring_y[k]·r), r = 3 then 5, pass when either ring has contrast
+/// (≥ 12 levels), point symmetry and exactly four sign changes around its mean. The same
+/// operations in the same order as the Swift definition (GrayImage.sample) at every level.
+int32_t parallax_ring_test(const float *pixels, ptrdiff_t width, ptrdiff_t height, double x, double y,
+                           const double *ring_x, const double *ring_y, int32_t count, parallax_simd_level level);
+
 #endif

@@ -213,63 +213,22 @@ public struct ChessboardDetector: Sendable {
                      Double(y) + (oy.isFinite && abs(oy) < 1 ? Double(oy) : 0))
     }
 
-    /// Four alternating sectors, point-symmetric, with enough contrast.
     /// Unit circle directions for the ring test, 16 of them.
-    private static let ring: [SIMD2<Double>] = (0..<16).map { k in
-        let a = 2 * Double.pi * Double(k) / 16
-        return SIMD2(cos(a), sin(a))
-    }
+    private static let ringX: [Double] = (0..<16).map { cos(2 * Double.pi * Double($0) / 16) }
+    private static let ringY: [Double] = (0..<16).map { sin(2 * Double.pi * Double($0) / 16) }
 
+    /// Sixteen samples on circles of radius 3, then 5, around `p` must alternate
+    /// dark/light/dark/light with contrast and point symmetry (`parallax_ring_test`, in C:
+    /// this runs for every local maximum above the threshold, thousands on a cluttered image).
     private func passesRingTest(_ image: GrayImage, at p: SIMD2<Double>) -> Bool {
-        let n = Self.ring.count
-        let (w, h) = (image.width, image.height)
-        // Sixteen levels in a stack buffer: this runs for every local maximum above the threshold
-        // (thousands on a cluttered image).
-        return withUnsafeTemporaryAllocation(of: Float.self, capacity: n) { values in
-            image.pixels.withUnsafeBufferPointer { pixels in
-                Self.ring.withUnsafeBufferPointer { ring in
-                    for pass in 0..<2 {
-                        let radius = pass == 0 ? 3.0 : 5.0
-                        for k in 0..<n {
-                            let d = ring[k] * radius
-                            values[k] = GrayImage.sample(pixels, width: w, height: h, p.x + d.x, p.y + d.y)
-                        }
-                        if Self.alternates(UnsafeBufferPointer(values)) { return true }
-                    }
-                    return false
+        image.pixels.withUnsafeBufferPointer { pixels in
+            Self.ringX.withUnsafeBufferPointer { x in
+                Self.ringY.withUnsafeBufferPointer { y in
+                    parallax_ring_test(pixels.baseAddress, image.width, image.height, p.x, p.y, x.baseAddress,
+                                       y.baseAddress, Int32(x.count), GrayImage.kernelLevel) != 0
                 }
             }
         }
-    }
-
-    /// Whether ring samples `values` show enough contrast, point symmetry, and exactly four
-    /// sign changes around their mean (with a dead band against noise).
-    private static func alternates(_ values: UnsafeBufferPointer<Float>) -> Bool {
-        let n = values.count
-        var mean: Float = 0, lo = values[0], hi = values[0]
-        for k in 0..<n {
-            mean += values[k]
-            lo = min(lo, values[k])
-            hi = max(hi, values[k])
-        }
-        mean /= Float(n)
-        if hi - lo < 12 { return false }
-        var asymmetry: Float = 0, spread: Float = 0
-        for k in 0..<(n / 2) { asymmetry += abs(values[k] - values[k + n / 2]) }
-        for k in 0..<n { spread += abs(values[k] - mean) }
-        if asymmetry > 0.5 * spread { return false }
-        let band = 0.15 * (hi - lo)
-        var first = 0, previous = 0, changes = 0
-        for k in 0..<n {
-            let v = values[k]
-            let sign = v > mean + band ? 1 : (v < mean - band ? -1 : 0)
-            if sign == 0 { continue }
-            if first == 0 { first = sign } else if sign != previous { changes += 1 }
-            previous = sign
-        }
-        guard first != 0 else { return false }
-        if previous != first { changes += 1 }
-        return changes == 4
     }
 
     /// The indices of each position's `count` nearest others, nearest first (equal distances
