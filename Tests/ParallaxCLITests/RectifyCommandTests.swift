@@ -128,6 +128,10 @@ import Testing
         // 2 × 64 × 48 pixels per pair at the median time.
         #expect(abs(rate - 2 * 64 * 48 / 1e6 / (median / 1000)) < 0.01 * rate + 0.001)
 
+        // The live convergence change is timed too (its figure is the benchmark's to judge).
+        #expect((object["convergence_change_ms_median"]?.number ?? -1) >= 0)
+        #expect((object["ms_per_converged_pair_median"]?.number ?? 0) > 0)
+
         let maps = try ParallaxCLI.run(["bench", "maps", "--size", "64x48", "--iterations", "2", "--json"])
         #expect(maps.status == 0, "\(maps.stderr)")
         #expect(try JSONValue(parsing: maps.stdout).object?["operation"]?.string == "build-maps")

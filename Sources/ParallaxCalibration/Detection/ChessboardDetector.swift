@@ -178,9 +178,11 @@ public struct ChessboardDetector: Sendable {
         // Strongest first (ties in scan order), then the ring test until enough pass: the same
         // list as testing every maximum and keeping the strongest that pass, for a fraction of
         // the ring tests on cluttered images.
-        let order = maxima.withUnsafeBufferPointer { m in
-            m.indices.sorted { m[$0].response > m[$1].response || (m[$0].response == m[$1].response && $0 < $1) }
-        }
+        // One integer key per maximum: responses are positive floats (at least the threshold),
+        // whose bit patterns order as the values do, so ascending keys put the strongest first
+        // and ties in scan order.
+        let keys = maxima.indices.map { UInt64(~maxima[$0].response.bitPattern) << 32 | UInt64($0) }.sorted()
+        let order = keys.lazy.map { Int($0 & 0xFFFF_FFFF) }
         let wanted = max(8 * board.cornerCount, 400)
         var out: [Candidate] = []
         for index in order where passesRingTest(image, at: maxima[index].position) {
@@ -234,10 +236,9 @@ public struct ChessboardDetector: Sendable {
     /// The indices of each position's `count` nearest others, nearest first (equal distances
     /// in index order).
     ///
-    /// Positions are bucketed in square cells of about two neighbours' spacing; each query
-    /// widens its ring of cells until the `count`-th nearest found is nearer than anything
-    /// outside the ring can be, then ranks the gathered positions in index order, so the
-    /// result is the same as comparing every pair.
+    /// Positions are bucketed in square cells holding about `count` each; each query widens
+    /// its ring of cells until the `count`-th nearest found is nearer than anything outside
+    /// can be. Ranking by (distance, index) makes the result the same as comparing every pair.
     private func nearestNeighbours(_ positions: [SIMD2<Double>], count: Int) -> [[Int]] {
         guard positions.count > 1, count > 0 else { return positions.map { _ in [] } }
         var lo = positions[0], hi = positions[0]
@@ -258,31 +259,34 @@ public struct ChessboardDetector: Sendable {
             let (cx, cy) = cellOf(p)
             buckets[cy * columns + cx].append(i)
         }
-        var best: [(Double, Int)] = [], gathered: [Int] = []
+        var best: [(Double, Int)] = []
         best.reserveCapacity(count + 1)
         return positions.indices.map { i in
             let p = positions[i]
             let (cx, cy) = cellOf(p)
+            best.removeAll(keepingCapacity: true)
+            // Keeps the `count` smallest (squared distance, index) pairs: the brute force in
+            // index order keeps exactly those, so the order cells are visited in is free.
+            func consider(_ j: Int) {
+                let d = positions[j] - p
+                let squared = d.x * d.x + d.y * d.y
+                if best.count == count {
+                    let last = best[count - 1]
+                    if squared > last.0 || (squared == last.0 && j > last.1) { return }
+                }
+                var k = best.count
+                while k > 0 && (best[k - 1].0 > squared || (best[k - 1].0 == squared && best[k - 1].1 > j)) { k -= 1 }
+                best.insert((squared, j), at: k)
+                if best.count > count { best.removeLast() }
+            }
             var ring = 0
             while true {
-                // Every position within `ring` cells; anything outside is farther than the
-                // distance from p to the ring's edge.
-                gathered.removeAll(keepingCapacity: true)
+                // The cells exactly `ring` away (the square's outline), clipped to the grid.
                 for y in max(0, cy - ring)...min(rows - 1, cy + ring) {
-                    for x in max(0, cx - ring)...min(columns - 1, cx + ring) {
-                        gathered.append(contentsOf: buckets[y * columns + x])
+                    let edgeRow = y == cy - ring || y == cy + ring
+                    for x in max(0, cx - ring)...min(columns - 1, cx + ring) where edgeRow || x == cx - ring || x == cx + ring {
+                        for j in buckets[y * columns + x] where j != i { consider(j) }
                     }
-                }
-                gathered.sort()
-                best.removeAll(keepingCapacity: true)
-                for j in gathered where j != i {
-                    let d = positions[j] - p
-                    let squared = d.x * d.x + d.y * d.y
-                    if best.count == count, squared >= best[count - 1].0 { continue }
-                    var k = best.count
-                    while k > 0 && best[k - 1].0 > squared { k -= 1 }
-                    best.insert((squared, j), at: k)
-                    if best.count > count { best.removeLast() }
                 }
                 let covered = cx - ring <= 0 && cy - ring <= 0 && cx + ring >= columns - 1 && cy + ring >= rows - 1
                 if covered { break }

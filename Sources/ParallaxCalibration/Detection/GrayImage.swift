@@ -113,12 +113,21 @@ public struct GrayImage: Sendable, Equatable {
     /// The `width` × `height` region whose top-left pixel is (`x`, `y`); pixels outside this image
     /// repeat its nearest edge pixel.
     public func region(x: Int, y: Int, width: Int, height: Int) -> GrayImage {
-        var out = GrayImage(width: width, height: height)
-        for j in 0..<height {
-            let sy = min(max(y + j, 0), self.height - 1) * self.width
-            for i in 0..<width { out.pixels[j * width + i] = pixels[sy + min(max(x + i, 0), self.width - 1)] }
+        precondition(width >= 0 && height >= 0, "region dimensions must not be negative")
+        let count = width * height
+        guard count > 0, !pixels.isEmpty else { return GrayImage(width: width, height: height) }
+        // Every element is written: rows of the region, each from one clamped source row.
+        let levels = [Float](unsafeUninitializedCapacity: count) { out, written in
+            pixels.withUnsafeBufferPointer { source in
+                for j in 0..<height {
+                    let row = source.baseAddress! + min(max(y + j, 0), self.height - 1) * self.width
+                    let to = out.baseAddress! + j * width
+                    for i in 0..<width { to[i] = row[min(max(x + i, 0), self.width - 1)] }
+                }
+            }
+            written = count
         }
-        return out
+        return GrayImage(width: width, height: height, pixels: levels)
     }
 
     /// Half the size in each dimension, each output pixel the mean of a 2 × 2 block.

@@ -48,11 +48,18 @@ public enum SubpixelRefinement {
                 let size = 2 * margin + 1
                 let patch = image.region(x: ox, y: oy, width: size, height: size).gaussianBlurred(sigma: 0.8)
                 var gx = [Float](repeating: 0, count: size * size), gy = gx
-                for y in 1..<(size - 1) {
-                    for x in 1..<(size - 1) {
-                        let i = y * size + x
-                        gx[i] = (patch.pixels[i + 1] - patch.pixels[i - 1]) * 0.5
-                        gy[i] = (patch.pixels[i + size] - patch.pixels[i - size]) * 0.5
+                patch.pixels.withUnsafeBufferPointer { p in
+                    gx.withUnsafeMutableBufferPointer { gx in
+                        gy.withUnsafeMutableBufferPointer { gy in
+                            // Central differences inside the patch (its one-pixel frame stays 0).
+                            for y in 1..<(size - 1) {
+                                for x in 1..<(size - 1) {
+                                    let i = y * size + x
+                                    gx[i] = (p[i + 1] - p[i - 1]) * 0.5
+                                    gy[i] = (p[i + size] - p[i - size]) * 0.5
+                                }
+                            }
+                        }
                     }
                 }
                 let offset = SIMD2(Double(ox), Double(oy))

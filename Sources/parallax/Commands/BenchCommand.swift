@@ -170,6 +170,25 @@ struct BenchRectifyCommand: ParsableCommand {
         }
         let (median, minimum) = summarise(timings)
         let megapixels = 2 * Double(size.area) / 1e6 / (median / 1000)
+        // A live convergence change: the call that moves the plane and the rectification it
+        // applies (no map is rebuilt), then pairs resampled with the shift, at planes 10 to
+        // 80 baselines away in turn.
+        var changes: [Double] = [], converged: [Double] = []
+        try left.withView { (l: ImageView) throws in
+            try right.withView { (r: ImageView) throws in
+                for k in 0..<max(4, options.iterations / 4) {
+                    let distance = calibration.baseline * [10.0, 20, 40, 80][k % 4]
+                    let start = monotonicSeconds()
+                    rectifier.setConvergence(atDistance: distance)
+                    _ = rectifier.rectification(for: format)
+                    changes.append(monotonicSeconds() - start)
+                    let pairStart = monotonicSeconds()
+                    try rectifier.rectify(left: l, right: r, into: &outLeft, &outRight)
+                    converged.append(monotonicSeconds() - pairStart)
+                }
+            }
+        }
+        let change = summarise(changes), shifted = summarise(converged)
         if options.json {
             print(JSONValue.object(JSONObject([
                 ("operation", .string("rectify-pair")), ("size", .string("\(size)")), ("format", .string(format.rawValue)),
@@ -177,10 +196,14 @@ struct BenchRectifyCommand: ParsableCommand {
                 ("interpolation", .string(rectifier.interpolation.rawValue)),
                 ("ms_per_pair_median", jsonNumber(median)), ("ms_per_pair_min", jsonNumber(minimum)),
                 ("megapixels_per_second", jsonNumber(megapixels)),
+                ("convergence_change_ms_median", jsonNumber(change.median)), ("convergence_change_ms_max", jsonNumber(changes.max().map { $0 * 1000 } ?? 0)),
+                ("ms_per_converged_pair_median", jsonNumber(shifted.median)),
             ] + options.contextFields)).serialized(indent: 0))
         } else {
             print("rectify-pair \(size) \(format.rawValue) \(rectifier.interpolation.rawValue), \(options.threadCount) thread(s), "
                 + "\(rectifier.simdLevel): median \(formatNumber(median)) ms, min \(formatNumber(minimum)) ms per pair, \(String(format: "%.1f", megapixels)) MP/s")
+            print("convergence change (set the plane, apply it; no map rebuilt): median \(formatNumber(change.median)) ms, "
+                + "max \(formatNumber((changes.max() ?? 0) * 1000)) ms; the pairs after it: median \(formatNumber(shifted.median)) ms")
         }
     }
 }
