@@ -17,7 +17,7 @@ BGR, then remap).
 
 Usage: compare_rectify.py --parallax PATH [--sizes 1920x1080,...]
        [--formats gray8,bgra8] [--threads 1,2] [--iterations 40] [--json FILE]
-       [--maps]                (also compare building both maps, per thread count: Parallax's
+       [--no-maps]             (skip comparing the building of both maps, per thread count: Parallax's
                                 rectifier from a calibration to its fixed-point maps, against
                                 OpenCV's stereoRectify + initUndistortRectifyMap with float maps
                                 + convertMaps ("maps") and with CV_16SC2 maps directly ("maps16"))
@@ -172,7 +172,8 @@ def main():
     p.add_argument("--threads", default="1,2")
     p.add_argument("--iterations", type=int, default=40)
     p.add_argument("--json", help="also write the rows to this file")
-    p.add_argument("--maps", action="store_true", help="also compare building both maps")
+    p.add_argument("--no-maps", action="store_true", help="skip comparing the building of both maps")
+    p.add_argument("--maps", action="store_true", help=argparse.SUPPRESS)  # the default now; kept for old scripts
     p.add_argument("--simd", help="Parallax's kernel level (default: the widest this CPU has)")
     p.add_argument("--calibration", help="time this calibration (at its image size) instead of the benchmark rig")
     a = p.parse_args()
@@ -202,7 +203,7 @@ def main():
                     print(f"{label:>10} {fmt:>6} {threads:>7} {ours['ms_per_pair_median']:>12.2f} {theirs:>10.2f} {ratio:>6.2f}"
                           f" {ours['ms_per_pair_min']:>15.2f} {theirs_min:>7.2f} {ours['ms_per_pair_min'] / theirs_min:>7.2f}",
                           flush=True)
-            if a.maps:
+            if not a.no_maps:
                 fmt = a.formats.split(',')[0]
                 export = os.path.join(tmp, f"{size}-{fmt}")
                 for threads in [int(t) for t in a.threads.split(",")]:
@@ -222,6 +223,20 @@ def main():
                                      "opencv_ms_median": theirs, "opencv_ms_min": theirs_min,
                                      "ratio": ours["ms_median"] / theirs})
     print(f"load average at end {os.getloadavg()[0]:.2f}")
+    # The slowest ratio of each kind, per size and thread count (the goal is 0.5 or less).
+    print("summary (worst ratio; goal ≤ 0.5):")
+    for label in dict.fromkeys(r["size"] for r in rows):
+        for threads in dict.fromkeys(r["threads"] for r in rows):
+            mine = [r for r in rows if r["size"] == label and r["threads"] == threads]
+            formats = [r for r in mine if not r["format"].startswith("build-")]
+            maps = [r for r in mine if r["format"].startswith("build-")]
+            parts = []
+            if formats:
+                worst = max(formats, key=lambda r: r["ratio"])
+                parts.append(f"formats {worst['ratio']:.2f} ({worst['format']})")
+            for r in maps:
+                parts.append(f"{r['format'][6:]} {r['ratio']:.2f}")
+            print(f"  {label} {threads} thread(s): " + ", ".join(parts))
     if a.json:
         with open(a.json, "w") as f:
             json.dump(rows, f, indent=1)
