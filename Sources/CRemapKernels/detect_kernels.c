@@ -35,35 +35,47 @@ INLINE lanes load_lanes(const float *p) {
     return v;
 }
 
-// Rows: out[x] = Σ_t k[t] · in[clamp(x − radius + t)], summed from 0 in t order.
+// out[x] = Σ_t k[t] · tap[t][x + shift] for x in [from, to), summed from 0 in t order: two
+// vectors of sums per step (one vector's additions wait on each other), then one, then
+// single pixels. Both blur passes run through here.
+INLINE void weighted_taps(const float *const *tap, ptrdiff_t shift, const float *restrict kernel, int32_t taps,
+                          float *restrict out, ptrdiff_t from, ptrdiff_t to) {
+    ptrdiff_t x = from;
+    for (; x + 2 * LANES <= to; x += 2 * LANES) {
+        lanes a = (lanes){0}, b = (lanes){0};
+        for (int32_t t = 0; t < taps; t++) {
+            a += kernel[t] * load_lanes(tap[t] + x + shift);
+            b += kernel[t] * load_lanes(tap[t] + x + shift + LANES);
+        }
+        memcpy(out + x, &a, sizeof a);
+        memcpy(out + x + LANES, &b, sizeof b);
+    }
+    for (; x + LANES <= to; x += LANES) {
+        lanes acc = (lanes){0};
+        for (int32_t t = 0; t < taps; t++) acc += kernel[t] * load_lanes(tap[t] + x + shift);
+        memcpy(out + x, &acc, sizeof acc);
+    }
+    for (; x < to; x++) {
+        float sum = 0;
+        for (int32_t t = 0; t < taps; t++) sum += kernel[t] * tap[t][x + shift];
+        out[x] = sum;
+    }
+}
+
+// Rows: out[x] = Σ_t k[t] · in[clamp(x − radius + t)], summed from 0 in t order. The interior
+// needs no clamping (tap t of pixel x is in[t + x − radius]); kernels longer than MAX_TAPS
+// leave it empty and go through the clamped sums only.
 INLINE void blur_rows(const float *restrict src, float *restrict dst, ptrdiff_t width, ptrdiff_t height,
                       const float *restrict kernel, int32_t taps) {
     const ptrdiff_t radius = taps / 2;
+    const ptrdiff_t first = radius < width ? radius : width, interior_end = width - radius > first ? width - radius : first;
+    const ptrdiff_t last = taps <= MAX_TAPS ? interior_end : first;
     for (ptrdiff_t y = 0; y < height; y++) {
-        const float *restrict in = src + y * width;
+        const float *in = src + y * width;
         float *restrict out = dst + y * width;
-        const ptrdiff_t first = radius < width ? radius : width, last = width - radius > first ? width - radius : first;
-        ptrdiff_t x = first;
-        // Two independent sums per step: one sum's additions wait on each other.
-        for (; x + 2 * LANES <= last; x += 2 * LANES) {
-            lanes a = (lanes){0}, b = (lanes){0};
-            for (int32_t t = 0; t < taps; t++) {
-                a += kernel[t] * load_lanes(in + x - radius + t);
-                b += kernel[t] * load_lanes(in + x + LANES - radius + t);
-            }
-            memcpy(out + x, &a, sizeof a);
-            memcpy(out + x + LANES, &b, sizeof b);
-        }
-        for (; x + LANES <= last; x += LANES) {
-            lanes acc = (lanes){0};
-            for (int32_t t = 0; t < taps; t++) acc += kernel[t] * load_lanes(in + x - radius + t);
-            memcpy(out + x, &acc, sizeof acc);
-        }
-        for (; x < last; x++) {
-            float sum = 0;
-            for (int32_t t = 0; t < taps; t++) sum += kernel[t] * in[x - radius + t];
-            out[x] = sum;
-        }
+        const float *tap[MAX_TAPS];
+        for (int32_t t = 0; t < taps && t < MAX_TAPS; t++) tap[t] = in + t;
+        weighted_taps(tap, -radius, kernel, taps, out, first, last);
         // The borders, the edge pixel repeated.
         for (ptrdiff_t x = 0; x < width; x++) {
             if (x >= first && x < last) {
@@ -85,8 +97,9 @@ INLINE void blur_rows(const float *restrict src, float *restrict dst, ptrdiff_t 
 INLINE void blur_columns(const float *restrict src, float *restrict dst, ptrdiff_t width, ptrdiff_t height,
                          const float *restrict kernel, int32_t taps) {
     const ptrdiff_t radius = taps / 2;
-    if (taps > MAX_TAPS) {
-        for (ptrdiff_t y = 0; y < height; y++) {
+    for (ptrdiff_t y = 0; y < height; y++) {
+        float *restrict out = dst + y * width;
+        if (taps > MAX_TAPS) {
             for (ptrdiff_t x = 0; x < width; x++) {
                 float sum = 0;
                 for (int32_t t = 0; t < taps; t++) {
@@ -94,39 +107,17 @@ INLINE void blur_columns(const float *restrict src, float *restrict dst, ptrdiff
                     row = row < 0 ? 0 : (row > height - 1 ? height - 1 : row);
                     sum += kernel[t] * src[row * width + x];
                 }
-                dst[y * width + x] = sum;
+                out[x] = sum;
             }
+            continue;
         }
-        return;
-    }
-    for (ptrdiff_t y = 0; y < height; y++) {
-        float *restrict out = dst + y * width;
         const float *rows[MAX_TAPS];
         for (int32_t t = 0; t < taps; t++) {
             ptrdiff_t row = y - radius + t;
             row = row < 0 ? 0 : (row > height - 1 ? height - 1 : row);
             rows[t] = src + row * width;
         }
-        ptrdiff_t x = 0;
-        for (; x + 2 * LANES <= width; x += 2 * LANES) {
-            lanes a = (lanes){0}, b = (lanes){0};
-            for (int32_t t = 0; t < taps; t++) {
-                a += kernel[t] * load_lanes(rows[t] + x);
-                b += kernel[t] * load_lanes(rows[t] + x + LANES);
-            }
-            memcpy(out + x, &a, sizeof a);
-            memcpy(out + x + LANES, &b, sizeof b);
-        }
-        for (; x + LANES <= width; x += LANES) {
-            lanes acc = (lanes){0};
-            for (int32_t t = 0; t < taps; t++) acc += kernel[t] * load_lanes(rows[t] + x);
-            memcpy(out + x, &acc, sizeof acc);
-        }
-        for (; x < width; x++) {
-            float sum = 0;
-            for (int32_t t = 0; t < taps; t++) sum += kernel[t] * rows[t][x];
-            out[x] = sum;
-        }
+        weighted_taps(rows, 0, kernel, taps, out, 0, width);
     }
 }
 
@@ -147,9 +138,9 @@ INLINE void saddle_response(const float *restrict p, float *restrict r, ptrdiff_
 
 // Appends to `found` (room for `capacity`) the index y·w + x of every pixel at least `border`
 // inside the image whose response reaches `threshold` and none of its four direct
-// neighbours' exceeds; returns how many there are (those past `capacity` are counted only).
-INLINE ptrdiff_t response_peaks(const float *restrict r, ptrdiff_t w, ptrdiff_t h, ptrdiff_t border, float threshold,
-                                int32_t *restrict found, ptrdiff_t capacity) {
+// neighbours' exceeds; `*total` is how many there are (those past `capacity` are counted only).
+INLINE void response_peaks(const float *restrict r, ptrdiff_t w, ptrdiff_t h, ptrdiff_t border, float threshold,
+                           int32_t *restrict found, ptrdiff_t capacity, ptrdiff_t *total) {
     ptrdiff_t count = 0;
     for (ptrdiff_t y = border; y < h - border; y++) {
         const float *row = r + y * w;
@@ -179,7 +170,7 @@ INLINE ptrdiff_t response_peaks(const float *restrict r, ptrdiff_t w, ptrdiff_t 
             }
         }
     }
-    return count;
+    *total = count;
 }
 
 #define INSTANCES(NAME, PARAMS, ARGS)                        \
@@ -213,29 +204,16 @@ INSTANCES(blur_columns,
           (src, dst, width, height, kernel, taps))
 INSTANCES(saddle_response, (const float *p, float *r, ptrdiff_t w, ptrdiff_t h, ptrdiff_t border), (p, r, w, h, border))
 
-static ptrdiff_t response_peaks_baseline(const float *r, ptrdiff_t w, ptrdiff_t h, ptrdiff_t border, float threshold,
-                                         int32_t *found, ptrdiff_t capacity) {
-    return response_peaks(r, w, h, border, threshold, found, capacity);
-}
-#if HAVE_WIDE_VARIANTS
-AVX2 static ptrdiff_t response_peaks_avx2(const float *r, ptrdiff_t w, ptrdiff_t h, ptrdiff_t border, float threshold,
-                                          int32_t *found, ptrdiff_t capacity) {
-    return response_peaks(r, w, h, border, threshold, found, capacity);
-}
-AVX512 static ptrdiff_t response_peaks_avx512(const float *r, ptrdiff_t w, ptrdiff_t h, ptrdiff_t border,
-                                              float threshold, int32_t *found, ptrdiff_t capacity) {
-    return response_peaks(r, w, h, border, threshold, found, capacity);
-}
-#endif
+INSTANCES(response_peaks,
+          (const float *r, ptrdiff_t w, ptrdiff_t h, ptrdiff_t border, float threshold, int32_t *found,
+           ptrdiff_t capacity, ptrdiff_t *total),
+          (r, w, h, border, threshold, found, capacity, total))
 
 ptrdiff_t parallax_response_peaks(const float *response, ptrdiff_t width, ptrdiff_t height, ptrdiff_t border,
                                   float threshold, int32_t *found, ptrdiff_t capacity, parallax_simd_level level) {
-#if HAVE_WIDE_VARIANTS
-    if (level == PARALLAX_SIMD_AVX512) return response_peaks_avx512(response, width, height, border, threshold, found, capacity);
-    if (level == PARALLAX_SIMD_AVX2) return response_peaks_avx2(response, width, height, border, threshold, found, capacity);
-#endif
-    (void)level;
-    return response_peaks_baseline(response, width, height, border, threshold, found, capacity);
+    ptrdiff_t total = 0;
+    DISPATCH(response_peaks, (response, width, height, border, threshold, found, capacity, &total), level);
+    return total;
 }
 
 void parallax_blur_rows(const float *src, float *dst, ptrdiff_t width, ptrdiff_t height, const float *kernel,

@@ -65,17 +65,23 @@ static inline AVX2 __m256i round_shift(__m256i sum) {
     return _mm256_srli_epi32(_mm256_add_epi32(sum, _mm256_set1_epi32(512)), 10);
 }
 
-// Eight gray samples, one result (0…255) per 32-bit lane.
-static inline AVX2 __m256i gray8(const uint32_t *entries, const uint8_t *base, ptrdiff_t row_bytes) {
-    __m256i e = _mm256_loadu_si256((const __m256i *)entries);
-    __m256i offsets = _mm256_srli_epi32(e, 10);
-    __m256i top = _mm256_i32gather_epi32((const int *)base, offsets, 1);
-    __m256i bottom = _mm256_i32gather_epi32((const int *)(base + row_bytes), offsets, 1);
-    // Bytes 2 and 3 of each gathered lane meet weight 0, so each 32-bit lane holds (t, 0).
+// Eight one-channel samples from entries `e`: per 32-bit lane, the tap and its right
+// neighbour at bytes 0 and 1 of `top` (tap row) and `bottom` (next row). One result (0…255)
+// per lane.
+static inline AVX2 __m256i blend8(__m256i e, __m256i top, __m256i bottom) {
+    // Bytes 2 and 3 of each lane meet weight 0, so each 32-bit lane holds (t, 0).
     __m256i wx = weights_x(e);
     __m256i t = _mm256_maddubs_epi16(top, wx);
     __m256i b = _mm256_maddubs_epi16(bottom, wx);
     return round_shift(_mm256_madd_epi16(_mm256_or_si256(t, _mm256_slli_epi32(b, 16)), weights_y(e)));
+}
+
+// Eight gray samples, one result (0…255) per 32-bit lane.
+static inline AVX2 __m256i gray8(const uint32_t *entries, const uint8_t *base, ptrdiff_t row_bytes) {
+    __m256i e = _mm256_loadu_si256((const __m256i *)entries);
+    __m256i offsets = _mm256_srli_epi32(e, 10);
+    return blend8(e, _mm256_i32gather_epi32((const int *)base, offsets, 1),
+                  _mm256_i32gather_epi32((const int *)(base + row_bytes), offsets, 1));
 }
 
 AVX2 ptrdiff_t parallax_remap_gray_bilinear_avx2(const uint32_t *entries, ptrdiff_t start, ptrdiff_t end,
@@ -181,12 +187,8 @@ static inline AVX2 __m256i luma422x8(const uint32_t *entries, const uint8_t *bas
                                            0, 2, -1, -1, 4, 6, -1, -1, 8, 10, -1, -1, 12, 14, -1, -1);
     __m256i e = _mm256_loadu_si256((const __m256i *)entries);
     __m256i offsets = _mm256_srli_epi32(e, 10);
-    __m256i top = _mm256_shuffle_epi8(_mm256_i32gather_epi32((const int *)base, offsets, 1), pairs);
-    __m256i bottom = _mm256_shuffle_epi8(_mm256_i32gather_epi32((const int *)(base + row_bytes), offsets, 1), pairs);
-    __m256i wx = weights_x(e);
-    __m256i t = _mm256_maddubs_epi16(top, wx);
-    __m256i b = _mm256_maddubs_epi16(bottom, wx);
-    return round_shift(_mm256_madd_epi16(_mm256_or_si256(t, _mm256_slli_epi32(b, 16)), weights_y(e)));
+    return blend8(e, _mm256_shuffle_epi8(_mm256_i32gather_epi32((const int *)base, offsets, 1), pairs),
+                  _mm256_shuffle_epi8(_mm256_i32gather_epi32((const int *)(base + row_bytes), offsets, 1), pairs));
 }
 
 AVX2 ptrdiff_t parallax_remap_422_bilinear_avx2(const uint32_t *luma_entries, const uint32_t *chroma_entries,

@@ -1,9 +1,10 @@
 // Map building, resampling and detection kernels written with the vector instructions of one
 // CPU level, selected at run time (ParallaxGeometry's RectificationMap, ParallaxImage's
-// RemapKernels and ParallaxCalibration's detectors decide which to call). Compiled for the architecture's baseline like the rest
-// of the package: each function carries its own `target` attribute, and none may be called
-// at a level parallax_remap_simd_level() (resampling) or parallax_map_simd_level() (map
-// building) does not report for this CPU.
+// RemapKernels and ParallaxCalibration's detectors decide which to call). Compiled for the
+// architecture's baseline like the rest of the package: each function carries its own
+// `target` attribute, and none may be called at a level parallax_remap_simd_level()
+// (resampling) or parallax_map_simd_level() (map building and detection) does not report
+// for this CPU.
 //
 // Every resampling kernel works on one span of one output row of a compiled map (see
 // ParallaxImage/Rectification/CompiledMap.swift): entries [start, end) pack
