@@ -62,20 +62,16 @@ def opencv_calibrate(lefts, rights, size, square):
     return out
 
 
-def run_parallax(binary, lefts, rights, square, repeat):
-    best = None
+def run_parallax(binary, lefts, rights, square):
+    """One `parallax calibrate` run: its JSON (solve time, figures) and the corners it found
+    (detection is timed by `parallax bench detect` instead)."""
     with tempfile.TemporaryDirectory() as tmp:
-        for _ in range(repeat):
-            cmd = [binary, "calibrate", "--left", *lefts, "--right", *rights, "--board", "9x6", "--square", str(square),
-                   "--json", "--output", os.path.join(tmp, "calib.json"), "--corners-out", os.path.join(tmp, "corners.json")]
-            p = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
-            if p.returncode != 0:
-                sys.exit(f"parallax failed:\n{p.stderr}")
-            result = json.loads(p.stdout)
-            corners = json.load(open(os.path.join(tmp, "corners.json")))["images"]
-            if best is None or result["detection_seconds_per_image"] < best[0]["detection_seconds_per_image"]:
-                best = (result, corners)
-    return best
+        cmd = [binary, "calibrate", "--left", *lefts, "--right", *rights, "--board", "9x6", "--square", str(square),
+               "--json", "--output", os.path.join(tmp, "calib.json"), "--corners-out", os.path.join(tmp, "corners.json")]
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+        if p.returncode != 0:
+            sys.exit(f"parallax failed:\n{p.stderr}")
+        return json.loads(p.stdout), json.load(open(os.path.join(tmp, "corners.json")))["images"]
 
 
 def render_pairs(folder, count=10, seed=3):
@@ -152,7 +148,7 @@ def compare(title, lefts, rights, square, binary, repeat, truth=None):
             px_times[k] = min(px_times[k], ms / 1000)
     found = [p for p in lefts if cv_corners[p] is not None and cv_corners[rights[lefts.index(p)]] is not None]
     cv_cal = opencv_calibrate([cv_corners[p] for p in found], [cv_corners[rights[lefts.index(p)]] for p in found], size, square)
-    px, px_corners = run_parallax(binary, lefts, rights, square, repeat)
+    px, px_corners = run_parallax(binary, lefts, rights, square)
     cv_median, px_median = 1000 * float(np.median(cv_times)), 1000 * float(np.median(px_times))
     print(f"detection per image (ms, median over images, best of {repeat} runs; ratio = Parallax / OpenCV):")
     print(f"  OpenCV findChessboardCorners + cornerSubPix: {cv_median:8.2f}  "

@@ -164,7 +164,7 @@ public struct ChessboardDetector: Sendable {
                         guard count <= capacity else { return count }
                         for index in found.prefix(count) {
                             let i = Int(index), x = i % w, y = i / w
-                            if let position = localMaximum(r, x: x, y: y, width: w, radius: radius, threshold: threshold) {
+                            if let position = localMaximum(r, x: x, y: y, width: w, radius: radius) {
                                 maxima.append(Candidate(position: position, response: r[i]))
                             }
                         }
@@ -177,10 +177,9 @@ public struct ChessboardDetector: Sendable {
         }
         // Strongest first (ties in scan order), then the ring test until enough pass: the same
         // list as testing every maximum and keeping the strongest that pass, for a fraction of
-        // the ring tests on cluttered images.
-        // One integer key per maximum: responses are positive floats (at least the threshold),
-        // whose bit patterns order as the values do, so ascending keys put the strongest first
-        // and ties in scan order.
+        // the ring tests on cluttered images. One integer key per maximum: responses are
+        // positive floats (at least the threshold), whose bit patterns order as the values do,
+        // so ascending keys put the strongest first and ties in scan order.
         let keys = maxima.indices.map { UInt64(~maxima[$0].response.bitPattern) << 32 | UInt64($0) }.sorted()
         let order = keys.lazy.map { Int($0 & 0xFFFF_FFFF) }
         let wanted = max(8 * board.cornerCount, 400)
@@ -193,15 +192,12 @@ public struct ChessboardDetector: Sendable {
     }
 
     /// The sub-pixel position of a strict local maximum of `response` at (x, y) over a
-    /// (2·radius + 1)² window (ties go to the first in scan order), or nil.
+    /// (2·radius + 1)² window (ties go to the first in scan order), or nil. For pixels
+    /// `parallax_response_peaks` found: at the threshold and not below a direct neighbour.
     @inline(__always)
-    private func localMaximum(_ r: UnsafeMutablePointer<Float>, x: Int, y: Int, width w: Int, radius: Int,
-                              threshold: Float) -> SIMD2<Double>? {
+    private func localMaximum(_ r: UnsafeMutablePointer<Float>, x: Int, y: Int, width w: Int, radius: Int) -> SIMD2<Double>? {
         let i = y * w + x
         let v = r[i]
-        if v < threshold { return nil }
-        // Most pixels lose to a direct neighbour: test those before the whole window.
-        if r[i - 1] > v || r[i + 1] > v || r[i - w] > v || r[i + w] > v { return nil }
         for dy in -radius...radius {
             for dx in -radius...radius where dx != 0 || dy != 0 {
                 let o = r[i + dy * w + dx]

@@ -52,13 +52,6 @@ public struct GrayImage: Sendable, Equatable {
     /// Bilinear sample at (x, y) in pixel-centre coordinates, clamped to the image.
     @inlinable
     public func sample(_ x: Double, _ y: Double) -> Float {
-        pixels.withUnsafeBufferPointer { Self.sample($0, width: width, height: height, x, y) }
-    }
-
-    /// ``sample(_:_:)`` on the levels of a `width` × `height` image (at least 2 × 2), for loops
-    /// that take many samples and should not pay for the array's checks on each.
-    @inlinable
-    static func sample(_ pixels: UnsafeBufferPointer<Float>, width: Int, height: Int, _ x: Double, _ y: Double) -> Float {
         let cx = min(max(x, 0), Double(width - 1)), cy = min(max(y, 0), Double(height - 1))
         let x0 = min(Int(cx), width - 2), y0 = min(Int(cy), height - 2)
         let fx = Float(cx - Double(x0)), fy = Float(cy - Double(y0))
@@ -86,7 +79,6 @@ public struct GrayImage: Sendable, Equatable {
         kernel = kernel.map { $0 / total }
         let w = width, h = height, taps = Int32(kernel.count)
         let count = pixels.count
-        var out: [Float] = []
         // Scratch for the horizontal pass, then the result; every element is written.
         let temp = [Float](unsafeUninitializedCapacity: count) { temp, written in
             pixels.withUnsafeBufferPointer { src in
@@ -96,7 +88,7 @@ public struct GrayImage: Sendable, Equatable {
             }
             written = count
         }
-        out = [Float](unsafeUninitializedCapacity: count) { dst, written in
+        let out = [Float](unsafeUninitializedCapacity: count) { dst, written in
             temp.withUnsafeBufferPointer { src in
                 kernel.withUnsafeBufferPointer { k in
                     parallax_blur_columns(src.baseAddress, dst.baseAddress, w, h, k.baseAddress, taps, level)

@@ -72,7 +72,8 @@ final class CompiledMap: @unchecked Sendable {
         self.sourceHeight = rows.sourceHeight
         self.layout = layout
         self.interpolation = interpolation
-        entries = Self.allocateEntries(max(1, width * height))
+        // Given back in deinit, for the next map of this size.
+        entries = EntryMemory.take(max(1, width * height))
         rowBase = .allocate(capacity: max(1, height))
         spanStart = .allocate(capacity: max(1, height))
         spanEnd = .allocate(capacity: max(1, height))
@@ -181,11 +182,6 @@ final class CompiledMap: @unchecked Sendable {
             setAside(compiled.span_end..<width)
         }
         j.blockSlow[block] = slow
-    }
-
-    /// Memory for `count` entries, given back with ``EntryMemory/give(_:count:)``.
-    private static func allocateEntries(_ count: Int) -> UnsafeMutablePointer<UInt32> {
-        EntryMemory.take(count)
     }
 
     /// The widest level of the compiling kernel this CPU runs, asked once.

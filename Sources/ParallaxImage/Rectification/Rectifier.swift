@@ -460,16 +460,15 @@ public final class Rectifier: @unchecked Sendable {
         if let plan = plans[key] { return plan }
         var jobs: [Job] = []
         var bands: [Band] = []
-        // YUYV and UYVY interleave luma and chroma in one plane: one band covers both, so
-        // no two threads write the same output bytes' neighbours (or cache lines).
-        let interleaved422 = key.format == .yuyv || key.format == .uyvy
         for side in 0..<2 {
             let strides = side == 0 ? key.left : key.right
             for entry in key.format.remapPlanes {
                 let map = compiledMap(side: side, grid: entry.grid, rowBytes: strides[entry.plane], layout: entry.layout)
                 jobs.append(Job(side: side, plane: entry.plane, grid: entry.grid, map: map))
-                if interleaved422 && entry.grid == .chroma422 {
-                    // Same rows as the luma job just before it: its bands take this job along.
+                if entry.grid == .chroma422 {
+                    // YUYV and UYVY interleave luma and chroma in one plane: the luma job just
+                    // before this one has the same rows, and its bands take this job along, so
+                    // no two threads write neighbouring bytes (or one cache line) of a row.
                     let chroma = jobs.count - 1
                     for b in bands.indices where bands[b].job == chroma - 1 { bands[b].chroma = chroma }
                     continue

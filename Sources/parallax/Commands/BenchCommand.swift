@@ -155,7 +155,7 @@ struct BenchRectifyCommand: ParsableCommand {
         if let export { try BenchImages.export(to: export, calibration: calibration, rectifier: rectifier, left: left, right: right) }
         try rectifier.prepare(for: format)
         var outLeft = try ImageBuffer(format: format, size: rectifier.outputSize), outRight = outLeft
-        var timings: [Double] = []
+        var timings: [Double] = [], changes: [Double] = [], converged: [Double] = []
         timings.reserveCapacity(options.iterations)
         try left.withView { (l: ImageView) throws in
             try right.withView { (r: ImageView) throws in
@@ -166,16 +166,9 @@ struct BenchRectifyCommand: ParsableCommand {
                     try rectifier.rectify(left: l, right: r, into: &outLeft, &outRight)
                     timings.append(monotonicSeconds() - start)
                 }
-            }
-        }
-        let (median, minimum) = summarise(timings)
-        let megapixels = 2 * Double(size.area) / 1e6 / (median / 1000)
-        // A live convergence change: the call that moves the plane and the rectification it
-        // applies (no map is rebuilt), then pairs resampled with the shift, at planes 10 to
-        // 80 baselines away in turn.
-        var changes: [Double] = [], converged: [Double] = []
-        try left.withView { (l: ImageView) throws in
-            try right.withView { (r: ImageView) throws in
+                // A live convergence change: the call that moves the plane and the rectification
+                // it applies (no map is rebuilt), then pairs resampled with the shift, at planes
+                // 10 to 80 baselines away in turn.
                 for k in 0..<max(4, options.iterations / 4) {
                     let distance = calibration.baseline * [10.0, 20, 40, 80][k % 4]
                     let start = monotonicSeconds()
@@ -188,7 +181,9 @@ struct BenchRectifyCommand: ParsableCommand {
                 }
             }
         }
-        let change = summarise(changes), shifted = summarise(converged)
+        let (median, minimum) = summarise(timings)
+        let megapixels = 2 * Double(size.area) / 1e6 / (median / 1000)
+        let change = summarise(changes), shifted = summarise(converged), changeMax = (changes.max() ?? 0) * 1000
         if options.json {
             print(JSONValue.object(JSONObject([
                 ("operation", .string("rectify-pair")), ("size", .string("\(size)")), ("format", .string(format.rawValue)),
@@ -196,14 +191,14 @@ struct BenchRectifyCommand: ParsableCommand {
                 ("interpolation", .string(rectifier.interpolation.rawValue)),
                 ("ms_per_pair_median", jsonNumber(median)), ("ms_per_pair_min", jsonNumber(minimum)),
                 ("megapixels_per_second", jsonNumber(megapixels)),
-                ("convergence_change_ms_median", jsonNumber(change.median)), ("convergence_change_ms_max", jsonNumber(changes.max().map { $0 * 1000 } ?? 0)),
+                ("convergence_change_ms_median", jsonNumber(change.median)), ("convergence_change_ms_max", jsonNumber(changeMax)),
                 ("ms_per_converged_pair_median", jsonNumber(shifted.median)),
             ] + options.contextFields)).serialized(indent: 0))
         } else {
             print("rectify-pair \(size) \(format.rawValue) \(rectifier.interpolation.rawValue), \(options.threadCount) thread(s), "
                 + "\(rectifier.simdLevel): median \(formatNumber(median)) ms, min \(formatNumber(minimum)) ms per pair, \(String(format: "%.1f", megapixels)) MP/s")
             print("convergence change (set the plane, apply it; no map rebuilt): median \(formatNumber(change.median)) ms, "
-                + "max \(formatNumber((changes.max() ?? 0) * 1000)) ms; the pairs after it: median \(formatNumber(shifted.median)) ms")
+                + "max \(formatNumber(changeMax)) ms; the pairs after it: median \(formatNumber(shifted.median)) ms")
         }
     }
 }

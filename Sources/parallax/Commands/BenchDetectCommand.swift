@@ -53,9 +53,7 @@ struct BenchDetectCommand: ParsableCommand {
             seconds.append(best)
             if detected { found += 1 }
         }
-        let sorted = seconds.sorted()
-        let middle = sorted.count / 2
-        let median = 1000 * (sorted.count % 2 == 1 ? sorted[middle] : (sorted[middle - 1] + sorted[middle]) / 2)
+        let median = summarise(seconds).median
         let mean = 1000 * seconds.reduce(0, +) / Double(seconds.count)
         if json {
             print(JSONValue.object(JSONObject([
