@@ -110,77 +110,85 @@ void parallax_map_row_brown(const parallax_brown_lens *lens, const double origin
 
 // MARK: Compiling
 
-// Quantises one row; `Int` is int32_t where every offset of the plane fits 31 bits (any real
-// image), int64_t otherwise, so the common case vectorises eight samples wide.
-#define QUANTISE_ROW(NAME, Int)                                                                              \
-    INLINE int32_t NAME(const float *xs, const float *ys, ptrdiff_t width, const parallax_compile_params *p, \
-                        const parallax_compile_scratch *s) {                                                 \
-        const int32_t lead = p->lead, taps = p->taps, nearest = p->nearest;                                  \
+// One position quantised as OpenCV's convertMaps does. |x| < 2^16 rejects NaN, infinities
+// and positions far outside any image, and keeps 32 x below 2^21, where adding 1.5 · 2^23
+// leaves no fraction bits: the sum rounds to the nearest integer, ties to even, as OpenCV's
+// cvRound (and vectorises, unlike rintf). Undefined positions quantise as (0, 0), which keeps
+// every product in range; `defined` tells them apart.
+typedef struct {
+    int32_t ix, iy, fractions, defined;
+} quantised;
+
+INLINE int32_t round32(float v) { return (int32_t)((v * 32.0f + 12582912.0f) - 12582912.0f); }
+
+INLINE int32_t first_tap(int32_t q, int32_t nearest, int32_t lead) {
+    return nearest ? (q + 16) >> 5 : (q >> 5) - lead;
+}
+
+// `nearest` and `lead` as in parallax_compile_params (passed as values, so that loops keep
+// them in registers).
+INLINE quantised quantise(float x, float y, int32_t nearest, int32_t lead) {
+    const int defined = fabsf(x) < 65536.0f && fabsf(y) < 65536.0f;
+    const int32_t qx = defined ? round32(x) : 0, qy = defined ? round32(y) : 0;
+    quantised r;
+    r.ix = first_tap(qx, nearest, lead);
+    r.iy = first_tap(qy, nearest, lead);
+    r.fractions = nearest ? 0 : (qy & 31) << 5 | (qx & 31);
+    r.defined = defined;
+    return r;
+}
+
+// The first tap row no inside sample of the row lies above: that of the smallest y among
+// the positions that can be inside at all. Taps are monotonic in y, so every inside
+// sample's offset from this row's start is ≥ 0.
+INLINE int32_t lowest_tap_row(const float *xs, const float *ys, ptrdiff_t width, const parallax_compile_params *p) {
+    const float right = (float)p->source_width + 1.0f, bottom = (float)p->source_height + 1.0f;
+    const int32_t nearest = p->nearest, lead = p->lead;
+    const float *restrict row_x = xs, *restrict row_y = ys;
+    int32_t lowest = INT32_MAX;
+    for (ptrdiff_t u = 0; u < width; u++) {
+        const float x = row_x[u], y = row_y[u];
+        // An inside sample has both first taps ≥ 0 and within the source: x, y > −1 and below
+        // the far edge + 1. (NaN fails every comparison.)
+        const int possible = (x > -1.0f) & (x < right) & (y > -1.0f) & (y < bottom);
+        const int32_t tap = first_tap(round32(possible ? y : 0.0f), nearest, lead);
+        const int32_t candidate = possible ? tap : INT32_MAX; // a plain min: vectorises as a reduction
+        lowest = candidate < lowest ? candidate : lowest;
+    }
+    if (lowest == INT32_MAX) return 0;
+    return lowest > 0 ? lowest : 0;
+}
+
+// Quantises one row and writes every sample's packed entry (0 where the sample is not
+// inside the source or its offset from `base` does not fit), with the inside flags. `Int` is
+// int32_t where every offset of the plane fits 31 bits (any real image), int64_t otherwise,
+// so the common case vectorises eight samples wide.
+#define PACK_ROW(NAME, Int)                                                                                  \
+    INLINE void NAME(const float *xs, const float *ys, ptrdiff_t width, const parallax_compile_params *p,   \
+                     Int base, uint32_t *entries, uint8_t *inside) {                                         \
         const Int source_width = (Int)p->source_width, source_height = (Int)p->source_height;              \
         const Int row_bytes = (Int)p->source_row_bytes, stride = (Int)p->pixel_stride;                      \
         const Int spare = (Int)p->spare, vector_read = (Int)p->vector_read, readable = (Int)p->readable;    \
-        /* Local restrict pointers: the stores cannot alias the inputs or the scratch struct. */            \
+        const Int taps = (Int)p->taps;                                                                       \
+        const int32_t nearest = p->nearest, lead = p->lead;                                                  \
+        /* Local restrict pointers: the stores cannot alias the inputs. */                                  \
         const float *restrict row_x = xs, *restrict row_y = ys;                                              \
-        int32_t *restrict tap_x = s->tap_x, *restrict tap_y = s->tap_y, *restrict fractions = s->fractions; \
-        uint8_t *restrict inside = s->inside;                                                                \
-        int32_t lowest = INT32_MAX;                                                                          \
-        for (ptrdiff_t u = 0; u < width; u++) {                                                              \
-            const float x = row_x[u], y = row_y[u];                                                          \
-            /* |x| < 2^16 rejects NaN, infinities and positions far outside any image, and keeps */         \
-            /* 32 x below 2^21, where adding 1.5 · 2^23 leaves no fraction bits: the sum rounds to */        \
-            /* the nearest integer, ties to even, as OpenCV's cvRound (and vectorises, unlike rintf). */     \
-            const int defined = fabsf(x) < 65536.0f && fabsf(y) < 65536.0f;                                   \
-            const int32_t qx = defined ? (int32_t)((x * 32.0f + 12582912.0f) - 12582912.0f) : 0;             \
-            const int32_t qy = defined ? (int32_t)((y * 32.0f + 12582912.0f) - 12582912.0f) : 0;             \
-            const int32_t ix = nearest ? (qx + 16) >> 5 : (qx >> 5) - lead;                                   \
-            const int32_t iy = nearest ? (qy + 16) >> 5 : (qy >> 5) - lead;                                   \
-            const int32_t f = nearest ? 0 : (qy & 31) << 5 | (qx & 31);                                       \
-            const Int wx = ix, wy = iy;                                                                      \
-            const int in = defined & (ix >= 0) & (iy >= 0) & (wx + taps + spare <= source_width)             \
-                & (wy + taps <= source_height)                                                               \
-                & ((wy + taps - 1) * row_bytes + wx * stride + vector_read <= readable);                     \
-            tap_x[u] = defined ? ix : INT32_MIN;                                                             \
-            tap_y[u] = defined ? iy : INT32_MIN;                                                             \
-            fractions[u] = f;                                                                                \
-            inside[u] = (uint8_t)in;                                                                         \
-            const int32_t candidate = in ? iy : INT32_MAX; /* a plain min: vectorises as a reduction */    \
-            lowest = candidate < lowest ? candidate : lowest;                                                \
-        }                                                                                                    \
-        return lowest;                                                                                       \
-    }
-
-// Keeps inside[u] only where the sample's offset from `base` fits an entry.
-#define CHECK_OFFSETS(NAME, Int)                                                                                  \
-    INLINE void NAME(const parallax_compile_scratch *s, ptrdiff_t width, Int base, Int row_bytes, Int stride) {  \
-        const int32_t *restrict tap_x = s->tap_x, *restrict tap_y = s->tap_y;                                      \
-        uint8_t *restrict inside = s->inside;                                                                      \
-        for (ptrdiff_t u = 0; u < width; u++) {                                                                    \
-            /* Undefined samples (taps at INT32_MIN) are not inside; 0 keeps their product in range. */          \
-            /* Loaded unconditionally: a conditional load would become a masked one. */                          \
-            const int in = inside[u];                                                                              \
-            const int32_t tx = tap_x[u], ty = tap_y[u];                                                            \
-            const Int offset = (Int)(in ? ty : 0) * row_bytes + (Int)(in ? tx : 0) * stride - base;                \
-            inside[u] = (uint8_t)(in & (offset < PARALLAX_COMPILED_OFFSET_LIMIT));                                 \
-        }                                                                                                          \
-    }
-
-#define PACK_SPAN(NAME, Int)                                                                                 \
-    INLINE void NAME(const parallax_compile_scratch *s, ptrdiff_t start, ptrdiff_t end, Int base,            \
-                     Int row_bytes, Int stride, uint32_t *entries) {                                         \
-        const int32_t *restrict tap_x = s->tap_x, *restrict tap_y = s->tap_y, *restrict fractions = s->fractions; \
         uint32_t *restrict out = entries;                                                                    \
-        for (ptrdiff_t u = start; u < end; u++) {                                                            \
-            const Int offset = (Int)tap_y[u] * row_bytes + (Int)tap_x[u] * stride - base;                    \
-            out[u] = (uint32_t)offset << 10 | (uint32_t)fractions[u];                                        \
+        uint8_t *restrict flags = inside;                                                                    \
+        for (ptrdiff_t u = 0; u < width; u++) {                                                              \
+            const quantised q = quantise(row_x[u], row_y[u], nearest, lead);                                 \
+            const Int wx = q.ix, wy = q.iy;                                                                  \
+            const Int offset = wy * row_bytes + wx * stride - base;                                          \
+            const int in = q.defined & (wx >= 0) & (wy >= 0) & (wx + taps + spare <= source_width)                       \
+                & (wy + taps <= source_height) & ((wy + taps - 1) * row_bytes + wx * stride + vector_read <= readable) \
+                & (offset < PARALLAX_COMPILED_OFFSET_LIMIT);                                                 \
+            out[u] = in ? (uint32_t)offset << 10 | (uint32_t)q.fractions : 0;                                \
+            flags[u] = (uint8_t)in;                                                                          \
         }                                                                                                    \
     }
 
-QUANTISE_ROW(quantise_row32, int32_t)
-QUANTISE_ROW(quantise_row64, int64_t)
-CHECK_OFFSETS(check_offsets32, int32_t)
-CHECK_OFFSETS(check_offsets64, int64_t)
-PACK_SPAN(pack_span32, int32_t)
-PACK_SPAN(pack_span64, int64_t)
+PACK_ROW(pack_row32, int32_t)
+PACK_ROW(pack_row64, int64_t)
 
 INLINE uint64_t load8(const uint8_t *p) {
     uint64_t v;
@@ -196,13 +204,11 @@ INLINE void compile_row(const float *xs, const float *ys, ptrdiff_t width, const
     const int64_t bound = ((int64_t)1 << 16) + 8;
     const int narrow = p->source_row_bytes >= 0 && p->pixel_stride >= 0
         && bound * (p->source_row_bytes + p->pixel_stride) + p->vector_read + p->readable < INT32_MAX;
-    const int32_t min_y = narrow ? quantise_row32(xs, ys, width, p, scratch) : quantise_row64(xs, ys, width, p, scratch);
-    const int64_t row_bytes = p->source_row_bytes, stride = p->pixel_stride;
-    const int64_t base = min_y == INT32_MAX ? 0 : (int64_t)min_y * row_bytes;
-    if (narrow) check_offsets32(scratch, width, (int32_t)base, (int32_t)row_bytes, (int32_t)stride);
-    else check_offsets64(scratch, width, base, row_bytes, stride);
+    const int64_t base = (int64_t)lowest_tap_row(xs, ys, width, p) * p->source_row_bytes;
+    uint8_t *inside = scratch->inside;
+    if (narrow) pack_row32(xs, ys, width, p, (int32_t)base, entries, inside);
+    else pack_row64(xs, ys, width, p, base, entries, inside);
     // The longest run of inside samples whose offset fits.
-    const uint8_t *inside = scratch->inside;
     ptrdiff_t best_start = 0, best_length = 0, u = 0;
     while (u < width) {
         // Eight flags at a time where they are all equal (most of a row is one run).
@@ -216,9 +222,15 @@ INLINE void compile_row(const float *xs, const float *ys, ptrdiff_t width, const
             best_length = u - start;
         }
     }
-    if (narrow) pack_span32(scratch, best_start, best_start + best_length, (int32_t)base, (int32_t)row_bytes,
-                            (int32_t)stride, entries);
-    else pack_span64(scratch, best_start, best_start + best_length, base, row_bytes, stride, entries);
+    // The few samples outside the span, for the caller's side table.
+    for (ptrdiff_t k = 0; k < width; k++) {
+        if (k == best_start) k += best_length;
+        if (k >= width) break;
+        const quantised q = quantise(xs[k], ys[k], p->nearest, p->lead);
+        scratch->tap_x[k] = q.defined ? q.ix : INT32_MIN;
+        scratch->tap_y[k] = q.defined ? q.iy : INT32_MIN;
+        scratch->fractions[k] = q.fractions;
+    }
     row->base = base;
     row->span_start = best_start;
     row->span_end = best_start + best_length;

@@ -111,9 +111,9 @@ typedef struct {
     int64_t vector_read, readable;
 } parallax_compile_params;
 
-/// Per-sample scratch of one row (`width` entries each), left holding the row's quantised
-/// samples: first tap (INT32_MIN for no source point), fractions fy << 5 | fx, and whether
-/// the whole neighbourhood lies inside the source.
+/// Per-sample scratch of one row (`width` entries each). After a compilation it holds, for
+/// the samples outside the span only, the quantised sample: first tap (INT32_MIN for no
+/// source point) and fractions fy << 5 | fx; `inside` is the kernel's own.
 typedef struct {
     int32_t *tap_x, *tap_y, *fractions;
     uint8_t *inside;
@@ -126,9 +126,10 @@ typedef struct {
 } parallax_compiled_row;
 
 /// Compiles one row: quantises every position as OpenCV's convertMaps does (round(32 x),
-/// ties to even), finds the longest run of samples inside the source whose offsets fit, and
-/// writes their packed entries; entries outside the span are left for the caller, which
-/// reads those samples from `scratch`.
+/// ties to even), finds the longest run of samples inside the source whose offsets from the
+/// row's base fit, and writes their packed entries. Entries outside the span are left for the
+/// caller, which reads those samples from `scratch`. The base is the start of the lowest
+/// source row a sample that may be inside reaches.
 void parallax_compile_row(const float *xs, const float *ys, ptrdiff_t width, const parallax_compile_params *params,
                           const parallax_compile_scratch *scratch, uint32_t *entries, parallax_compiled_row *row,
                           parallax_simd_level level);

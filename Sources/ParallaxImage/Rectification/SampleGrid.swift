@@ -24,13 +24,29 @@ enum LumaPositions: @unchecked Sendable {
 /// rows as stored or computed, chroma rows derived from the luma rows where each chroma
 /// sample sits (see ``SampleGrid``).
 struct FloatRows: @unchecked Sendable {
-    let luma: LumaPositions
+    /// Where the luma positions come from, taken apart once: `row(_:scratch:)` runs once per
+    /// grid row, and binding an enum's payload there copied the builder every time.
+    private let stored: (xs: UnsafePointer<Float>, ys: UnsafePointer<Float>)?
+    private let builder: RectificationMap.Builder?
     /// The full-resolution map's size and its source's.
     let lumaWidth: Int
     let lumaHeight: Int
     let lumaSourceWidth: Int
     let lumaSourceHeight: Int
     let grid: SampleGrid
+
+    init(luma: LumaPositions, lumaWidth: Int, lumaHeight: Int, lumaSourceWidth: Int, lumaSourceHeight: Int,
+         grid: SampleGrid) {
+        switch luma {
+        case .stored(let xs, let ys): (stored, builder) = ((xs, ys), nil)
+        case .model(let builder): (stored, self.builder) = (nil, builder)
+        }
+        self.lumaWidth = lumaWidth
+        self.lumaHeight = lumaHeight
+        self.lumaSourceWidth = lumaSourceWidth
+        self.lumaSourceHeight = lumaSourceHeight
+        self.grid = grid
+    }
 
     /// Samples per grid row and grid rows.
     var width: Int { grid == .full ? lumaWidth : lumaWidth / 2 }
@@ -48,15 +64,11 @@ struct FloatRows: @unchecked Sendable {
         // Luma row `v`, every `columnStep`-th column, as pointers and the step between entries.
         // Scratch holds two such rows (x, y each), then the grid row (x, y).
         func lumaRow(_ v: Int, _ slot: Int, columnStep: Int) -> (UnsafePointer<Float>, UnsafePointer<Float>, Int) {
-            switch luma {
-            case .stored(let xs, let ys):
-                return (xs + v * w, ys + v * w, columnStep)
-            case .model(let builder):
-                // Only the columns used are computed (the same bits as in a full row).
-                let x = scratch + 2 * slot * w, y = x + w
-                builder.fillRow(v, xs: x, ys: y, columnStep: columnStep)
-                return (UnsafePointer(x), UnsafePointer(y), 1)
-            }
+            if let stored { return (stored.xs + v * w, stored.ys + v * w, columnStep) }
+            // Only the columns used are computed (the same bits as in a full row).
+            let x = scratch + 2 * slot * w, y = x + w
+            builder?.fillRow(v, xs: x, ys: y, columnStep: columnStep)
+            return (UnsafePointer(x), UnsafePointer(y), 1)
         }
         let outX = scratch + 4 * w, outY = outX + w
         switch grid {
