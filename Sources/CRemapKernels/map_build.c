@@ -27,85 +27,296 @@
 
 #define INLINE static inline __attribute__((always_inline))
 
-// One row of positions. `rational` and `distorted` are constants at each call site, so the
-// compiler emits a branch-free loop for each model.
-INLINE void brown_row(const parallax_brown_lens *lens, const double origin[3], const double step[3],
+INLINE uint64_t load8(const uint8_t *p) {
+    uint64_t v;
+    memcpy(&v, p, 8);
+    return v;
+}
+
+// The lens and the ray of one row, as plain values: the loops below keep them in registers.
+typedef struct {
+    double ox, oy, oz, sx, sy, sz;
+    double fx, fy, cx, cy, skew;
+    double k1, k2, k3, k4, k5, k6, p1, p2;
+} brown_constants;
+
+INLINE brown_constants brown_setup(const parallax_brown_lens *lens, const double origin[3], const double step[3]) {
+    brown_constants c;
+    c.ox = origin[0], c.oy = origin[1], c.oz = origin[2];
+    c.sx = step[0], c.sy = step[1], c.sz = step[2];
+    c.fx = lens->fx, c.fy = lens->fy, c.cx = lens->cx, c.cy = lens->cy, c.skew = lens->skew;
+    c.k1 = lens->k1, c.k2 = lens->k2, c.k3 = lens->k3, c.k4 = lens->k4, c.k5 = lens->k5, c.k6 = lens->k6;
+    c.p1 = lens->p1, c.p2 = lens->p2;
+    return c;
+}
+
+// The source pixel of the ray origin + t·step, in double precision; returns whether it is
+// defined (in front of the camera, finite). `rational` and `distorted` are constants at each
+// call site, so the compiler emits a branch-free loop for each model.
+INLINE int brown_point(const brown_constants c, double t, int distorted, int rational, double *px_out,
+                       double *py_out) {
+    const double rx = c.ox + t * c.sx, ry = c.oy + t * c.sy, rz = c.oz + t * c.sz;
+    // One division for both coordinates, as OpenCV's initUndistortRectifyMap does.
+    const double w = 1 / rz;
+    double x = rx * w, y = ry * w;
+    if (distorted) {
+        const double x2 = x * x, y2 = y * y, r2 = x2 + y2, xy2 = 2 * x * y;
+        double radial = 1 + r2 * (c.k1 + r2 * (c.k2 + r2 * c.k3));
+        // Without k4–k6 the denominator is exactly 1 wherever r2 is finite, and where it
+        // is not the position is not finite either way: skipping the division keeps the bits.
+        if (rational) radial = radial / (1 + r2 * (c.k4 + r2 * (c.k5 + r2 * c.k6)));
+        const double xd = x * radial + c.p1 * xy2 + c.p2 * (r2 + 2 * x2);
+        const double yd = y * radial + c.p1 * (r2 + 2 * y2) + c.p2 * xy2;
+        x = xd;
+        y = yd;
+    }
+    const double px = c.fx * x + c.skew * y + c.cx, py = c.fy * y + c.cy;
+    *px_out = px;
+    *py_out = py;
+    // Behind the camera, or no finite pixel: no source point.
+    // (Bitwise, not &&: short-circuiting turns the selects into three masked stores.)
+    return (rz > 0) & (fabs(px) <= DBL_MAX) & (fabs(py) <= DBL_MAX);
+}
+
+// One row of positions: columns first, first + 1, …
+INLINE void brown_row(const parallax_brown_lens *lens, const double origin[3], const double step[3], int32_t first,
                       ptrdiff_t width, float *xs, float *ys, int distorted, int rational) {
-    const double ox = origin[0], oy = origin[1], oz = origin[2];
-    const double sx = step[0], sy = step[1], sz = step[2];
-    const double fx = lens->fx, fy = lens->fy, cx = lens->cx, cy = lens->cy, skew = lens->skew;
-    const double k1 = lens->k1, k2 = lens->k2, k3 = lens->k3, k4 = lens->k4, k5 = lens->k5, k6 = lens->k6;
-    const double p1 = lens->p1, p2 = lens->p2;
+    const brown_constants c = brown_setup(lens, origin, step);
     // One vector register of doubles per value (4 with AVX2, 8 with AVX-512): wider
     // unrolling runs out of registers.
 #pragma clang loop interleave_count(1)
     // A 32-bit counter: AVX2 converts int32 lanes to double in one instruction, int64 lanes
     // in many (map widths are far below 2^31).
     for (int32_t u = 0; u < (int32_t)width; u++) {
-        const double t = (double)u;
-        const double rx = ox + t * sx, ry = oy + t * sy, rz = oz + t * sz;
-        // One division for both coordinates, as OpenCV's initUndistortRectifyMap does.
-        const double w = 1 / rz;
-        double x = rx * w, y = ry * w;
-        if (distorted) {
-            const double x2 = x * x, y2 = y * y, r2 = x2 + y2, xy2 = 2 * x * y;
-            double radial = 1 + r2 * (k1 + r2 * (k2 + r2 * k3));
-            // Without k4–k6 the denominator is exactly 1 wherever r2 is finite, and where it
-            // is not the position is not finite either way: skipping the division keeps the bits.
-            if (rational) radial = radial / (1 + r2 * (k4 + r2 * (k5 + r2 * k6)));
-            const double xd = x * radial + p1 * xy2 + p2 * (r2 + 2 * x2);
-            const double yd = y * radial + p1 * (r2 + 2 * y2) + p2 * xy2;
-            x = xd;
-            y = yd;
-        }
-        const double px = fx * x + skew * y + cx, py = fy * y + cy;
-        // Behind the camera, or no finite pixel: no source point.
-        // (Bitwise, not &&: short-circuiting turns the selects into three masked stores.)
-        const int defined = (rz > 0) & (fabs(px) <= DBL_MAX) & (fabs(py) <= DBL_MAX);
+        double px, py;
+        const int defined = brown_point(c, (double)(first + u), distorted, rational, &px, &py);
         const float fx32 = (float)px, fy32 = (float)py;
         xs[u] = defined ? fx32 : NAN;
         ys[u] = defined ? fy32 : NAN;
     }
 }
 
+// The same positions at listed columns: (xs[i], ys[i]) for column columns[i].
+INLINE void brown_columns(const parallax_brown_lens *lens, const double origin[3], const double step[3],
+                          const int32_t *columns, ptrdiff_t count, float *xs, float *ys, int distorted, int rational) {
+    const brown_constants c = brown_setup(lens, origin, step);
+    const int32_t *restrict listed = columns;
+#pragma clang loop interleave_count(1)
+    for (ptrdiff_t i = 0; i < count; i++) {
+        double px, py;
+        const int defined = brown_point(c, (double)listed[i], distorted, rational, &px, &py);
+        const float fx32 = (float)px, fy32 = (float)py;
+        xs[i] = defined ? fx32 : NAN;
+        ys[i] = defined ? fy32 : NAN;
+    }
+}
+
+// The exact double positions at columns first, first + stride, … (NaN where undefined).
+INLINE void brown_nodes(const parallax_brown_lens *lens, const double origin[3], const double step[3], int32_t first,
+                        int32_t stride, ptrdiff_t count, double *xs, double *ys, int distorted, int rational) {
+    const brown_constants c = brown_setup(lens, origin, step);
+#pragma clang loop interleave_count(1)
+    for (int32_t k = 0; k < (int32_t)count; k++) {
+        double px, py;
+        const int defined = brown_point(c, (double)(first + k * stride), distorted, rational, &px, &py);
+        xs[k] = defined ? px : NAN;
+        ys[k] = defined ? py : NAN;
+    }
+}
+
+#define BY_MODEL(CALL)                                        \
+    do {                                                      \
+        if (!lens->distorted) CALL(0, 0);                     \
+        else if (lens->rational) CALL(1, 1);                  \
+        else CALL(1, 0);                                      \
+    } while (0)
+
 INLINE void brown_row_any(const parallax_brown_lens *lens, const double origin[3], const double step[3],
                           ptrdiff_t width, float *xs, float *ys) {
-    if (!lens->distorted) brown_row(lens, origin, step, width, xs, ys, 0, 0);
-    else if (lens->rational) brown_row(lens, origin, step, width, xs, ys, 1, 1);
-    else brown_row(lens, origin, step, width, xs, ys, 1, 0);
+#define ROW(D, R) brown_row(lens, origin, step, 0, width, xs, ys, D, R)
+    BY_MODEL(ROW);
+#undef ROW
 }
 
-static void brown_row_baseline(const parallax_brown_lens *lens, const double origin[3], const double step[3],
-                               ptrdiff_t width, float *xs, float *ys) {
-    brown_row_any(lens, origin, step, width, xs, ys);
+// MARK: Quantised rows
+//
+// A compiled map needs round(32 x) of each float position, not the position itself. Between
+// exact nodes every 16 columns, a cubic through four nodes gives the position to within a
+// bound estimated from the nodes' fourth differences; where that puts 32 x clearly on one
+// side of a rounding boundary (k + ½), the rounded value is certain and the exact model is
+// not evaluated. Every other sample (near a boundary, near an undefined node, at the row's
+// ends) is computed exactly. The row written holds k / 32 (exactly representable) for decided
+// samples, the exact float elsewhere: both round to the same entry.
+
+enum { QUANTISED_SPAN = 16, QUANTISED_LEAD_NODES = 2 };
+
+// Nodes a row of `width` columns needs: columns 16 (k − 2) for k = 0 … count − 1, so that
+// every whole interval [16 i, 16 i + 16) has nodes i − 2 … i + 3 around it.
+INLINE ptrdiff_t quantised_node_count(ptrdiff_t width) { return width / QUANTISED_SPAN + 6; }
+
+ptrdiff_t parallax_quantised_row_scratch_bytes(ptrdiff_t width) {
+    const ptrdiff_t nodes = quantised_node_count(width), intervals = width / QUANTISED_SPAN + 1;
+    return 2 * nodes * (ptrdiff_t)sizeof(double)                        // node positions
+        + 2 * 6 * intervals * (ptrdiff_t)sizeof(float)                  // per interval and axis: r0, d1, d2, d3, limit, K0
+        + width                                                          // undecided flags
+        + width * (ptrdiff_t)sizeof(int32_t)                             // listed columns
+        + 2 * width * (ptrdiff_t)sizeof(float) + 64;                     // their exact positions, alignment slack
 }
+
+// Per interval of one axis: the cubic through nodes f[-1], f[0], f[1], f[2] (spacing 16) as
+// 32 x = K0 + r0 + j (d1 + j (d2 + j d3)) for column 16 i + j, and the largest distance
+// |32 x − round(32 x)| at which the rounding is still certain (limit; negative: never).
+typedef struct {
+    float *r0, *d1, *d2, *d3, *limit;
+    int32_t *k0;
+} interval_coefficients;
+
+INLINE void fit_intervals(const double *nodes, ptrdiff_t intervals, interval_coefficients out) {
+    const double *restrict f = nodes;
+    for (ptrdiff_t i = 0; i < intervals; i++) {
+        // Nodes i … i + 5 are columns 16 (i − 2) … 16 (i + 3): fm2 = f(−2) … f3 = f(3).
+        const double fm2 = f[i], fm1 = f[i + 1], f0 = f[i + 2], f1 = f[i + 3], f2 = f[i + 4], f3 = f[i + 5];
+        // Lagrange cubic through t = −1, 0, 1, 2 (t in units of 16 columns).
+        const double c1 = -fm1 / 3 - f0 / 2 + f1 - f2 / 6;
+        const double c2 = fm1 / 2 - f0 + f1 / 2;
+        const double c3 = -fm1 / 6 + f0 / 2 - f1 / 2 + f2 / 6;
+        // Its error on [0, 1] is at most (9/16) / 24 · h⁴ max|f⁗| ≈ 0.0234 |Δ⁴f|; the bound
+        // takes 16 times the larger of the two fourth differences around the interval, plus
+        // the float arithmetic below and twice half a float ulp of the position (2^-24 |x|), so
+        // that the exact float, which rounding cannot move across a boundary, cannot sit on one
+        // either.
+        const double d4a = fabs(fm2 - 4 * fm1 + 6 * f0 - 4 * f1 + f2);
+        const double d4b = fabs(fm1 - 4 * f0 + 6 * f1 - 4 * f2 + f3);
+        const double d4 = d4a > d4b ? d4a : d4b;
+        const double slope = fabs(c1) + fabs(c2) + fabs(c3), size = fabs(f0) + slope;
+        // The float evaluation works on 32 (x − floor): its error grows with the slope terms,
+        // not with the position, and stays below 2^-21 of them (five roundings of 2^-24 of
+        // terms up to 32 times the slope, in units of 1/32); 2^-19 is four times that.
+        const double bound = 0.375 * d4 + 0x1p-23 * size + 0x1p-19 * (1 + slope) + 1e-7;
+        const double scaled = 32 * f0, k0 = floor(scaled);
+        // NaN anywhere (an undefined node) fails this test; so do positions too far out.
+        const int ok = (fabs(fm2) + fabs(f3) + size < 60000.0) & (bound < 0.01);
+        out.k0[i] = ok ? (int32_t)k0 : 0;
+        out.r0[i] = ok ? (float)(scaled - k0) : 0.0f;
+        out.d1[i] = ok ? (float)(c1 * 2.0) : 0.0f;          // 32 c1 / 16
+        out.d2[i] = ok ? (float)(c2 * 0.125) : 0.0f;        // 32 c2 / 16²
+        out.d3[i] = ok ? (float)(c3 * 0.0078125) : 0.0f;    // 32 c3 / 16³
+        out.limit[i] = ok ? (float)(0.5 - 32 * bound) : -1.0f;
+    }
+}
+
+// One interval, both axes: writes k / 32 and marks the samples whose rounding is not certain
+// in either axis (all of them where the fit is unusable: its limit is −1).
+INLINE void eval_interval(const interval_coefficients ax, const interval_coefficients ay, ptrdiff_t i,
+                          float *restrict out_x, float *restrict out_y, uint8_t *restrict undecided) {
+    const float rx = ax.r0[i], x1 = ax.d1[i], x2 = ax.d2[i], x3 = ax.d3[i], limit_x = ax.limit[i];
+    const float ry = ay.r0[i], y1 = ay.d1[i], y2 = ay.d2[i], y3 = ay.d3[i], limit_y = ay.limit[i];
+    const int32_t kx = ax.k0[i], ky = ay.k0[i];
+    for (int32_t j = 0; j < QUANTISED_SPAN; j++) {
+        const float t = (float)j;
+        const float vx = rx + t * (x1 + t * (x2 + t * x3)), vy = ry + t * (y1 + t * (y2 + t * y3));
+        // Round to nearest (|v| < 2^22): the sum leaves no fraction bits.
+        const float nx = (vx + 12582912.0f) - 12582912.0f, ny = (vy + 12582912.0f) - 12582912.0f;
+        out_x[j] = (float)(kx + (int32_t)nx) * 0.03125f;
+        out_y[j] = (float)(ky + (int32_t)ny) * 0.03125f;
+        undecided[j] = (uint8_t)(!(fabsf(vx - nx) < limit_x) | !(fabsf(vy - ny) < limit_y));
+    }
+}
+
+INLINE void quantised_row(const parallax_brown_lens *lens, const double origin[3], const double step[3],
+                          ptrdiff_t width, float *xs, float *ys, void *scratch, int distorted, int rational) {
+    const ptrdiff_t node_count = quantised_node_count(width), intervals = width / QUANTISED_SPAN;
+    // Carve the scratch (see parallax_quantised_row_scratch_bytes).
+    uintptr_t cursor = ((uintptr_t)scratch + 63) & ~(uintptr_t)63;
+    double *node_x = (double *)cursor;
+    double *node_y = node_x + node_count;
+    float *floats = (float *)(node_y + node_count);
+    const ptrdiff_t n = intervals + 1;
+    interval_coefficients ax = {floats, floats + n, floats + 2 * n, floats + 3 * n, floats + 4 * n,
+                                (int32_t *)(floats + 5 * n)};
+    interval_coefficients ay = {floats + 6 * n, floats + 7 * n, floats + 8 * n, floats + 9 * n, floats + 10 * n,
+                                (int32_t *)(floats + 11 * n)};
+    uint8_t *undecided = (uint8_t *)(floats + 12 * n);
+    int32_t *columns = (int32_t *)(((uintptr_t)(undecided + width) + 3) & ~(uintptr_t)3);
+    float *exact_x = (float *)(columns + width);
+    float *exact_y = exact_x + width;
+
+    brown_nodes(lens, origin, step, -QUANTISED_LEAD_NODES * QUANTISED_SPAN, QUANTISED_SPAN, node_count, node_x, node_y,
+                distorted, rational);
+    fit_intervals(node_x, intervals, ax);
+    fit_intervals(node_y, intervals, ay);
+    for (ptrdiff_t i = 0; i < intervals; i++) {
+        const ptrdiff_t u = i * QUANTISED_SPAN;
+        eval_interval(ax, ay, i, xs + u, ys + u, undecided + u);
+    }
+    // Everything not decided, and the columns after the last whole interval, exactly.
+    const ptrdiff_t covered = intervals * QUANTISED_SPAN;
+    ptrdiff_t count = 0;
+    for (ptrdiff_t u = 0; u < covered; u += 8) {
+        if (load8(undecided + u) == 0) continue;
+        // Branch-free: a written column counts only where it is undecided.
+        for (ptrdiff_t k = u; k < u + 8; k++) {
+            columns[count] = (int32_t)k;
+            count += undecided[k];
+        }
+    }
+    for (ptrdiff_t u = covered; u < width; u++) columns[count++] = (int32_t)u;
+    brown_columns(lens, origin, step, columns, count, exact_x, exact_y, distorted, rational);
+    for (ptrdiff_t i = 0; i < count; i++) {
+        xs[columns[i]] = exact_x[i];
+        ys[columns[i]] = exact_y[i];
+    }
+}
+
+INLINE void quantised_row_any(const parallax_brown_lens *lens, const double origin[3], const double step[3],
+                              ptrdiff_t width, float *xs, float *ys, void *scratch) {
+#define ROW(D, R) quantised_row(lens, origin, step, width, xs, ys, scratch, D, R)
+    BY_MODEL(ROW);
+#undef ROW
+}
+
+// MARK: Levels
+
+#define INSTANCES(NAME, PARAMS, ARGS)                      \
+    static void NAME##_baseline PARAMS { NAME##_any ARGS; } \
+    LEVEL_INSTANCES(NAME, PARAMS, ARGS)
 
 #if HAVE_AVX2_VARIANT
-AVX512 static void brown_row_avx512(const parallax_brown_lens *lens, const double origin[3], const double step[3],
-                                    ptrdiff_t width, float *xs, float *ys) {
-    brown_row_any(lens, origin, step, width, xs, ys);
-}
-
-AVX2 static void brown_row_avx2(const parallax_brown_lens *lens, const double origin[3], const double step[3],
-                                ptrdiff_t width, float *xs, float *ys) {
-    brown_row_any(lens, origin, step, width, xs, ys);
-}
+#define LEVEL_INSTANCES(NAME, PARAMS, ARGS)                         \
+    AVX512 static void NAME##_avx512 PARAMS { NAME##_any ARGS; }    \
+    AVX2 static void NAME##_avx2 PARAMS { NAME##_any ARGS; }
+#define DISPATCH(NAME, ARGS)                                         \
+    do {                                                             \
+        if (level == PARALLAX_SIMD_AVX512) { NAME##_avx512 ARGS; return; } \
+        if (level == PARALLAX_SIMD_AVX2) { NAME##_avx2 ARGS; return; }     \
+        NAME##_baseline ARGS;                                        \
+    } while (0)
+#else
+#define LEVEL_INSTANCES(NAME, PARAMS, ARGS)
+#define DISPATCH(NAME, ARGS) \
+    do {                     \
+        (void)level;         \
+        NAME##_baseline ARGS; \
+    } while (0)
 #endif
+
+#define ROW_PARAMS (const parallax_brown_lens *lens, const double origin[3], const double step[3], ptrdiff_t width, float *xs, float *ys)
+#define ROW_ARGS (lens, origin, step, width, xs, ys)
+INSTANCES(brown_row, ROW_PARAMS, ROW_ARGS)
+
+#define QROW_PARAMS (const parallax_brown_lens *lens, const double origin[3], const double step[3], ptrdiff_t width, float *xs, float *ys, void *scratch)
+#define QROW_ARGS (lens, origin, step, width, xs, ys, scratch)
+INSTANCES(quantised_row, QROW_PARAMS, QROW_ARGS)
 
 void parallax_map_row_brown(const parallax_brown_lens *lens, const double origin[3], const double step[3],
                             ptrdiff_t width, float *xs, float *ys, parallax_simd_level level) {
-#if HAVE_AVX2_VARIANT
-    if (level == PARALLAX_SIMD_AVX512) {
-        brown_row_avx512(lens, origin, step, width, xs, ys);
-        return;
-    }
-    if (level == PARALLAX_SIMD_AVX2) {
-        brown_row_avx2(lens, origin, step, width, xs, ys);
-        return;
-    }
-#endif
-    (void)level;
-    brown_row_baseline(lens, origin, step, width, xs, ys);
+    DISPATCH(brown_row, ROW_ARGS);
+}
+
+void parallax_map_row_brown_quantised(const parallax_brown_lens *lens, const double origin[3], const double step[3],
+                                      ptrdiff_t width, float *xs, float *ys, void *scratch,
+                                      parallax_simd_level level) {
+    DISPATCH(quantised_row, QROW_ARGS);
 }
 
 // MARK: Compiling
@@ -189,12 +400,6 @@ INLINE int32_t lowest_tap_row(const float *xs, const float *ys, ptrdiff_t width,
 
 PACK_ROW(pack_row32, int32_t)
 PACK_ROW(pack_row64, int64_t)
-
-INLINE uint64_t load8(const uint8_t *p) {
-    uint64_t v;
-    memcpy(&v, p, 8);
-    return v;
-}
 
 INLINE void compile_row(const float *xs, const float *ys, ptrdiff_t width, const parallax_compile_params *p,
                         const parallax_compile_scratch *scratch, uint32_t *entries, parallax_compiled_row *row) {

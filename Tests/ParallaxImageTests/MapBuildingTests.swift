@@ -97,6 +97,79 @@ struct MapBuildingTests {
         }
     }
 
+    /// round(32 x) as the compiled maps take it (ties to even), or nil for no position.
+    static func quantised(_ v: Float) -> Int32? {
+        guard abs(v) < 65536 else { return nil }
+        return Int32((v * 32).rounded(.toNearestOrEven))
+    }
+
+    /// Builders whose rows the quantised kernel must get right: the lens kinds above, a strong
+    /// lens like OpenCV's sample camera, a 1080p rig, a turned output, and a camera turned 70°
+    /// off the rectified one, so that rows run into rays behind it (undefined positions).
+    static func quantisedCases() throws -> [(String, RectificationMap.Builder)] {
+        var cases: [(String, RectificationMap.Builder)] = []
+        for lens in ["brown", "rational", "pinhole"] {
+            for (side, builder) in try builders(rig(lens)).enumerated() { cases.append(("\(lens) \(side)", builder)) }
+        }
+        let strong = CameraModel(size: ImageSize(width: 640, height: 480),
+                                 intrinsics: CameraIntrinsics(fx: 535, fy: 536, cx: 331, cy: 238),
+                                 distortion: .brownConrady(BrownConrady(k1: -0.29, k2: 0.11, p1: 0.0012, p2: -0.0006,
+                                                                        k3: -0.01)))
+        let turn = Matrix3x3(rodrigues: SIMD3(0.02, -0.03, 0.01))
+        cases.append(("strong", RectificationMap.Builder(camera: strong, rotation: turn,
+                                                         newCamera: CameraIntrinsics(fx: 500, fy: 500, cx: 300, cy: 250),
+                                                         size: strong.size, orientation: .identity)))
+        cases.append(("strong turned", RectificationMap.Builder(
+            camera: strong, rotation: turn, newCamera: CameraIntrinsics(fx: 500, fy: 500, cx: 300, cy: 250),
+            size: strong.size, orientation: OutputOrientation(rotation: .clockwise90, mirrored: true))))
+        cases.append(("behind", RectificationMap.Builder(
+            camera: strong, rotation: Matrix3x3(rodrigues: SIMD3(0.1, 1.22, 0)),
+            newCamera: CameraIntrinsics(fx: 200, fy: 200, cx: 320, cy: 240), size: strong.size, orientation: .identity)))
+        let hd = StereoCalibration.benchmarkRig(size: ImageSize(width: 1920, height: 1080))
+        for (side, builder) in try builders(hd).enumerated() { cases.append(("1080p \(side)", builder)) }
+        return cases
+    }
+
+    @Test("quantised rows round to the same 1/32 pixel as the exact rows, at every level, and skip most of the lens")
+    func quantisedRowsRoundLikeTheExactRows() throws {
+        var undefinedSeen = 0
+        for (name, builder) in try Self.quantisedCases() {
+            let width = builder.outputSize.width
+            let scratch = UnsafeMutableRawPointer.allocate(byteCount: builder.quantisedRowScratchBytes, alignment: 64)
+            defer { scratch.deallocate() }
+            var differing = 0, approximated = 0, samples = 0
+            for v in 0..<builder.outputSize.height {
+                var xs = [Float](repeating: 0, count: width), ys = xs
+                builder.fillRow(v, xs: &xs, ys: &ys)
+                for level in Self.mapLevels {
+                    var qx = [Float](repeating: 0, count: width), qy = qx
+                    builder.fillQuantisedRow(v, xs: &qx, ys: &qy, scratch: scratch, level: level)
+                    for u in 0..<width {
+                        samples += 1
+                        if Self.quantised(xs[u]) != Self.quantised(qx[u]) || Self.quantised(ys[u]) != Self.quantised(qy[u])
+                            || xs[u].isNaN != qx[u].isNaN || ys[u].isNaN != qy[u].isNaN {
+                            differing += 1
+                            if differing <= 3 {
+                                Issue.record("\(name) level \(level.rawValue) (\(u), \(v)): \(qx[u]), \(qy[u]) vs exact \(xs[u]), \(ys[u])")
+                            }
+                        }
+                        if xs[u].isNaN { undefinedSeen += 1 }
+                        if qx[u].bitPattern != xs[u].bitPattern { approximated += 1 }
+                    }
+                }
+            }
+            #expect(differing == 0, "\(name): \(differing) of \(samples) samples round differently")
+            // The fast path must actually run: at camera sizes most positions are interpolated,
+            // not evaluated. (The 322×242 rigs bend 6 times faster per pixel than at 1080p, so
+            // many of their 16-column fits are not certain enough; rays behind the camera are
+            // evaluated exactly.)
+            let share = Double(approximated) / Double(samples)
+            if width >= 640 && name != "behind" { #expect(share > 0.9, "\(name): only \(share) interpolated") }
+            print("quantised rows, \(name): \(samples) samples, \(Int(share * 1000) / 10) % interpolated")
+        }
+        #expect(undefinedSeen > 1000, "the cases must include rays behind the camera")
+    }
+
     @Test("maps built in row blocks on two threads equal the serial maps bit for bit", arguments: lenses)
     func rowBlocksEqualSerialMaps(lens: String) throws {
         let calibration = Self.rig(lens)

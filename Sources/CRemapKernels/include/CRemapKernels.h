@@ -95,6 +95,18 @@ typedef struct {
 void parallax_map_row_brown(const parallax_brown_lens *lens, const double origin[3], const double step[3],
                             ptrdiff_t width, float *xs, float *ys, parallax_simd_level level);
 
+/// The same row as parallax_map_row_brown for a compiled map: every entry holds a float that
+/// rounds to the same 1/32 pixel (round(32 x), ties to even) as that row's, and NaN exactly
+/// where it has NaN, but positions whose rounding is certain from a cubic through exact nodes
+/// every 16 columns are written as k / 32 without evaluating the lens (see map_build.c).
+/// `scratch` holds parallax_quantised_row_scratch_bytes(width) bytes. The same at every level.
+void parallax_map_row_brown_quantised(const parallax_brown_lens *lens, const double origin[3], const double step[3],
+                                      ptrdiff_t width, float *xs, float *ys, void *scratch,
+                                      parallax_simd_level level);
+
+/// Scratch bytes parallax_map_row_brown_quantised needs for a row of `width` columns.
+ptrdiff_t parallax_quantised_row_scratch_bytes(ptrdiff_t width);
+
 /// Entry offsets must stay below this (22 bits; see CompiledMap.swift).
 #define PARALLAX_COMPILED_OFFSET_LIMIT (1 << 22)
 

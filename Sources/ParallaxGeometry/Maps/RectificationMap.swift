@@ -134,6 +134,34 @@ public struct RectificationMap: Sendable, Equatable {
             }
         }
 
+        /// Whether ``fillQuantisedRow(_:xs:ys:scratch:level:)`` applies (a pinhole or
+        /// Brown–Conrady camera; fisheye rows come from ``CameraModel/project(_:)``).
+        package var fillsQuantisedRows: Bool { lens != nil }
+
+        /// Bytes of scratch ``fillQuantisedRow(_:xs:ys:scratch:level:)`` needs.
+        package var quantisedRowScratchBytes: Int { parallax_quantised_row_scratch_bytes(outputSize.width) }
+
+        /// Fills row `v` for a fixed-point map: every entry rounds to the same 1/32 pixel as
+        /// ``fillRow(_:xs:ys:columnStep:level:)``'s (`round(32 x)`, ties to even; NaN where it
+        /// has NaN), which is all a compiled map keeps, but most are interpolated between exact
+        /// positions every 16 columns where the rounding is certain, at a fraction of the cost
+        /// (see `parallax_map_row_brown_quantised`). Only for ``fillsQuantisedRows`` builders.
+        package func fillQuantisedRow(_ v: Int, xs: UnsafeMutablePointer<Float>, ys: UnsafeMutablePointer<Float>,
+                                      scratch: UnsafeMutableRawPointer, level: parallax_simd_level = Builder.level) {
+            guard var lens else { preconditionFailure("fillQuantisedRow needs a pinhole or Brown–Conrady camera") }
+            let step = toRay.column(0), origin = toRay * SIMD3(0, Double(v), 1)
+            var originArray = (origin.x, origin.y, origin.z), stepArray = (step.x, step.y, step.z)
+            withUnsafePointer(to: &originArray) { o in
+                withUnsafePointer(to: &stepArray) { s in
+                    o.withMemoryRebound(to: Double.self, capacity: 3) { o in
+                        s.withMemoryRebound(to: Double.self, capacity: 3) { s in
+                            parallax_map_row_brown_quantised(&lens, o, s, outputSize.width, xs, ys, scratch, level)
+                        }
+                    }
+                }
+            }
+        }
+
         /// The map whose arrays `fill` writes completely (it is handed both arrays'
         /// uninitialised storage, `outputSize.area` entries each).
         package func map(_ fill: (UnsafeMutablePointer<Float>, UnsafeMutablePointer<Float>) -> Void) -> RectificationMap {

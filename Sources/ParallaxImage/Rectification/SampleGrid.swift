@@ -22,7 +22,8 @@ enum LumaPositions: @unchecked Sendable {
 
 /// The float source positions of one sample grid, produced one grid row at a time: luma
 /// rows as stored or computed, chroma rows derived from the luma rows where each chroma
-/// sample sits (see ``SampleGrid``).
+/// sample sits (see ``SampleGrid``). Computed full-grid rows are what a compiled map needs:
+/// positions that round to the model's 1/32 pixel, not always its exact floats.
 struct FloatRows: @unchecked Sendable {
     /// Where the luma positions come from, taken apart once: `row(_:scratch:)` runs once per
     /// grid row, and binding an enum's payload there copied the builder every time.
@@ -55,8 +56,9 @@ struct FloatRows: @unchecked Sendable {
     var sourceWidth: Int { grid == .full ? lumaSourceWidth : lumaSourceWidth / 2 }
     var sourceHeight: Int { grid == .chroma420 ? lumaSourceHeight / 2 : lumaSourceHeight }
 
-    /// Floats of scratch one thread needs for ``row(_:scratch:)``.
-    var scratchCount: Int { 6 * max(1, lumaWidth) }
+    /// Floats of scratch one thread needs for ``row(_:scratch:)``: two luma rows and a grid
+    /// row (x, y each), then the quantised row kernel's own.
+    var scratchCount: Int { 6 * max(1, lumaWidth) + ((builder?.quantisedRowScratchBytes ?? 0) + 3) / 4 }
 
     /// The positions of grid row `k` (`width` entries each), in `scratch` or in the stored map.
     func row(_ k: Int, scratch: UnsafeMutablePointer<Float>) -> (xs: UnsafePointer<Float>, ys: UnsafePointer<Float>) {
@@ -73,6 +75,13 @@ struct FloatRows: @unchecked Sendable {
         let outX = scratch + 4 * w, outY = outX + w
         switch grid {
         case .full:
+            if let builder, builder.fillsQuantisedRows {
+                // Only the rounding to 1/32 pixel reaches a compiled map: the quantised kernel
+                // gives the same entries for much less work.
+                let x = scratch, y = x + w
+                builder.fillQuantisedRow(k, xs: x, ys: y, scratch: UnsafeMutableRawPointer(scratch + 6 * w))
+                return (UnsafePointer(x), UnsafePointer(y))
+            }
             let (x, y, _) = lumaRow(k, 0, columnStep: 1)
             return (x, y)
         case .chroma422:
