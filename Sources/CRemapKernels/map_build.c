@@ -148,6 +148,7 @@ INLINE void brown_row_any(const parallax_brown_lens *lens, const double origin[3
 // ends) is computed exactly. The row written holds k / 32 (exactly representable) for decided
 // samples, the exact float elsewhere: both round to the same entry.
 
+// (The span must be a multiple of 8.)
 enum { QUANTISED_SPAN = 16, QUANTISED_LEAD_NODES = 2 };
 
 // Nodes a row of `width` columns needs: columns 16 (k − 2) for k = 0 … count − 1, so that
@@ -160,15 +161,15 @@ ptrdiff_t parallax_quantised_row_scratch_bytes(ptrdiff_t width) {
         + 2 * 6 * intervals * (ptrdiff_t)sizeof(float)                  // per interval and axis: r0, d1, d2, d3, limit, K0
         + width                                                          // undecided flags
         + width * (ptrdiff_t)sizeof(int32_t)                             // listed columns
-        + 2 * width * (ptrdiff_t)sizeof(float) + 64;                     // their exact positions, alignment slack
+        + 2 * width * (ptrdiff_t)sizeof(float) + 128;                    // their exact positions, alignment slack
 }
 
 // Per interval of one axis: the cubic through nodes f[-1], f[0], f[1], f[2] (spacing 16) as
-// 32 x = K0 + r0 + j (d1 + j (d2 + j d3)) for column 16 i + j, and the largest distance
-// |32 x − round(32 x)| at which the rounding is still certain (limit; negative: never).
+// 32 x = K0 + r0 + j (d1 + j (d2 + j d3)) for column 16 i + j (K0 an integer, held as a
+// float: |K0| < 2^21), and the largest distance |32 x − round(32 x)| at which the rounding is
+// still certain (limit; negative: never).
 typedef struct {
-    float *r0, *d1, *d2, *d3, *limit;
-    int32_t *k0;
+    float *r0, *d1, *d2, *d3, *limit, *k0;
 } interval_coefficients;
 
 INLINE void fit_intervals(const double *nodes, ptrdiff_t intervals, interval_coefficients out) {
@@ -182,9 +183,9 @@ INLINE void fit_intervals(const double *nodes, ptrdiff_t intervals, interval_coe
         const double c3 = -fm1 / 6 + f0 / 2 - f1 / 2 + f2 / 6;
         // Its error on [0, 1] is at most (9/16) / 24 · h⁴ max|f⁗| ≈ 0.0234 |Δ⁴f|; the bound
         // takes 16 times the larger of the two fourth differences around the interval, plus
-        // the float arithmetic below and twice half a float ulp of the position (2^-24 |x|), so
-        // that the exact float, which rounding cannot move across a boundary, cannot sit on one
-        // either.
+        // the float arithmetic below and half a float ulp of the position (at most 2^-24 |x|,
+        // and |x| < size + 1 on the interval), so that the exact float, which rounding cannot
+        // move across a boundary, cannot sit on one either.
         const double d4a = fabs(fm2 - 4 * fm1 + 6 * f0 - 4 * f1 + f2);
         const double d4b = fabs(fm1 - 4 * f0 + 6 * f1 - 4 * f2 + f3);
         const double d4 = d4a > d4b ? d4a : d4b;
@@ -192,15 +193,17 @@ INLINE void fit_intervals(const double *nodes, ptrdiff_t intervals, interval_coe
         // The float evaluation works on 32 (x − floor): its error grows with the slope terms,
         // not with the position, and stays below 2^-21 of them (five roundings of 2^-24 of
         // terms up to 32 times the slope, in units of 1/32); 2^-19 is four times that.
-        const double bound = 0.375 * d4 + 0x1p-23 * size + 0x1p-19 * (1 + slope) + 1e-7;
+        const double bound = 0.375 * d4 + 0x1p-24 * (size + 1) + 0x1p-19 * (1 + slope) + 1e-7;
         const double scaled = 32 * f0, k0 = floor(scaled);
         // NaN anywhere (an undefined node) fails this test; so do positions too far out.
         const int ok = (fabs(fm2) + fabs(f3) + size < 60000.0) & (bound < 0.01);
-        out.k0[i] = ok ? (int32_t)k0 : 0;
+        out.k0[i] = ok ? (float)k0 : 0.0f;
         out.r0[i] = ok ? (float)(scaled - k0) : 0.0f;
-        out.d1[i] = ok ? (float)(c1 * 2.0) : 0.0f;          // 32 c1 / 16
-        out.d2[i] = ok ? (float)(c2 * 0.125) : 0.0f;        // 32 c2 / 16²
-        out.d3[i] = ok ? (float)(c3 * 0.0078125) : 0.0f;    // 32 c3 / 16³
+        // Per column instead of per node spacing (powers of two: exact).
+        const double per_column = 1.0 / QUANTISED_SPAN;
+        out.d1[i] = ok ? (float)(32 * c1 * per_column) : 0.0f;
+        out.d2[i] = ok ? (float)(32 * c2 * per_column * per_column) : 0.0f;
+        out.d3[i] = ok ? (float)(32 * c3 * per_column * per_column * per_column) : 0.0f;
         out.limit[i] = ok ? (float)(0.5 - 32 * bound) : -1.0f;
     }
 }
@@ -211,14 +214,15 @@ INLINE void eval_interval(const interval_coefficients ax, const interval_coeffic
                           float *restrict out_x, float *restrict out_y, uint8_t *restrict undecided) {
     const float rx = ax.r0[i], x1 = ax.d1[i], x2 = ax.d2[i], x3 = ax.d3[i], limit_x = ax.limit[i];
     const float ry = ay.r0[i], y1 = ay.d1[i], y2 = ay.d2[i], y3 = ay.d3[i], limit_y = ay.limit[i];
-    const int32_t kx = ax.k0[i], ky = ay.k0[i];
+    const float kx = ax.k0[i], ky = ay.k0[i];
     for (int32_t j = 0; j < QUANTISED_SPAN; j++) {
         const float t = (float)j;
         const float vx = rx + t * (x1 + t * (x2 + t * x3)), vy = ry + t * (y1 + t * (y2 + t * y3));
         // Round to nearest (|v| < 2^22): the sum leaves no fraction bits.
         const float nx = (vx + 12582912.0f) - 12582912.0f, ny = (vy + 12582912.0f) - 12582912.0f;
-        out_x[j] = (float)(kx + (int32_t)nx) * 0.03125f;
-        out_y[j] = (float)(ky + (int32_t)ny) * 0.03125f;
+        // Integers below 2^22: the sums are exact, and so is k / 32.
+        out_x[j] = (kx + nx) * 0.03125f;
+        out_y[j] = (ky + ny) * 0.03125f;
         undecided[j] = (uint8_t)(!(fabsf(vx - nx) < limit_x) | !(fabsf(vy - ny) < limit_y));
     }
 }
@@ -232,10 +236,9 @@ INLINE void quantised_row(const parallax_brown_lens *lens, const double origin[3
     double *node_y = node_x + node_count;
     float *floats = (float *)(node_y + node_count);
     const ptrdiff_t n = intervals + 1;
-    interval_coefficients ax = {floats, floats + n, floats + 2 * n, floats + 3 * n, floats + 4 * n,
-                                (int32_t *)(floats + 5 * n)};
+    interval_coefficients ax = {floats, floats + n, floats + 2 * n, floats + 3 * n, floats + 4 * n, floats + 5 * n};
     interval_coefficients ay = {floats + 6 * n, floats + 7 * n, floats + 8 * n, floats + 9 * n, floats + 10 * n,
-                                (int32_t *)(floats + 11 * n)};
+                                floats + 11 * n};
     uint8_t *undecided = (uint8_t *)(floats + 12 * n);
     int32_t *columns = (int32_t *)(((uintptr_t)(undecided + width) + 3) & ~(uintptr_t)3);
     float *exact_x = (float *)(columns + width);
@@ -252,10 +255,12 @@ INLINE void quantised_row(const parallax_brown_lens *lens, const double origin[3
     // Everything not decided, and the columns after the last whole interval, exactly.
     const ptrdiff_t covered = intervals * QUANTISED_SPAN;
     ptrdiff_t count = 0;
-    for (ptrdiff_t u = 0; u < covered; u += 8) {
-        if (load8(undecided + u) == 0) continue;
+    for (ptrdiff_t u = 0; u < covered; u += QUANTISED_SPAN) {
+        uint64_t any = 0;
+        for (ptrdiff_t k = u; k < u + QUANTISED_SPAN; k += 8) any |= load8(undecided + k);
+        if (any == 0) continue;
         // Branch-free: a written column counts only where it is undecided.
-        for (ptrdiff_t k = u; k < u + 8; k++) {
+        for (ptrdiff_t k = u; k < u + QUANTISED_SPAN; k++) {
             columns[count] = (int32_t)k;
             count += undecided[k];
         }
@@ -371,35 +376,60 @@ INLINE int32_t lowest_tap_row(const float *xs, const float *ys, ptrdiff_t width,
 }
 
 // Quantises one row and writes every sample's packed entry (0 where the sample is not
-// inside the source or its offset from `base` does not fit), with the inside flags. `Int` is
-// int32_t where every offset of the plane fits 31 bits (any real image), int64_t otherwise,
-// so the common case vectorises eight samples wide.
-#define PACK_ROW(NAME, Int)                                                                                  \
-    INLINE void NAME(const float *xs, const float *ys, ptrdiff_t width, const parallax_compile_params *p,   \
-                     Int base, uint32_t *entries, uint8_t *inside) {                                         \
-        const Int source_width = (Int)p->source_width, source_height = (Int)p->source_height;              \
-        const Int row_bytes = (Int)p->source_row_bytes, stride = (Int)p->pixel_stride;                      \
-        const Int spare = (Int)p->spare, vector_read = (Int)p->vector_read, readable = (Int)p->readable;    \
-        const Int taps = (Int)p->taps;                                                                       \
-        const int32_t nearest = p->nearest, lead = p->lead;                                                  \
-        /* Local restrict pointers: the stores cannot alias the inputs. */                                  \
-        const float *restrict row_x = xs, *restrict row_y = ys;                                              \
-        uint32_t *restrict out = entries;                                                                    \
-        uint8_t *restrict flags = inside;                                                                    \
-        for (ptrdiff_t u = 0; u < width; u++) {                                                              \
-            const quantised q = quantise(row_x[u], row_y[u], nearest, lead);                                 \
-            const Int wx = q.ix, wy = q.iy;                                                                  \
-            const Int offset = wy * row_bytes + wx * stride - base;                                          \
-            const int in = q.defined & (wx >= 0) & (wy >= 0) & (wx + taps + spare <= source_width)                       \
-                & (wy + taps <= source_height) & ((wy + taps - 1) * row_bytes + wx * stride + vector_read <= readable) \
-                & (offset < PARALLAX_COMPILED_OFFSET_LIMIT);                                                 \
-            out[u] = in ? (uint32_t)offset << 10 | (uint32_t)q.fractions : 0;                                \
-            flags[u] = (uint8_t)in;                                                                          \
-        }                                                                                                    \
+// inside the source or its offset from `base` does not fit), with the inside flags. This is
+// the general form, in 64-bit arithmetic, for planes whose offsets need it (rare: pack_row32
+// below is the common case).
+INLINE void pack_row64(const float *xs, const float *ys, ptrdiff_t width, const parallax_compile_params *p,
+                       int64_t base, uint32_t *entries, uint8_t *inside) {
+    const int64_t source_width = p->source_width, source_height = p->source_height;
+    const int64_t row_bytes = p->source_row_bytes, stride = p->pixel_stride;
+    const int64_t spare = p->spare, vector_read = p->vector_read, readable = p->readable, taps = p->taps;
+    const int32_t nearest = p->nearest, lead = p->lead;
+    for (ptrdiff_t u = 0; u < width; u++) {
+        const quantised q = quantise(xs[u], ys[u], nearest, lead);
+        const int64_t wx = q.ix, wy = q.iy;
+        const int64_t offset = wy * row_bytes + wx * stride - base;
+        const int in = q.defined & (wx >= 0) & (wy >= 0) & (wx + taps + spare <= source_width)
+            & (wy + taps <= source_height) & ((wy + taps - 1) * row_bytes + wx * stride + vector_read <= readable)
+            & (offset < PARALLAX_COMPILED_OFFSET_LIMIT);
+        entries[u] = in ? (uint32_t)offset << 10 | (uint32_t)q.fractions : 0;
+        inside[u] = (uint8_t)in;
     }
+}
 
-PACK_ROW(pack_row32, int32_t)
-PACK_ROW(pack_row64, int64_t)
+// The same in 32-bit arithmetic, for non-negative strides whose offsets fit 31 bits (see
+// compile_row), sixteen samples per AVX-512 vector. The seven tests above become three
+// unsigned range tests: both first taps within [0, last], and the offset within
+// [0, limit], where limit joins the offset limit and the readable bytes (every sample
+// that passes the tap tests lies at or below the base row, so its offset is ≥ 0).
+INLINE void pack_row32(const float *xs, const float *ys, ptrdiff_t width, const parallax_compile_params *p,
+                       int32_t base, uint32_t *entries, uint8_t *inside) {
+    const int64_t last_x = p->source_width - p->taps - p->spare, last_y = p->source_height - p->taps;
+    int64_t limit = p->readable - p->vector_read - (int64_t)(p->taps - 1) * p->source_row_bytes - base;
+    if (limit > PARALLAX_COMPILED_OFFSET_LIMIT - 1) limit = PARALLAX_COMPILED_OFFSET_LIMIT - 1;
+    if (last_x < 0 || last_y < 0 || limit < 0) {
+        // No sample can be inside.
+        memset(entries, 0, (size_t)width * sizeof(uint32_t));
+        memset(inside, 0, (size_t)width);
+        return;
+    }
+    const uint32_t max_x = (uint32_t)last_x, max_y = (uint32_t)last_y, max_offset = (uint32_t)limit;
+    const int32_t row_bytes = (int32_t)p->source_row_bytes, stride = (int32_t)p->pixel_stride;
+    const int32_t nearest = p->nearest, lead = p->lead;
+    const float *restrict row_x = xs, *restrict row_y = ys;
+    uint32_t *restrict out = entries;
+    uint8_t *restrict flags = inside;
+    for (ptrdiff_t u = 0; u < width; u++) {
+        const quantised q = quantise(row_x[u], row_y[u], nearest, lead);
+        // An undefined sample gets a negative tap, which fails its range test.
+        const int32_t wx = q.defined ? q.ix : -1, wy = q.iy;
+        const int32_t offset = wy * row_bytes + wx * stride - base;
+        const int in = ((uint32_t)wx <= max_x) & ((uint32_t)wy <= max_y) & ((uint32_t)offset <= max_offset);
+        out[u] = in ? (uint32_t)offset << 10 | (uint32_t)q.fractions : 0;
+        flags[u] = (uint8_t)in;
+    }
+}
+
 
 INLINE void compile_row(const float *xs, const float *ys, ptrdiff_t width, const parallax_compile_params *p,
                         const parallax_compile_scratch *scratch, uint32_t *entries, parallax_compiled_row *row) {

@@ -4,4 +4,7 @@
 #ifndef PARALLAX_CLAPACK_H
 #define PARALLAX_CLAPACK_H
 #include <lapacke.h>
+
+// OpenBLAS (the library linked): worker threads for later calls (1 = none).
+void openblas_set_num_threads(int num_threads);
 #endif

@@ -59,6 +59,11 @@ public enum LinearAlgebra {
     /// ulps of the largest pivot, where the solution has lost every digit.
     public static let singularityThreshold = 1e-13
 
+    /// OpenBLAS on one thread, set before the first LAPACK call (a lazy global runs once).
+    /// The matrices here are small, and after a threaded call OpenBLAS's workers spin for a
+    /// fraction of a second waiting for the next: time taken from detection and map threads.
+    private static let serialBLAS: Void = openblas_set_num_threads(1)
+
     /// The singular value decomposition of `a` (LAPACK `dgesvd`, thin U and Vᵀ).
     public static func svd(_ a: Matrix) throws(LinearAlgebraError) -> SingularValueDecomposition {
         guard a.isFinite else { throw .nonFiniteInput(routine: "svd") }
@@ -69,6 +74,7 @@ public enum LinearAlgebra {
         var u = Matrix(rows: m, columns: k)
         var vt = Matrix(rows: k, columns: n)
         var superb = [Double](repeating: 0, count: max(1, k - 1))
+        _ = serialBLAS
         let info = work.withUnsafeMutableBufferPointer { wp in
             s.withUnsafeMutableBufferPointer { sp in
                 u.storage.withUnsafeMutableBufferPointer { up in
@@ -115,6 +121,7 @@ public enum LinearAlgebra {
         }
         var qr = a.storage
         var rhs = b
+        _ = serialBLAS
         let info = qr.withUnsafeMutableBufferPointer { qp in
             rhs.withUnsafeMutableBufferPointer { bp in
                 // Bounds: qr is m×n (lda = m), rhs is m×1 (ldb = m ≥ n).
@@ -141,6 +148,7 @@ public enum LinearAlgebra {
         guard a.isFinite else { throw .nonFiniteInput(routine: "cholesky") }
         let n = a.rows
         var l = a
+        _ = serialBLAS
         let info = l.storage.withUnsafeMutableBufferPointer { lp in
             // Bounds: n×n, lda = n.
             LAPACKE_dpotrf(LAPACK_COL_MAJOR, CChar(UInt8(ascii: "L")), Int32(n), lp.baseAddress, Int32(n))
@@ -170,6 +178,7 @@ public enum LinearAlgebra {
         }
         var factor = l.storage
         var x = b
+        _ = serialBLAS
         let info = factor.withUnsafeMutableBufferPointer { lp in
             x.withUnsafeMutableBufferPointer { xp in
                 // Bounds: factor n×n (lda = n), x n×1 (ldb = n).
@@ -186,6 +195,7 @@ public enum LinearAlgebra {
     public static func inverseSymmetricPositiveDefinite(_ a: Matrix) throws(LinearAlgebraError) -> Matrix {
         var l = try cholesky(a)
         let n = a.rows
+        _ = serialBLAS
         let info = l.storage.withUnsafeMutableBufferPointer { lp in
             LAPACKE_dpotri(LAPACK_COL_MAJOR, CChar(UInt8(ascii: "L")), Int32(n), lp.baseAddress, Int32(n))
         }
