@@ -1,3 +1,4 @@
+import Foundation
 import Testing
 import ParallaxCalibration
 import ParallaxGeometry
@@ -49,6 +50,84 @@ struct ChessboardDetectorTests {
         #expect(p90 < 0.15, "90th percentile distance to OpenCV \(p90) px")
         // Same ordering: a flipped board would put corners a whole board apart.
         #expect(distances.last ?? .infinity < 8)
+    }
+
+    /// A 9×6 board (10 × 7 squares of `square` pixels, turned 7°, anti-aliased by 4×4 samples per
+    /// pixel) on a mid-grey 640×480 image.
+    static func renderedBoard(square: Double) -> GrayImage {
+        var image = GrayImage(width: 640, height: 480)
+        let angle = 7.0 * Double.pi / 180, c = cos(angle), s = sin(angle)
+        let origin = SIMD2(320 - 5 * square, 240 - 3.5 * square)
+        for y in 0..<480 {
+            for x in 0..<640 {
+                var sum = 0.0
+                for sy in 0..<4 {
+                    for sx in 0..<4 {
+                        // Into board coordinates (in squares) around the image centre.
+                        let px = Double(x) + (Double(sx) + 0.5) / 4 - 320, py = Double(y) + (Double(sy) + 0.5) / 4 - 240
+                        let bx = (c * px + s * py + 320 - origin.x) / square, by = (-s * px + c * py + 240 - origin.y) / square
+                        if bx >= 0, bx < 10, by >= 0, by < 7 {
+                            sum += (Int(bx) + Int(by)) % 2 == 0 ? 30 : 225
+                        } else {
+                            sum += 128
+                        }
+                    }
+                }
+                image[x, y] = Float(sum / 16)
+            }
+        }
+        return image
+    }
+
+    /// Coarse first: the half-resolution search finds the sample boards and the corners refined
+    /// from it agree with a full-resolution search to a fraction of a pixel (the refinement
+    /// converges from either start to within its own start dependence).
+    @Test func theCoarseSearchFindsWhatTheFullSearchFinds() throws {
+        try TestFixtures.requireOpenCVSample()
+        var full = TestFixtures.detector(Self.board)
+        full.coarseFirst = false
+        let coarse = TestFixtures.detector(Self.board)
+        var worst = 0.0
+        for n in [1, 6, 12] {
+            let name = TestFixtures.sampleName("left", n)
+            let image = try GrayImage(ImageBuffer(contentsOfFile: TestFixtures.openCVData + "/" + name))
+            // The board is found on the halved image alone, so the coarse search is what ran.
+            var halfOnly = full
+            halfOnly.maximumDetectionWidth = 320
+            guard case .success = halfOnly.detect(in: image) else {
+                Issue.record("\(name): not found at half resolution")
+                continue
+            }
+            guard case .success(let a) = coarse.detect(in: image), case .success(let b) = full.detect(in: image) else {
+                Issue.record("\(name): not found")
+                continue
+            }
+            for (p, q) in zip(a.corners, b.corners) { worst = max(worst, length(p - q)) }
+        }
+        #expect(worst < 0.1, "coarse-first corners \(worst) px from the full search's")
+    }
+
+    /// Squares too small for half resolution (8 px, 4 at half): the coarse search finds nothing and the full
+    /// search still finds the board.
+    @Test func smallSquaresFallBackToTheFullSearch() throws {
+        let image = Self.renderedBoard(square: 8)
+        var halfOnly = TestFixtures.detector(Self.board)
+        halfOnly.coarseFirst = false
+        halfOnly.maximumDetectionWidth = 320
+        guard case .failure = halfOnly.detect(in: image) else {
+            Issue.record("8 px squares were found at half resolution: the fallback is not exercised")
+            return
+        }
+        guard case .success(let detection) = TestFixtures.detector(Self.board).detect(in: image) else {
+            Issue.record("the full search did not find 8 px squares")
+            return
+        }
+        #expect(detection.corners.count == 54)
+        // And a board with large squares is found either way.
+        guard case .success = halfOnly.detect(in: Self.renderedBoard(square: 40)) else {
+            Issue.record("40 px squares not found at half resolution")
+            return
+        }
     }
 
     @Test func rejectsAnImageWithoutABoard() {

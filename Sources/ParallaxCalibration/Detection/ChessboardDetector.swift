@@ -72,6 +72,11 @@ public struct ChessboardDetector: Sendable {
     public var blurSigma: Double = 1.5
     /// Images wider than this are detected on a halved copy, then refined at full resolution.
     public var maximumDetectionWidth = 1000
+    /// Search a copy at half the detection scale first (when it is at least
+    /// ``minimumCoarseWidth`` wide), and the detection scale only where that finds no board.
+    public var coarseFirst = true
+    /// The narrowest half-scale copy worth searching first.
+    public var minimumCoarseWidth = 320
 
     /// A detector for `board` with the default budget and blur.
     public init(board: CalibrationBoard) {
@@ -101,6 +106,23 @@ public struct ChessboardDetector: Sendable {
             working = working.halved()
             scale *= 2
         }
+        // Coarse first: a board whose squares are large enough is found at half the resolution
+        // for a quarter of the candidate search, and refined on the full image all the same
+        // (the refinement starts within a pixel or two of the corner, as it does from the
+        // detection scale). Only where that fails does the search run at the detection scale.
+        if coarseFirst, working.width / 2 >= minimumCoarseWidth {
+            let found = detect(on: working.halved(), scale: scale * 2, original: image, clock: clock, deadline: deadline)
+            if case .success = found { return found }
+            if late() { return .failure(.timeBudgetExceeded(seconds: timeBudgetSeconds)) }
+        }
+        return detect(on: working, scale: scale, original: image, clock: clock, deadline: deadline)
+    }
+
+    /// Finds the board in `working` (the original image reduced by `scale`) and refines its
+    /// corners on `original`.
+    private func detect(on working: GrayImage, scale: Double, original image: GrayImage, clock: ContinuousClock,
+                        deadline: ContinuousClock.Instant) -> Result<ChessboardDetection, DetectionFailure> {
+        func late() -> Bool { clock.now > deadline }
         // Truncating at 2.5σ loses 1 % of the kernel's weight, irrelevant for finding candidates
         // (the sub-pixel stage blurs the original image itself) and saves a sixth of the work.
         let blurred = working.gaussianBlurred(sigma: blurSigma, truncation: 2.5)
