@@ -60,9 +60,10 @@ public struct ChessboardDetection: Sendable {
 ///    for a board seen from the front), and the square between the first four
 ///    corners is dark. For a board whose sides have an odd total of squares
 ///    this fixes the origin even when the board is upside down.
-/// 5. **Sub-pixel refinement** (``SubpixelRefinement``).
+/// 5. **Sub-pixel refinement** (``SubpixelRefinement``), always on the full image.
 ///
-/// Every loop checks a deadline, so detection ends within its time budget.
+/// Steps 1–4 run on a copy at half resolution first (see ``coarseFirst``), and on the
+/// detection scale itself only where that finds no board. Every loop checks a deadline, so detection ends within its time budget.
 public struct ChessboardDetector: Sendable {
     /// The board to find (its inner-corner counts decide the grid size and orientation).
     public var board: CalibrationBoard
