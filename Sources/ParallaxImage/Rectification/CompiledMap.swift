@@ -38,7 +38,7 @@ final class CompiledMap: @unchecked Sendable {
     let spanStart: UnsafeMutablePointer<Int32>
     let spanEnd: UnsafeMutablePointer<Int32>
     /// Samples outside spans.
-    let slow: [SlowSample]
+    private(set) var slow: [SlowSample]
     /// The layout this was compiled for.
     let sourceRowBytes: Int
     let sourceWidth: Int
@@ -136,39 +136,79 @@ final class CompiledMap: @unchecked Sendable {
     /// go to the block's side table here.
     private static func compileBlock(_ job: UnsafePointer<CompileJob>, _ block: Int) {
         let j = job.pointee
-        let width = j.width
-        var params = parallax_compile_params()
-        params.source_width = Int64(j.sourceWidth)
-        params.source_height = Int64(j.sourceHeight)
-        params.source_row_bytes = Int64(j.sourceRowBytes)
-        params.pixel_stride = Int64(j.layout.pixelStride)
-        params.taps = Int32(j.interpolation.taps)
-        // Only the bilinear vector kernels read past a sample (see SampleLayout.spareColumns).
-        params.spare = Int32(j.interpolation == .bilinear ? j.layout.spareColumns : 0)
-        params.lead = j.interpolation == .bicubic ? 1 : 0
-        params.nearest = j.interpolation == .nearest ? 1 : 0
-        // Vector reads: the bilinear kernels load 4 bytes at each tap (SampleLayout.vectorReadBytes),
-        // which may run past the last sample of the last source row; such samples stay out of spans.
-        params.vector_read = Int64(j.interpolation == .bilinear ? j.layout.vectorReadBytes : 0)
-        params.readable = Int64((j.sourceHeight - 1) * j.sourceRowBytes + j.sourceWidth * j.layout.pixelStride)
+        let compiler = RowCompiler(rows: j.rows, sourceRowBytes: j.sourceRowBytes, layout: j.layout,
+                                   interpolation: j.interpolation)
+        defer { compiler.deallocate() }
         var slow: [SlowSample] = []
-        // Scratch rows for the kernel: one allocation per block, not per row.
-        let columns = max(1, width)
-        let words = UnsafeMutablePointer<Int32>.allocate(capacity: 3 * columns)
-        let inside = UnsafeMutablePointer<UInt8>.allocate(capacity: columns)
-        let floats = UnsafeMutablePointer<Float>.allocate(capacity: j.rows.scratchCount)
-        defer { words.deallocate(); inside.deallocate(); floats.deallocate() }
-        var scratch = parallax_compile_scratch(tap_x: words, tap_y: words + columns, fractions: words + 2 * columns,
-                                               inside: inside)
         for v in j.rows(ofBlock: block) {
-            let row = v * width
-            let out = j.entries + row
+            compiler.compile(row: v, into: j.entries + v * j.width, rowBase: j.rowBase + v, spanStart: j.spanStart + v,
+                             spanEnd: j.spanEnd + v, slow: &slow, level: j.level)
+        }
+        j.blockSlow[block] = slow
+    }
+
+    /// What compiling one row needs: the kernel's parameters and scratch (allocated once,
+    /// reused for every row; ``deallocate()`` frees it).
+    struct RowCompiler {
+        let rows: FloatRows
+        private var params = parallax_compile_params()
+        private let words: UnsafeMutablePointer<Int32>
+        private let inside: UnsafeMutablePointer<UInt8>
+        private let floats: UnsafeMutablePointer<Float>
+
+        init(rows: FloatRows, sourceRowBytes: Int, layout: SampleLayout, interpolation: Interpolation) {
+            self.rows = rows
+            params.source_width = Int64(rows.sourceWidth)
+            params.source_height = Int64(rows.sourceHeight)
+            params.source_row_bytes = Int64(sourceRowBytes)
+            params.pixel_stride = Int64(layout.pixelStride)
+            params.taps = Int32(interpolation.taps)
+            // Only the bilinear vector kernels read past a sample (see SampleLayout.spareColumns).
+            params.spare = Int32(interpolation == .bilinear ? layout.spareColumns : 0)
+            params.lead = interpolation == .bicubic ? 1 : 0
+            params.nearest = interpolation == .nearest ? 1 : 0
+            // Vector reads: the bilinear kernels load 4 bytes at each tap (SampleLayout.vectorReadBytes),
+            // which may run past the last sample of the last source row; such samples stay out of spans.
+            params.vector_read = Int64(interpolation == .bilinear ? layout.vectorReadBytes : 0)
+            params.readable = Int64((rows.sourceHeight - 1) * sourceRowBytes + rows.sourceWidth * layout.pixelStride)
+            let columns = max(1, rows.width)
+            words = .allocate(capacity: 3 * columns)
+            inside = .allocate(capacity: columns)
+            floats = .allocate(capacity: rows.scratchCount)
+        }
+
+        func deallocate() {
+            words.deallocate()
+            inside.deallocate()
+            floats.deallocate()
+        }
+
+        /// Compiles grid row `v` into one row of entries (`rows.width` of them) and its base and
+        /// span, appending the samples outside the span to `slow` (their entries index it). A
+        /// row outside the grid is all border.
+        func compile(row v: Int, into out: UnsafeMutablePointer<UInt32>, rowBase: UnsafeMutablePointer<Int>,
+                     spanStart: UnsafeMutablePointer<Int32>, spanEnd: UnsafeMutablePointer<Int32>,
+                     slow: inout [SlowSample], level: parallax_simd_level) {
+            let width = rows.width
+            guard v >= 0, v < rows.height else {
+                rowBase.pointee = 0
+                spanStart.pointee = 0
+                spanEnd.pointee = 0
+                for u in 0..<width {
+                    out[u] = UInt32(slow.count)
+                    slow.append(.undefined)
+                }
+                return
+            }
+            var scratch = parallax_compile_scratch(tap_x: words, tap_y: words + max(1, width),
+                                                   fractions: words + 2 * max(1, width), inside: inside)
+            var params = self.params
             var compiled = parallax_compiled_row()
-            let positions = j.rows.row(v, scratch: floats)
-            parallax_compile_row(positions.xs, positions.ys, width, &params, &scratch, out, &compiled, j.level)
-            j.rowBase[v] = Int(compiled.base)
-            j.spanStart[v] = Int32(compiled.span_start)
-            j.spanEnd[v] = Int32(compiled.span_end)
+            let positions = rows.row(v, scratch: floats)
+            parallax_compile_row(positions.xs, positions.ys, width, &params, &scratch, out, &compiled, level)
+            rowBase.pointee = Int(compiled.base)
+            spanStart.pointee = Int32(compiled.span_start)
+            spanEnd.pointee = Int32(compiled.span_end)
             // The samples outside the span go to the side table.
             func setAside(_ range: Range<Int>) {
                 for u in range {
@@ -181,13 +221,54 @@ final class CompiledMap: @unchecked Sendable {
             setAside(0..<compiled.span_start)
             setAside(compiled.span_end..<width)
         }
-        j.blockSlow[block] = slow
+    }
+
+    /// A map of `chunkRows` rows of `rows`' grid whose entries are compiled on demand by
+    /// ``recompile(firstRow:count:level:)``: what a rectifier with compact maps keeps per
+    /// band instead of the whole map.
+    init(chunkOf rows: FloatRows, chunkRows: Int, sourceRowBytes: Int, layout: SampleLayout,
+         interpolation: Interpolation) {
+        width = rows.width
+        height = max(1, chunkRows)
+        self.sourceRowBytes = sourceRowBytes
+        sourceWidth = rows.sourceWidth
+        sourceHeight = rows.sourceHeight
+        self.layout = layout
+        self.interpolation = interpolation
+        entries = EntryMemory.take(max(1, width * height))
+        rowBase = .allocate(capacity: height)
+        spanStart = .allocate(capacity: height)
+        spanEnd = .allocate(capacity: height)
+        rowBase.initialize(repeating: 0, count: height)
+        spanStart.initialize(repeating: 0, count: height)
+        spanEnd.initialize(repeating: 0, count: height)
+        slow = []
+        // Room for a whole chunk outside spans: refills then never allocate.
+        slow.reserveCapacity(width * height)
+        chunkCompiler = RowCompiler(rows: rows, sourceRowBytes: sourceRowBytes, layout: layout,
+                                    interpolation: interpolation)
+    }
+
+    /// The compiler of a chunk map (nil for a whole map).
+    private var chunkCompiler: RowCompiler?
+
+    /// Compiles grid rows `firstRow ..< firstRow + count` (`count` at most the chunk's rows)
+    /// into rows `0 ..< count` of this chunk map; rows outside the grid are border.
+    func recompile(firstRow: Int, count: Int, level: parallax_simd_level = CompiledMap.level) {
+        guard let compiler = chunkCompiler else { preconditionFailure("recompile needs a chunk map") }
+        precondition(count <= height, "a chunk holds \(height) rows")
+        slow.removeAll(keepingCapacity: true)
+        for r in 0..<count {
+            compiler.compile(row: firstRow + r, into: entries + r * width, rowBase: rowBase + r, spanStart: spanStart + r,
+                             spanEnd: spanEnd + r, slow: &slow, level: level)
+        }
     }
 
     /// The widest level of the compiling kernel this CPU runs, asked once.
     static let level = parallax_map_simd_level()
 
     deinit {
+        chunkCompiler?.deallocate()
         EntryMemory.give(entries, count: max(1, width * height))
         rowBase.deallocate()
         spanStart.deallocate()

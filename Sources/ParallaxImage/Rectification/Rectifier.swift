@@ -58,6 +58,10 @@ public final class Rectifier: @unchecked Sendable {
     /// The vector instructions the kernels use: the level asked for at creation, lowered
     /// to what the CPU supports. Every level gives the same pixels.
     public let simdLevel: SIMDLevel
+    /// Whether this rectifier keeps compact maps: no whole fixed-point map per plane, but
+    /// each band's entries compiled from the camera models a few rows at a time as the pair
+    /// is resampled (see ``init(calibration:convergenceDistance:options:orientation:interpolation:threads:simdLevel:compactMaps:)``).
+    public let compactMaps: Bool
 
     /// Where the source positions come from.
     private enum Positions {
@@ -93,7 +97,7 @@ public final class Rectifier: @unchecked Sendable {
         self.init(positions: .stored(maps), rectification: maps.rectification, orientation: maps.orientation,
                   outputSize: maps.left.outputSize, sourceSizes: (maps.left.sourceSize, maps.right.sourceSize),
                   interpolation: interpolation, pool: WorkerPool.shared(threadCount: threads ?? WorkerPool.processorCount),
-                  simdLevel: simdLevel)
+                  simdLevel: simdLevel, compactMaps: false)
     }
 
     /// A rectifier for a calibration: OpenCV-style rectification with
@@ -106,12 +110,18 @@ public final class Rectifier: @unchecked Sendable {
     /// rectified (or ``prepare(for:)``), without float maps in between; ``maps`` builds
     /// those on demand.
     ///
+    /// With `compactMaps`, no whole fixed-point map is kept: every pair compiles its entries
+    /// from the camera models 8 rows at a time, into tables of 8 rows per band (about a
+    /// twentieth of the memory at 1080p, and no build before the first pair). The pixels are
+    /// the same as with whole maps (the same entries; `CompactMapTests`); each pair costs
+    /// the compilation on top of the resampling (`parallax bench rectify --compact`).
+    ///
     /// - Throws: ``RectificationError`` when the calibration cannot be rectified.
     public convenience init(calibration: StereoCalibration, convergenceDistance: Double? = nil,
                             options: RectificationOptions = RectificationOptions(),
                             orientation: OutputOrientation = .identity,
                             interpolation: Interpolation = .bilinear, threads: Int? = nil,
-                            simdLevel: SIMDLevel = .supported) throws(RectificationError) {
+                            simdLevel: SIMDLevel = .supported, compactMaps: Bool = false) throws(RectificationError) {
         var rectification = try calibration.rectification(options)
         if let convergenceDistance { rectification = rectification.converged(atDistance: convergenceDistance) }
         let r = rectification
@@ -122,13 +132,14 @@ public final class Rectifier: @unchecked Sendable {
         self.init(positions: .model(left: left, right: right), rectification: r, orientation: orientation,
                   outputSize: left.outputSize, sourceSizes: (calibration.left.size, calibration.right.size),
                   interpolation: interpolation, pool: WorkerPool.shared(threadCount: threads ?? WorkerPool.processorCount),
-                  simdLevel: simdLevel)
+                  simdLevel: simdLevel, compactMaps: compactMaps)
     }
 
     private init(positions: Positions, rectification: StereoRectification, orientation: OutputOrientation,
                  outputSize: ImageSize, sourceSizes: (left: ImageSize, right: ImageSize),
-                 interpolation: Interpolation, pool: WorkerPool, simdLevel: SIMDLevel) {
+                 interpolation: Interpolation, pool: WorkerPool, simdLevel: SIMDLevel, compactMaps: Bool) {
         self.positions = positions
+        self.compactMaps = compactMaps
         self.baseRectification = rectification
         self.orientation = orientation
         self.outputSize = outputSize
@@ -256,12 +267,32 @@ public final class Rectifier: @unchecked Sendable {
         case .chroma422: shift.x /= 2
         case .chroma420: shift = SIMD2(shift.x / 2, shift.y / 2)
         }
-        if let chroma = band.chroma {
-            RemapKernels.run422(luma: job.map, chroma: plan.jobs[chroma].map, rows: band.rows, source: sourceBase,
+        if let chunks = band.chunks {
+            // Compact maps: this band's rows a chunk at a time, each chunk's entries compiled
+            // first (map rows `v − shift.y`, so the chunk runs unshifted vertically).
+            var start = band.rows.lowerBound
+            while start < band.rows.upperBound {
+                let count = min(Band.chunkRows, band.rows.upperBound - start)
+                chunks.luma.recompile(firstRow: start - shift.y, count: count)
+                chunks.chroma?.recompile(firstRow: start - shift.y, count: count)
+                let out = destinationBase + start * destinationRowBytes
+                if let chroma = chunks.chroma {
+                    RemapKernels.run422(luma: chunks.luma, chroma: chroma, rows: 0..<count, source: sourceBase,
+                                        destination: out, destinationRowBytes: destinationRowBytes,
+                                        shift: SIMD2(shift.x, 0), level: pair.pointee.level)
+                } else {
+                    RemapKernels.run(chunks.luma, rows: 0..<count, source: sourceBase, destination: out,
+                                     destinationRowBytes: destinationRowBytes, shift: SIMD2(shift.x, 0),
+                                     level: pair.pointee.level)
+                }
+                start += count
+            }
+        } else if let chroma = band.chroma, let map = job.map, let chromaMap = plan.jobs[chroma].map {
+            RemapKernels.run422(luma: map, chroma: chromaMap, rows: band.rows, source: sourceBase,
                                 destination: destinationBase, destinationRowBytes: destinationRowBytes, shift: shift,
                                 level: pair.pointee.level)
-        } else {
-            RemapKernels.run(job.map, rows: band.rows, source: sourceBase,
+        } else if let map = job.map {
+            RemapKernels.run(map, rows: band.rows, source: sourceBase,
                              destination: destinationBase, destinationRowBytes: destinationRowBytes, shift: shift,
                              level: pair.pointee.level)
         }
@@ -438,11 +469,22 @@ public final class Rectifier: @unchecked Sendable {
     }
 
     /// One plane of one image, compiled.
-    private struct Job { var side: Int; var plane: Int; var grid: SampleGrid; var map: CompiledMap }
+    /// One plane of one image, compiled (`map`), or for compact maps the positions its
+    /// bands compile from.
+    private struct Job {
+        var side: Int; var plane: Int; var grid: SampleGrid; var map: CompiledMap?
+        var rows: FloatRows; var rowBytes: Int; var layout: SampleLayout
+    }
     /// A band of rows of one job: the unit handed to a thread. For YUYV and UYVY, `chroma`
     /// is the 4:2:2 chroma job of the same rows, run with the luma job by one thread
     /// (``RemapKernels/run422(luma:chroma:rows:source:destination:destinationRowBytes:shift:level:)``).
-    private struct Band { var job: Int; var rows: Range<Int>; var chroma: Int? = nil }
+    private struct Band {
+        var job: Int; var rows: Range<Int>; var chroma: Int? = nil
+        /// Compact maps: this band's chunk tables (luma, and chroma for YUYV and UYVY).
+        var chunks: (luma: CompiledMap, chroma: CompiledMap?)? = nil
+        /// Rows per chunk of a compact map.
+        static let chunkRows = 8
+    }
     private final class PairPlan: @unchecked Sendable {
         let jobs: [Job]
         let bands: [Band]
@@ -463,23 +505,33 @@ public final class Rectifier: @unchecked Sendable {
         for side in 0..<2 {
             let strides = side == 0 ? key.left : key.right
             for entry in key.format.remapPlanes {
-                let map = compiledMap(side: side, grid: entry.grid, rowBytes: strides[entry.plane], layout: entry.layout)
-                jobs.append(Job(side: side, plane: entry.plane, grid: entry.grid, map: map))
+                let rowBytes = strides[entry.plane]
+                let source = floatRows(side: side, grid: entry.grid)
+                let compact = compactMaps && source != nil
+                let map = compact ? nil : compiledMap(side: side, grid: entry.grid, rowBytes: rowBytes, layout: entry.layout)
+                let positions = source ?? FloatRows.empty(grid: entry.grid)
+                jobs.append(Job(side: side, plane: entry.plane, grid: entry.grid, map: map, rows: positions,
+                                rowBytes: rowBytes, layout: entry.layout))
                 if entry.grid == .chroma422 {
                     // YUYV and UYVY interleave luma and chroma in one plane: the luma job just
                     // before this one has the same rows, and its bands take this job along, so
                     // no two threads write neighbouring bytes (or one cache line) of a row.
                     let chroma = jobs.count - 1
-                    for b in bands.indices where bands[b].job == chroma - 1 { bands[b].chroma = chroma }
+                    for b in bands.indices where bands[b].job == chroma - 1 {
+                        bands[b].chroma = chroma
+                        if let luma = bands[b].chunks?.luma { bands[b].chunks = (luma, chunkMap(jobs[chroma])) }
+                    }
                     continue
                 }
                 // Bands of 16–64 rows: several per thread for balance, small
                 // enough that a band's source rows stay in cache.
-                let rows = map.height
+                let rows = map?.height ?? positions.height
                 let bandRows = max(16, min(64, rows / max(1, pool.threadCount * 4)))
                 var start = 0
                 while start < rows {
-                    bands.append(Band(job: jobs.count - 1, rows: start..<min(rows, start + bandRows)))
+                    var band = Band(job: jobs.count - 1, rows: start..<min(rows, start + bandRows))
+                    if compact { band.chunks = (chunkMap(jobs[jobs.count - 1]), nil) }
+                    bands.append(band)
                     start += bandRows
                 }
             }
@@ -487,6 +539,22 @@ public final class Rectifier: @unchecked Sendable {
         let plan = PairPlan(jobs: jobs, bands: bands)
         plans[key] = plan
         return plan
+    }
+
+    /// The positions of one side's grid computed from its camera model, or nil for a
+    /// rectifier made from stored maps (which compact maps do not apply to).
+    private func floatRows(side: Int, grid: SampleGrid) -> FloatRows? {
+        guard case .model(let left, let right) = positions else { return nil }
+        let source = side == 0 ? sourceSizes.left : sourceSizes.right
+        return FloatRows(luma: .model(side == 0 ? left : right), lumaWidth: outputSize.width,
+                         lumaHeight: outputSize.height, lumaSourceWidth: source.width,
+                         lumaSourceHeight: source.height, grid: grid)
+    }
+
+    /// A compact map's chunk table for one job.
+    private func chunkMap(_ job: Job) -> CompiledMap {
+        CompiledMap(chunkOf: job.rows, chunkRows: Band.chunkRows, sourceRowBytes: job.rowBytes, layout: job.layout,
+                    interpolation: interpolation)
     }
 
     private func compiledMap(side: Int, grid: SampleGrid, rowBytes: Int, layout: SampleLayout) -> CompiledMap {

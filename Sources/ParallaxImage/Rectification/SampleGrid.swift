@@ -56,6 +56,12 @@ struct FloatRows: @unchecked Sendable {
     var sourceWidth: Int { grid == .full ? lumaSourceWidth : lumaSourceWidth / 2 }
     var sourceHeight: Int { grid == .chroma420 ? lumaSourceHeight / 2 : lumaSourceHeight }
 
+    /// Placeholder positions for a job that has a compiled map and never asks for rows.
+    static func empty(grid: SampleGrid) -> FloatRows {
+        FloatRows(luma: .stored(xs: UnsafePointer(bitPattern: 1)!, ys: UnsafePointer(bitPattern: 1)!), lumaWidth: 0,
+                  lumaHeight: 0, lumaSourceWidth: 0, lumaSourceHeight: 0, grid: grid)
+    }
+
     /// Floats of scratch one thread needs for ``row(_:scratch:)``: two luma rows and a grid
     /// row (x, y each), then the quantised row kernel's own.
     var scratchCount: Int { 6 * max(1, lumaWidth) + ((builder?.quantisedRowScratchBytes ?? 0) + 3) / 4 }

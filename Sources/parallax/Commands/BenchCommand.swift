@@ -83,9 +83,11 @@ struct BenchOptions: ParsableArguments {
 
     /// A rectifier for `calibration` with these options' threads and level, or an error naming
     /// the calibration.
-    func rectifier(for calibration: StereoCalibration, interpolation: Interpolation = .bilinear) throws -> Rectifier {
+    func rectifier(for calibration: StereoCalibration, interpolation: Interpolation = .bilinear,
+                   compactMaps: Bool = false) throws -> Rectifier {
         do {
-            return try Rectifier(calibration: calibration, interpolation: interpolation, threads: threadCount, simdLevel: simdLevel)
+            return try Rectifier(calibration: calibration, interpolation: interpolation, threads: threadCount,
+                                 simdLevel: simdLevel, compactMaps: compactMaps)
         } catch {
             throw CLIError("\(self.calibration ?? "the benchmark rig"): \(error)")
         }
@@ -159,11 +161,14 @@ struct BenchRectifyCommand: ParsableCommand {
     @Option(name: .long, help: "Also write the rig, maps and source images here (for Benchmarks/compare-opencv).")
     var export: String?
 
+    @Flag(name: .long, help: "Compact maps: no whole fixed-point maps, each pair compiles its entries a few rows at a time.")
+    var compact = false
+
     func run() throws {
         let format = options.pixelFormat
         let calibration = try options.loadCalibration()
         let size = calibration.left.size
-        let rectifier = try options.rectifier(for: calibration, interpolation: interpolation)
+        let rectifier = try options.rectifier(for: calibration, interpolation: interpolation, compactMaps: compact)
         let left = try BenchImages.pattern(format, size: size, seed: 1)
         let right = try BenchImages.pattern(format, size: size, seed: 2)
         if let export { try BenchImages.export(to: export, calibration: calibration, rectifier: rectifier, left: left, right: right) }
@@ -201,14 +206,14 @@ struct BenchRectifyCommand: ParsableCommand {
             print(JSONValue.object(JSONObject([
                 ("operation", .string("rectify-pair")), ("size", .string("\(size)")), ("format", .string(format.rawValue)),
                 ("threads", .number(Double(options.threadCount))), ("iterations", .number(Double(options.iterations))),
-                ("interpolation", .string(rectifier.interpolation.rawValue)),
+                ("interpolation", .string(rectifier.interpolation.rawValue)), ("compact_maps", .bool(compact)),
                 ("ms_per_pair_median", jsonNumber(median)), ("ms_per_pair_min", jsonNumber(minimum)),
                 ("megapixels_per_second", jsonNumber(megapixels)),
                 ("convergence_change_ms_median", jsonNumber(change.median)), ("convergence_change_ms_max", jsonNumber(changeMax)),
                 ("ms_per_converged_pair_median", jsonNumber(shifted.median)),
             ] + options.contextFields)).serialized(indent: 0))
         } else {
-            print("rectify-pair \(size) \(format.rawValue) \(rectifier.interpolation.rawValue), \(options.threadCount) thread(s), "
+            print("rectify-pair \(size) \(format.rawValue) \(rectifier.interpolation.rawValue)\(compact ? ", compact maps" : ""), \(options.threadCount) thread(s), "
                 + "\(rectifier.simdLevel): median \(formatNumber(median)) ms, min \(formatNumber(minimum)) ms per pair, \(String(format: "%.1f", megapixels)) MP/s")
             print("convergence change (set the plane, apply it; no map rebuilt): median \(formatNumber(change.median)) ms, "
                 + "max \(formatNumber(changeMax)) ms; the pairs after it: median \(formatNumber(shifted.median)) ms")
