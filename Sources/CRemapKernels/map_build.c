@@ -151,36 +151,61 @@ INLINE void brown_row_any(const parallax_brown_lens *lens, const double origin[3
 // (The span must be a multiple of 8.)
 enum { QUANTISED_SPAN = 16, QUANTISED_LEAD_NODES = 2 };
 
-// Nodes a row of `width` columns needs: columns 16 (k − 2) for k = 0 … count − 1, so that
-// every whole interval [16 i, 16 i + 16) has nodes i − 2 … i + 3 around it.
-INLINE ptrdiff_t quantised_node_count(ptrdiff_t width) { return width / QUANTISED_SPAN + 6; }
-
-ptrdiff_t parallax_quantised_row_scratch_bytes(ptrdiff_t width) {
-    const ptrdiff_t nodes = quantised_node_count(width), intervals = width / QUANTISED_SPAN + 1;
-    return 2 * nodes * (ptrdiff_t)sizeof(double)                        // node positions
-        + 2 * 6 * intervals * (ptrdiff_t)sizeof(float)                  // per interval and axis: r0, d1, d2, d3, limit, K0
-        + width                                                          // undecided flags
-        + width * (ptrdiff_t)sizeof(int32_t)                             // listed columns
-        + 2 * width * (ptrdiff_t)sizeof(float) + 128;                    // their exact positions, alignment slack
-}
+// Intervals are fitted and stored sixteen at a time, so that evaluating one reads all its
+// coefficients at fixed distances from one address (separate arrays cost a register each).
+enum { BLOCK_INTERVALS = 16 };
 
 // Per interval of one axis: the cubic through nodes f[-1], f[0], f[1], f[2] (spacing 16) as
 // 32 x = K0 + r0 + j (d1 + j (d2 + j d3)) for column 16 i + j (K0 an integer, held as a
 // float: |K0| < 2^21), and the largest distance |32 x − round(32 x)| at which the rounding is
 // still certain (limit; negative: never).
 typedef struct {
-    float *r0, *d1, *d2, *d3, *limit, *k0;
-} interval_coefficients;
+    float r0[BLOCK_INTERVALS], d1[BLOCK_INTERVALS], d2[BLOCK_INTERVALS], d3[BLOCK_INTERVALS];
+    float limit[BLOCK_INTERVALS], k0[BLOCK_INTERVALS];
+} axis_block;
 
-INLINE void fit_intervals(const double *nodes, ptrdiff_t intervals, interval_coefficients out) {
+typedef struct {
+    axis_block x, y;
+} interval_block;
+
+INLINE ptrdiff_t quantised_block_count(ptrdiff_t width) {
+    return (width / QUANTISED_SPAN + BLOCK_INTERVALS - 1) / BLOCK_INTERVALS;
+}
+
+// Nodes a row of `width` columns needs: columns 16 (k − 2) for k = 0 … count − 1, so that
+// every whole interval [16 i, 16 i + 16) has nodes i − 2 … i + 3 around it.
+INLINE ptrdiff_t quantised_node_count(ptrdiff_t width) { return width / QUANTISED_SPAN + 6; }
+
+// The node arrays hold whole blocks' worth: the fit reads nodes i … i + 5 for every interval
+// of a block, and those past the row's nodes are NaN, which no fit accepts. (At least
+// quantised_node_count: the row's last interval may end a block.)
+INLINE ptrdiff_t quantised_node_capacity(ptrdiff_t width) {
+    return quantised_block_count(width) * BLOCK_INTERVALS + 6;
+}
+
+ptrdiff_t parallax_quantised_row_scratch_bytes(ptrdiff_t width) {
+    const ptrdiff_t blocks = quantised_block_count(width), nodes = quantised_node_capacity(width);
+    return blocks * (ptrdiff_t)sizeof(interval_block)                  // coefficients
+        + 2 * nodes * (ptrdiff_t)sizeof(double)                        // node positions
+        + width + blocks * BLOCK_INTERVALS + 8                          // undecided flags, per sample and interval
+        + width * (ptrdiff_t)sizeof(int32_t)                            // listed columns
+        + 2 * width * (ptrdiff_t)sizeof(float) + 192;                   // their exact positions, alignment slack
+}
+
+// One block of intervals of one axis; `f` holds the nodes from the block's first interval's
+// node i − 2 on.
+INLINE void fit_block(const double *nodes, axis_block *restrict out) {
     const double *restrict f = nodes;
-    for (ptrdiff_t i = 0; i < intervals; i++) {
+    for (int i = 0; i < BLOCK_INTERVALS; i++) {
         // Nodes i … i + 5 are columns 16 (i − 2) … 16 (i + 3): fm2 = f(−2) … f3 = f(3).
         const double fm2 = f[i], fm1 = f[i + 1], f0 = f[i + 2], f1 = f[i + 3], f2 = f[i + 4], f3 = f[i + 5];
-        // Lagrange cubic through t = −1, 0, 1, 2 (t in units of 16 columns).
-        const double c1 = -fm1 / 3 - f0 / 2 + f1 - f2 / 6;
-        const double c2 = fm1 / 2 - f0 + f1 / 2;
-        const double c3 = -fm1 / 6 + f0 / 2 - f1 / 2 + f2 / 6;
+        // Lagrange cubic through t = −1, 0, 1, 2 (t in units of 16 columns). (Multiplied by
+        // rounded reciprocals: the cubic need only be the one the bound describes, to within
+        // far less than the bound's slack, and a division costs as much as the rest.)
+        const double third = 1.0 / 3, sixth = 1.0 / 6;
+        const double c1 = f1 - 0.5 * f0 - third * fm1 - sixth * f2;
+        const double c2 = 0.5 * (fm1 + f1) - f0;
+        const double c3 = sixth * (f2 - fm1) + 0.5 * (f0 - f1);
         // Its error on [0, 1] is at most (9/16) / 24 · h⁴ max|f⁗| ≈ 0.0234 |Δ⁴f|; the bound
         // takes 16 times the larger of the two fourth differences around the interval, plus
         // the float arithmetic below and half a float ulp of the position (at most 2^-24 |x|,
@@ -197,25 +222,31 @@ INLINE void fit_intervals(const double *nodes, ptrdiff_t intervals, interval_coe
         const double scaled = 32 * f0, k0 = floor(scaled);
         // NaN anywhere (an undefined node) fails this test; so do positions too far out.
         const int ok = (fabs(fm2) + fabs(f3) + size < 60000.0) & (bound < 0.01);
-        out.k0[i] = ok ? (float)k0 : 0.0f;
-        out.r0[i] = ok ? (float)(scaled - k0) : 0.0f;
-        // Per column instead of per node spacing (powers of two: exact).
-        const double per_column = 1.0 / QUANTISED_SPAN;
-        out.d1[i] = ok ? (float)(32 * c1 * per_column) : 0.0f;
-        out.d2[i] = ok ? (float)(32 * c2 * per_column * per_column) : 0.0f;
-        out.d3[i] = ok ? (float)(32 * c3 * per_column * per_column * per_column) : 0.0f;
-        out.limit[i] = ok ? (float)(0.5 - 32 * bound) : -1.0f;
+        // Where the fit is unusable only the limit matters: every sample is undecided, and
+        // the other coefficients (possibly NaN) give values the exact ones replace.
+        out->k0[i] = (float)k0;
+        out->r0[i] = (float)(scaled - k0);
+        // Per column instead of per node spacing (32 / 16^k: powers of two, exact).
+        out->d1[i] = (float)(2 * c1);
+        out->d2[i] = (float)(0.125 * c2);
+        out->d3[i] = (float)(0x1p-7 * c3);
+        out->limit[i] = ok ? (float)(0.5 - 32 * bound) : -1.0f;
     }
 }
 
-// One interval, both axes: writes k / 32 and marks the samples whose rounding is not certain
-// in either axis (all of them where the fit is unusable: its limit is −1).
-INLINE void eval_interval(const interval_coefficients ax, const interval_coefficients ay, ptrdiff_t i,
-                          float *restrict out_x, float *restrict out_y, uint8_t *restrict undecided) {
-    const float rx = ax.r0[i], x1 = ax.d1[i], x2 = ax.d2[i], x3 = ax.d3[i], limit_x = ax.limit[i];
-    const float ry = ay.r0[i], y1 = ay.d1[i], y2 = ay.d2[i], y3 = ay.d3[i], limit_y = ay.limit[i];
-    const float kx = ax.k0[i], ky = ay.k0[i];
+// One interval (lane `i` of a block), both axes: writes k / 32 and marks the samples whose
+// rounding is not certain in either axis (all of them where the fit is unusable: its limit is
+// −1). Returns whether any is.
+INLINE int eval_interval(const interval_block *block, int i, float *restrict out_x, float *restrict out_y,
+                         uint8_t *restrict undecided) {
+    const float rx = block->x.r0[i], x1 = block->x.d1[i], x2 = block->x.d2[i], x3 = block->x.d3[i];
+    const float ry = block->y.r0[i], y1 = block->y.d1[i], y2 = block->y.d2[i], y3 = block->y.d3[i];
+    const float limit_x = block->x.limit[i], limit_y = block->y.limit[i];
+    const float kx = block->x.k0[i], ky = block->y.k0[i];
+    int any = 0;
     for (int32_t j = 0; j < QUANTISED_SPAN; j++) {
+        // Fused multiply-adds where the level has them: fewer roundings than the bound allows for.
+#pragma clang fp contract(fast)
         const float t = (float)j;
         const float vx = rx + t * (x1 + t * (x2 + t * x3)), vy = ry + t * (y1 + t * (y2 + t * y3));
         // Round to nearest (|v| < 2^22): the sum leaves no fraction bits.
@@ -223,49 +254,63 @@ INLINE void eval_interval(const interval_coefficients ax, const interval_coeffic
         // Integers below 2^22: the sums are exact, and so is k / 32.
         out_x[j] = (kx + nx) * 0.03125f;
         out_y[j] = (ky + ny) * 0.03125f;
-        undecided[j] = (uint8_t)(!(fabsf(vx - nx) < limit_x) | !(fabsf(vy - ny) < limit_y));
+        const int open = !(fabsf(vx - nx) < limit_x) | !(fabsf(vy - ny) < limit_y);
+        undecided[j] = (uint8_t)open;
+        any |= open;
     }
+    return any;
+}
+
+// Bit k set where byte k of the eight is 1 (bytes are 0 or 1).
+INLINE unsigned byte_mask8(const uint8_t *p) {
+    return (unsigned)((load8(p) * 0x0102040810204080ull) >> 56);
 }
 
 INLINE void quantised_row(const parallax_brown_lens *lens, const double origin[3], const double step[3],
                           ptrdiff_t width, float *xs, float *ys, void *scratch, int distorted, int rational) {
     const ptrdiff_t node_count = quantised_node_count(width), intervals = width / QUANTISED_SPAN;
+    const ptrdiff_t blocks = quantised_block_count(width), capacity = quantised_node_capacity(width);
     // Carve the scratch (see parallax_quantised_row_scratch_bytes).
     uintptr_t cursor = ((uintptr_t)scratch + 63) & ~(uintptr_t)63;
-    double *node_x = (double *)cursor;
-    double *node_y = node_x + node_count;
-    float *floats = (float *)(node_y + node_count);
-    const ptrdiff_t n = intervals + 1;
-    interval_coefficients ax = {floats, floats + n, floats + 2 * n, floats + 3 * n, floats + 4 * n, floats + 5 * n};
-    interval_coefficients ay = {floats + 6 * n, floats + 7 * n, floats + 8 * n, floats + 9 * n, floats + 10 * n,
-                                floats + 11 * n};
-    uint8_t *undecided = (uint8_t *)(floats + 12 * n);
-    int32_t *columns = (int32_t *)(((uintptr_t)(undecided + width) + 3) & ~(uintptr_t)3);
+    interval_block *coefficients = (interval_block *)cursor;
+    double *node_x = (double *)(coefficients + blocks);
+    double *node_y = node_x + capacity;
+    uint8_t *undecided = (uint8_t *)(node_y + capacity);
+    uint8_t *open_intervals = undecided + width;
+    int32_t *columns = (int32_t *)(((uintptr_t)(open_intervals + blocks * BLOCK_INTERVALS + 8) + 3) & ~(uintptr_t)3);
     float *exact_x = (float *)(columns + width);
     float *exact_y = exact_x + width;
 
     brown_nodes(lens, origin, step, -QUANTISED_LEAD_NODES * QUANTISED_SPAN, QUANTISED_SPAN, node_count, node_x, node_y,
                 distorted, rational);
-    fit_intervals(node_x, intervals, ax);
-    fit_intervals(node_y, intervals, ay);
+    for (ptrdiff_t k = node_count; k < capacity; k++) node_x[k] = node_y[k] = NAN;
+    for (ptrdiff_t b = 0; b < blocks; b++) {
+        fit_block(node_x + b * BLOCK_INTERVALS, &coefficients[b].x);
+        fit_block(node_y + b * BLOCK_INTERVALS, &coefficients[b].y);
+    }
     for (ptrdiff_t i = 0; i < intervals; i++) {
         const ptrdiff_t u = i * QUANTISED_SPAN;
-        eval_interval(ax, ay, i, xs + u, ys + u, undecided + u);
+        open_intervals[i] = (uint8_t)eval_interval(&coefficients[i / BLOCK_INTERVALS], (int)(i % BLOCK_INTERVALS),
+                                                   xs + u, ys + u, undecided + u);
     }
+    for (ptrdiff_t i = intervals; i < intervals + 8; i++) open_intervals[i] = 0;
     // Everything not decided, and the columns after the last whole interval, exactly.
-    const ptrdiff_t covered = intervals * QUANTISED_SPAN;
+    // Branch-free where the pattern is random: one bit per open interval, then, per open
+    // interval, every column written and counted only where it is undecided.
     ptrdiff_t count = 0;
-    for (ptrdiff_t u = 0; u < covered; u += QUANTISED_SPAN) {
-        uint64_t any = 0;
-        for (ptrdiff_t k = u; k < u + QUANTISED_SPAN; k += 8) any |= load8(undecided + k);
-        if (any == 0) continue;
-        // Branch-free: a written column counts only where it is undecided.
-        for (ptrdiff_t k = u; k < u + QUANTISED_SPAN; k++) {
-            columns[count] = (int32_t)k;
-            count += undecided[k];
+    for (ptrdiff_t w = 0; w < intervals; w += 64) {
+        uint64_t open = 0;
+        for (ptrdiff_t k = 0; k < 64 && w + k < intervals; k += 8) open |= (uint64_t)byte_mask8(open_intervals + w + k) << k;
+        while (open) {
+            const ptrdiff_t u = (w + __builtin_ctzll(open)) * QUANTISED_SPAN;
+            open &= open - 1;
+            for (ptrdiff_t k = u; k < u + QUANTISED_SPAN; k++) {
+                columns[count] = (int32_t)k;
+                count += undecided[k];
+            }
         }
     }
-    for (ptrdiff_t u = covered; u < width; u++) columns[count++] = (int32_t)u;
+    for (ptrdiff_t u = intervals * QUANTISED_SPAN; u < width; u++) columns[count++] = (int32_t)u;
     brown_columns(lens, origin, step, columns, count, exact_x, exact_y, distorted, rational);
     for (ptrdiff_t i = 0; i < count; i++) {
         xs[columns[i]] = exact_x[i];

@@ -127,6 +127,10 @@ struct MapBuildingTests {
             newCamera: CameraIntrinsics(fx: 200, fy: 200, cx: 320, cy: 240), size: strong.size, orientation: .identity)))
         let hd = StereoCalibration.benchmarkRig(size: ImageSize(width: 1920, height: 1080))
         for (side, builder) in try builders(hd).enumerated() { cases.append(("1080p \(side)", builder)) }
+        // 1280 columns are 80 intervals, five whole blocks of sixteen: the row's last interval
+        // ends a block, where the node arrays are tightest.
+        let hd720 = StereoCalibration.benchmarkRig(size: ImageSize(width: 1280, height: 720))
+        cases.append(("720p", try builders(hd720)[0]))
         return cases
     }
 
