@@ -21,10 +21,18 @@ Usage: compare_rectify.py --parallax PATH [--sizes 1920x1080,...]
                                 rectifier from a calibration to its fixed-point maps, against
                                 OpenCV's stereoRectify + initUndistortRectifyMap with float maps
                                 + convertMaps ("maps") and with CV_16SC2 maps directly ("maps16"))
-       [--simd baseline|avx2]  (Parallax's kernels at a lower level than the CPU's widest)
+       [--simd baseline|avx2|avx512]  (Parallax's kernels at a lower level than the CPU's widest)
+       [--avx2-only]           (both sides at most AVX2, as on a CPU without AVX-512 (AMD Zen 1-3,
+                                Intel client cores): Parallax --simd avx2, OpenCV's dispatch with
+                                OPENCV_CPU_DISABLE=AVX512F,AVX512-SKX,AVX512-COMMON)
        [--calibration FILE]    (time this calibration at its image size instead of the rig)
 """
 import argparse, json, os, platform, subprocess, sys, tempfile, time
+
+# OpenCV reads OPENCV_CPU_DISABLE once, when it loads: --avx2-only must set it before the import.
+AVX2_ONLY = "--avx2-only" in sys.argv
+if AVX2_ONLY:
+    os.environ["OPENCV_CPU_DISABLE"] = "AVX512F,AVX512-SKX,AVX512-COMMON"
 import cv2
 import numpy as np
 
@@ -140,9 +148,8 @@ def opencv_simd():
     supported = {cv2.getHardwareFeatureName(i) for i in range(1, 512)
                  if cv2.getHardwareFeatureName(i) and cv2.checkHardwareSupport(i)}
     def has(level):
-        if level.startswith("AVX512"):
-            return any(name.startswith("AVX512") or name.startswith("AVX-512") for name in supported)
-        return level.replace("_", ".") in supported or level in supported
+        # Build information says AVX512_SKX and SSE4_1; the feature names are AVX512-SKX and SSE4.1.
+        return level in supported or level.replace("_", ".") in supported or level.replace("_", "-") in supported
     baseline, dispatched = "", []
     for line in info.splitlines():
         line = line.strip()
@@ -158,7 +165,7 @@ def parallax_simd(binary, simd):
     """The level Parallax's kernels run at, as `parallax bench` reports it (its run-time
     dispatch picks the widest the CPU has unless --simd lowers it)."""
     level = parallax_bench(binary, "64x48", "gray8", 1, 1, None, simd)["simd"]
-    names = {"avx2": "AVX2+FMA", "baseline": {"x86_64": "SSE2 (x86-64 baseline)", "AMD64": "SSE2 (x86-64 baseline)",
+    names = {"avx512": "AVX-512 (maps) and AVX2+FMA (resampling)", "avx2": "AVX2+FMA", "baseline": {"x86_64": "SSE2 (x86-64 baseline)", "AMD64": "SSE2 (x86-64 baseline)",
                                               "aarch64": "NEON (arm64 baseline)", "arm64": "NEON (arm64 baseline)"}
              .get(platform.machine(), "baseline")}
     return names.get(level, level)
@@ -175,8 +182,16 @@ def main():
     p.add_argument("--no-maps", action="store_true", help="skip comparing the building of both maps")
     p.add_argument("--maps", action="store_true", help=argparse.SUPPRESS)  # the default now; kept for old scripts
     p.add_argument("--simd", help="Parallax's kernel level (default: the widest this CPU has)")
+    p.add_argument("--avx2-only", action="store_true",
+                   help="both sides at most AVX2 (Parallax --simd avx2; OpenCV's AVX-512 dispatch disabled)")
     p.add_argument("--calibration", help="time this calibration (at its image size) instead of the benchmark rig")
     a = p.parse_args()
+    if a.avx2_only:
+        if a.simd not in (None, "avx2"):
+            p.error("--avx2-only runs Parallax at --simd avx2")
+        a.simd = "avx2"
+        if opencv_simd().startswith("AVX512"):
+            p.error("OPENCV_CPU_DISABLE did not lower OpenCV's dispatch below AVX-512")
     sizes = ["calibration"] if a.calibration else a.sizes.split(",")
 
     print(f"CPU: {cpu_model()}, {os.cpu_count()} CPUs; load average at start {os.getloadavg()[0]:.2f}")
@@ -208,7 +223,8 @@ def main():
                 export = os.path.join(tmp, f"{size}-{fmt}")
                 for threads in [int(t) for t in a.threads.split(",")]:
                     out = subprocess.run([a.parallax, "bench", "maps", *workload(size, a.calibration), "--format", fmt,
-                                          "--threads", str(threads), "--iterations", "21", "--json"],
+                                          "--threads", str(threads), "--iterations", "21", "--json",
+                                          *(["--simd", a.simd] if a.simd else [])],
                                          check=True, capture_output=True, text=True).stdout
                     ours = json.loads(out)
                     # "maps": OpenCV's float maps, then convertMaps; "maps16": its CV_16SC2 maps

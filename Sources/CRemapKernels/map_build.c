@@ -138,15 +138,25 @@ INLINE void brown_row_any(const parallax_brown_lens *lens, const double origin[3
 #undef ROW
 }
 
+// MARK: Quantising
+
+// Positions are quantised as OpenCV's convertMaps does: round(32 x), ties to even. |x| < 2^16
+// rejects NaN, infinities and positions far outside any image, and keeps 32 x below 2^21,
+// where adding 1.5 · 2^23 leaves no fraction bits: the sum rounds to the nearest integer,
+// ties to even, as OpenCV's cvRound (and vectorises, unlike rintf). Other positions quantise
+// to PARALLAX_UNDEFINED_POSITION.
+INLINE int32_t round32(float v) { return (int32_t)((v * 32.0f + 12582912.0f) - 12582912.0f); }
+
+INLINE int32_t quantise_position(float x) { return fabsf(x) < 65536.0f ? round32(x) : PARALLAX_UNDEFINED_POSITION; }
+
 // MARK: Quantised rows
 //
 // A compiled map needs round(32 x) of each float position, not the position itself. Between
 // exact nodes every 16 columns, a cubic through four nodes gives the position to within a
 // bound estimated from the nodes' fourth differences; where that puts 32 x clearly on one
-// side of a rounding boundary (k + ½), the rounded value is certain and the exact model is
+// side of a rounding boundary (k + ½), the rounded value k is certain and the exact model is
 // not evaluated. Every other sample (near a boundary, near an undefined node, at the row's
-// ends) is computed exactly. The row written holds k / 32 (exactly representable) for decided
-// samples, the exact float elsewhere: both round to the same entry.
+// ends) is computed exactly and quantised.
 
 // (The span must be a multiple of 8.)
 enum { QUANTISED_SPAN = 16, QUANTISED_LEAD_NODES = 2 };
@@ -234,10 +244,10 @@ INLINE void fit_block(const double *nodes, axis_block *restrict out) {
     }
 }
 
-// One interval (lane `i` of a block), both axes: writes k / 32 and marks the samples whose
-// rounding is not certain in either axis (all of them where the fit is unusable: its limit is
-// −1). Returns whether any is.
-INLINE int eval_interval(const interval_block *block, int i, float *restrict out_x, float *restrict out_y,
+// One interval (lane `i` of a block), both axes: writes k = round(32 x) and marks the samples
+// whose rounding is not certain in either axis (all of them where the fit is unusable: its
+// limit is −1). Returns whether any is.
+INLINE int eval_interval(const interval_block *block, int i, int32_t *restrict out_x, int32_t *restrict out_y,
                          uint8_t *restrict undecided) {
     const float rx = block->x.r0[i], x1 = block->x.d1[i], x2 = block->x.d2[i], x3 = block->x.d3[i];
     const float ry = block->y.r0[i], y1 = block->y.d1[i], y2 = block->y.d2[i], y3 = block->y.d3[i];
@@ -251,9 +261,9 @@ INLINE int eval_interval(const interval_block *block, int i, float *restrict out
         const float vx = rx + t * (x1 + t * (x2 + t * x3)), vy = ry + t * (y1 + t * (y2 + t * y3));
         // Round to nearest (|v| < 2^22): the sum leaves no fraction bits.
         const float nx = (vx + 12582912.0f) - 12582912.0f, ny = (vy + 12582912.0f) - 12582912.0f;
-        // Integers below 2^22: the sums are exact, and so is k / 32.
-        out_x[j] = (kx + nx) * 0.03125f;
-        out_y[j] = (ky + ny) * 0.03125f;
+        // Integers below 2^22: the sums are exact.
+        out_x[j] = (int32_t)(kx + nx);
+        out_y[j] = (int32_t)(ky + ny);
         const int open = !(fabsf(vx - nx) < limit_x) | !(fabsf(vy - ny) < limit_y);
         undecided[j] = (uint8_t)open;
         any |= open;
@@ -266,8 +276,9 @@ INLINE unsigned byte_mask8(const uint8_t *p) {
     return (unsigned)((load8(p) * 0x0102040810204080ull) >> 56);
 }
 
-INLINE void quantised_row(const parallax_brown_lens *lens, const double origin[3], const double step[3],
-                          ptrdiff_t width, float *xs, float *ys, void *scratch, int distorted, int rational) {
+INLINE ptrdiff_t quantised_row(const parallax_brown_lens *lens, const double origin[3], const double step[3],
+                               ptrdiff_t width, int32_t *qx, int32_t *qy, void *scratch, int distorted,
+                               int rational) {
     const ptrdiff_t node_count = quantised_node_count(width), intervals = width / QUANTISED_SPAN;
     const ptrdiff_t blocks = quantised_block_count(width), capacity = quantised_node_capacity(width);
     // Carve the scratch (see parallax_quantised_row_scratch_bytes).
@@ -291,7 +302,7 @@ INLINE void quantised_row(const parallax_brown_lens *lens, const double origin[3
     for (ptrdiff_t i = 0; i < intervals; i++) {
         const ptrdiff_t u = i * QUANTISED_SPAN;
         open_intervals[i] = (uint8_t)eval_interval(&coefficients[i / BLOCK_INTERVALS], (int)(i % BLOCK_INTERVALS),
-                                                   xs + u, ys + u, undecided + u);
+                                                   qx + u, qy + u, undecided + u);
     }
     for (ptrdiff_t i = intervals; i < intervals + 8; i++) open_intervals[i] = 0;
     // Everything not decided, and the columns after the last whole interval, exactly.
@@ -313,16 +324,17 @@ INLINE void quantised_row(const parallax_brown_lens *lens, const double origin[3
     for (ptrdiff_t u = intervals * QUANTISED_SPAN; u < width; u++) columns[count++] = (int32_t)u;
     brown_columns(lens, origin, step, columns, count, exact_x, exact_y, distorted, rational);
     for (ptrdiff_t i = 0; i < count; i++) {
-        xs[columns[i]] = exact_x[i];
-        ys[columns[i]] = exact_y[i];
+        qx[columns[i]] = quantise_position(exact_x[i]);
+        qy[columns[i]] = quantise_position(exact_y[i]);
     }
+    return count;
 }
 
-INLINE void quantised_row_any(const parallax_brown_lens *lens, const double origin[3], const double step[3],
-                              ptrdiff_t width, float *xs, float *ys, void *scratch) {
-#define ROW(D, R) quantised_row(lens, origin, step, width, xs, ys, scratch, D, R)
-    BY_MODEL(ROW);
-#undef ROW
+INLINE ptrdiff_t quantised_row_any(const parallax_brown_lens *lens, const double origin[3], const double step[3],
+                                   ptrdiff_t width, int32_t *qx, int32_t *qy, void *scratch) {
+    if (!lens->distorted) return quantised_row(lens, origin, step, width, qx, qy, scratch, 0, 0);
+    if (lens->rational) return quantised_row(lens, origin, step, width, qx, qy, scratch, 1, 1);
+    return quantised_row(lens, origin, step, width, qx, qy, scratch, 1, 0);
 }
 
 // MARK: Levels
@@ -330,6 +342,10 @@ INLINE void quantised_row_any(const parallax_brown_lens *lens, const double orig
 #define INSTANCES(NAME, PARAMS, ARGS)                      \
     static void NAME##_baseline PARAMS { NAME##_any ARGS; } \
     LEVEL_INSTANCES(NAME, PARAMS, ARGS)
+// The same for kernels that return a count.
+#define COUNT_INSTANCES(NAME, PARAMS, ARGS)                                \
+    static ptrdiff_t NAME##_baseline PARAMS { return NAME##_any ARGS; }   \
+    COUNT_LEVEL_INSTANCES(NAME, PARAMS, ARGS)
 
 #if HAVE_AVX2_VARIANT
 #define LEVEL_INSTANCES(NAME, PARAMS, ARGS)                         \
@@ -341,6 +357,15 @@ INLINE void quantised_row_any(const parallax_brown_lens *lens, const double orig
         if (level == PARALLAX_SIMD_AVX2) { NAME##_avx2 ARGS; return; }     \
         NAME##_baseline ARGS;                                        \
     } while (0)
+#define COUNT_LEVEL_INSTANCES(NAME, PARAMS, ARGS)                                 \
+    AVX512 static ptrdiff_t NAME##_avx512 PARAMS { return NAME##_any ARGS; }     \
+    AVX2 static ptrdiff_t NAME##_avx2 PARAMS { return NAME##_any ARGS; }
+#define COUNT_DISPATCH(NAME, ARGS)                                   \
+    do {                                                             \
+        if (level == PARALLAX_SIMD_AVX512) return NAME##_avx512 ARGS; \
+        if (level == PARALLAX_SIMD_AVX2) return NAME##_avx2 ARGS;     \
+        return NAME##_baseline ARGS;                                 \
+    } while (0)
 #else
 #define LEVEL_INSTANCES(NAME, PARAMS, ARGS)
 #define DISPATCH(NAME, ARGS) \
@@ -348,96 +373,81 @@ INLINE void quantised_row_any(const parallax_brown_lens *lens, const double orig
         (void)level;         \
         NAME##_baseline ARGS; \
     } while (0)
+#define COUNT_LEVEL_INSTANCES(NAME, PARAMS, ARGS)
+#define COUNT_DISPATCH(NAME, ARGS)     \
+    do {                               \
+        (void)level;                   \
+        return NAME##_baseline ARGS;   \
+    } while (0)
 #endif
 
 #define ROW_PARAMS (const parallax_brown_lens *lens, const double origin[3], const double step[3], ptrdiff_t width, float *xs, float *ys)
 #define ROW_ARGS (lens, origin, step, width, xs, ys)
 INSTANCES(brown_row, ROW_PARAMS, ROW_ARGS)
 
-#define QROW_PARAMS (const parallax_brown_lens *lens, const double origin[3], const double step[3], ptrdiff_t width, float *xs, float *ys, void *scratch)
-#define QROW_ARGS (lens, origin, step, width, xs, ys, scratch)
-INSTANCES(quantised_row, QROW_PARAMS, QROW_ARGS)
+#define QROW_PARAMS (const parallax_brown_lens *lens, const double origin[3], const double step[3], ptrdiff_t width, int32_t *qx, int32_t *qy, void *scratch)
+#define QROW_ARGS (lens, origin, step, width, qx, qy, scratch)
+COUNT_INSTANCES(quantised_row, QROW_PARAMS, QROW_ARGS)
 
 void parallax_map_row_brown(const parallax_brown_lens *lens, const double origin[3], const double step[3],
                             ptrdiff_t width, float *xs, float *ys, parallax_simd_level level) {
     DISPATCH(brown_row, ROW_ARGS);
 }
 
-void parallax_map_row_brown_quantised(const parallax_brown_lens *lens, const double origin[3], const double step[3],
-                                      ptrdiff_t width, float *xs, float *ys, void *scratch,
-                                      parallax_simd_level level) {
-    DISPATCH(quantised_row, QROW_ARGS);
+ptrdiff_t parallax_map_row_brown_quantised(const parallax_brown_lens *lens, const double origin[3],
+                                           const double step[3], ptrdiff_t width, int32_t *qx, int32_t *qy,
+                                           void *scratch, parallax_simd_level level) {
+    COUNT_DISPATCH(quantised_row, QROW_ARGS);
 }
 
 // MARK: Compiling
 
-// One position quantised as OpenCV's convertMaps does. |x| < 2^16 rejects NaN, infinities
-// and positions far outside any image, and keeps 32 x below 2^21, where adding 1.5 · 2^23
-// leaves no fraction bits: the sum rounds to the nearest integer, ties to even, as OpenCV's
-// cvRound (and vectorises, unlike rintf). Undefined positions quantise as (0, 0), which keeps
-// every product in range; `defined` tells them apart.
-typedef struct {
-    int32_t ix, iy, fractions, defined;
-} quantised;
-
-INLINE int32_t round32(float v) { return (int32_t)((v * 32.0f + 12582912.0f) - 12582912.0f); }
-
+// The first tap of a quantised position (`nearest` and `lead` as in parallax_compile_params,
+// passed as values so that loops keep them in registers). An undefined position's is below
+// −2^25: outside every image, and far enough from overflow for the sums below.
 INLINE int32_t first_tap(int32_t q, int32_t nearest, int32_t lead) {
     return nearest ? (q + 16) >> 5 : (q >> 5) - lead;
 }
 
-// `nearest` and `lead` as in parallax_compile_params (passed as values, so that loops keep
-// them in registers).
-INLINE quantised quantise(float x, float y, int32_t nearest, int32_t lead) {
-    const int defined = fabsf(x) < 65536.0f && fabsf(y) < 65536.0f;
-    const int32_t qx = defined ? round32(x) : 0, qy = defined ? round32(y) : 0;
-    quantised r;
-    r.ix = first_tap(qx, nearest, lead);
-    r.iy = first_tap(qy, nearest, lead);
-    r.fractions = nearest ? 0 : (qy & 31) << 5 | (qx & 31);
-    r.defined = defined;
-    return r;
+INLINE int32_t fractions_of(int32_t qx, int32_t qy, int32_t nearest) {
+    return nearest ? 0 : (qy & 31) << 5 | (qx & 31);
 }
 
-// The first tap row no inside sample of the row lies above: that of the smallest y among
-// the positions that can be inside at all. Taps are monotonic in y, so every inside
-// sample's offset from this row's start is ≥ 0.
-INLINE int32_t lowest_tap_row(const float *xs, const float *ys, ptrdiff_t width, const parallax_compile_params *p) {
-    const float right = (float)p->source_width + 1.0f, bottom = (float)p->source_height + 1.0f;
+// The first tap row no inside sample of the row lies above: the lowest among samples whose
+// first taps both lie in the source. (Inside samples pass a stricter test, so every inside
+// sample's offset from this row's start is ≥ 0.)
+INLINE int32_t lowest_tap_row(const int32_t *qx, const int32_t *qy, ptrdiff_t width, const parallax_compile_params *p) {
+    const uint32_t columns = (uint32_t)p->source_width, rows = (uint32_t)p->source_height;
     const int32_t nearest = p->nearest, lead = p->lead;
-    const float *restrict row_x = xs, *restrict row_y = ys;
+    const int32_t *restrict row_x = qx, *restrict row_y = qy;
     int32_t lowest = INT32_MAX;
     for (ptrdiff_t u = 0; u < width; u++) {
-        const float x = row_x[u], y = row_y[u];
-        // An inside sample has both first taps ≥ 0 and within the source: x, y > −1 and below
-        // the far edge + 1. (NaN fails every comparison.)
-        const int possible = (x > -1.0f) & (x < right) & (y > -1.0f) & (y < bottom);
-        const int32_t tap = first_tap(round32(possible ? y : 0.0f), nearest, lead);
-        const int32_t candidate = possible ? tap : INT32_MAX; // a plain min: vectorises as a reduction
+        const int32_t wx = first_tap(row_x[u], nearest, lead), wy = first_tap(row_y[u], nearest, lead);
+        // Unsigned: a negative tap fails too.
+        const int possible = ((uint32_t)wx < columns) & ((uint32_t)wy < rows);
+        const int32_t candidate = possible ? wy : INT32_MAX; // a plain min: vectorises as a reduction
         lowest = candidate < lowest ? candidate : lowest;
     }
-    if (lowest == INT32_MAX) return 0;
-    return lowest > 0 ? lowest : 0;
+    return lowest == INT32_MAX ? 0 : lowest;
 }
 
-// Quantises one row and writes every sample's packed entry (0 where the sample is not
-// inside the source or its offset from `base` does not fit), with the inside flags. This is
-// the general form, in 64-bit arithmetic, for planes whose offsets need it (rare: pack_row32
-// below is the common case).
-INLINE void pack_row64(const float *xs, const float *ys, ptrdiff_t width, const parallax_compile_params *p,
+// Writes every sample's packed entry (0 where the sample is not inside the source or its
+// offset from `base` does not fit), with the inside flags. This is the general form, in
+// 64-bit arithmetic, for planes whose offsets need it (rare: pack_row32 below is the common
+// case).
+INLINE void pack_row64(const int32_t *qx, const int32_t *qy, ptrdiff_t width, const parallax_compile_params *p,
                        int64_t base, uint32_t *entries, uint8_t *inside) {
     const int64_t source_width = p->source_width, source_height = p->source_height;
     const int64_t row_bytes = p->source_row_bytes, stride = p->pixel_stride;
     const int64_t spare = p->spare, vector_read = p->vector_read, readable = p->readable, taps = p->taps;
     const int32_t nearest = p->nearest, lead = p->lead;
     for (ptrdiff_t u = 0; u < width; u++) {
-        const quantised q = quantise(xs[u], ys[u], nearest, lead);
-        const int64_t wx = q.ix, wy = q.iy;
+        const int64_t wx = first_tap(qx[u], nearest, lead), wy = first_tap(qy[u], nearest, lead);
         const int64_t offset = wy * row_bytes + wx * stride - base;
-        const int in = q.defined & (wx >= 0) & (wy >= 0) & (wx + taps + spare <= source_width)
-            & (wy + taps <= source_height) & ((wy + taps - 1) * row_bytes + wx * stride + vector_read <= readable)
+        const int in = (wx >= 0) & (wy >= 0) & (wx + taps + spare <= source_width) & (wy + taps <= source_height)
+            & ((wy + taps - 1) * row_bytes + wx * stride + vector_read <= readable)
             & (offset < PARALLAX_COMPILED_OFFSET_LIMIT);
-        entries[u] = in ? (uint32_t)offset << 10 | (uint32_t)q.fractions : 0;
+        entries[u] = in ? (uint32_t)offset << 10 | (uint32_t)fractions_of(qx[u], qy[u], nearest) : 0;
         inside[u] = (uint8_t)in;
     }
 }
@@ -447,7 +457,7 @@ INLINE void pack_row64(const float *xs, const float *ys, ptrdiff_t width, const 
 // unsigned range tests: both first taps within [0, last], and the offset within
 // [0, limit], where limit joins the offset limit and the readable bytes (every sample
 // that passes the tap tests lies at or below the base row, so its offset is ≥ 0).
-INLINE void pack_row32(const float *xs, const float *ys, ptrdiff_t width, const parallax_compile_params *p,
+INLINE void pack_row32(const int32_t *qx, const int32_t *qy, ptrdiff_t width, const parallax_compile_params *p,
                        int32_t base, uint32_t *entries, uint8_t *inside) {
     const int64_t last_x = p->source_width - p->taps - p->spare, last_y = p->source_height - p->taps;
     int64_t limit = p->readable - p->vector_read - (int64_t)(p->taps - 1) * p->source_row_bytes - base;
@@ -459,35 +469,36 @@ INLINE void pack_row32(const float *xs, const float *ys, ptrdiff_t width, const 
         return;
     }
     const uint32_t max_x = (uint32_t)last_x, max_y = (uint32_t)last_y, max_offset = (uint32_t)limit;
-    const int32_t row_bytes = (int32_t)p->source_row_bytes, stride = (int32_t)p->pixel_stride;
+    const uint32_t row_bytes = (uint32_t)p->source_row_bytes, stride = (uint32_t)p->pixel_stride;
+    const uint32_t base32 = (uint32_t)base;
     const int32_t nearest = p->nearest, lead = p->lead;
-    const float *restrict row_x = xs, *restrict row_y = ys;
+    const int32_t *restrict row_x = qx, *restrict row_y = qy;
     uint32_t *restrict out = entries;
     uint8_t *restrict flags = inside;
     for (ptrdiff_t u = 0; u < width; u++) {
-        const quantised q = quantise(row_x[u], row_y[u], nearest, lead);
-        // An undefined sample gets a negative tap, which fails its range test.
-        const int32_t wx = q.defined ? q.ix : -1, wy = q.iy;
-        const int32_t offset = wy * row_bytes + wx * stride - base;
-        const int in = ((uint32_t)wx <= max_x) & ((uint32_t)wy <= max_y) & ((uint32_t)offset <= max_offset);
-        out[u] = in ? (uint32_t)offset << 10 | (uint32_t)q.fractions : 0;
+        const int32_t x = row_x[u], y = row_y[u];
+        const uint32_t wx = (uint32_t)first_tap(x, nearest, lead), wy = (uint32_t)first_tap(y, nearest, lead);
+        // Unsigned, so that the offsets of samples whose taps are out of range wrap harmlessly.
+        const uint32_t offset = wy * row_bytes + wx * stride - base32;
+        const int in = (wx <= max_x) & (wy <= max_y) & (offset <= max_offset);
+        out[u] = in ? offset << 10 | (uint32_t)fractions_of(x, y, nearest) : 0;
         flags[u] = (uint8_t)in;
     }
 }
 
-
-INLINE void compile_row(const float *xs, const float *ys, ptrdiff_t width, const parallax_compile_params *p,
-                        const parallax_compile_scratch *scratch, uint32_t *entries, parallax_compiled_row *row) {
+INLINE void compile_quantised_row_any(const int32_t *qx, const int32_t *qy, ptrdiff_t width,
+                                  const parallax_compile_params *p, const parallax_compile_scratch *scratch,
+                                  uint32_t *entries, parallax_compiled_row *row) {
     // 32-bit arithmetic is exact when the largest offset a sample can produce, and the
     // largest sum formed on the way, stay below 2^31: positions are below 2^16 + 4, so
     // bound the plane by (2^16 + 8) rows and columns of the real strides.
     const int64_t bound = ((int64_t)1 << 16) + 8;
     const int narrow = p->source_row_bytes >= 0 && p->pixel_stride >= 0
         && bound * (p->source_row_bytes + p->pixel_stride) + p->vector_read + p->readable < INT32_MAX;
-    const int64_t base = (int64_t)lowest_tap_row(xs, ys, width, p) * p->source_row_bytes;
+    const int64_t base = (int64_t)lowest_tap_row(qx, qy, width, p) * p->source_row_bytes;
     uint8_t *inside = scratch->inside;
-    if (narrow) pack_row32(xs, ys, width, p, (int32_t)base, entries, inside);
-    else pack_row64(xs, ys, width, p, base, entries, inside);
+    if (narrow) pack_row32(qx, qy, width, p, (int32_t)base, entries, inside);
+    else pack_row64(qx, qy, width, p, base, entries, inside);
     // The longest run of inside samples whose offset fits.
     ptrdiff_t best_start = 0, best_length = 0, u = 0;
     while (u < width) {
@@ -502,52 +513,51 @@ INLINE void compile_row(const float *xs, const float *ys, ptrdiff_t width, const
             best_length = u - start;
         }
     }
-    // The few samples outside the span, for the caller's side table.
+    // The few samples outside the span, for the caller's side table. (`qx` and `qy` may be
+    // scratch's tap arrays: each sample is read before its own slots are written.)
+    const int32_t nearest = p->nearest, lead = p->lead;
     for (ptrdiff_t k = 0; k < width; k++) {
         if (k == best_start) k += best_length;
         if (k >= width) break;
-        const quantised q = quantise(xs[k], ys[k], p->nearest, p->lead);
-        scratch->tap_x[k] = q.defined ? q.ix : INT32_MIN;
-        scratch->tap_y[k] = q.defined ? q.iy : INT32_MIN;
-        scratch->fractions[k] = q.fractions;
+        const int32_t x = qx[k], y = qy[k];
+        const int defined = (x != PARALLAX_UNDEFINED_POSITION) & (y != PARALLAX_UNDEFINED_POSITION);
+        scratch->tap_x[k] = defined ? first_tap(x, nearest, lead) : INT32_MIN;
+        scratch->tap_y[k] = defined ? first_tap(y, nearest, lead) : INT32_MIN;
+        scratch->fractions[k] = defined ? fractions_of(x, y, nearest) : 0;
     }
     row->base = base;
     row->span_start = best_start;
     row->span_end = best_start + best_length;
 }
 
-static void compile_row_baseline(const float *xs, const float *ys, ptrdiff_t width, const parallax_compile_params *p,
-                                 const parallax_compile_scratch *scratch, uint32_t *entries, parallax_compiled_row *row) {
-    compile_row(xs, ys, width, p, scratch, entries, row);
+// Float positions are quantised into the scratch's tap arrays first.
+INLINE void compile_row_any(const float *xs, const float *ys, ptrdiff_t width, const parallax_compile_params *p,
+                        const parallax_compile_scratch *scratch, uint32_t *entries, parallax_compiled_row *row) {
+    int32_t *restrict qx = scratch->tap_x, *restrict qy = scratch->tap_y;
+    const float *restrict row_x = xs, *restrict row_y = ys;
+    for (ptrdiff_t u = 0; u < width; u++) {
+        qx[u] = quantise_position(row_x[u]);
+        qy[u] = quantise_position(row_y[u]);
+    }
+    compile_quantised_row_any(qx, qy, width, p, scratch, entries, row);
 }
 
-#if HAVE_AVX2_VARIANT
-AVX512 static void compile_row_avx512(const float *xs, const float *ys, ptrdiff_t width,
-                                      const parallax_compile_params *p, const parallax_compile_scratch *scratch,
-                                      uint32_t *entries, parallax_compiled_row *row) {
-    compile_row(xs, ys, width, p, scratch, entries, row);
-}
+#define COMPILE_PARAMS (const float *xs, const float *ys, ptrdiff_t width, const parallax_compile_params *p, const parallax_compile_scratch *scratch, uint32_t *entries, parallax_compiled_row *row)
+#define COMPILE_ARGS (xs, ys, width, p, scratch, entries, row)
+INSTANCES(compile_row, COMPILE_PARAMS, COMPILE_ARGS)
 
-AVX2 static void compile_row_avx2(const float *xs, const float *ys, ptrdiff_t width, const parallax_compile_params *p,
-                                  const parallax_compile_scratch *scratch, uint32_t *entries,
-                                  parallax_compiled_row *row) {
-    compile_row(xs, ys, width, p, scratch, entries, row);
-}
-#endif
+#define QCOMPILE_PARAMS (const int32_t *qx, const int32_t *qy, ptrdiff_t width, const parallax_compile_params *p, const parallax_compile_scratch *scratch, uint32_t *entries, parallax_compiled_row *row)
+#define QCOMPILE_ARGS (qx, qy, width, p, scratch, entries, row)
+INSTANCES(compile_quantised_row, QCOMPILE_PARAMS, QCOMPILE_ARGS)
 
-void parallax_compile_row(const float *xs, const float *ys, ptrdiff_t width, const parallax_compile_params *params,
+void parallax_compile_row(const float *xs, const float *ys, ptrdiff_t width, const parallax_compile_params *p,
                           const parallax_compile_scratch *scratch, uint32_t *entries, parallax_compiled_row *row,
                           parallax_simd_level level) {
-#if HAVE_AVX2_VARIANT
-    if (level == PARALLAX_SIMD_AVX512) {
-        compile_row_avx512(xs, ys, width, params, scratch, entries, row);
-        return;
-    }
-    if (level == PARALLAX_SIMD_AVX2) {
-        compile_row_avx2(xs, ys, width, params, scratch, entries, row);
-        return;
-    }
-#endif
-    (void)level;
-    compile_row_baseline(xs, ys, width, params, scratch, entries, row);
+    DISPATCH(compile_row, COMPILE_ARGS);
+}
+
+void parallax_compile_quantised_row(const int32_t *qx, const int32_t *qy, ptrdiff_t width,
+                                    const parallax_compile_params *p, const parallax_compile_scratch *scratch,
+                                    uint32_t *entries, parallax_compiled_row *row, parallax_simd_level level) {
+    DISPATCH(compile_quantised_row, QCOMPILE_ARGS);
 }

@@ -145,12 +145,12 @@ enum OpenCVRemapFixtures {
                         level: parallax_simd_level = CompiledMap.level) -> CompiledMap {
         map.sourceX.withUnsafeBufferPointer { xs in
             map.sourceY.withUnsafeBufferPointer { ys in
-                CompiledMap(rows: FloatRows(luma: .stored(xs: xs.baseAddress!, ys: ys.baseAddress!),
+                CompiledMap(rows: PositionRows(luma: .stored(xs: xs.baseAddress!, ys: ys.baseAddress!),
                                             lumaWidth: map.outputSize.width, lumaHeight: map.outputSize.height,
                                             lumaSourceWidth: map.sourceSize.width,
-                                            lumaSourceHeight: map.sourceSize.height, grid: .full),
+                                            lumaSourceHeight: map.sourceSize.height, grid: .full, level: level),
                             sourceRowBytes: map.sourceSize.width * layout.pixelStride, layout: layout,
-                            interpolation: .bilinear, pool: WorkerPool(threadCount: 2), level: level)
+                            interpolation: .bilinear, pool: WorkerPool(threadCount: 2))
             }
         }
     }

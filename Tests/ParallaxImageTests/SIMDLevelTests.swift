@@ -11,12 +11,14 @@ struct SIMDLevelTests {
     static let levels = SIMDLevel.allCases.filter { $0 <= .supported }
 
     #if arch(x86_64)
-    @Test("AVX2 kernels are chosen exactly when the kernel's /proc/cpuinfo lists avx2 and fma")
+    @Test("AVX2 kernels are chosen exactly when the kernel's /proc/cpuinfo lists avx2 and fma, AVX-512 ones when it also lists avx512f, dq, bw and vl")
     func detectionAgreesWithCPUInfo() throws {
         let info = try String(contentsOfFile: "/proc/cpuinfo", encoding: .utf8)
         let line = try #require(info.split(separator: "\n").first { $0.hasPrefix("flags") })
         let flags = Set(line.split(separator: ":").last?.split(separator: " ").map(String.init) ?? [])
-        let expected: SIMDLevel = flags.contains("avx2") && flags.contains("fma") ? .avx2 : .baseline
+        let avx2 = flags.contains("avx2") && flags.contains("fma")
+        let avx512 = avx2 && ["avx512f", "avx512dq", "avx512bw", "avx512vl"].allSatisfy(flags.contains)
+        let expected: SIMDLevel = avx512 ? .avx512 : avx2 ? .avx2 : .baseline
         #expect(SIMDLevel.supported == expected)
         #expect(Rectifier(maps: RemapFixtures.maps()).simdLevel == expected)
         #expect(Rectifier(maps: RemapFixtures.maps(), simdLevel: .baseline).simdLevel == .baseline)

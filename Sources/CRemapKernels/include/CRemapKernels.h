@@ -95,14 +95,19 @@ typedef struct {
 void parallax_map_row_brown(const parallax_brown_lens *lens, const double origin[3], const double step[3],
                             ptrdiff_t width, float *xs, float *ys, parallax_simd_level level);
 
-/// The same row as parallax_map_row_brown for a compiled map: every entry holds a float that
-/// rounds to the same 1/32 pixel (round(32 x), ties to even) as that row's, and NaN exactly
-/// where it has NaN, but positions whose rounding is certain from a cubic through exact nodes
-/// every 16 columns are written as k / 32 without evaluating the lens (see map_build.c).
-/// `scratch` holds parallax_quantised_row_scratch_bytes(width) bytes. The same at every level.
-void parallax_map_row_brown_quantised(const parallax_brown_lens *lens, const double origin[3], const double step[3],
-                                      ptrdiff_t width, float *xs, float *ys, void *scratch,
-                                      parallax_simd_level level);
+/// A quantised position: round(32 x), ties to even, as OpenCV's convertMaps computes it,
+/// for |x| < 2^16; this value for every other position (NaN, infinite or far outside any
+/// image).
+static const int32_t PARALLAX_UNDEFINED_POSITION = INT32_MIN;
+
+/// The same row as parallax_map_row_brown, quantised (see PARALLAX_UNDEFINED_POSITION): what
+/// a compiled map needs. Positions whose rounding is certain from a cubic through exact nodes
+/// every 16 columns are not evaluated at all (see map_build.c). `scratch` holds
+/// parallax_quantised_row_scratch_bytes(width) bytes. The same at every level. Returns how
+/// many positions were evaluated exactly.
+ptrdiff_t parallax_map_row_brown_quantised(const parallax_brown_lens *lens, const double origin[3],
+                                           const double step[3], ptrdiff_t width, int32_t *qx, int32_t *qy,
+                                           void *scratch, parallax_simd_level level);
 
 /// Scratch bytes parallax_map_row_brown_quantised needs for a row of `width` columns.
 ptrdiff_t parallax_quantised_row_scratch_bytes(ptrdiff_t width);
@@ -145,6 +150,12 @@ typedef struct {
 void parallax_compile_row(const float *xs, const float *ys, ptrdiff_t width, const parallax_compile_params *params,
                           const parallax_compile_scratch *scratch, uint32_t *entries, parallax_compiled_row *row,
                           parallax_simd_level level);
+
+/// The same for a row of quantised positions (parallax_map_row_brown_quantised's): the
+/// entries parallax_compile_row gives for the float row they were quantised from.
+void parallax_compile_quantised_row(const int32_t *qx, const int32_t *qy, ptrdiff_t width,
+                                    const parallax_compile_params *params, const parallax_compile_scratch *scratch,
+                                    uint32_t *entries, parallax_compiled_row *row, parallax_simd_level level);
 
 // MARK: Detection
 

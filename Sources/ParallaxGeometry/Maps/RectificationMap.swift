@@ -134,28 +134,31 @@ public struct RectificationMap: Sendable, Equatable {
             }
         }
 
-        /// Whether ``fillQuantisedRow(_:xs:ys:scratch:level:)`` applies (a pinhole or
+        /// Whether ``fillQuantisedRow(_:qx:qy:scratch:level:)`` applies (a pinhole or
         /// Brown–Conrady camera; fisheye rows come from ``CameraModel/project(_:)``).
         package var fillsQuantisedRows: Bool { lens != nil }
 
-        /// Bytes of scratch ``fillQuantisedRow(_:xs:ys:scratch:level:)`` needs.
+        /// Bytes of scratch ``fillQuantisedRow(_:qx:qy:scratch:level:)`` needs.
         package var quantisedRowScratchBytes: Int { parallax_quantised_row_scratch_bytes(outputSize.width) }
 
-        /// Fills row `v` for a fixed-point map: every entry rounds to the same 1/32 pixel as
-        /// ``fillRow(_:xs:ys:columnStep:level:)``'s (`round(32 x)`, ties to even; NaN where it
-        /// has NaN), which is all a compiled map keeps, but most are interpolated between exact
-        /// positions every 16 columns where the rounding is certain, at a fraction of the cost
-        /// (see `parallax_map_row_brown_quantised`). Only for ``fillsQuantisedRows`` builders.
-        package func fillQuantisedRow(_ v: Int, xs: UnsafeMutablePointer<Float>, ys: UnsafeMutablePointer<Float>,
-                                      scratch: UnsafeMutableRawPointer, level: parallax_simd_level = Builder.level) {
+        /// Fills row `v` quantised for a fixed-point map: `round(32 x)`, ties to even, of
+        /// ``fillRow(_:xs:ys:columnStep:level:)``'s positions (`PARALLAX_UNDEFINED_POSITION`
+        /// where a position is NaN or |x| ≥ 2¹⁶), which is all a compiled map keeps. Most are
+        /// interpolated between exact positions every 16 columns where the rounding is certain,
+        /// at a fraction of the cost (see `parallax_map_row_brown_quantised`). Only for
+        /// ``fillsQuantisedRows`` builders. Returns how many positions were evaluated exactly.
+        @discardableResult
+        package func fillQuantisedRow(_ v: Int, qx: UnsafeMutablePointer<Int32>, qy: UnsafeMutablePointer<Int32>,
+                                      scratch: UnsafeMutableRawPointer,
+                                      level: parallax_simd_level = Builder.level) -> Int {
             guard var lens else { preconditionFailure("fillQuantisedRow needs a pinhole or Brown–Conrady camera") }
             let step = toRay.column(0), origin = toRay * SIMD3(0, Double(v), 1)
             var originArray = (origin.x, origin.y, origin.z), stepArray = (step.x, step.y, step.z)
-            withUnsafePointer(to: &originArray) { o in
+            return withUnsafePointer(to: &originArray) { o in
                 withUnsafePointer(to: &stepArray) { s in
                     o.withMemoryRebound(to: Double.self, capacity: 3) { o in
                         s.withMemoryRebound(to: Double.self, capacity: 3) { s in
-                            parallax_map_row_brown_quantised(&lens, o, s, outputSize.width, xs, ys, scratch, level)
+                            parallax_map_row_brown_quantised(&lens, o, s, outputSize.width, qx, qy, scratch, level)
                         }
                     }
                 }

@@ -61,9 +61,8 @@ final class CompiledMap: @unchecked Sendable {
     /// Compiles the positions `rows` produces (source sample coordinates, NaN for none)
     /// for a source grid laid out as `layout` with `sourceRowBytes` between rows. Rows
     /// are compiled in blocks spread over `pool`'s threads, by the C kernel written for
-    /// `level` (every level gives the same map).
-    init(rows: FloatRows, sourceRowBytes: Int, layout: SampleLayout, interpolation: Interpolation, pool: WorkerPool,
-         level: parallax_simd_level = CompiledMap.level) {
+    /// `rows.level` (every level gives the same map).
+    init(rows: PositionRows, sourceRowBytes: Int, layout: SampleLayout, interpolation: Interpolation, pool: WorkerPool) {
         let width = rows.width, height = rows.height
         self.width = width
         self.height = height
@@ -86,7 +85,7 @@ final class CompiledMap: @unchecked Sendable {
         defer { blockSlow.deinitialize(count: blockCount); blockSlow.deallocate() }
         let job = CompileJob(rows: rows, sourceRowBytes: sourceRowBytes, layout: layout, interpolation: interpolation,
                              blockCount: blockCount, entries: entries, rowBase: rowBase, spanStart: spanStart,
-                             spanEnd: spanEnd, blockSlow: blockSlow, level: level)
+                             spanEnd: spanEnd, blockSlow: blockSlow)
         withUnsafePointer(to: job) { pointer in
             pool.run(tasks: blockCount, context: UnsafeRawPointer(pointer)) { context, block in
                 CompiledMap.compileBlock(context.assumingMemoryBound(to: CompileJob.self), block)
@@ -109,7 +108,7 @@ final class CompiledMap: @unchecked Sendable {
 
     /// The inputs and outputs of one compilation, shared by its blocks.
     private struct CompileJob {
-        let rows: FloatRows
+        let rows: PositionRows
         let sourceRowBytes: Int
         let layout: SampleLayout
         let interpolation: Interpolation
@@ -119,7 +118,6 @@ final class CompiledMap: @unchecked Sendable {
         let spanStart: UnsafeMutablePointer<Int32>
         let spanEnd: UnsafeMutablePointer<Int32>
         let blockSlow: UnsafeMutablePointer<[SlowSample]>
-        let level: parallax_simd_level
 
         var width: Int { rows.width }
         var height: Int { rows.height }
@@ -142,7 +140,7 @@ final class CompiledMap: @unchecked Sendable {
         var slow: [SlowSample] = []
         for v in j.rows(ofBlock: block) {
             compiler.compile(row: v, into: j.entries + v * j.width, rowBase: j.rowBase + v, spanStart: j.spanStart + v,
-                             spanEnd: j.spanEnd + v, slow: &slow, level: j.level)
+                             spanEnd: j.spanEnd + v, slow: &slow)
         }
         j.blockSlow[block] = slow
     }
@@ -150,13 +148,13 @@ final class CompiledMap: @unchecked Sendable {
     /// What compiling one row needs: the kernel's parameters and scratch (allocated once,
     /// reused for every row; ``deallocate()`` frees it).
     struct RowCompiler {
-        let rows: FloatRows
+        let rows: PositionRows
         private var params = parallax_compile_params()
         private let words: UnsafeMutablePointer<Int32>
         private let inside: UnsafeMutablePointer<UInt8>
-        private let floats: UnsafeMutablePointer<Float>
+        private let positions: PositionRows.Scratch
 
-        init(rows: FloatRows, sourceRowBytes: Int, layout: SampleLayout, interpolation: Interpolation) {
+        init(rows: PositionRows, sourceRowBytes: Int, layout: SampleLayout, interpolation: Interpolation) {
             self.rows = rows
             params.source_width = Int64(rows.sourceWidth)
             params.source_height = Int64(rows.sourceHeight)
@@ -174,13 +172,13 @@ final class CompiledMap: @unchecked Sendable {
             let columns = max(1, rows.width)
             words = .allocate(capacity: 3 * columns)
             inside = .allocate(capacity: columns)
-            floats = .allocate(capacity: rows.scratchCount)
+            positions = PositionRows.Scratch(for: rows)
         }
 
         func deallocate() {
             words.deallocate()
             inside.deallocate()
-            floats.deallocate()
+            positions.deallocate()
         }
 
         /// Compiles grid row `v` into one row of entries (`rows.width` of them) and its base and
@@ -188,7 +186,7 @@ final class CompiledMap: @unchecked Sendable {
         /// row outside the grid is all border.
         func compile(row v: Int, into out: UnsafeMutablePointer<UInt32>, rowBase: UnsafeMutablePointer<Int>,
                      spanStart: UnsafeMutablePointer<Int32>, spanEnd: UnsafeMutablePointer<Int32>,
-                     slow: inout [SlowSample], level: parallax_simd_level) {
+                     slow: inout [SlowSample]) {
             let width = rows.width
             guard v >= 0, v < rows.height else {
                 rowBase.pointee = 0
@@ -204,8 +202,12 @@ final class CompiledMap: @unchecked Sendable {
                                                    fractions: words + 2 * max(1, width), inside: inside)
             var params = self.params
             var compiled = parallax_compiled_row()
-            let positions = rows.row(v, scratch: floats)
-            parallax_compile_row(positions.xs, positions.ys, width, &params, &scratch, out, &compiled, level)
+            switch rows.row(v, scratch: positions) {
+            case .floats(let xs, let ys):
+                parallax_compile_row(xs, ys, width, &params, &scratch, out, &compiled, rows.level)
+            case .quantised(let qx, let qy):
+                parallax_compile_quantised_row(qx, qy, width, &params, &scratch, out, &compiled, rows.level)
+            }
             rowBase.pointee = Int(compiled.base)
             spanStart.pointee = Int32(compiled.span_start)
             spanEnd.pointee = Int32(compiled.span_end)
@@ -224,9 +226,9 @@ final class CompiledMap: @unchecked Sendable {
     }
 
     /// A map of `chunkRows` rows of `rows`' grid whose entries are compiled on demand by
-    /// ``recompile(firstRow:count:level:)``: what a rectifier with compact maps keeps per
+    /// ``recompile(firstRow:count:)``: what a rectifier with compact maps keeps per
     /// band instead of the whole map.
-    init(chunkOf rows: FloatRows, chunkRows: Int, sourceRowBytes: Int, layout: SampleLayout,
+    init(chunkOf rows: PositionRows, chunkRows: Int, sourceRowBytes: Int, layout: SampleLayout,
          interpolation: Interpolation) {
         width = rows.width
         height = max(1, chunkRows)
@@ -254,13 +256,13 @@ final class CompiledMap: @unchecked Sendable {
 
     /// Compiles grid rows `firstRow ..< firstRow + count` (`count` at most the chunk's rows)
     /// into rows `0 ..< count` of this chunk map; rows outside the grid are border.
-    func recompile(firstRow: Int, count: Int, level: parallax_simd_level = CompiledMap.level) {
+    func recompile(firstRow: Int, count: Int) {
         guard let compiler = chunkCompiler else { preconditionFailure("recompile needs a chunk map") }
         precondition(count <= height, "a chunk holds \(height) rows")
         slow.removeAll(keepingCapacity: true)
         for r in 0..<count {
             compiler.compile(row: firstRow + r, into: entries + r * width, rowBase: rowBase + r, spanStart: spanStart + r,
-                             spanEnd: spanEnd + r, slow: &slow, level: level)
+                             spanEnd: spanEnd + r, slow: &slow)
         }
     }
 

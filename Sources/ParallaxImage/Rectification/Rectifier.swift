@@ -474,7 +474,8 @@ public final class Rectifier: @unchecked Sendable {
     /// bands compile from.
     private struct Job {
         var side: Int; var plane: Int; var grid: SampleGrid; var map: CompiledMap?
-        var rows: FloatRows; var rowBytes: Int; var layout: SampleLayout
+        /// Compact maps only: the positions the bands' chunks are compiled from.
+        var rows: PositionRows?; var rowBytes: Int; var layout: SampleLayout
     }
     /// A band of rows of one job: the unit handed to a thread. For YUYV and UYVY, `chroma`
     /// is the 4:2:2 chroma job of the same rows, run with the luma job by one thread
@@ -507,11 +508,11 @@ public final class Rectifier: @unchecked Sendable {
             let strides = side == 0 ? key.left : key.right
             for entry in key.format.remapPlanes {
                 let rowBytes = strides[entry.plane]
-                let source = floatRows(side: side, grid: entry.grid)
-                let compact = compactMaps && source != nil
-                let map = compact ? nil : compiledMap(side: side, grid: entry.grid, rowBytes: rowBytes, layout: entry.layout)
-                let positions = source ?? FloatRows.empty(grid: entry.grid)
-                jobs.append(Job(side: side, plane: entry.plane, grid: entry.grid, map: map, rows: positions,
+                // Compact maps need the camera model (a rectifier made from stored maps keeps whole maps).
+                let compactRows = compactMaps ? model(side: side).map { positionRows($0, side: side, grid: entry.grid) } : nil
+                let map = compactRows == nil
+                    ? compiledMap(side: side, grid: entry.grid, rowBytes: rowBytes, layout: entry.layout) : nil
+                jobs.append(Job(side: side, plane: entry.plane, grid: entry.grid, map: map, rows: compactRows,
                                 rowBytes: rowBytes, layout: entry.layout))
                 if entry.grid == .chroma422 {
                     // YUYV and UYVY interleave luma and chroma in one plane: the luma job just
@@ -520,18 +521,20 @@ public final class Rectifier: @unchecked Sendable {
                     let chroma = jobs.count - 1
                     for b in bands.indices where bands[b].job == chroma - 1 {
                         bands[b].chroma = chroma
-                        if let luma = bands[b].chunks?.luma { bands[b].chunks = (luma, chunkMap(jobs[chroma])) }
+                        if let luma = bands[b].chunks?.luma, let rows = jobs[chroma].rows {
+                            bands[b].chunks = (luma, chunkMap(rows, jobs[chroma]))
+                        }
                     }
                     continue
                 }
                 // Bands of 16–64 rows: several per thread for balance, small
                 // enough that a band's source rows stay in cache.
-                let rows = map?.height ?? positions.height
+                let rows = map?.height ?? compactRows?.height ?? 0
                 let bandRows = max(16, min(64, rows / max(1, pool.threadCount * 4)))
                 var start = 0
                 while start < rows {
                     var band = Band(job: jobs.count - 1, rows: start..<min(rows, start + bandRows))
-                    if compact { band.chunks = (chunkMap(jobs[jobs.count - 1]), nil) }
+                    if let compactRows { band.chunks = (chunkMap(compactRows, jobs[jobs.count - 1]), nil) }
                     bands.append(band)
                     start += bandRows
                 }
@@ -542,31 +545,34 @@ public final class Rectifier: @unchecked Sendable {
         return plan
     }
 
-    /// The positions of one side's grid computed from its camera model, or nil for a
-    /// rectifier made from stored maps (which compact maps do not apply to).
-    private func floatRows(side: Int, grid: SampleGrid) -> FloatRows? {
+    /// Side `side`'s camera model as a source of positions, or nil for a rectifier made
+    /// from stored maps.
+    private func model(side: Int) -> LumaPositions? {
         guard case .model(let left, let right) = positions else { return nil }
-        let source = side == 0 ? sourceSizes.left : sourceSizes.right
-        return FloatRows(luma: .model(side == 0 ? left : right), lumaWidth: outputSize.width,
-                         lumaHeight: outputSize.height, lumaSourceWidth: source.width,
-                         lumaSourceHeight: source.height, grid: grid)
+        return .model(side == 0 ? left : right)
     }
 
-    /// A compact map's chunk table for one job.
-    private func chunkMap(_ job: Job) -> CompiledMap {
-        CompiledMap(chunkOf: job.rows, chunkRows: Band.chunkRows, sourceRowBytes: job.rowBytes, layout: job.layout,
+    /// The positions of one side's grid from `luma`, computed and compiled at this
+    /// rectifier's vector level.
+    private func positionRows(_ luma: LumaPositions, side: Int, grid: SampleGrid) -> PositionRows {
+        let source = side == 0 ? sourceSizes.left : sourceSizes.right
+        return PositionRows(luma: luma, lumaWidth: outputSize.width, lumaHeight: outputSize.height,
+                         lumaSourceWidth: source.width, lumaSourceHeight: source.height, grid: grid,
+                         level: simdLevel.kernelLevel)
+    }
+
+    /// A compact map's chunk table for one job, compiled from `rows`.
+    private func chunkMap(_ rows: PositionRows, _ job: Job) -> CompiledMap {
+        CompiledMap(chunkOf: rows, chunkRows: Band.chunkRows, sourceRowBytes: job.rowBytes, layout: job.layout,
                     interpolation: interpolation)
     }
 
     private func compiledMap(side: Int, grid: SampleGrid, rowBytes: Int, layout: SampleLayout) -> CompiledMap {
         let key = CompileKey(side: side, grid: grid, rowBytes: rowBytes, layout: layout)
         if let map = compiled[key] { return map }
-        let source = side == 0 ? sourceSizes.left : sourceSizes.right
         func compile(_ luma: LumaPositions) -> CompiledMap {
-            let rows = FloatRows(luma: luma, lumaWidth: outputSize.width, lumaHeight: outputSize.height,
-                                 lumaSourceWidth: source.width, lumaSourceHeight: source.height, grid: grid)
-            return CompiledMap(rows: rows, sourceRowBytes: rowBytes, layout: layout, interpolation: interpolation,
-                               pool: pool)
+            CompiledMap(rows: positionRows(luma, side: side, grid: grid), sourceRowBytes: rowBytes, layout: layout,
+                        interpolation: interpolation, pool: pool)
         }
         let map: CompiledMap
         switch positions {

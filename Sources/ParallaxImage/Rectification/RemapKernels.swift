@@ -100,7 +100,7 @@ enum RemapKernels {
         if end > start {
             switch map.interpolation {
             case .bilinear:
-                let from = level == .avx2
+                let from = level >= .avx2
                     ? bilinearAVX2(entries, range: start..<end, base: base, rowBytes: map.sourceRowBytes,
                                    layout: layout, out: o)
                     : start
@@ -143,7 +143,7 @@ enum RemapKernels {
                        destination: UnsafeMutableRawPointer, destinationRowBytes: Int, shift: SIMD2<Int> = .zero,
                        level: SIMDLevel = .baseline) {
         let chromaShift = SIMD2(shift.x / 2, shift.y)
-        let fusable = level == .avx2 && luma.interpolation == .bilinear && chroma.interpolation == .bilinear
+        let fusable = level >= .avx2 && luma.interpolation == .bilinear && chroma.interpolation == .bilinear
             && luma.layout.isLuma422 && chroma.layout.isChromaPair && chroma.layout.pixelStride == 4
         for v in rows {
             let out = destination + v * destinationRowBytes

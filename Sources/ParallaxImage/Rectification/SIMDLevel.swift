@@ -1,26 +1,38 @@
 import CRemapKernels
 
-/// The vector instructions the resampling kernels use.
+/// The vector instructions the kernels use.
 ///
 /// Parallax is compiled for the architecture's baseline, so it runs on every CPU of that
 /// architecture; kernels for wider instruction sets are chosen at run time, as OpenCV does,
-/// when the CPU has them (``supported``). Every level produces the same pixels: they all
-/// compute OpenCV's fixed-point interpolation exactly.
+/// when the CPU has them (``supported``). Every level produces the same pixels and the same
+/// maps: the resampling kernels all compute OpenCV's fixed-point interpolation exactly, and
+/// the map kernels perform the same IEEE operations at every level.
 public enum SIMDLevel: String, Sendable, CaseIterable, Comparable, CustomStringConvertible {
-    /// The portable kernels: Swift SIMD types compiled for the baseline (SSE2 on x86-64,
-    /// NEON on arm64).
+    /// The portable kernels: Swift SIMD types and C compiled for the baseline (SSE2 on
+    /// x86-64, NEON on arm64).
     case baseline
     /// x86-64 kernels written for AVX2 and FMA (Intel Haswell, AMD Zen and later): bilinear
-    /// gray, RGB/BGR, RGBA/BGRA and NV12; YUYV, UYVY and the other interpolations use the
-    /// portable kernels.
+    /// gray, RGB/BGR, RGBA/BGRA, NV12, YUYV and UYVY resampling and every map kernel; the
+    /// other interpolations use the portable kernels.
     case avx2
+    /// x86-64 with AVX-512 F, DQ, BW and VL as well (Intel Skylake-SP and later, AMD Zen 4):
+    /// building and compiling maps run 512-bit instances of their kernels; resampling uses
+    /// the AVX2 kernels.
+    case avx512
 
     /// The widest level this CPU runs; asked of the CPU once.
-    public static let supported: SIMDLevel = parallax_remap_simd_level() == PARALLAX_SIMD_AVX2 ? .avx2 : .baseline
+    public static let supported: SIMDLevel = {
+        switch parallax_map_simd_level() {
+        case PARALLAX_SIMD_AVX512: return .avx512
+        case PARALLAX_SIMD_AVX2: return .avx2
+        default: return .baseline
+        }
+    }()
 
     /// The level, named for people, with the instruction set it stands for on this machine.
     public var description: String {
         switch self {
+        case .avx512: return "AVX-512 (maps) and AVX2+FMA (resampling)"
         case .avx2: return "AVX2+FMA"
         case .baseline:
             #if arch(x86_64)
@@ -33,6 +45,15 @@ public enum SIMDLevel: String, Sendable, CaseIterable, Comparable, CustomStringC
         }
     }
 
+    /// The C kernels' name for this level.
+    package var kernelLevel: parallax_simd_level {
+        switch self {
+        case .baseline: return PARALLAX_SIMD_BASELINE
+        case .avx2: return PARALLAX_SIMD_AVX2
+        case .avx512: return PARALLAX_SIMD_AVX512
+        }
+    }
+
     /// Lower levels first.
     public static func < (a: SIMDLevel, b: SIMDLevel) -> Bool {
         a.rank < b.rank
@@ -42,6 +63,7 @@ public enum SIMDLevel: String, Sendable, CaseIterable, Comparable, CustomStringC
         switch self {
         case .baseline: return 0
         case .avx2: return 1
+        case .avx512: return 2
         }
     }
 }

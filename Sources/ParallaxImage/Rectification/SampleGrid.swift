@@ -1,3 +1,4 @@
+import CRemapKernels
 import ParallaxGeometry
 
 /// Which sample grid of an image a map addresses: full-resolution samples
@@ -20,11 +21,12 @@ enum LumaPositions: @unchecked Sendable {
     case model(RectificationMap.Builder)
 }
 
-/// The float source positions of one sample grid, produced one grid row at a time: luma
-/// rows as stored or computed, chroma rows derived from the luma rows where each chroma
-/// sample sits (see ``SampleGrid``). Computed full-grid rows are what a compiled map needs:
-/// positions that round to the model's 1/32 pixel, not always its exact floats.
-struct FloatRows: @unchecked Sendable {
+/// The source positions of one sample grid, produced one grid row at a time: luma rows as
+/// stored or computed, chroma rows derived from the luma rows where each chroma sample sits
+/// (see ``SampleGrid``). Computed full-grid rows are what a compiled map needs: positions
+/// quantised to the model's 1/32 pixel (``RowPositions/quantised(qx:qy:)``), most of them
+/// without evaluating the lens.
+struct PositionRows: @unchecked Sendable {
     /// Where the luma positions come from, taken apart once: `row(_:scratch:)` runs once per
     /// grid row, and binding an enum's payload there copied the builder every time.
     private let stored: (xs: UnsafePointer<Float>, ys: UnsafePointer<Float>)?
@@ -35,9 +37,12 @@ struct FloatRows: @unchecked Sendable {
     let lumaSourceWidth: Int
     let lumaSourceHeight: Int
     let grid: SampleGrid
+    /// The vector level of the C kernels that compute these rows and compile them (every
+    /// level gives the same rows and entries).
+    let level: parallax_simd_level
 
     init(luma: LumaPositions, lumaWidth: Int, lumaHeight: Int, lumaSourceWidth: Int, lumaSourceHeight: Int,
-         grid: SampleGrid) {
+         grid: SampleGrid, level: parallax_simd_level = CompiledMap.level) {
         switch luma {
         case .stored(let xs, let ys): (stored, builder) = ((xs, ys), nil)
         case .model(let builder): (stored, self.builder) = (nil, builder)
@@ -47,6 +52,7 @@ struct FloatRows: @unchecked Sendable {
         self.lumaSourceWidth = lumaSourceWidth
         self.lumaSourceHeight = lumaSourceHeight
         self.grid = grid
+        self.level = level
     }
 
     /// Samples per grid row and grid rows.
@@ -56,40 +62,64 @@ struct FloatRows: @unchecked Sendable {
     var sourceWidth: Int { grid == .full ? lumaSourceWidth : lumaSourceWidth / 2 }
     var sourceHeight: Int { grid == .chroma420 ? lumaSourceHeight / 2 : lumaSourceHeight }
 
-    /// Placeholder positions for a job that has a compiled map and never asks for rows.
-    static func empty(grid: SampleGrid) -> FloatRows {
-        FloatRows(luma: .stored(xs: UnsafePointer(bitPattern: 1)!, ys: UnsafePointer(bitPattern: 1)!), lumaWidth: 0,
-                  lumaHeight: 0, lumaSourceWidth: 0, lumaSourceHeight: 0, grid: grid)
+    /// Whether rows come quantised: full-grid rows of a pinhole or Brown–Conrady model.
+    private var quantisedRows: Bool { grid == .full && builder?.fillsQuantisedRows == true }
+
+    /// The positions of one grid row (``width`` of each).
+    enum RowPositions {
+        /// Source sample coordinates, NaN for none.
+        case floats(xs: UnsafePointer<Float>, ys: UnsafePointer<Float>)
+        /// The same quantised: `round(32 x)`, ties to even, or `PARALLAX_UNDEFINED_POSITION`.
+        case quantised(qx: UnsafePointer<Int32>, qy: UnsafePointer<Int32>)
     }
 
-    /// Floats of scratch one thread needs for ``row(_:scratch:)``: two luma rows and a grid
-    /// row (x, y each), then the quantised row kernel's own.
-    var scratchCount: Int { 6 * max(1, lumaWidth) + ((builder?.quantisedRowScratchBytes ?? 0) + 3) / 4 }
+    /// Memory one thread needs for ``row(_:scratch:)`` (``deallocate()`` frees it): two luma
+    /// rows and a grid row of floats (x, y each), or a quantised row and the quantised row
+    /// kernel's own scratch.
+    struct Scratch {
+        fileprivate let floats: UnsafeMutablePointer<Float>
+        fileprivate let quantised: UnsafeMutablePointer<Int32>
+        fileprivate let kernel: UnsafeMutableRawPointer
 
-    /// The positions of grid row `k` (`width` entries each), in `scratch` or in the stored map.
-    func row(_ k: Int, scratch: UnsafeMutablePointer<Float>) -> (xs: UnsafePointer<Float>, ys: UnsafePointer<Float>) {
+        init(for rows: PositionRows) {
+            let w = max(1, rows.lumaWidth)
+            floats = .allocate(capacity: rows.quantisedRows ? 1 : 6 * w)
+            quantised = .allocate(capacity: rows.quantisedRows ? 2 * w : 1)
+            kernel = .allocate(byteCount: rows.quantisedRows ? max(1, rows.builder?.quantisedRowScratchBytes ?? 0) : 1,
+                               alignment: 64)
+        }
+
+        func deallocate() {
+            floats.deallocate()
+            quantised.deallocate()
+            kernel.deallocate()
+        }
+    }
+
+    /// The positions of grid row `k`, in `scratch` or in the stored map.
+    func row(_ k: Int, scratch: Scratch) -> RowPositions {
         let w = lumaWidth
+        if quantisedRows, let builder {
+            // Only the rounding to 1/32 pixel reaches a compiled map: the quantised kernel
+            // gives the same entries for much less work.
+            let qx = scratch.quantised, qy = qx + w
+            builder.fillQuantisedRow(k, qx: qx, qy: qy, scratch: scratch.kernel, level: level)
+            return .quantised(qx: UnsafePointer(qx), qy: UnsafePointer(qy))
+        }
         // Luma row `v`, every `columnStep`-th column, as pointers and the step between entries.
         // Scratch holds two such rows (x, y each), then the grid row (x, y).
         func lumaRow(_ v: Int, _ slot: Int, columnStep: Int) -> (UnsafePointer<Float>, UnsafePointer<Float>, Int) {
             if let stored { return (stored.xs + v * w, stored.ys + v * w, columnStep) }
             // Only the columns used are computed (the same bits as in a full row).
-            let x = scratch + 2 * slot * w, y = x + w
-            builder?.fillRow(v, xs: x, ys: y, columnStep: columnStep)
+            let x = scratch.floats + 2 * slot * w, y = x + w
+            builder?.fillRow(v, xs: x, ys: y, columnStep: columnStep, level: level)
             return (UnsafePointer(x), UnsafePointer(y), 1)
         }
-        let outX = scratch + 4 * w, outY = outX + w
+        let outX = scratch.floats + 4 * w, outY = outX + w
         switch grid {
         case .full:
-            if let builder, builder.fillsQuantisedRows {
-                // Only the rounding to 1/32 pixel reaches a compiled map: the quantised kernel
-                // gives the same entries for much less work.
-                let x = scratch, y = x + w
-                builder.fillQuantisedRow(k, xs: x, ys: y, scratch: UnsafeMutableRawPointer(scratch + 6 * w))
-                return (UnsafePointer(x), UnsafePointer(y))
-            }
             let (x, y, _) = lumaRow(k, 0, columnStep: 1)
-            return (x, y)
+            return .floats(xs: x, ys: y)
         case .chroma422:
             // Chroma sample j sits on luma column 2j, at half the horizontal scale.
             let (lx, ly, step) = lumaRow(k, 0, columnStep: 2)
@@ -106,7 +136,7 @@ struct FloatRows: @unchecked Sendable {
                 outY[j] = (y - 0.5) * 0.5
             }
         }
-        return (UnsafePointer(outX), UnsafePointer(outY))
+        return .floats(xs: UnsafePointer(outX), ys: UnsafePointer(outY))
     }
 }
 
