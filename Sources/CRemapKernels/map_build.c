@@ -495,7 +495,12 @@ INLINE void compile_quantised_row_any(const int32_t *qx, const int32_t *qy, ptrd
     const int64_t bound = ((int64_t)1 << 16) + 8;
     const int narrow = p->source_row_bytes >= 0 && p->pixel_stride >= 0
         && bound * (p->source_row_bytes + p->pixel_stride) + p->vector_read + p->readable < INT32_MAX;
-    const int64_t base = (int64_t)lowest_tap_row(qx, qy, width, p) * p->source_row_bytes;
+    // Where the offset limit reaches every byte a sample may read from the plane's start,
+    // offsets from the plane itself fit and no row needs a base of its own (a 1080p gray or
+    // NV12 luma plane, every plane up to 720p): the spans are the same either way.
+    const int64_t farthest = p->readable - p->vector_read - (int64_t)(p->taps - 1) * p->source_row_bytes;
+    const int64_t base = farthest < PARALLAX_COMPILED_OFFSET_LIMIT
+        ? 0 : (int64_t)lowest_tap_row(qx, qy, width, p) * p->source_row_bytes;
     uint8_t *inside = scratch->inside;
     if (narrow) pack_row32(qx, qy, width, p, (int32_t)base, entries, inside);
     else pack_row64(qx, qy, width, p, base, entries, inside);

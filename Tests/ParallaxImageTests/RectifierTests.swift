@@ -362,6 +362,29 @@ struct RectifierTests {
         #expect(r.bytes == ReferenceRemap.bilinear(right.bytes, channels: channels, map: maps.right))
     }
 
+    @Test("a plane past the entries' offset limit (1080p BGRA, 8 MB) gets a base per row and the pixels of four gray planes, which need none",
+          arguments: [false, true])
+    func rowBasesPastTheOffsetLimit(compact: Bool) throws {
+        let size = ImageSize(width: 1920, height: 1080)
+        // The premise: a BGRA plane is larger than the 22-bit offsets reach from its start; a
+        // gray plane is not (so its rows are compiled without per-row bases).
+        #expect(PixelFormat.bgra8.minimumBytesPerRow(width: size.width) * size.height > CompiledMap.offsetLimit)
+        #expect(PixelFormat.gray8.minimumBytesPerRow(width: size.width) * size.height < CompiledMap.offsetLimit)
+        let rectifier = try Rectifier(calibration: StereoCalibration.benchmarkRig(size: size), threads: 2,
+                                      compactMaps: compact)
+        let image = TestImages.pattern(.bgra8, width: size.width, height: size.height, seed: 5)
+        let (bgra, _) = try rectifier.rectify(left: image, right: image)
+        var differing = 0
+        for channel in 0..<4 {
+            let plane = try ImageBuffer(format: .gray8, size: size,
+                                        bytes: stride(from: channel, to: image.bytes.count, by: 4).map { image.bytes[$0] })
+            let (gray, _) = try rectifier.rectify(left: plane, right: plane)
+            for i in 0..<size.area where gray.bytes[i] != bgra.bytes[4 * i + channel] { differing += 1 }
+        }
+        // Counted, not compared as arrays: a failing comparison of 8 MB would print both.
+        #expect(differing == 0, "\(differing) samples differ")
+    }
+
     @Test("positions against the right and bottom edges match the reference", arguments: [PixelFormat.rgb8, .bgra8, .gray8])
     func edges(format: PixelFormat) throws {
         // Every output pixel reads near the bottom-right corner: x in the last
