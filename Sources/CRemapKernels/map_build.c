@@ -6,7 +6,9 @@
 // target("…avx512…"), where the compiler vectorises the same body four doubles (eight
 // floats) or eight doubles (sixteen floats) wide. Floating-point contraction is off, so no
 // instance fuses a multiply and an add: every level performs the same IEEE operations in
-// the same order and gives the same bits. (The positions are OpenCV's
+// the same order and gives the same bits. The exception is the quantised rows' fit and
+// cubic, which fuse where the level can: only the rounding they prove certain reaches the
+// output, and that is the exact positions' at every level. (The positions are OpenCV's
 // initUndistortRectifyMap arithmetic, one reciprocal of z for both coordinates; they may
 // differ from CameraModel.project, which divides, in the last bit of a double.)
 #include "CRemapKernels.h"
@@ -207,6 +209,9 @@ ptrdiff_t parallax_quantised_row_scratch_bytes(ptrdiff_t width) {
 INLINE void fit_block(const double *nodes, axis_block *restrict out) {
     const double *restrict f = nodes;
     for (int i = 0; i < BLOCK_INTERVALS; i++) {
+        // Fused multiply-adds where the level has them: the fit's rounding is far below the
+        // bound's slack (the cubic need only be the one the bound describes).
+#pragma clang fp contract(fast)
         // Nodes i … i + 5 are columns 16 (i − 2) … 16 (i + 3): fm2 = f(−2) … f3 = f(3).
         const double fm2 = f[i], fm1 = f[i + 1], f0 = f[i + 2], f1 = f[i + 3], f2 = f[i + 4], f3 = f[i + 5];
         // Lagrange cubic through t = −1, 0, 1, 2 (t in units of 16 columns). (Multiplied by
@@ -458,7 +463,7 @@ INLINE void pack_row64(const int32_t *qx, const int32_t *qy, ptrdiff_t width, co
 // [0, limit], where limit joins the offset limit and the readable bytes (every sample
 // that passes the tap tests lies at or below the base row, so its offset is ≥ 0).
 INLINE void pack_row32(const int32_t *qx, const int32_t *qy, ptrdiff_t width, const parallax_compile_params *p,
-                       int32_t base, uint32_t *entries, uint8_t *inside) {
+                       int32_t base, uint32_t *entries, uint8_t *inside, uint32_t stride) {
     const int64_t last_x = p->source_width - p->taps - p->spare, last_y = p->source_height - p->taps;
     int64_t limit = p->readable - p->vector_read - (int64_t)(p->taps - 1) * p->source_row_bytes - base;
     if (limit > PARALLAX_COMPILED_OFFSET_LIMIT - 1) limit = PARALLAX_COMPILED_OFFSET_LIMIT - 1;
@@ -469,7 +474,7 @@ INLINE void pack_row32(const int32_t *qx, const int32_t *qy, ptrdiff_t width, co
         return;
     }
     const uint32_t max_x = (uint32_t)last_x, max_y = (uint32_t)last_y, max_offset = (uint32_t)limit;
-    const uint32_t row_bytes = (uint32_t)p->source_row_bytes, stride = (uint32_t)p->pixel_stride;
+    const uint32_t row_bytes = (uint32_t)p->source_row_bytes;
     const uint32_t base32 = (uint32_t)base;
     const int32_t nearest = p->nearest, lead = p->lead;
     const int32_t *restrict row_x = qx, *restrict row_y = qy;
@@ -502,7 +507,9 @@ INLINE void compile_quantised_row_any(const int32_t *qx, const int32_t *qy, ptrd
     const int64_t base = farthest < PARALLAX_COMPILED_OFFSET_LIMIT
         ? 0 : (int64_t)lowest_tap_row(qx, qy, width, p) * p->source_row_bytes;
     uint8_t *inside = scratch->inside;
-    if (narrow) pack_row32(qx, qy, width, p, (int32_t)base, entries, inside);
+    // One-byte samples (gray, NV12 luma) with the stride a constant: no multiply for it.
+    if (narrow && p->pixel_stride == 1) pack_row32(qx, qy, width, p, (int32_t)base, entries, inside, 1);
+    else if (narrow) pack_row32(qx, qy, width, p, (int32_t)base, entries, inside, (uint32_t)p->pixel_stride);
     else pack_row64(qx, qy, width, p, base, entries, inside);
     // The longest run of inside samples whose offset fits.
     ptrdiff_t best_start = 0, best_length = 0, u = 0;
