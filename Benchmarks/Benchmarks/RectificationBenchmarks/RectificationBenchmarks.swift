@@ -7,7 +7,8 @@ import Synchronization
 // StereoCalibration.benchmarkRig, the one `parallax bench` and
 // compare-opencv use. Setup (maps, images, reused output buffers) happens
 // once per benchmark and outside the measured section, so the malloc
-// counters show what a pair costs in steady state: it must be 0.
+// counters show what a pair costs in steady state: it must be 0, with whole maps
+// and with compact maps (which compile their entries during every pair).
 
 let sizes = [ImageSize(width: 640, height: 480), ImageSize(width: 1280, height: 720), ImageSize(width: 1920, height: 1080)]
 
@@ -19,8 +20,8 @@ final class PairState: @unchecked Sendable {
     var outputLeft: ImageBuffer
     var outputRight: ImageBuffer
 
-    init(size: ImageSize, format: PixelFormat) throws {
-        rectifier = try Rectifier(calibration: .benchmarkRig(size: size))
+    init(size: ImageSize, format: PixelFormat, compactMaps: Bool) throws {
+        rectifier = try Rectifier(calibration: .benchmarkRig(size: size), compactMaps: compactMaps)
         try rectifier.prepare(for: format)
         left = try Self.pattern(format, size: size, seed: 1)
         right = try Self.pattern(format, size: size, seed: 2)
@@ -51,10 +52,10 @@ final class PairState: @unchecked Sendable {
 /// States built on first use, so the setup cost is paid once per benchmark, not per run.
 let states = Mutex<[String: PairState]>([:])
 
-func state(_ size: ImageSize, _ format: PixelFormat) throws -> PairState {
-    let key = "\(format.rawValue)-\(size)"
+func state(_ size: ImageSize, _ format: PixelFormat, compactMaps: Bool = false) throws -> PairState {
+    let key = "\(format.rawValue)-\(size)-\(compactMaps)"
     if let existing = states.withLock({ $0[key] }) { return existing }
-    let made = try PairState(size: size, format: format)
+    let made = try PairState(size: size, format: format, compactMaps: compactMaps)
     states.withLock { $0[key] = made }
     return made
 }
@@ -78,6 +79,19 @@ let benchmarks: @Sendable () -> Void = {
                 }
                 benchmark.stopMeasurement()
             }
+        }
+    }
+
+    // Compact maps at the largest size, where they matter.
+    for format in PixelFormat.allCases {
+        let size = sizes[sizes.count - 1]
+        Benchmark("Rectify pair, compact maps/\(format.rawValue)/\(size)", configuration: pairConfiguration) { benchmark in
+            let pair = try state(size, format, compactMaps: true)
+            benchmark.startMeasurement()
+            for _ in benchmark.scaledIterations {
+                try pair.rectify()
+            }
+            benchmark.stopMeasurement()
         }
     }
 
