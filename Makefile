@@ -5,12 +5,15 @@ SWIFT ?= swift
 DEBIAN_PACKAGES := pkg-config libv4l-dev liblapacke-dev libopenblas-dev libturbojpeg0-dev libpng-dev libudev-dev opencv-doc
 # Only `make test-kernel` needs these (qemu boots Debian's kernel with the vivid driver).
 KERNEL_PACKAGES := qemu-system-x86 busybox-static cpio kmod
+# Only `make check-arm64` needs these: qemu-user runs the C kernels built for arm64 against
+# the arm64 C library.
+ARM64_PACKAGES := qemu-user gcc-aarch64-linux-gnu libc6-dev-arm64-cross
 # Only the OpenCV comparison needs these (it builds a virtualenv with opencv-python-headless).
 COMPARE_PACKAGES := python3 python3-venv
 # Extra flags for `swift test`, e.g. `make test TEST_FLAGS="--filter Geometry"`.
 TEST_FLAGS ?=
 
-.PHONY: all deps install-packages build release demo test check-live test-asan test-tsan test-kernel soak fuzz bench bench-pair compare-opencv clean
+.PHONY: all deps install-packages build release demo test check-arm64 check-live test-asan test-tsan test-kernel soak fuzz bench bench-pair compare-opencv clean
 
 all: build
 
@@ -43,6 +46,12 @@ demo: release
 test: deps
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build $(TEST_FLAGS)
+
+# The C kernels (Sources/CRemapKernels) built for arm64 and run under qemu-user: the same
+# bits as on this machine at every vector level (Tests/CrossArchitecture/run; a few seconds).
+check-arm64:
+	@$(MAKE) --no-print-directory install-packages PACKAGES="$(ARM64_PACKAGES)"
+	Tests/CrossArchitecture/run
 
 # The guided live calibration on the simulated rig, run to its own stop (a release build:
 # the debug test suite takes only three pairs), checked against the rig's truth: it must stop
