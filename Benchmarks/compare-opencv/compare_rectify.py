@@ -29,7 +29,8 @@ Usage: compare_rectify.py --parallax PATH [--sizes 1920x1080,...]
 """
 import argparse, json, os, platform, subprocess, sys, tempfile, time
 
-# OpenCV reads OPENCV_CPU_DISABLE once, when it loads: --avx2-only must set it before the import.
+# OpenCV reads OPENCV_CPU_DISABLE once, when it loads: --avx2-only must set it before the import
+# (and main() accepts no abbreviation of it, which this test would miss).
 AVX2_ONLY = "--avx2-only" in sys.argv
 if AVX2_ONLY:
     os.environ["OPENCV_CPU_DISABLE"] = "AVX512F,AVX512-SKX,AVX512-COMMON"
@@ -161,18 +162,23 @@ def opencv_simd():
     return usable[-1] if usable else (baseline or "baseline")
 
 
-def parallax_simd(binary, simd):
-    """The level Parallax's kernels run at, as `parallax bench` reports it (its run-time
-    dispatch picks the widest the CPU has unless --simd lowers it)."""
-    level = parallax_bench(binary, "64x48", "gray8", 1, 1, None, simd)["simd"]
+def names_of_level(level):
+    """A `parallax bench` level name as people read it on this machine."""
     names = {"avx512": "AVX-512 (maps) and AVX2+FMA (resampling)", "avx2": "AVX2+FMA", "baseline": {"x86_64": "SSE2 (x86-64 baseline)", "AMD64": "SSE2 (x86-64 baseline)",
                                               "aarch64": "NEON (arm64 baseline)", "arm64": "NEON (arm64 baseline)"}
              .get(platform.machine(), "baseline")}
     return names.get(level, level)
 
 
+def parallax_simd(binary, simd):
+    """The level Parallax's kernels run at, as `parallax bench` reports it (its run-time
+    dispatch picks the widest the CPU has unless --simd lowers it)."""
+    return names_of_level(parallax_bench(binary, "64x48", "gray8", 1, 1, None, simd)["simd"])
+
+
 def main():
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
+                                allow_abbrev=False)
     p.add_argument("--parallax", required=True)
     p.add_argument("--sizes", default="640x480,1280x720,1920x1080")
     p.add_argument("--formats", default="gray8,rgb8,bgra8,yuyv,nv12")
@@ -189,6 +195,8 @@ def main():
     if a.avx2_only:
         if a.simd not in (None, "avx2"):
             p.error("--avx2-only runs Parallax at --simd avx2")
+        if parallax_simd(a.parallax, None) == names_of_level("baseline"):
+            p.error("--avx2-only: this CPU has no AVX2 (Parallax runs its baseline kernels)")
         a.simd = "avx2"
         if opencv_simd().startswith("AVX512"):
             p.error("OPENCV_CPU_DISABLE did not lower OpenCV's dispatch below AVX-512")

@@ -1,5 +1,7 @@
-// Map building: rows of float source positions from a pinhole or Brown–Conrady camera, and
-// rows of float maps compiled into the kernels' packed entries (see include/CRemapKernels.h).
+// Map building: rows of float source positions from a pinhole or Brown–Conrady camera, the
+// same rows quantised to 1/32 pixel for a compiled map (most positions without evaluating
+// the lens), and rows of either kind compiled into the kernels' packed entries (see
+// include/CRemapKernels.h).
 //
 // Each loop is written once, as an always-inline body, and instantiated for the
 // architecture's baseline and, on x86-64, inside functions with target("avx2,fma") and
@@ -7,8 +9,11 @@
 // floats) or eight doubles (sixteen floats) wide. Floating-point contraction is off, so no
 // instance fuses a multiply and an add: every level performs the same IEEE operations in
 // the same order and gives the same bits. The exception is the quantised rows' fit and
-// cubic, which fuse where the level can: only the rounding they prove certain reaches the
-// output, and that is the exact positions' at every level. (The positions are OpenCV's
+// cubic, which fuse where the level can: they only decide which roundings are taken from the
+// cubic, by a bound estimated from the nodes (see fit_block), and every position they decide
+// is the exact position's rounding. So the same bits at every level rest on that bound, as
+// correctness does; MapBuildingTests and Tests/CrossArchitecture compare every level with the
+// exact rows. (The positions are OpenCV's
 // initUndistortRectifyMap arithmetic, one reciprocal of z for both coordinates; they may
 // differ from CameraModel.project, which divides, in the last bit of a double.)
 #include "CRemapKernels.h"
@@ -237,14 +242,14 @@ INLINE void fit_block(const double *nodes, axis_block *restrict out) {
         const double scaled = 32 * f0, k0 = floor(scaled);
         // NaN anywhere (an undefined node) fails this test; so do positions too far out.
         const int ok = (fabs(fm2) + fabs(f3) + size < 60000.0) & (bound < 0.01);
-        // Where the fit is unusable only the limit matters: every sample is undecided, and
-        // the other coefficients (possibly NaN) give values the exact ones replace.
-        out->k0[i] = (float)k0;
-        out->r0[i] = (float)(scaled - k0);
+        // Where the fit is unusable every sample is undecided (limit −1), and zeros keep the
+        // evaluation's conversions to integers defined (NaN or huge nodes would not).
+        out->k0[i] = ok ? (float)k0 : 0.0f;
+        out->r0[i] = ok ? (float)(scaled - k0) : 0.0f;
         // Per column instead of per node spacing (32 / 16^k: powers of two, exact).
-        out->d1[i] = (float)(2 * c1);
-        out->d2[i] = (float)(0.125 * c2);
-        out->d3[i] = (float)(0x1p-7 * c3);
+        out->d1[i] = ok ? (float)(2 * c1) : 0.0f;
+        out->d2[i] = ok ? (float)(0.125 * c2) : 0.0f;
+        out->d3[i] = ok ? (float)(0x1p-7 * c3) : 0.0f;
         out->limit[i] = ok ? (float)(0.5 - 32 * bound) : -1.0f;
     }
 }
@@ -543,15 +548,19 @@ INLINE void compile_quantised_row_any(const int32_t *qx, const int32_t *qy, ptrd
 }
 
 // Float positions are quantised into the scratch's tap arrays first.
-INLINE void compile_row_any(const float *xs, const float *ys, ptrdiff_t width, const parallax_compile_params *p,
-                        const parallax_compile_scratch *scratch, uint32_t *entries, parallax_compiled_row *row) {
-    int32_t *restrict qx = scratch->tap_x, *restrict qy = scratch->tap_y;
-    const float *restrict row_x = xs, *restrict row_y = ys;
+INLINE void quantise_row(const float *restrict xs, const float *restrict ys, ptrdiff_t width, int32_t *restrict qx,
+                         int32_t *restrict qy) {
     for (ptrdiff_t u = 0; u < width; u++) {
-        qx[u] = quantise_position(row_x[u]);
-        qy[u] = quantise_position(row_y[u]);
+        qx[u] = quantise_position(xs[u]);
+        qy[u] = quantise_position(ys[u]);
     }
-    compile_quantised_row_any(qx, qy, width, p, scratch, entries, row);
+}
+
+INLINE void compile_row_any(const float *xs, const float *ys, ptrdiff_t width, const parallax_compile_params *p,
+                            const parallax_compile_scratch *scratch, uint32_t *entries, parallax_compiled_row *row) {
+    // (Not restrict here: the side table below writes the same arrays through `scratch`.)
+    quantise_row(xs, ys, width, scratch->tap_x, scratch->tap_y);
+    compile_quantised_row_any(scratch->tap_x, scratch->tap_y, width, p, scratch, entries, row);
 }
 
 #define COMPILE_PARAMS (const float *xs, const float *ys, ptrdiff_t width, const parallax_compile_params *p, const parallax_compile_scratch *scratch, uint32_t *entries, parallax_compiled_row *row)

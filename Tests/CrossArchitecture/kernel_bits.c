@@ -37,10 +37,12 @@ int main(int argc, char **argv) {
         {1400, 1401, 960, 540, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
         {535, 536, 331, 238, 0.4, -0.29, 0.11, 0.0012, -0.0006, -0.01, 0, 0, 0, 1, 0},
         {600, 600, 320, 240, 0.5, 0.3, -0.2, 0.001, 0.002, 0.05, 0.1, 0.01, 0.02, 1, 1}};
-    const int widths[3] = {1920, 640, 1283};
+    // The fourth case is the second lens again, on rows that run behind the camera
+    // (undefined positions) from column 800 on.
+    const int widths[4] = {1920, 640, 1283, 1283}, lens_of[4] = {0, 1, 2, 1};
     long mismatches = 0;
-    for (int l = 0; l < 3; l++) {
-        const int width = widths[l], rows = 96;
+    for (int c = 0; c < 4; c++) {
+        const int l = lens_of[c], width = widths[c], rows = 96;
         float *xs = malloc(sizeof(float) * width), *ys = malloc(sizeof(float) * width);
         int32_t *qx = malloc(sizeof(int32_t) * width), *qy = malloc(sizeof(int32_t) * width);
         void *scratch = malloc((size_t)parallax_quantised_row_scratch_bytes(width));
@@ -55,8 +57,9 @@ int main(int argc, char **argv) {
         for (int r = 0; r < rows; r++) {
             // Rows across the image and past its edges, tilted a little.
             const double v = -40 + r * (lenses[l].cy * 2 + 80) / rows;
-            const double origin[3] = {-(width / 2.0 + 5) / f + 0.01 * v / f, (v - lenses[l].cy) / f, 1};
-            const double step[3] = {1 / f, 0.02 / f, 0.0001 / f};
+            double origin[3] = {-(width / 2.0 + 5) / f + 0.01 * v / f, (v - lenses[l].cy) / f, 1};
+            double step[3] = {1 / f, 0.02 / f, 0.0001 / f};
+            if (c == 3) origin[2] = 0.4, step[2] = -0.4 / 800;
             parallax_map_row_brown(&lenses[l], origin, step, width, xs, ys, level);
             parallax_map_row_brown_quantised(&lenses[l], origin, step, width, qx, qy, scratch, level);
             exact = hash_bytes(hash_bytes(exact, xs, sizeof(float) * width), ys, sizeof(float) * width);
@@ -72,8 +75,8 @@ int main(int argc, char **argv) {
             entries = hash_bytes(entries, &a, sizeof a);
             entries = hash_bytes(entries, from_floats + a.span_start, sizeof(uint32_t) * (size_t)(a.span_end - a.span_start));
         }
-        printf("map_rows_%d %016llx\nquantised_rows_%d %016llx\ncompiled_rows_%d %016llx\n", l,
-               (unsigned long long)exact, l, (unsigned long long)quant, l, (unsigned long long)entries);
+        printf("map_rows_%d %016llx\nquantised_rows_%d %016llx\ncompiled_rows_%d %016llx\n", c,
+               (unsigned long long)exact, c, (unsigned long long)quant, c, (unsigned long long)entries);
         free(xs), free(ys), free(qx), free(qy), free(scratch), free(from_floats), free(from_quantised), free(words),
             free(inside);
     }

@@ -131,6 +131,13 @@ struct MapBuildingTests {
         // ends a block, where the node arrays are tightest.
         let hd720 = StereoCalibration.benchmarkRig(size: ImageSize(width: 1280, height: 720))
         cases.append(("720p", try builders(hd720)[0]))
+        // Widths around an interval (16 columns) and a block (16 intervals): no whole
+        // interval, exactly one, one and a column, a whole block, a block and a column.
+        for width in [1, 15, 16, 17, 256, 257] {
+            cases.append(("\(width) wide", RectificationMap.Builder(
+                camera: strong, rotation: turn, newCamera: CameraIntrinsics(fx: 500, fy: 500, cx: 300, cy: 250),
+                size: ImageSize(width: width, height: 24), orientation: .identity)))
+        }
         return cases
     }
 
@@ -173,6 +180,58 @@ struct MapBuildingTests {
             print("quantised rows, \(name): \(samples) samples, \(Int(share * 1000) / 10) % interpolated")
         }
         #expect(undefinedSeen > 1000, "the cases must include rays behind the camera")
+    }
+
+    @Test("entries compiled from quantised rows equal those compiled from the exact float map: base-free, per-row-base and 64-bit planes, every interpolation")
+    func quantisedRowsCompileLikeTheFloatMap() throws {
+        let hd = try Self.builders(StereoCalibration.benchmarkRig(size: ImageSize(width: 1920, height: 1080)))[0]
+        let cases = try Self.quantisedCases().filter { ["strong", "behind", "rational 0"].contains($0.0) } + [("1080p", hd)]
+        let pool = WorkerPool(threadCount: 2)
+        var planesWithBases = 0
+        for (name, builder) in cases {
+            let size = builder.outputSize
+            let float = builder.map { xs, ys in builder.fill(rows: 0..<size.height, xs: xs, ys: ys) }
+            let source = float.sourceSize
+            // Gray (offsets from the plane's start reach it all at these sizes), BGRA (per-row
+            // bases at 1080p) and gray rows 40 000 bytes apart (64-bit offsets).
+            let layouts: [(SampleLayout, Int)] = [(.interleaved(1), source.width), (.interleaved(4), 4 * source.width),
+                                                   (.interleaved(1), 40_000)]
+            for (layout, rowBytes) in layouts {
+                for interpolation in [Interpolation.bilinear, .nearest, .bicubic] {
+                    let fromModel = CompiledMap(
+                        rows: PositionRows(luma: .model(builder), lumaWidth: size.width, lumaHeight: size.height,
+                                           lumaSourceWidth: source.width, lumaSourceHeight: source.height, grid: .full),
+                        sourceRowBytes: rowBytes, layout: layout, interpolation: interpolation, pool: pool)
+                    let fromFloats = float.sourceX.withUnsafeBufferPointer { xs in
+                        float.sourceY.withUnsafeBufferPointer { ys in
+                            CompiledMap(rows: PositionRows(luma: .stored(xs: xs.baseAddress!, ys: ys.baseAddress!),
+                                                           lumaWidth: size.width, lumaHeight: size.height,
+                                                           lumaSourceWidth: source.width,
+                                                           lumaSourceHeight: source.height, grid: .full),
+                                        sourceRowBytes: rowBytes, layout: layout, interpolation: interpolation, pool: pool)
+                        }
+                    }
+                    let label = "\(name), \(layout.pixelStride) bytes per sample, rows \(rowBytes) apart, \(interpolation)"
+                    // Counted, not compared as arrays: a failing comparison of 2 million entries
+                    // would print (and diff) both.
+                    let entries = (0..<size.area).filter { fromModel.entries[$0] != fromFloats.entries[$0] }.count
+                    let rows = (0..<size.height).filter {
+                        fromModel.rowBase[$0] != fromFloats.rowBase[$0] || fromModel.spanStart[$0] != fromFloats.spanStart[$0]
+                            || fromModel.spanEnd[$0] != fromFloats.spanEnd[$0]
+                    }.count
+                    let slow = fromModel.slow.count == fromFloats.slow.count
+                        ? zip(fromModel.slow, fromFloats.slow).filter {
+                            ($0.x, $0.y, $0.fx, $0.fy) != ($1.x, $1.y, $1.fx, $1.fy)
+                        }.count
+                        : max(fromModel.slow.count, fromFloats.slow.count)
+                    #expect(entries == 0 && rows == 0 && slow == 0,
+                            "\(label): \(entries) entries, \(rows) rows' bases or spans, \(slow) side-table samples differ")
+                    if (0..<size.height).contains(where: { fromModel.rowBase[$0] != 0 }) { planesWithBases += 1 }
+                }
+            }
+        }
+        // Not vacuous: the BGRA and 64-bit planes have per-row bases.
+        #expect(planesWithBases >= 6)
     }
 
     @Test("maps built in row blocks on two threads equal the serial maps bit for bit", arguments: lenses)

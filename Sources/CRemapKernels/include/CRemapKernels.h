@@ -145,14 +145,16 @@ typedef struct {
 /// Compiles one row: quantises every position as OpenCV's convertMaps does (round(32 x),
 /// ties to even), finds the longest run of samples inside the source whose offsets from the
 /// row's base fit, and writes their packed entries. Entries outside the span are left for the
-/// caller, which reads those samples from `scratch`. The base is the start of the lowest
-/// source row a sample that may be inside reaches.
+/// caller, which reads those samples from `scratch`. The base is 0 where the offset limit
+/// reaches every byte a sample may read from the plane's start; otherwise it is the start of
+/// the lowest source row among samples whose first taps lie in the source.
 void parallax_compile_row(const float *xs, const float *ys, ptrdiff_t width, const parallax_compile_params *params,
                           const parallax_compile_scratch *scratch, uint32_t *entries, parallax_compiled_row *row,
                           parallax_simd_level level);
 
 /// The same for a row of quantised positions (parallax_map_row_brown_quantised's): the
-/// entries parallax_compile_row gives for the float row they were quantised from.
+/// entries parallax_compile_row gives for the float row they were quantised from. Every
+/// position is |q| < 2^21 or PARALLAX_UNDEFINED_POSITION, as quantising produces them.
 void parallax_compile_quantised_row(const int32_t *qx, const int32_t *qy, ptrdiff_t width,
                                     const parallax_compile_params *params, const parallax_compile_scratch *scratch,
                                     uint32_t *entries, parallax_compiled_row *row, parallax_simd_level level);

@@ -58,8 +58,8 @@ final class CompiledMap: @unchecked Sendable {
         static let undefined = SlowSample(x: .min, y: .min, fx: 0, fy: 0)
     }
 
-    /// Compiles the positions `rows` produces (source sample coordinates, NaN for none)
-    /// for a source grid laid out as `layout` with `sourceRowBytes` between rows. Rows
+    /// Compiles the positions `rows` produces (source sample coordinates, NaN for none, or
+    /// the same already quantised) for a source grid laid out as `layout` with `sourceRowBytes` between rows. Rows
     /// are compiled in blocks spread over `pool`'s threads, by the C kernel written for
     /// `rows.level` (every level gives the same map).
     init(rows: PositionRows, sourceRowBytes: Int, layout: SampleLayout, interpolation: Interpolation, pool: WorkerPool) {

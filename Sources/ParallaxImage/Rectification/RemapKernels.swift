@@ -18,7 +18,7 @@ import CRemapKernels
 /// with A ≤ 65 280 and B ≤ 96, exact because the dropped low bits of
 /// (B + 512) cannot carry into bit 10.
 ///
-/// These are the portable kernels; with ``SIMDLevel/avx2`` the bilinear spans go to
+/// These are the portable kernels; with ``SIMDLevel/avx2`` or above the bilinear spans go to
 /// the C kernels of `CRemapKernels` first, which stop at a whole group of samples and
 /// leave the rest of the span to the code here. Both give the same integers.
 ///

@@ -5,8 +5,10 @@ import CRemapKernels
 /// Parallax is compiled for the architecture's baseline, so it runs on every CPU of that
 /// architecture; kernels for wider instruction sets are chosen at run time, as OpenCV does,
 /// when the CPU has them (``supported``). Every level produces the same pixels and the same
-/// maps: the resampling kernels all compute OpenCV's fixed-point interpolation exactly, and
-/// the map kernels perform the same IEEE operations at every level.
+/// maps: the resampling kernels all compute OpenCV's fixed-point interpolation exactly, the
+/// float map kernels perform the same IEEE operations at every level, and the quantised map
+/// rows take from their cubic only roundings that equal the exact positions' (tests compare
+/// every level).
 public enum SIMDLevel: String, Sendable, CaseIterable, Comparable, CustomStringConvertible {
     /// The portable kernels: Swift SIMD types and C compiled for the baseline (SSE2 on
     /// x86-64, NEON on arm64).

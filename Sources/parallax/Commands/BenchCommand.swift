@@ -25,7 +25,7 @@ struct BenchOptions: ParsableArguments {
     @Option(name: .long, help: "Time this calibration (any format Parallax reads) at its image size instead of the benchmark rig.")
     var calibration: String?
 
-    @Option(name: .long, help: "Vector instructions for the kernels: \(SIMDLevel.allCases.map(\.rawValue).joined(separator: " or ")) (default: the widest this CPU has, \(SIMDLevel.supported.rawValue)).")
+    @Option(name: .long, help: "Vector instructions for the kernels: \(SIMDLevel.allCases.dropLast().map(\.rawValue).joined(separator: ", ")) or \(SIMDLevel.allCases.last!.rawValue) (default: the widest this CPU has, \(SIMDLevel.supported.rawValue)).")
     var simd: SIMDLevel?
 
     @Option(name: .long, help: "Pixel format: gray8, rgb8, bgr8, rgba8, bgra8, yuyv, uyvy or nv12.")
