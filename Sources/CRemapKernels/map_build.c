@@ -342,9 +342,9 @@ INLINE ptrdiff_t quantised_row(const parallax_brown_lens *lens, const double ori
 
 INLINE ptrdiff_t quantised_row_any(const parallax_brown_lens *lens, const double origin[3], const double step[3],
                                    ptrdiff_t width, int32_t *qx, int32_t *qy, void *scratch) {
-    if (!lens->distorted) return quantised_row(lens, origin, step, width, qx, qy, scratch, 0, 0);
-    if (lens->rational) return quantised_row(lens, origin, step, width, qx, qy, scratch, 1, 1);
-    return quantised_row(lens, origin, step, width, qx, qy, scratch, 1, 0);
+#define ROW(D, R) return quantised_row(lens, origin, step, width, qx, qy, scratch, D, R)
+    BY_MODEL(ROW);
+#undef ROW
 }
 
 // MARK: Levels
@@ -467,10 +467,11 @@ INLINE void pack_row64(const int32_t *qx, const int32_t *qy, ptrdiff_t width, co
 // unsigned range tests: both first taps within [0, last], and the offset within
 // [0, limit], where limit joins the offset limit and the readable bytes (every sample
 // that passes the tap tests lies at or below the base row, so its offset is ≥ 0).
+// `farthest` is the largest offset from the plane's start a tap row may have.
 INLINE void pack_row32(const int32_t *qx, const int32_t *qy, ptrdiff_t width, const parallax_compile_params *p,
-                       int32_t base, uint32_t *entries, uint8_t *inside, uint32_t stride) {
+                       int32_t base, int64_t farthest, uint32_t *entries, uint8_t *inside, uint32_t stride) {
     const int64_t last_x = p->source_width - p->taps - p->spare, last_y = p->source_height - p->taps;
-    int64_t limit = p->readable - p->vector_read - (int64_t)(p->taps - 1) * p->source_row_bytes - base;
+    int64_t limit = farthest - base;
     if (limit > PARALLAX_COMPILED_OFFSET_LIMIT - 1) limit = PARALLAX_COMPILED_OFFSET_LIMIT - 1;
     if (last_x < 0 || last_y < 0 || limit < 0) {
         // No sample can be inside.
@@ -497,24 +498,26 @@ INLINE void pack_row32(const int32_t *qx, const int32_t *qy, ptrdiff_t width, co
 }
 
 INLINE void compile_quantised_row_any(const int32_t *qx, const int32_t *qy, ptrdiff_t width,
-                                  const parallax_compile_params *p, const parallax_compile_scratch *scratch,
-                                  uint32_t *entries, parallax_compiled_row *row) {
+                                      const parallax_compile_params *p, const parallax_compile_scratch *scratch,
+                                      uint32_t *entries, parallax_compiled_row *row) {
     // 32-bit arithmetic is exact when the largest offset a sample can produce, and the
     // largest sum formed on the way, stay below 2^31: positions are below 2^16 + 4, so
     // bound the plane by (2^16 + 8) rows and columns of the real strides.
     const int64_t bound = ((int64_t)1 << 16) + 8;
     const int narrow = p->source_row_bytes >= 0 && p->pixel_stride >= 0
         && bound * (p->source_row_bytes + p->pixel_stride) + p->vector_read + p->readable < INT32_MAX;
-    // Where the offset limit reaches every byte a sample may read from the plane's start,
-    // offsets from the plane itself fit and no row needs a base of its own (a 1080p gray or
-    // NV12 luma plane, every plane up to 720p): the spans are the same either way.
+    // The largest offset from the plane's start a tap row may have (its taps and vector reads
+    // stay readable). Where the offset limit reaches it, offsets from the plane itself fit and
+    // no row needs a base of its own (a 1080p gray or NV12 luma plane, every plane up to
+    // 720p): the spans are the same either way.
     const int64_t farthest = p->readable - p->vector_read - (int64_t)(p->taps - 1) * p->source_row_bytes;
     const int64_t base = farthest < PARALLAX_COMPILED_OFFSET_LIMIT
         ? 0 : (int64_t)lowest_tap_row(qx, qy, width, p) * p->source_row_bytes;
     uint8_t *inside = scratch->inside;
     // One-byte samples (gray, NV12 luma) with the stride a constant: no multiply for it.
-    if (narrow && p->pixel_stride == 1) pack_row32(qx, qy, width, p, (int32_t)base, entries, inside, 1);
-    else if (narrow) pack_row32(qx, qy, width, p, (int32_t)base, entries, inside, (uint32_t)p->pixel_stride);
+    if (narrow && p->pixel_stride == 1) pack_row32(qx, qy, width, p, (int32_t)base, farthest, entries, inside, 1);
+    else if (narrow)
+        pack_row32(qx, qy, width, p, (int32_t)base, farthest, entries, inside, (uint32_t)p->pixel_stride);
     else pack_row64(qx, qy, width, p, base, entries, inside);
     // The longest run of inside samples whose offset fits.
     ptrdiff_t best_start = 0, best_length = 0, u = 0;

@@ -142,7 +142,7 @@ enum OpenCVRemapFixtures {
 
     /// Compiles `map` the way the rectifier does for a packed source of `layout`.
     static func compile(_ map: RectificationMap, layout: SampleLayout,
-                        level: parallax_simd_level = CompiledMap.level) -> CompiledMap {
+                        level: parallax_simd_level = SIMDLevel.supported.kernelLevel) -> CompiledMap {
         map.sourceX.withUnsafeBufferPointer { xs in
             map.sourceY.withUnsafeBufferPointer { ys in
                 CompiledMap(rows: PositionRows(luma: .stored(xs: xs.baseAddress!, ys: ys.baseAddress!),

@@ -59,9 +59,9 @@ final class CompiledMap: @unchecked Sendable {
     }
 
     /// Compiles the positions `rows` produces (source sample coordinates, NaN for none, or
-    /// the same already quantised) for a source grid laid out as `layout` with `sourceRowBytes` between rows. Rows
-    /// are compiled in blocks spread over `pool`'s threads, by the C kernel written for
-    /// `rows.level` (every level gives the same map).
+    /// the same already quantised) for a source grid laid out as `layout` with
+    /// `sourceRowBytes` between rows. Rows are compiled in blocks spread over `pool`'s
+    /// threads, by the C kernel written for `rows.level` (every level gives the same map).
     init(rows: PositionRows, sourceRowBytes: Int, layout: SampleLayout, interpolation: Interpolation, pool: WorkerPool) {
         let width = rows.width, height = rows.height
         self.width = width
@@ -265,9 +265,6 @@ final class CompiledMap: @unchecked Sendable {
                              spanEnd: spanEnd + r, slow: &slow)
         }
     }
-
-    /// The widest level of the compiling kernel this CPU runs, asked once.
-    static let level = parallax_map_simd_level()
 
     deinit {
         chunkCompiler?.deallocate()

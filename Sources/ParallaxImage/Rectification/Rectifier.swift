@@ -112,10 +112,11 @@ public final class Rectifier: @unchecked Sendable {
     ///
     /// With `compactMaps`, no whole fixed-point map is kept: every pair compiles its entries
     /// from the camera models 8 rows at a time, into tables of 8 rows per band (no build
-    /// before the first pair; at 1080p gray8 the process peaked at 38.0 MB against 50.7 MB
-    /// with whole maps, the tables' compile scratch taking much of what the entries gave back). The pixels are
-    /// the same as with whole maps (the same entries; `CompactMapTests`); each pair costs
-    /// the compilation on top of the resampling (`parallax bench rectify --compact`).
+    /// before the first pair; at 1080p gray8 the process peaked at 38.1 MB against 50.9 MB
+    /// with whole maps, the tables' compile scratch taking much of what the entries gave
+    /// back). The pixels are the same as with whole maps (the same entries;
+    /// `CompactMapTests`); each pair costs the compilation on top of the resampling
+    /// (`parallax bench rectify --compact`).
     ///
     /// - Throws: ``RectificationError`` when the calibration cannot be rectified.
     public convenience init(calibration: StereoCalibration, convergenceDistance: Double? = nil,
@@ -469,7 +470,6 @@ public final class Rectifier: @unchecked Sendable {
         var right: SIMD2<Int>
     }
 
-    /// One plane of one image, compiled.
     /// One plane of one image, compiled (`map`), or for compact maps the positions its
     /// bands compile from.
     private struct Job {
@@ -557,8 +557,8 @@ public final class Rectifier: @unchecked Sendable {
     private func positionRows(_ luma: LumaPositions, side: Int, grid: SampleGrid) -> PositionRows {
         let source = side == 0 ? sourceSizes.left : sourceSizes.right
         return PositionRows(luma: luma, lumaWidth: outputSize.width, lumaHeight: outputSize.height,
-                         lumaSourceWidth: source.width, lumaSourceHeight: source.height, grid: grid,
-                         level: simdLevel.kernelLevel)
+                            lumaSourceWidth: source.width, lumaSourceHeight: source.height, grid: grid,
+                            level: simdLevel.kernelLevel)
     }
 
     /// A compact map's chunk table for one job, compiled from `rows`.

@@ -42,7 +42,7 @@ struct PositionRows: @unchecked Sendable {
     let level: parallax_simd_level
 
     init(luma: LumaPositions, lumaWidth: Int, lumaHeight: Int, lumaSourceWidth: Int, lumaSourceHeight: Int,
-         grid: SampleGrid, level: parallax_simd_level = CompiledMap.level) {
+         grid: SampleGrid, level: parallax_simd_level = SIMDLevel.supported.kernelLevel) {
         switch luma {
         case .stored(let xs, let ys): (stored, builder) = ((xs, ys), nil)
         case .model(let builder): (stored, self.builder) = (nil, builder)
