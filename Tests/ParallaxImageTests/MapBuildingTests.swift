@@ -202,15 +202,8 @@ struct MapBuildingTests {
                         rows: PositionRows(luma: .model(builder), lumaWidth: size.width, lumaHeight: size.height,
                                            lumaSourceWidth: source.width, lumaSourceHeight: source.height, grid: .full),
                         sourceRowBytes: rowBytes, layout: layout, interpolation: interpolation, pool: pool)
-                    let fromFloats = float.sourceX.withUnsafeBufferPointer { xs in
-                        float.sourceY.withUnsafeBufferPointer { ys in
-                            CompiledMap(rows: PositionRows(luma: .stored(xs: xs.baseAddress!, ys: ys.baseAddress!),
-                                                           lumaWidth: size.width, lumaHeight: size.height,
-                                                           lumaSourceWidth: source.width,
-                                                           lumaSourceHeight: source.height, grid: .full),
-                                        sourceRowBytes: rowBytes, layout: layout, interpolation: interpolation, pool: pool)
-                        }
-                    }
+                    let fromFloats = OpenCVRemapFixtures.compile(float, layout: layout, rowBytes: rowBytes,
+                                                                 interpolation: interpolation, pool: pool)
                     let label = "\(name), \(layout.pixelStride) bytes per sample, rows \(rowBytes) apart, \(interpolation)"
                     // Counted, not compared as arrays: a failing comparison of 2 million entries
                     // would print (and diff) both.

@@ -140,17 +140,20 @@ enum OpenCVRemapFixtures {
         return result
     }
 
-    /// Compiles `map` the way the rectifier does for a packed source of `layout`.
+    /// Compiles `map` the way the rectifier does for a source of `layout` (packed unless
+    /// `rowBytes` says otherwise).
     static func compile(_ map: RectificationMap, layout: SampleLayout,
-                        level: parallax_simd_level = SIMDLevel.supported.kernelLevel) -> CompiledMap {
+                        level: parallax_simd_level = SIMDLevel.supported.kernelLevel, rowBytes: Int? = nil,
+                        interpolation: Interpolation = .bilinear,
+                        pool: WorkerPool = WorkerPool(threadCount: 2)) -> CompiledMap {
         map.sourceX.withUnsafeBufferPointer { xs in
             map.sourceY.withUnsafeBufferPointer { ys in
                 CompiledMap(rows: PositionRows(luma: .stored(xs: xs.baseAddress!, ys: ys.baseAddress!),
                                             lumaWidth: map.outputSize.width, lumaHeight: map.outputSize.height,
                                             lumaSourceWidth: map.sourceSize.width,
                                             lumaSourceHeight: map.sourceSize.height, grid: .full, level: level),
-                            sourceRowBytes: map.sourceSize.width * layout.pixelStride, layout: layout,
-                            interpolation: .bilinear, pool: WorkerPool(threadCount: 2))
+                            sourceRowBytes: rowBytes ?? map.sourceSize.width * layout.pixelStride, layout: layout,
+                            interpolation: interpolation, pool: pool)
             }
         }
     }
