@@ -40,6 +40,14 @@ INLINE uint64_t load8(const uint8_t *p) {
     return v;
 }
 
+// Eight inside flags (bytes 0 or 1) that are all 1.
+#define ALL_INSIDE 0x0101010101010101ull
+
+// The bitwise or and and of 32 bytes as four words: zero only where all are zero, ALL_INSIDE
+// only where all are 1.
+INLINE uint64_t load32_or(const uint8_t *p) { return load8(p) | load8(p + 8) | load8(p + 16) | load8(p + 24); }
+INLINE uint64_t load32_and(const uint8_t *p) { return load8(p) & load8(p + 8) & load8(p + 16) & load8(p + 24); }
+
 // The lens and the ray of one row, as plain values: the loops below keep them in registers.
 typedef struct {
     double ox, oy, oz, sx, sy, sz;
@@ -165,20 +173,27 @@ INLINE int32_t quantise_position(float x) { return fabsf(x) < 65536.0f ? round32
 // not evaluated. Every other sample (near a boundary, near an undefined node, at the row's
 // ends) is computed exactly and quantised.
 
-// (The span must be a multiple of 8.)
+// (The span must be a multiple of 8 and at most 32: a bit per sample of an interval. 32
+// would halve the nodes and fits, but strong lenses' fourth differences grow sixteenfold
+// and leave six times as many samples undecided, which costs more.)
 enum { QUANTISED_SPAN = 16, QUANTISED_LEAD_NODES = 2 };
 
 // Intervals are fitted and stored sixteen at a time, so that evaluating one reads all its
 // coefficients at fixed distances from one address (separate arrays cost a register each).
 enum { BLOCK_INTERVALS = 16 };
 
+// The bits of the float 1.5 · 2^23. Adding that float to v (|v| < 2^22) leaves round(v),
+// ties to even, in the low mantissa bits: the sum's bits minus these are round(v).
+#define ROUNDING_BITS 0x4B400000
+
 // Per interval of one axis: the cubic through nodes f[-1], f[0], f[1], f[2] (spacing 16) as
-// 32 x = K0 + r0 + j (d1 + j (d2 + j d3)) for column 16 i + j (K0 an integer, held as a
-// float: |K0| < 2^21), and the largest distance |32 x − round(32 x)| at which the rounding is
-// still certain (limit; negative: never).
+// 32 x = K0 + r0 + j (d1 + j (d2 + j d3)) for column 16 i + j (K0 an integer, |K0| < 2^21,
+// stored less ROUNDING_BITS), and the largest distance |32 x − round(32 x)| at which the
+// rounding is still certain (limit; negative: never).
 typedef struct {
     float r0[BLOCK_INTERVALS], d1[BLOCK_INTERVALS], d2[BLOCK_INTERVALS], d3[BLOCK_INTERVALS];
-    float limit[BLOCK_INTERVALS], k0[BLOCK_INTERVALS];
+    float limit[BLOCK_INTERVALS];
+    int32_t k0[BLOCK_INTERVALS];
 } axis_block;
 
 typedef struct {
@@ -204,8 +219,8 @@ ptrdiff_t parallax_quantised_row_scratch_bytes(ptrdiff_t width) {
     const ptrdiff_t blocks = quantised_block_count(width), nodes = quantised_node_capacity(width);
     return blocks * (ptrdiff_t)sizeof(interval_block)                  // coefficients
         + 2 * nodes * (ptrdiff_t)sizeof(double)                        // node positions
-        + width + blocks * BLOCK_INTERVALS + 8                          // undecided flags, per sample and interval
-        + width * (ptrdiff_t)sizeof(int32_t)                            // listed columns
+        + (blocks * BLOCK_INTERVALS + 64) * (ptrdiff_t)sizeof(uint32_t) // undecided samples per interval
+        + (width + 1) * (ptrdiff_t)sizeof(int32_t)                      // listed columns, one spare
         + 2 * width * (ptrdiff_t)sizeof(float) + 192;                   // their exact positions, alignment slack
 }
 
@@ -244,7 +259,7 @@ INLINE void fit_block(const double *nodes, axis_block *restrict out) {
         const int ok = (fabs(fm2) + fabs(f3) + size < 60000.0) & (bound < 0.01);
         // Where the fit is unusable every sample is undecided (limit −1), and zeros keep the
         // evaluation's conversions to integers defined (NaN or huge nodes would not).
-        out->k0[i] = ok ? (float)k0 : 0.0f;
+        out->k0[i] = (ok ? (int32_t)k0 : 0) - ROUNDING_BITS;
         out->r0[i] = ok ? (float)(scaled - k0) : 0.0f;
         // Per column instead of per node spacing (32 / 16^k: powers of two, exact).
         out->d1[i] = ok ? (float)(2 * c1) : 0.0f;
@@ -254,36 +269,33 @@ INLINE void fit_block(const double *nodes, axis_block *restrict out) {
     }
 }
 
-// One interval (lane `i` of a block), both axes: writes k = round(32 x) and marks the samples
-// whose rounding is not certain in either axis (all of them where the fit is unusable: its
-// limit is −1). Returns whether any is.
-INLINE int eval_interval(const interval_block *block, int i, int32_t *restrict out_x, int32_t *restrict out_y,
-                         uint8_t *restrict undecided) {
+// One interval (lane `i` of a block), both axes: writes k = round(32 x) and returns a bit per
+// sample whose rounding is not certain in either axis (all of them where the fit is
+// unusable: its limit is −1).
+INLINE uint32_t eval_interval(const interval_block *block, int i, int32_t *restrict out_x, int32_t *restrict out_y) {
     const float rx = block->x.r0[i], x1 = block->x.d1[i], x2 = block->x.d2[i], x3 = block->x.d3[i];
     const float ry = block->y.r0[i], y1 = block->y.d1[i], y2 = block->y.d2[i], y3 = block->y.d3[i];
     const float limit_x = block->x.limit[i], limit_y = block->y.limit[i];
-    const float kx = block->x.k0[i], ky = block->y.k0[i];
-    int any = 0;
+    const int32_t kx = block->x.k0[i], ky = block->y.k0[i];
+    uint32_t undecided = 0;
     for (int32_t j = 0; j < QUANTISED_SPAN; j++) {
         // Fused multiply-adds where the level has them: fewer roundings than the bound allows for.
 #pragma clang fp contract(fast)
         const float t = (float)j;
         const float vx = rx + t * (x1 + t * (x2 + t * x3)), vy = ry + t * (y1 + t * (y2 + t * y3));
-        // Round to nearest (|v| < 2^22): the sum leaves no fraction bits.
-        const float nx = (vx + 12582912.0f) - 12582912.0f, ny = (vy + 12582912.0f) - 12582912.0f;
-        // Integers below 2^22: the sums are exact.
-        out_x[j] = (int32_t)(kx + nx);
-        out_y[j] = (int32_t)(ky + ny);
+        // Round to nearest (|v| < 2^22): the sum leaves no fraction bits, and its bits hold
+        // the integer (see ROUNDING_BITS), so no conversion is needed.
+        const float sx = vx + 12582912.0f, sy = vy + 12582912.0f;
+        const float nx = sx - 12582912.0f, ny = sy - 12582912.0f;
+        int32_t bits_x, bits_y;
+        memcpy(&bits_x, &sx, sizeof bits_x);
+        memcpy(&bits_y, &sy, sizeof bits_y);
+        out_x[j] = bits_x + kx;
+        out_y[j] = bits_y + ky;
         const int open = !(fabsf(vx - nx) < limit_x) | !(fabsf(vy - ny) < limit_y);
-        undecided[j] = (uint8_t)open;
-        any |= open;
+        undecided |= (uint32_t)open << j;
     }
-    return any;
-}
-
-// Bit k set where byte k of the eight is 1 (bytes are 0 or 1).
-INLINE unsigned byte_mask8(const uint8_t *p) {
-    return (unsigned)((load8(p) * 0x0102040810204080ull) >> 56);
+    return undecided;
 }
 
 INLINE ptrdiff_t quantised_row(const parallax_brown_lens *lens, const double origin[3], const double step[3],
@@ -296,10 +308,9 @@ INLINE ptrdiff_t quantised_row(const parallax_brown_lens *lens, const double ori
     interval_block *coefficients = (interval_block *)cursor;
     double *node_x = (double *)(coefficients + blocks);
     double *node_y = node_x + capacity;
-    uint8_t *undecided = (uint8_t *)(node_y + capacity);
-    uint8_t *open_intervals = undecided + width;
-    int32_t *columns = (int32_t *)(((uintptr_t)(open_intervals + blocks * BLOCK_INTERVALS + 8) + 3) & ~(uintptr_t)3);
-    float *exact_x = (float *)(columns + width);
+    uint32_t *undecided = (uint32_t *)(node_y + capacity);
+    int32_t *columns = (int32_t *)(undecided + blocks * BLOCK_INTERVALS + 64);
+    float *exact_x = (float *)(columns + width + 1);
     float *exact_y = exact_x + width;
 
     brown_nodes(lens, origin, step, -QUANTISED_LEAD_NODES * QUANTISED_SPAN, QUANTISED_SPAN, node_count, node_x, node_y,
@@ -311,23 +322,32 @@ INLINE ptrdiff_t quantised_row(const parallax_brown_lens *lens, const double ori
     }
     for (ptrdiff_t i = 0; i < intervals; i++) {
         const ptrdiff_t u = i * QUANTISED_SPAN;
-        open_intervals[i] = (uint8_t)eval_interval(&coefficients[i / BLOCK_INTERVALS], (int)(i % BLOCK_INTERVALS),
-                                                   qx + u, qy + u, undecided + u);
+        undecided[i] = eval_interval(&coefficients[i / BLOCK_INTERVALS], (int)(i % BLOCK_INTERVALS), qx + u, qy + u);
     }
-    for (ptrdiff_t i = intervals; i < intervals + 8; i++) open_intervals[i] = 0;
+    // Zeros up to the last 64-interval word.
+    for (ptrdiff_t i = intervals; i < intervals + 64; i++) undecided[i] = 0;
     // Everything not decided, and the columns after the last whole interval, exactly.
-    // Branch-free where the pattern is random: one bit per open interval, then, per open
-    // interval, every column written and counted only where it is undecided.
+    // One bit per open interval, then one per undecided sample of it; most open intervals
+    // have one or two, taken without a branch (a loop over the bits mispredicts).
     ptrdiff_t count = 0;
     for (ptrdiff_t w = 0; w < intervals; w += 64) {
         uint64_t open = 0;
-        for (ptrdiff_t k = 0; k < 64 && w + k < intervals; k += 8) open |= (uint64_t)byte_mask8(open_intervals + w + k) << k;
+        for (ptrdiff_t k = 0; k < 64; k++) open |= (uint64_t)(undecided[w + k] != 0) << k;
         while (open) {
-            const ptrdiff_t u = (w + __builtin_ctzll(open)) * QUANTISED_SPAN;
+            const ptrdiff_t i = w + __builtin_ctzll(open), u = i * QUANTISED_SPAN;
             open &= open - 1;
-            for (ptrdiff_t k = u; k < u + QUANTISED_SPAN; k++) {
-                columns[count] = (int32_t)k;
-                count += undecided[k];
+            uint64_t samples = undecided[i];
+            // An open interval has at least one. The second is written whether or not there is
+            // one (bit 63, past every span, stands in for none; the column list has a spare
+            // slot) and counted only if there is.
+            columns[count++] = (int32_t)(u + __builtin_ctzll(samples));
+            samples &= samples - 1;
+            columns[count] = (int32_t)(u + __builtin_ctzll(samples | 1ull << 63));
+            count += samples != 0;
+            samples &= samples - 1;
+            while (samples) {
+                columns[count++] = (int32_t)(u + __builtin_ctzll(samples));
+                samples &= samples - 1;
             }
         }
     }
@@ -469,7 +489,8 @@ INLINE void pack_row64(const int32_t *qx, const int32_t *qy, ptrdiff_t width, co
 // that passes the tap tests lies at or below the base row, so its offset is ≥ 0).
 // `farthest` is the largest offset from the plane's start a tap row may have.
 INLINE void pack_row32(const int32_t *qx, const int32_t *qy, ptrdiff_t width, const parallax_compile_params *p,
-                       int32_t base, int64_t farthest, uint32_t *entries, uint8_t *inside, uint32_t stride) {
+                       int32_t base, int64_t farthest, uint32_t *entries, uint8_t *inside, uint32_t stride,
+                       int32_t nearest) {
     const int64_t last_x = p->source_width - p->taps - p->spare, last_y = p->source_height - p->taps;
     int64_t limit = farthest - base;
     if (limit > PARALLAX_COMPILED_OFFSET_LIMIT - 1) limit = PARALLAX_COMPILED_OFFSET_LIMIT - 1;
@@ -482,7 +503,7 @@ INLINE void pack_row32(const int32_t *qx, const int32_t *qy, ptrdiff_t width, co
     const uint32_t max_x = (uint32_t)last_x, max_y = (uint32_t)last_y, max_offset = (uint32_t)limit;
     const uint32_t row_bytes = (uint32_t)p->source_row_bytes;
     const uint32_t base32 = (uint32_t)base;
-    const int32_t nearest = p->nearest, lead = p->lead;
+    const int32_t lead = p->lead;
     const int32_t *restrict row_x = qx, *restrict row_y = qy;
     uint32_t *restrict out = entries;
     uint8_t *restrict flags = inside;
@@ -494,6 +515,22 @@ INLINE void pack_row32(const int32_t *qx, const int32_t *qy, ptrdiff_t width, co
         const int in = (wx <= max_x) & (wy <= max_y) & (offset <= max_offset);
         out[u] = in ? offset << 10 | (uint32_t)fractions_of(x, y, nearest) : 0;
         flags[u] = (uint8_t)in;
+    }
+}
+
+// The side-table values of samples [from, to): first taps (INT32_MIN where the position is
+// undefined) and fractions. (`qx` and `qy` may be scratch's tap arrays: each sample is read
+// before its own slots are written.)
+INLINE void side_samples(const int32_t *qx, const int32_t *qy, ptrdiff_t from, ptrdiff_t to,
+                         const parallax_compile_params *p, const parallax_compile_scratch *scratch) {
+    const int32_t nearest = p->nearest, lead = p->lead;
+    int32_t *tap_x = scratch->tap_x, *tap_y = scratch->tap_y, *fractions = scratch->fractions;
+    for (ptrdiff_t k = from; k < to; k++) {
+        const int32_t x = qx[k], y = qy[k];
+        const int defined = (x != PARALLAX_UNDEFINED_POSITION) & (y != PARALLAX_UNDEFINED_POSITION);
+        tap_x[k] = defined ? first_tap(x, nearest, lead) : INT32_MIN;
+        tap_y[k] = defined ? first_tap(y, nearest, lead) : INT32_MIN;
+        fractions[k] = defined ? fractions_of(x, y, nearest) : 0;
     }
 }
 
@@ -514,37 +551,37 @@ INLINE void compile_quantised_row_any(const int32_t *qx, const int32_t *qy, ptrd
     const int64_t base = farthest < PARALLAX_COMPILED_OFFSET_LIMIT
         ? 0 : (int64_t)lowest_tap_row(qx, qy, width, p) * p->source_row_bytes;
     uint8_t *inside = scratch->inside;
-    // One-byte samples (gray, NV12 luma) with the stride a constant: no multiply for it.
-    if (narrow && p->pixel_stride == 1) pack_row32(qx, qy, width, p, (int32_t)base, farthest, entries, inside, 1);
-    else if (narrow)
-        pack_row32(qx, qy, width, p, (int32_t)base, farthest, entries, inside, (uint32_t)p->pixel_stride);
-    else pack_row64(qx, qy, width, p, base, entries, inside);
+    // The stride (1 for gray and NV12 luma: no multiply) and the interpolation as constants:
+    // the compiler does not unswitch the loop on them.
+#define PACK(STRIDE, NEAREST) pack_row32(qx, qy, width, p, (int32_t)base, farthest, entries, inside, STRIDE, NEAREST)
+    if (narrow && p->pixel_stride == 1) {
+        if (p->nearest) PACK(1, 1);
+        else PACK(1, 0);
+    } else if (narrow) {
+        if (p->nearest) PACK((uint32_t)p->pixel_stride, 1);
+        else PACK((uint32_t)p->pixel_stride, 0);
+    } else pack_row64(qx, qy, width, p, base, entries, inside);
+#undef PACK
     // The longest run of inside samples whose offset fits.
     ptrdiff_t best_start = 0, best_length = 0, u = 0;
     while (u < width) {
-        // Eight flags at a time where they are all equal (most of a row is one run).
+        // Thirty-two, then eight flags at a time where they are all equal (most of a row is
+        // one run).
+        while (u + 32 <= width && (load32_or(inside + u) == 0)) u += 32;
         while (u + 8 <= width && load8(inside + u) == 0) u += 8;
         while (u < width && !inside[u]) u++;
         const ptrdiff_t start = u;
-        while (u + 8 <= width && load8(inside + u) == 0x0101010101010101ull) u += 8;
+        while (u + 32 <= width && load32_and(inside + u) == ALL_INSIDE) u += 32;
+        while (u + 8 <= width && load8(inside + u) == ALL_INSIDE) u += 8;
         while (u < width && inside[u]) u++;
         if (u - start > best_length) {
             best_start = start;
             best_length = u - start;
         }
     }
-    // The few samples outside the span, for the caller's side table. (`qx` and `qy` may be
-    // scratch's tap arrays: each sample is read before its own slots are written.)
-    const int32_t nearest = p->nearest, lead = p->lead;
-    for (ptrdiff_t k = 0; k < width; k++) {
-        if (k == best_start) k += best_length;
-        if (k >= width) break;
-        const int32_t x = qx[k], y = qy[k];
-        const int defined = (x != PARALLAX_UNDEFINED_POSITION) & (y != PARALLAX_UNDEFINED_POSITION);
-        scratch->tap_x[k] = defined ? first_tap(x, nearest, lead) : INT32_MIN;
-        scratch->tap_y[k] = defined ? first_tap(y, nearest, lead) : INT32_MIN;
-        scratch->fractions[k] = defined ? fractions_of(x, y, nearest) : 0;
-    }
+    // The samples outside the span, for the caller's side table.
+    side_samples(qx, qy, 0, best_start, p, scratch);
+    side_samples(qx, qy, best_start + best_length, width, p, scratch);
     row->base = base;
     row->span_start = best_start;
     row->span_end = best_start + best_length;
