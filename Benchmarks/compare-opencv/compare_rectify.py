@@ -11,6 +11,14 @@ cv2.setNumThreads(threads). Times are per pair (left + right), median of
 below 1 means Parallax is faster. The minimum times are printed too: on a
 busy machine they are the steadier figure.
 
+Building maps takes milliseconds, so a stretch of a few seconds in which the
+machine runs slower (common on virtual machines) can fall on one side only.
+The maps rows therefore alternate: --rounds rounds, each timing Parallax
+(21 builds in one process) and then OpenCV (21 builds of each kind), and the ratio is the
+median of the rounds' ratios (each round's medians, Parallax / OpenCV, taken
+seconds apart); the times are the medians of the rounds' medians, and the
+rounds' ratios are printed beneath.
+
 Formats: gray8, rgb8 (OpenCV CV_8UC3), bgra8 (CV_8UC4); yuyv and nv12 are
 compared with what an OpenCV user must do for camera frames (cvtColor to
 BGR, then remap).
@@ -26,8 +34,10 @@ Usage: compare_rectify.py --parallax PATH [--sizes 1920x1080,...]
                                 Intel client cores): Parallax --simd avx2, OpenCV's dispatch with
                                 OPENCV_CPU_DISABLE=AVX512F,AVX512-SKX,AVX512-COMMON)
        [--calibration FILE]    (time this calibration at its image size instead of the rig)
+       [--rounds 5]            (alternating rounds of the maps comparison; see above)
 """
 import argparse, json, os, platform, subprocess, sys, tempfile, time
+from statistics import median
 
 # OpenCV reads OPENCV_CPU_DISABLE once, when it loads: --avx2-only must set it before the import
 # (and main() accepts no abbreviation of it, which this test would miss).
@@ -191,7 +201,11 @@ def main():
     p.add_argument("--avx2-only", action="store_true",
                    help="both sides at most AVX2 (Parallax --simd avx2; OpenCV's AVX-512 dispatch disabled)")
     p.add_argument("--calibration", help="time this calibration (at its image size) instead of the benchmark rig")
+    p.add_argument("--rounds", type=int, default=5,
+                   help="alternating rounds of Parallax and OpenCV building maps (the ratio is their median)")
     a = p.parse_args()
+    if a.rounds < 1:
+        p.error("--rounds must be at least 1")
     if a.avx2_only:
         if a.simd not in (None, "avx2"):
             p.error("--avx2-only runs Parallax at --simd avx2")
@@ -230,22 +244,35 @@ def main():
                 fmt = a.formats.split(',')[0]
                 export = os.path.join(tmp, f"{size}-{fmt}")
                 for threads in [int(t) for t in a.threads.split(",")]:
-                    out = subprocess.run([a.parallax, "bench", "maps", *workload(size, a.calibration), "--format", fmt,
-                                          "--threads", str(threads), "--iterations", "21", "--json",
-                                          *(["--simd", a.simd] if a.simd else [])],
-                                         check=True, capture_output=True, text=True).stdout
-                    ours = json.loads(out)
                     # "maps": OpenCV's float maps, then convertMaps; "maps16": its CV_16SC2 maps
                     # written directly (Parallax compiles from the lens model, without float maps).
-                    for name, direct in (("maps", False), ("maps16", True)):
-                        theirs, theirs_min = opencv_maps(export, threads, 21, direct)
-                        print(f"{label:>10} {name:>6} {threads:>7} {ours['ms_median']:>12.2f} {theirs:>10.2f} "
-                              f"{ours['ms_median'] / theirs:>6.2f} {ours['ms_min']:>15.2f} {theirs_min:>7.2f} "
-                              f"{ours['ms_min'] / theirs_min:>7.2f}", flush=True)
+                    # Rounds alternate the two sides (see the module's doc).
+                    rounds = {"maps": [], "maps16": []}
+                    for _ in range(a.rounds):
+                        out = subprocess.run([a.parallax, "bench", "maps", *workload(size, a.calibration), "--format", fmt,
+                                              "--threads", str(threads), "--iterations", "21", "--json",
+                                              *(["--simd", a.simd] if a.simd else [])],
+                                             check=True, capture_output=True, text=True).stdout
+                        ours = json.loads(out)
+                        for name, direct in (("maps", False), ("maps16", True)):
+                            theirs, theirs_min = opencv_maps(export, threads, 21, direct)
+                            rounds[name].append((ours["ms_median"], ours["ms_min"], theirs, theirs_min))
+                    for name, results in rounds.items():
+                        ours_median = median([r[0] for r in results])
+                        ours_min = min(r[1] for r in results)
+                        theirs = median([r[2] for r in results])
+                        theirs_min = min(r[3] for r in results)
+                        ratios = [r[0] / r[2] for r in results]
+                        ratio = median(ratios)
+                        print(f"{label:>10} {name:>6} {threads:>7} {ours_median:>12.2f} {theirs:>10.2f} "
+                              f"{ratio:>6.2f} {ours_min:>15.2f} {theirs_min:>7.2f} "
+                              f"{ours_min / theirs_min:>7.2f}", flush=True)
+                        print(f"{'':>10} {'':>6} {'':>7} rounds' ratios: {' '.join(f'{r:.2f}' for r in ratios)}",
+                              flush=True)
                         rows.append({"size": label, "format": "build-" + name, "threads": threads,
-                                     "parallax_ms_median": ours["ms_median"], "parallax_ms_min": ours["ms_min"],
+                                     "parallax_ms_median": ours_median, "parallax_ms_min": ours_min,
                                      "opencv_ms_median": theirs, "opencv_ms_min": theirs_min,
-                                     "ratio": ours["ms_median"] / theirs})
+                                     "ratio": ratio, "round_ratios": ratios})
     print(f"load average at end {os.getloadavg()[0]:.2f}")
     # The slowest ratio of each kind, per size and thread count (the goal is 0.5 or less).
     print("summary (worst ratio; goal ≤ 0.5):")

@@ -29,6 +29,10 @@ typedef int32_t peak_mask __attribute__((ext_vector_type(LANES)));
 // Kernels longer than this (a blur σ of 30 px at 3 σ) go through the scalar sums only.
 #define MAX_TAPS 181
 
+// Returning a 64-byte vector changes the calling convention between the levels, which clang
+// warns about at every call (-Wpsabi); load_lanes is always inlined, so no call remains.
+#pragma clang diagnostic ignored "-Wpsabi"
+
 INLINE lanes load_lanes(const float *p) {
     lanes v;
     memcpy(&v, p, sizeof v);
