@@ -10,6 +10,12 @@ struct SIMDLevelTests {
     /// Every level this CPU runs, the portable baseline first.
     static let levels = SIMDLevel.allCases.filter { $0 <= .supported }
 
+    /// Every level with each way its AVX2 resampling kernels can fetch taps (gathers, scalar
+    /// loads), whichever this CPU would choose.
+    static let kernelChoices: [(level: SIMDLevel, loads: Bool)] = levels.flatMap { level in
+        level >= .avx2 ? [(level, false), (level, true)] : [(level, false)]
+    }
+
     #if arch(x86_64)
     @Test("AVX2 kernels are chosen exactly when the kernel's /proc/cpuinfo lists avx2 and fma, AVX-512 ones when it also lists avx512f, dq, bw and vl")
     func detectionAgreesWithCPUInfo() throws {
@@ -22,6 +28,24 @@ struct SIMDLevelTests {
         #expect(SIMDLevel.supported == expected)
         #expect(Rectifier(maps: RemapFixtures.maps()).simdLevel == expected)
         #expect(Rectifier(maps: RemapFixtures.maps(), simdLevel: .baseline).simdLevel == .baseline)
+    }
+
+    @Test("AVX2 taps come by scalar loads exactly on AMD and Hygon CPUs and where the kernel reports a Gather Data Sampling mitigation, unless PARALLAX_AVX2_TAPS says otherwise")
+    func tapFetchAgreesWithTheSystem() throws {
+        let info = try String(contentsOfFile: "/proc/cpuinfo", encoding: .utf8)
+        let vendorLine = info.split(separator: "\n").first { $0.hasPrefix("vendor_id") }
+        let vendor = vendorLine?.split(separator: ":").last?.trimmingCharacters(in: .whitespaces) ?? ""
+        let gatherDataSampling = (try? String(contentsOfFile: "/sys/devices/system/cpu/vulnerabilities/gather_data_sampling",
+                                              encoding: .utf8)) ?? ""
+        var expected = ["AuthenticAMD", "HygonGenuine"].contains(vendor) || gatherDataSampling.hasPrefix("Mitigation")
+        switch ProcessInfo.processInfo.environment["PARALLAX_AVX2_TAPS"] {
+        case "loads": expected = true
+        case "gathers": expected = false
+        default: break
+        }
+        #expect(SIMDLevel.avx2TapsByLoads == expected, "vendor \(vendor), gather data sampling \(gatherDataSampling)")
+        #expect(Rectifier(maps: RemapFixtures.maps()).avx2TapsByLoads == expected)
+        #expect(SIMDLevel.avx2.description.contains("loads") == expected)
     }
     #endif
 
@@ -63,15 +87,16 @@ struct SIMDLevelTests {
             // Not a vacuous comparison: the output carries the source's texture, and the shift moves it.
             #expect(Set(portable.left.bytes).count > 200)
             if let unshifted { #expect(portable.left != unshifted) } else { unshifted = portable.left }
-            for level in Self.levels.dropFirst() {
+            for (level, loads) in Self.kernelChoices.dropFirst() {
                 for threads in [1, 2] {
                     let rectifier = try Rectifier(maps: maps, threads: threads, simdLevel: level)
+                    rectifier.avx2TapsByLoads = loads
                     if let distance { rectifier.setConvergence(atDistance: distance) }
                     let fast = try rectifier.rectify(left: left, right: right)
                     let differing = zip(fast.left.bytes + fast.right.bytes, portable.left.bytes + portable.right.bytes)
                         .filter { $0 != $1 }.count
                     #expect(fast.left.bytes.count == portable.left.bytes.count && differing == 0,
-                            "\(format) at \(level), \(threads) threads, convergence \(distance.map { "\($0) m" } ?? "none"): \(differing) bytes differ from the portable kernels")
+                            "\(format) at \(level)\(loads ? " (taps by loads)" : ""), \(threads) threads, convergence \(distance.map { "\($0) m" } ?? "none"): \(differing) bytes differ from the portable kernels")
                 }
             }
         }
@@ -106,10 +131,12 @@ struct SIMDLevelTests {
         let start = guardPage - count
         image.bytes.withUnsafeBytes { start.copyMemory(from: $0.baseAddress!, byteCount: count) }
         let view = ImageView(packed: format, size: size, baseAddress: UnsafeRawPointer(start))
-        for level in Self.levels {
+        for (level, loads) in Self.kernelChoices {
             var left = try ImageBuffer(format: format, size: size), right = left
-            try Rectifier(maps: maps, threads: 2, simdLevel: level).rectify(left: view, right: view, into: &left, &right)
-            #expect(left == expected && right == expected, "\(format) at \(level)")
+            let rectifier = try Rectifier(maps: maps, threads: 2, simdLevel: level)
+            rectifier.avx2TapsByLoads = loads
+            try rectifier.rectify(left: view, right: view, into: &left, &right)
+            #expect(left == expected && right == expected, "\(format) at \(level)\(loads ? " (taps by loads)" : "")")
         }
     }
 }

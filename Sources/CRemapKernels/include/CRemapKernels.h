@@ -39,26 +39,35 @@ parallax_simd_level parallax_remap_simd_level(void);
 /// AVX-512), asked on every call.
 parallax_simd_level parallax_map_simd_level(void);
 
+/// Whether the AVX2 resampling kernels below should fetch taps with scalar loads (non-zero)
+/// rather than `vpgatherdd`, which AMD's Zen cores run as dozens of micro-ops and Intel
+/// cores with the Gather Data Sampling microcode mitigation run far slower: 1 on AMD and
+/// Hygon CPUs and where /sys/devices/system/cpu/vulnerabilities/gather_data_sampling reports
+/// a mitigation, else 0. The environment variable PARALLAX_AVX2_TAPS=loads or =gathers
+/// overrides it. Every kernel takes the choice as its last argument (`loads`); both ways
+/// read the same bytes and give the same results.
+int32_t parallax_avx2_taps_by_loads(void);
+
 /// Gray bilinear: reads 4 bytes at each tap row (the tap and its right neighbour, plus
 /// 2 bytes the weights ignore), writes out[u], one byte per sample.
 ptrdiff_t parallax_remap_gray_bilinear_avx2(const uint32_t *entries, ptrdiff_t start, ptrdiff_t end,
-                                            const uint8_t *base, ptrdiff_t row_bytes, uint8_t *out);
+                                            const uint8_t *base, ptrdiff_t row_bytes, uint8_t *out, int32_t loads);
 
 /// Four-byte samples (BGRA, RGBA): reads 4 bytes at each of the four taps, writes 4 bytes
 /// per sample.
 ptrdiff_t parallax_remap_packed4_bilinear_avx2(const uint32_t *entries, ptrdiff_t start, ptrdiff_t end,
-                                               const uint8_t *base, ptrdiff_t row_bytes, uint8_t *out);
+                                               const uint8_t *base, ptrdiff_t row_bytes, uint8_t *out, int32_t loads);
 
 /// Three-byte samples (RGB, BGR): reads 4 bytes at each of the four taps (the fourth
 /// belongs to the next sample; the map keeps a spare source column) and writes exactly
 /// 3 bytes per processed sample, nothing past out[3·returned − 1].
 ptrdiff_t parallax_remap_packed3_bilinear_avx2(const uint32_t *entries, ptrdiff_t start, ptrdiff_t end,
-                                               const uint8_t *base, ptrdiff_t row_bytes, uint8_t *out);
+                                               const uint8_t *base, ptrdiff_t row_bytes, uint8_t *out, int32_t loads);
 
 /// NV12 chroma (two bytes per sample, Cb and Cr): reads 4 bytes at each of the four taps
 /// (the map keeps a spare source column) and writes 2 bytes per processed sample.
 ptrdiff_t parallax_remap_nv12_chroma_bilinear_avx2(const uint32_t *entries, ptrdiff_t start, ptrdiff_t end,
-                                                   const uint8_t *base, ptrdiff_t row_bytes, uint8_t *out);
+                                                   const uint8_t *base, ptrdiff_t row_bytes, uint8_t *out, int32_t loads);
 
 /// YUYV or UYVY, luma and chroma of one output row together: `count` macropixels, each from
 /// two luma entries (`luma_entries[2j]`, `[2j + 1]`, span entries of the luma map, offsets
@@ -74,7 +83,7 @@ ptrdiff_t parallax_remap_nv12_chroma_bilinear_avx2(const uint32_t *entries, ptrd
 /// 15 % slower than the portable kernels).
 ptrdiff_t parallax_remap_422_bilinear_avx2(const uint32_t *luma_entries, const uint32_t *chroma_entries,
                                            ptrdiff_t count, const uint8_t *luma_base, const uint8_t *chroma_base,
-                                           ptrdiff_t row_bytes, int32_t luma_byte, uint8_t *out);
+                                           ptrdiff_t row_bytes, int32_t luma_byte, uint8_t *out, int32_t loads);
 
 // MARK: Map building
 

@@ -84,6 +84,23 @@ public final class Rectifier: @unchecked Sendable {
     /// The convergence distance asked for with ``setConvergence(atDistance:)``; `.none`
     /// while the maps' own convergence applies.
     private var liveConvergence: Double?? = .none
+    private var tapsByLoads = SIMDLevel.avx2TapsByLoads
+
+    /// Whether the AVX2 resampling kernels fetch taps with scalar loads instead of
+    /// `vpgatherdd`: ``SIMDLevel/avx2TapsByLoads`` unless set (tests compare both; the
+    /// pixels are the same).
+    package var avx2TapsByLoads: Bool {
+        get {
+            pthread_mutex_lock(mutex)
+            defer { pthread_mutex_unlock(mutex) }
+            return tapsByLoads
+        }
+        set {
+            pthread_mutex_lock(mutex)
+            defer { pthread_mutex_unlock(mutex) }
+            tapsByLoads = newValue
+        }
+    }
 
     /// A rectifier for precomputed maps.
     ///
@@ -225,7 +242,8 @@ public final class Rectifier: @unchecked Sendable {
         let plan = self.plan(left: left, right: right)
         let setting = liveSetting(for: left.format)
         withUnsafePointer(to: PairJob(plan: plan, left: left, right: right, leftOutput: leftOutput, rightOutput: rightOutput,
-                                      leftShift: setting.left, rightShift: setting.right, level: simdLevel)) { job in
+                                      leftShift: setting.left, rightShift: setting.right, level: simdLevel,
+                                      loads: tapsByLoads)) { job in
             pool.run(tasks: plan.bands.count, context: UnsafeRawPointer(job)) { context, index in
                 Rectifier.runBand(context.assumingMemoryBound(to: PairJob.self), index)
             }
@@ -244,6 +262,8 @@ public final class Rectifier: @unchecked Sendable {
         let leftShift: SIMD2<Int>
         let rightShift: SIMD2<Int>
         let level: SIMDLevel
+        /// AVX2 taps by scalar loads (see ``Rectifier/avx2TapsByLoads``).
+        let loads: Bool
     }
 
     /// Resamples band `index` of a pair.
@@ -281,22 +301,23 @@ public final class Rectifier: @unchecked Sendable {
                 if let chroma = chunks.chroma {
                     RemapKernels.run422(luma: chunks.luma, chroma: chroma, rows: 0..<count, source: sourceBase,
                                         destination: out, destinationRowBytes: destinationRowBytes,
-                                        shift: SIMD2(shift.x, 0), level: pair.pointee.level)
+                                        shift: SIMD2(shift.x, 0), level: pair.pointee.level,
+                                        loads: pair.pointee.loads)
                 } else {
                     RemapKernels.run(chunks.luma, rows: 0..<count, source: sourceBase, destination: out,
                                      destinationRowBytes: destinationRowBytes, shift: SIMD2(shift.x, 0),
-                                     level: pair.pointee.level)
+                                     level: pair.pointee.level, loads: pair.pointee.loads)
                 }
                 start += count
             }
         } else if let chroma = band.chroma, let map = job.map, let chromaMap = plan.jobs[chroma].map {
             RemapKernels.run422(luma: map, chroma: chromaMap, rows: band.rows, source: sourceBase,
                                 destination: destinationBase, destinationRowBytes: destinationRowBytes, shift: shift,
-                                level: pair.pointee.level)
+                                level: pair.pointee.level, loads: pair.pointee.loads)
         } else if let map = job.map {
             RemapKernels.run(map, rows: band.rows, source: sourceBase,
                              destination: destinationBase, destinationRowBytes: destinationRowBytes, shift: shift,
-                             level: pair.pointee.level)
+                             level: pair.pointee.level, loads: pair.pointee.loads)
         }
     }
 

@@ -36,6 +36,9 @@ enum RemapKernels {
     ///     change): output sample (u, v) is what the map gives for
     ///     (u − shift.x, v − shift.y); samples the shift brings in from
     ///     outside the map are border.
+    ///   - level: the widest kernels to use.
+    ///   - loads: whether the AVX2 kernels fetch taps with scalar loads instead of
+    ///     `vpgatherdd` (``SIMDLevel/avx2TapsByLoads``; the same pixels either way).
     ///
     /// Bounds: span entries address bytes `rowBase + offset + tap offsets`
     /// that the compiler checked lie inside the source grid; other samples
@@ -45,10 +48,10 @@ enum RemapKernels {
     /// destination is written at columns `0..<width` only.
     static func run(_ map: CompiledMap, rows: Range<Int>, source: UnsafeRawPointer,
                     destination: UnsafeMutableRawPointer, destinationRowBytes: Int, shift: SIMD2<Int> = .zero,
-                    level: SIMDLevel = .baseline) {
+                    level: SIMDLevel = .baseline, loads: Bool = SIMDLevel.avx2TapsByLoads) {
         for v in rows {
             runRow(map, row: v, columns: 0..<map.width, source: source, out: destination + v * destinationRowBytes,
-                   shift: shift, level: level)
+                   shift: shift, level: level, loads: loads)
         }
     }
 
@@ -75,7 +78,7 @@ enum RemapKernels {
     /// Resamples output columns `columns` of output row `v` (`out` is that row's first byte);
     /// writes nothing outside them, so two calls on disjoint columns may fill one row.
     private static func runRow(_ map: CompiledMap, row v: Int, columns: Range<Int>, source: UnsafeRawPointer,
-                               out: UnsafeMutableRawPointer, shift: SIMD2<Int>, level: SIMDLevel) {
+                               out: UnsafeMutableRawPointer, shift: SIMD2<Int>, level: SIMDLevel, loads: Bool) {
         guard !columns.isEmpty else { return }
         let layout = map.layout
         let width = map.width
@@ -102,7 +105,7 @@ enum RemapKernels {
             case .bilinear:
                 let from = level >= .avx2
                     ? bilinearAVX2(entries, range: start..<end, base: base, rowBytes: map.sourceRowBytes,
-                                   layout: layout, out: o)
+                                   layout: layout, out: o, loads: loads)
                     : start
                 guard from < end else { break }
                 let rest = from..<end
@@ -135,13 +138,13 @@ enum RemapKernels {
     /// ``SIMDLevel/avx2`` and bilinear maps, the columns where both spans cover a
     /// macropixel go to a C kernel that stores 32 interleaved bytes at a time (neither
     /// band alone could store whole bytes of the other's); the rest of each row runs
-    /// through ``runRow(_:row:columns:source:out:shift:level:)`` per plane, as `run` would.
+    /// through ``runRow(_:row:columns:source:out:shift:level:loads:)`` per plane, as `run` would.
     ///
     /// - Parameter shift: the luma plane's shift (see `run`); chroma moves by `shift.x / 2`
     ///   (a 4:2:2 convergence step is an even number of pixels).
     static func run422(luma: CompiledMap, chroma: CompiledMap, rows: Range<Int>, source: UnsafeRawPointer,
                        destination: UnsafeMutableRawPointer, destinationRowBytes: Int, shift: SIMD2<Int> = .zero,
-                       level: SIMDLevel = .baseline) {
+                       level: SIMDLevel = .baseline, loads: Bool = SIMDLevel.avx2TapsByLoads) {
         let chromaShift = SIMD2(shift.x / 2, shift.y)
         let fusable = level >= .avx2 && luma.interpolation == .bilinear && chroma.interpolation == .bilinear
             && luma.layout.isLuma422 && chroma.layout.isChromaPair && chroma.layout.pixelStride == 4
@@ -160,21 +163,25 @@ enum RemapKernels {
                         lumaEntries, chromaEntries, to - from,
                         (source + luma.rowBase[l.row] + luma.layout.offsets[0]).assumingMemoryBound(to: UInt8.self),
                         (source + chroma.rowBase[c.row]).assumingMemoryBound(to: UInt8.self), luma.sourceRowBytes,
-                        Int32(luma.layout.offsets[0]), (out + 4 * from).assumingMemoryBound(to: UInt8.self))
+                        Int32(luma.layout.offsets[0]), (out + 4 * from).assumingMemoryBound(to: UInt8.self),
+                        loads ? 1 : 0)
                     fused = from..<(from + done)
                 }
             }
             if fused.isEmpty {
-                runRow(luma, row: v, columns: 0..<luma.width, source: source, out: out, shift: shift, level: level)
-                runRow(chroma, row: v, columns: 0..<chroma.width, source: source, out: out, shift: chromaShift, level: level)
+                runRow(luma, row: v, columns: 0..<luma.width, source: source, out: out, shift: shift, level: level,
+                       loads: loads)
+                runRow(chroma, row: v, columns: 0..<chroma.width, source: source, out: out, shift: chromaShift,
+                       level: level, loads: loads)
             } else {
-                runRow(luma, row: v, columns: 0..<(2 * fused.lowerBound), source: source, out: out, shift: shift, level: level)
+                runRow(luma, row: v, columns: 0..<(2 * fused.lowerBound), source: source, out: out, shift: shift,
+                       level: level, loads: loads)
                 runRow(luma, row: v, columns: (2 * fused.upperBound)..<luma.width, source: source, out: out, shift: shift,
-                       level: level)
+                       level: level, loads: loads)
                 runRow(chroma, row: v, columns: 0..<fused.lowerBound, source: source, out: out, shift: chromaShift,
-                       level: level)
+                       level: level, loads: loads)
                 runRow(chroma, row: v, columns: fused.upperBound..<chroma.width, source: source, out: out,
-                       shift: chromaShift, level: level)
+                       shift: chromaShift, level: level, loads: loads)
             }
         }
     }
@@ -198,18 +205,20 @@ enum RemapKernels {
     /// the source plane for every span entry.
     @inline(__always)
     private static func bilinearAVX2(_ entries: UnsafePointer<UInt32>, range: Range<Int>, base: UnsafeRawPointer,
-                                     rowBytes: Int, layout: SampleLayout, out: UnsafeMutableRawPointer) -> Int {
+                                     rowBytes: Int, layout: SampleLayout, out: UnsafeMutableRawPointer,
+                                     loads: Bool) -> Int {
         let source = base.assumingMemoryBound(to: UInt8.self)
         let destination = out.assumingMemoryBound(to: UInt8.self)
         let (start, end) = (range.lowerBound, range.upperBound)
+        let fetch: Int32 = loads ? 1 : 0
         if layout.isGray {
-            return parallax_remap_gray_bilinear_avx2(entries, start, end, source, rowBytes, destination)
+            return parallax_remap_gray_bilinear_avx2(entries, start, end, source, rowBytes, destination, fetch)
         } else if layout.isChromaPair && layout.pixelStride == 2 {
-            return parallax_remap_nv12_chroma_bilinear_avx2(entries, start, end, source, rowBytes, destination)
+            return parallax_remap_nv12_chroma_bilinear_avx2(entries, start, end, source, rowBytes, destination, fetch)
         } else if layout.isPacked3 {
-            return parallax_remap_packed3_bilinear_avx2(entries, start, end, source, rowBytes, destination)
+            return parallax_remap_packed3_bilinear_avx2(entries, start, end, source, rowBytes, destination, fetch)
         } else if layout.isPacked4 {
-            return parallax_remap_packed4_bilinear_avx2(entries, start, end, source, rowBytes, destination)
+            return parallax_remap_packed4_bilinear_avx2(entries, start, end, source, rowBytes, destination, fetch)
         }
         return start
     }

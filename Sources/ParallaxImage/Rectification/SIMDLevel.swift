@@ -31,11 +31,21 @@ public enum SIMDLevel: String, Sendable, CaseIterable, Comparable, CustomStringC
         }
     }()
 
-    /// The level, named for people, with the instruction set it stands for on this machine.
+    /// Whether the AVX2 resampling kernels fetch their taps with scalar loads rather than
+    /// `vpgatherdd` on this CPU: on AMD's Zen cores a gather is dozens of micro-ops, and on
+    /// Intel cores with the Gather Data Sampling microcode mitigation it is far slower, while
+    /// on other Intel cores it is the faster way. Asked once (`parallax_avx2_taps_by_loads`;
+    /// the environment variable `PARALLAX_AVX2_TAPS=loads` or `=gathers` overrides it). The
+    /// pixels are the same either way.
+    public static let avx2TapsByLoads: Bool = parallax_avx2_taps_by_loads() != 0
+
+    /// The level, named for people, with the instruction set it stands for on this machine
+    /// (and, where the AVX2 resampling kernels fetch taps with scalar loads, that too).
     public var description: String {
+        let taps = Self.avx2TapsByLoads ? ", taps by scalar loads" : ""
         switch self {
-        case .avx512: return "AVX-512 (maps) and AVX2+FMA (resampling)"
-        case .avx2: return "AVX2+FMA"
+        case .avx512: return "AVX-512 (maps) and AVX2+FMA (resampling\(taps))"
+        case .avx2: return Self.avx2TapsByLoads ? "AVX2+FMA (taps by scalar loads)" : "AVX2+FMA"
         case .baseline:
             #if arch(x86_64)
             return "SSE2 (x86-64 baseline)"
