@@ -183,7 +183,12 @@ def names_of_level(level):
 def parallax_simd(binary, simd):
     """The level Parallax's kernels run at, as `parallax bench` reports it (its run-time
     dispatch picks the widest the CPU has unless --simd lowers it)."""
-    return names_of_level(parallax_bench(binary, "64x48", "gray8", 1, 1, None, simd)["simd"])
+    result = parallax_bench(binary, "64x48", "gray8", 1, 1, None, simd)
+    name = names_of_level(result["simd"])
+    # The AVX2 resampling kernels fetch taps with gathers or scalar loads (PARALLAX_AVX2_TAPS).
+    if result["simd"] != "baseline" and result.get("avx2_taps") == "loads":
+        name += ", taps by scalar loads"
+    return name
 
 
 def main():

@@ -173,8 +173,7 @@ INLINE int32_t quantise_position(float x) { return fabsf(x) < 65536.0f ? round32
 // not evaluated. Every other sample (near a boundary, near an undefined node, at the row's
 // ends) is computed exactly and quantised.
 
-// (The span must be a multiple of 8 and at most 32: a bit per sample of an interval. 32
-// would halve the nodes and fits, but strong lenses' fourth differences grow sixteenfold
+// (The span is at most 32: a bit per sample of an interval. 32 would halve the nodes and fits, but strong lenses' fourth differences grow sixteenfold
 // and leave six times as many samples undecided, which costs more.)
 enum { QUANTISED_SPAN = 16, QUANTISED_LEAD_NODES = 2 };
 
@@ -220,7 +219,7 @@ ptrdiff_t parallax_quantised_row_scratch_bytes(ptrdiff_t width) {
     return blocks * (ptrdiff_t)sizeof(interval_block)                  // coefficients
         + 2 * nodes * (ptrdiff_t)sizeof(double)                        // node positions
         + (blocks * BLOCK_INTERVALS + 64) * (ptrdiff_t)sizeof(uint32_t) // undecided samples per interval
-        + (width + 1) * (ptrdiff_t)sizeof(int32_t)                      // listed columns, one spare
+        + width * (ptrdiff_t)sizeof(int32_t)                            // listed columns
         + 2 * width * (ptrdiff_t)sizeof(float) + 192;                   // their exact positions, alignment slack
 }
 
@@ -258,7 +257,8 @@ INLINE void fit_block(const double *nodes, axis_block *restrict out) {
         // NaN anywhere (an undefined node) fails this test; so do positions too far out.
         const int ok = (fabs(fm2) + fabs(f3) + size < 60000.0) & (bound < 0.01);
         // Where the fit is unusable every sample is undecided (limit −1), and zeros keep the
-        // evaluation's conversions to integers defined (NaN or huge nodes would not).
+        // conversion of K0 defined and the evaluation's values below 2^22, where the bits of
+        // the rounding sum are the integer (NaN or huge nodes would give neither).
         out->k0[i] = (ok ? (int32_t)k0 : 0) - ROUNDING_BITS;
         out->r0[i] = ok ? (float)(scaled - k0) : 0.0f;
         // Per column instead of per node spacing (32 / 16^k: powers of two, exact).
@@ -310,7 +310,7 @@ INLINE ptrdiff_t quantised_row(const parallax_brown_lens *lens, const double ori
     double *node_y = node_x + capacity;
     uint32_t *undecided = (uint32_t *)(node_y + capacity);
     int32_t *columns = (int32_t *)(undecided + blocks * BLOCK_INTERVALS + 64);
-    float *exact_x = (float *)(columns + width + 1);
+    float *exact_x = (float *)(columns + width);
     float *exact_y = exact_x + width;
 
     brown_nodes(lens, origin, step, -QUANTISED_LEAD_NODES * QUANTISED_SPAN, QUANTISED_SPAN, node_count, node_x, node_y,
@@ -338,8 +338,8 @@ INLINE ptrdiff_t quantised_row(const parallax_brown_lens *lens, const double ori
             open &= open - 1;
             uint64_t samples = undecided[i];
             // An open interval has at least one. The second is written whether or not there is
-            // one (bit 63, past every span, stands in for none; the column list has a spare
-            // slot) and counted only if there is.
+            // one (bit 63, past every span, stands in for none) and counted only if there is;
+            // the write stays inside the list (count is then at most 16 i + 1).
             columns[count++] = (int32_t)(u + __builtin_ctzll(samples));
             samples &= samples - 1;
             columns[count] = (int32_t)(u + __builtin_ctzll(samples | 1ull << 63));

@@ -20,6 +20,9 @@
 #include <string.h>
 
 #define AVX2 __attribute__((target("avx2,fma")))
+// Bodies are always inlined, so that each exported kernel holds its own copy of them with
+// `loads` a constant (plain `inline` left one shared body testing it in the loop).
+#define INLINE static inline __attribute__((always_inline))
 
 static parallax_simd_level detect_level(void) {
     unsigned a, b, c, d;
@@ -74,7 +77,7 @@ int32_t parallax_avx2_taps_by_loads(void) {
     return mitigated;
 }
 
-static inline uint32_t load32(const uint8_t *p) {
+INLINE uint32_t load32(const uint8_t *p) {
     uint32_t v;
     memcpy(&v, p, 4);
     return v;
@@ -82,14 +85,14 @@ static inline uint32_t load32(const uint8_t *p) {
 
 // The 4 bytes at base + each lane of `offsets` (whose values `o` also holds): one
 // `vpgatherdd`, or eight scalar loads put together (`loads`, a constant at each call).
-static inline AVX2 __m256i fetch8(const uint8_t *base, __m256i offsets, const uint32_t o[8], int loads) {
+INLINE AVX2 __m256i fetch8(const uint8_t *base, __m256i offsets, const uint32_t o[8], int loads) {
     if (!loads) return _mm256_i32gather_epi32((const int *)base, offsets, 1);
     return _mm256_setr_epi32((int)load32(base + o[0]), (int)load32(base + o[1]), (int)load32(base + o[2]),
                              (int)load32(base + o[3]), (int)load32(base + o[4]), (int)load32(base + o[5]),
                              (int)load32(base + o[6]), (int)load32(base + o[7]));
 }
 
-static inline uint64_t load64(const uint8_t *p) {
+INLINE uint64_t load64(const uint8_t *p) {
     uint64_t v;
     memcpy(&v, p, 8);
     return v;
@@ -97,7 +100,7 @@ static inline uint64_t load64(const uint8_t *p) {
 
 // The 8 bytes at base + o[k] for eight samples, split into their first 4 bytes (`first`) and
 // their last 4 (`second`), samples in order.
-static inline AVX2 void pairs8(const uint8_t *base, const uint32_t o[8], __m256i *first, __m256i *second) {
+INLINE AVX2 void pairs8(const uint8_t *base, const uint32_t o[8], __m256i *first, __m256i *second) {
     const __m256i low = _mm256_setr_epi64x((long long)load64(base + o[0]), (long long)load64(base + o[1]),
                                            (long long)load64(base + o[2]), (long long)load64(base + o[3]));
     const __m256i high = _mm256_setr_epi64x((long long)load64(base + o[4]), (long long)load64(base + o[5]),
@@ -110,7 +113,7 @@ static inline AVX2 void pairs8(const uint8_t *base, const uint32_t o[8], __m256i
 }
 
 // The offsets of eight entries, as a vector and (for scalar loads) as integers.
-static inline AVX2 __m256i offsets8(const uint32_t *entries, __m256i *e, uint32_t o[8], int loads) {
+INLINE AVX2 __m256i offsets8(const uint32_t *entries, __m256i *e, uint32_t o[8], int loads) {
     *e = _mm256_loadu_si256((const __m256i *)entries);
     const __m256i offsets = _mm256_srli_epi32(*e, 10);
     if (loads) _mm256_storeu_si256((__m256i *)o, offsets);
@@ -119,25 +122,25 @@ static inline AVX2 __m256i offsets8(const uint32_t *entries, __m256i *e, uint32_
 
 // Per 32-bit lane, the 16-bit value (32 − fx) | fx << 8: the byte pair vpmaddubsw
 // multiplies with a tap and its right neighbour.
-static inline AVX2 __m256i weights_x(__m256i e) {
+INLINE AVX2 __m256i weights_x(__m256i e) {
     __m256i fx = _mm256_and_si256(e, _mm256_set1_epi32(31));
     return _mm256_add_epi32(_mm256_sub_epi32(_mm256_slli_epi32(fx, 8), fx), _mm256_set1_epi32(32));
 }
 
 // Per 32-bit lane, the 16-bit pair (32 − fy, fy) for vpmaddwd.
-static inline AVX2 __m256i weights_y(__m256i e) {
+INLINE AVX2 __m256i weights_y(__m256i e) {
     __m256i fy = _mm256_and_si256(_mm256_srli_epi32(e, 5), _mm256_set1_epi32(31));
     return _mm256_add_epi32(_mm256_sub_epi32(_mm256_slli_epi32(fy, 16), fy), _mm256_set1_epi32(32));
 }
 
-static inline AVX2 __m256i round_shift(__m256i sum) {
+INLINE AVX2 __m256i round_shift(__m256i sum) {
     return _mm256_srli_epi32(_mm256_add_epi32(sum, _mm256_set1_epi32(512)), 10);
 }
 
 // Eight one-channel samples from entries `e`: per 32-bit lane, the tap and its right
 // neighbour at bytes 0 and 1 of `top` (tap row) and `bottom` (next row). One result (0…255)
 // per lane.
-static inline AVX2 __m256i blend8(__m256i e, __m256i top, __m256i bottom) {
+INLINE AVX2 __m256i blend8(__m256i e, __m256i top, __m256i bottom) {
     // Bytes 2 and 3 of each lane meet weight 0, so each 32-bit lane holds (t, 0).
     __m256i wx = weights_x(e);
     __m256i t = _mm256_maddubs_epi16(top, wx);
@@ -146,14 +149,14 @@ static inline AVX2 __m256i blend8(__m256i e, __m256i top, __m256i bottom) {
 }
 
 // Eight gray samples, one result (0…255) per 32-bit lane.
-static inline AVX2 __m256i gray8(const uint32_t *entries, const uint8_t *base, ptrdiff_t row_bytes, int loads) {
+INLINE AVX2 __m256i gray8(const uint32_t *entries, const uint8_t *base, ptrdiff_t row_bytes, int loads) {
     __m256i e;
     uint32_t o[8];
     const __m256i offsets = offsets8(entries, &e, o, loads);
     return blend8(e, fetch8(base, offsets, o, loads), fetch8(base + row_bytes, offsets, o, loads));
 }
 
-static inline AVX2 ptrdiff_t gray_bilinear(const uint32_t *entries, ptrdiff_t start, ptrdiff_t end,
+INLINE AVX2 ptrdiff_t gray_bilinear(const uint32_t *entries, ptrdiff_t start, ptrdiff_t end,
                                            const uint8_t *base, ptrdiff_t row_bytes, uint8_t *out, int loads) {
     ptrdiff_t u = start;
     // After the two packs, dword 0 of each 128-bit lane holds the first sample group of
@@ -176,7 +179,7 @@ static inline AVX2 ptrdiff_t gray_bilinear(const uint32_t *entries, ptrdiff_t st
 
 // Eight samples of a layout read with 4-byte loads `step` bytes apart: 4 result bytes per
 // sample (byte c blends byte c of the four taps), samples in order.
-static inline AVX2 __m256i quad8(const uint32_t *entries, const uint8_t *base, ptrdiff_t row_bytes, ptrdiff_t step,
+INLINE AVX2 __m256i quad8(const uint32_t *entries, const uint8_t *base, ptrdiff_t row_bytes, ptrdiff_t step,
                                  int loads) {
     __m256i e;
     uint32_t o[8];
@@ -216,7 +219,7 @@ static inline AVX2 __m256i quad8(const uint32_t *entries, const uint8_t *base, p
     return _mm256_packus_epi16(_mm256_packus_epi32(r0, r1), _mm256_packus_epi32(r2, r3));
 }
 
-static inline AVX2 ptrdiff_t packed4_bilinear(const uint32_t *entries, ptrdiff_t start, ptrdiff_t end,
+INLINE AVX2 ptrdiff_t packed4_bilinear(const uint32_t *entries, ptrdiff_t start, ptrdiff_t end,
                                               const uint8_t *base, ptrdiff_t row_bytes, uint8_t *out, int loads) {
     ptrdiff_t u = start;
     for (; u + 8 <= end; u += 8)
@@ -224,7 +227,7 @@ static inline AVX2 ptrdiff_t packed4_bilinear(const uint32_t *entries, ptrdiff_t
     return u;
 }
 
-static inline AVX2 ptrdiff_t packed3_bilinear(const uint32_t *entries, ptrdiff_t start, ptrdiff_t end,
+INLINE AVX2 ptrdiff_t packed3_bilinear(const uint32_t *entries, ptrdiff_t start, ptrdiff_t end,
                                               const uint8_t *base, ptrdiff_t row_bytes, uint8_t *out, int loads) {
     ptrdiff_t u = start;
     // Drop byte 3 of each sample (it blended the next sample's first byte): 12 bytes per lane.
@@ -244,7 +247,7 @@ static inline AVX2 ptrdiff_t packed3_bilinear(const uint32_t *entries, ptrdiff_t
     return u;
 }
 
-static inline AVX2 ptrdiff_t nv12_chroma_bilinear(const uint32_t *entries, ptrdiff_t start, ptrdiff_t end,
+INLINE AVX2 ptrdiff_t nv12_chroma_bilinear(const uint32_t *entries, ptrdiff_t start, ptrdiff_t end,
                                                   const uint8_t *base, ptrdiff_t row_bytes, uint8_t *out, int loads) {
     ptrdiff_t u = start;
     // Bytes 0 and 1 of each result are the sample (Cb and Cr); 2 and 3 blended the next one.
@@ -261,7 +264,7 @@ static inline AVX2 ptrdiff_t nv12_chroma_bilinear(const uint32_t *entries, ptrdi
 // Eight luma samples of a 4:2:2 row, one result per 32-bit lane: bytes 0 and 2 of each tap's
 // 4-byte load are the tap's luma and its right neighbour's, moved to bytes 0 and 1 so the
 // gray arithmetic applies unchanged.
-static inline AVX2 __m256i luma422x8(const uint32_t *entries, const uint8_t *base, ptrdiff_t row_bytes, int loads) {
+INLINE AVX2 __m256i luma422x8(const uint32_t *entries, const uint8_t *base, ptrdiff_t row_bytes, int loads) {
     const __m256i pairs = _mm256_setr_epi8(0, 2, -1, -1, 4, 6, -1, -1, 8, 10, -1, -1, 12, 14, -1, -1,
                                            0, 2, -1, -1, 4, 6, -1, -1, 8, 10, -1, -1, 12, 14, -1, -1);
     __m256i e;
@@ -271,7 +274,7 @@ static inline AVX2 __m256i luma422x8(const uint32_t *entries, const uint8_t *bas
                   _mm256_shuffle_epi8(fetch8(base + row_bytes, offsets, o, loads), pairs));
 }
 
-static inline AVX2 ptrdiff_t bilinear_422(const uint32_t *luma_entries, const uint32_t *chroma_entries,
+INLINE AVX2 ptrdiff_t bilinear_422(const uint32_t *luma_entries, const uint32_t *chroma_entries,
                                           ptrdiff_t count, const uint8_t *luma_base, const uint8_t *chroma_base,
                                           ptrdiff_t row_bytes, int32_t luma_byte, uint8_t *out, int loads) {
     // The chroma bytes of each macropixel: 1 and 3 (YUYV) or 0 and 2 (UYVY).

@@ -334,7 +334,8 @@ public final class Rectifier: @unchecked Sendable {
         if rightOutput.format != left.format || rightOutput.size != outputSize {
             rightOutput = try ImageBuffer(format: left.format, size: outputSize)
         }
-        leftOutput.withMutableView { l in
+        // (The closures return the rectification applied, which this method does not.)
+        _ = leftOutput.withMutableView { l in
             rightOutput.withMutableView { r in
                 perform(left: left, right: right, into: l, r)
             }
@@ -346,7 +347,7 @@ public final class Rectifier: @unchecked Sendable {
         try validate(left.format, left.size, right.format, right.size)
         var l = try ImageBuffer(format: left.format, size: outputSize)
         var r = l
-        left.withView { lv in
+        _ = left.withView { lv in
             right.withView { rv in
                 l.withMutableView { lo in r.withMutableView { ro in perform(left: lv, right: rv, into: lo, ro) } }
             }
@@ -500,7 +501,7 @@ public final class Rectifier: @unchecked Sendable {
     }
     /// A band of rows of one job: the unit handed to a thread. For YUYV and UYVY, `chroma`
     /// is the 4:2:2 chroma job of the same rows, run with the luma job by one thread
-    /// (``RemapKernels/run422(luma:chroma:rows:source:destination:destinationRowBytes:shift:level:)``).
+    /// (``RemapKernels/run422(luma:chroma:rows:source:destination:destinationRowBytes:shift:level:loads:)``).
     private struct Band {
         var job: Int; var rows: Range<Int>; var chroma: Int? = nil
         /// Compact maps: this band's chunk tables (luma, and chroma for YUYV and UYVY).

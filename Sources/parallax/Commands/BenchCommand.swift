@@ -95,7 +95,9 @@ struct BenchOptions: ParsableArguments {
 
     /// The JSON fields every bench result carries about the machine and the workload's origin.
     var contextFields: [(String, JSONValue)] {
-        [("simd", .string(simdLevel.rawValue)), ("cpu", .string(CPUModel.name)),
+        [("simd", .string(simdLevel.rawValue)),
+         // How the AVX2 resampling kernels fetch taps (SIMDLevel.avx2TapsByLoads).
+         ("avx2_taps", .string(SIMDLevel.avx2TapsByLoads ? "loads" : "gathers")), ("cpu", .string(CPUModel.name)),
          ("calibration", calibration.map { .string($0) } ?? .string("benchmark-rig"))]
     }
 }
