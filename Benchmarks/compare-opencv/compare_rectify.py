@@ -172,23 +172,12 @@ def opencv_simd():
     return usable[-1] if usable else (baseline or "baseline")
 
 
-def names_of_level(level):
-    """A `parallax bench` level name as people read it on this machine."""
-    names = {"avx512": "AVX-512 (maps) and AVX2+FMA (resampling)", "avx2": "AVX2+FMA", "baseline": {"x86_64": "SSE2 (x86-64 baseline)", "AMD64": "SSE2 (x86-64 baseline)",
-                                              "aarch64": "NEON (arm64 baseline)", "arm64": "NEON (arm64 baseline)"}
-             .get(platform.machine(), "baseline")}
-    return names.get(level, level)
-
-
 def parallax_simd(binary, simd):
-    """The level Parallax's kernels run at, as `parallax bench` reports it (its run-time
-    dispatch picks the widest the CPU has unless --simd lowers it)."""
+    """The level Parallax's kernels run at and its name for people (which also says how the
+    AVX2 kernels fetch taps), as `parallax bench` reports them: its run-time dispatch picks
+    the widest level the CPU has unless --simd lowers it."""
     result = parallax_bench(binary, "64x48", "gray8", 1, 1, None, simd)
-    name = names_of_level(result["simd"])
-    # The AVX2 resampling kernels fetch taps with gathers or scalar loads (PARALLAX_AVX2_TAPS).
-    if result["simd"] != "baseline" and result.get("avx2_taps") == "loads":
-        name += ", taps by scalar loads"
-    return name
+    return result["simd"], result["simd_description"]
 
 
 def main():
@@ -214,7 +203,7 @@ def main():
     if a.avx2_only:
         if a.simd not in (None, "avx2"):
             p.error("--avx2-only runs Parallax at --simd avx2")
-        if parallax_simd(a.parallax, None) == names_of_level("baseline"):
+        if parallax_simd(a.parallax, None)[0] == "baseline":
             p.error("--avx2-only: this CPU has no AVX2 (Parallax runs its baseline kernels)")
         a.simd = "avx2"
         if opencv_simd().startswith("AVX512"):
@@ -222,7 +211,7 @@ def main():
     sizes = ["calibration"] if a.calibration else a.sizes.split(",")
 
     print(f"CPU: {cpu_model()}, {os.cpu_count()} CPUs; load average at start {os.getloadavg()[0]:.2f}")
-    print(f"SIMD: Parallax {parallax_simd(a.parallax, a.simd)} (run-time dispatch); "
+    print(f"SIMD: Parallax {parallax_simd(a.parallax, a.simd)[1]} (run-time dispatch); "
           f"OpenCV {cv2.__version__} {opencv_simd()} (run-time dispatch)")
     rows = []
     header = (f"{'size':>10} {'format':>6} {'threads':>7} {'Parallax ms':>12} {'OpenCV ms':>10} {'ratio':>6}"

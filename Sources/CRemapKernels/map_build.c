@@ -173,8 +173,9 @@ INLINE int32_t quantise_position(float x) { return fabsf(x) < 65536.0f ? round32
 // not evaluated. Every other sample (near a boundary, near an undefined node, at the row's
 // ends) is computed exactly and quantised.
 
-// (The span is at most 32: a bit per sample of an interval. 32 would halve the nodes and fits, but strong lenses' fourth differences grow sixteenfold
-// and leave six times as many samples undecided, which costs more.)
+// (The span is at most 32: a bit per sample of an interval. 32 would halve the nodes and
+// fits, but strong lenses' fourth differences grow sixteenfold and leave six times as many
+// samples undecided, which costs more.)
 enum { QUANTISED_SPAN = 16, QUANTISED_LEAD_NODES = 2 };
 
 // Intervals are fitted and stored sixteen at a time, so that evaluating one reads all its
@@ -567,7 +568,7 @@ INLINE void compile_quantised_row_any(const int32_t *qx, const int32_t *qy, ptrd
     while (u < width) {
         // Thirty-two, then eight flags at a time where they are all equal (most of a row is
         // one run).
-        while (u + 32 <= width && (load32_or(inside + u) == 0)) u += 32;
+        while (u + 32 <= width && load32_or(inside + u) == 0) u += 32;
         while (u + 8 <= width && load8(inside + u) == 0) u += 8;
         while (u < width && !inside[u]) u++;
         const ptrdiff_t start = u;

@@ -157,7 +157,7 @@ INLINE AVX2 __m256i gray8(const uint32_t *entries, const uint8_t *base, ptrdiff_
 }
 
 INLINE AVX2 ptrdiff_t gray_bilinear(const uint32_t *entries, ptrdiff_t start, ptrdiff_t end,
-                                           const uint8_t *base, ptrdiff_t row_bytes, uint8_t *out, int loads) {
+                                    const uint8_t *base, ptrdiff_t row_bytes, uint8_t *out, int loads) {
     ptrdiff_t u = start;
     // After the two packs, dword 0 of each 128-bit lane holds the first sample group of
     // that lane and dword 1 the second; this order puts them back in sequence.
@@ -180,7 +180,7 @@ INLINE AVX2 ptrdiff_t gray_bilinear(const uint32_t *entries, ptrdiff_t start, pt
 // Eight samples of a layout read with 4-byte loads `step` bytes apart: 4 result bytes per
 // sample (byte c blends byte c of the four taps), samples in order.
 INLINE AVX2 __m256i quad8(const uint32_t *entries, const uint8_t *base, ptrdiff_t row_bytes, ptrdiff_t step,
-                                 int loads) {
+                          int loads) {
     __m256i e;
     uint32_t o[8];
     const __m256i offsets = offsets8(entries, &e, o, loads);
@@ -220,7 +220,7 @@ INLINE AVX2 __m256i quad8(const uint32_t *entries, const uint8_t *base, ptrdiff_
 }
 
 INLINE AVX2 ptrdiff_t packed4_bilinear(const uint32_t *entries, ptrdiff_t start, ptrdiff_t end,
-                                              const uint8_t *base, ptrdiff_t row_bytes, uint8_t *out, int loads) {
+                                       const uint8_t *base, ptrdiff_t row_bytes, uint8_t *out, int loads) {
     ptrdiff_t u = start;
     for (; u + 8 <= end; u += 8)
         _mm256_storeu_si256((__m256i *)(out + 4 * u), quad8(entries + u, base, row_bytes, 4, loads));
@@ -228,7 +228,7 @@ INLINE AVX2 ptrdiff_t packed4_bilinear(const uint32_t *entries, ptrdiff_t start,
 }
 
 INLINE AVX2 ptrdiff_t packed3_bilinear(const uint32_t *entries, ptrdiff_t start, ptrdiff_t end,
-                                              const uint8_t *base, ptrdiff_t row_bytes, uint8_t *out, int loads) {
+                                       const uint8_t *base, ptrdiff_t row_bytes, uint8_t *out, int loads) {
     ptrdiff_t u = start;
     // Drop byte 3 of each sample (it blended the next sample's first byte): 12 bytes per lane.
     const __m256i compact = _mm256_setr_epi8(0, 1, 2, 4, 5, 6, 8, 9, 10, 12, 13, 14, -1, -1, -1, -1,
@@ -248,7 +248,7 @@ INLINE AVX2 ptrdiff_t packed3_bilinear(const uint32_t *entries, ptrdiff_t start,
 }
 
 INLINE AVX2 ptrdiff_t nv12_chroma_bilinear(const uint32_t *entries, ptrdiff_t start, ptrdiff_t end,
-                                                  const uint8_t *base, ptrdiff_t row_bytes, uint8_t *out, int loads) {
+                                           const uint8_t *base, ptrdiff_t row_bytes, uint8_t *out, int loads) {
     ptrdiff_t u = start;
     // Bytes 0 and 1 of each result are the sample (Cb and Cr); 2 and 3 blended the next one.
     const __m256i compact = _mm256_setr_epi8(0, 1, 4, 5, 8, 9, 12, 13, -1, -1, -1, -1, -1, -1, -1, -1,
@@ -275,8 +275,8 @@ INLINE AVX2 __m256i luma422x8(const uint32_t *entries, const uint8_t *base, ptrd
 }
 
 INLINE AVX2 ptrdiff_t bilinear_422(const uint32_t *luma_entries, const uint32_t *chroma_entries,
-                                          ptrdiff_t count, const uint8_t *luma_base, const uint8_t *chroma_base,
-                                          ptrdiff_t row_bytes, int32_t luma_byte, uint8_t *out, int loads) {
+                                   ptrdiff_t count, const uint8_t *luma_base, const uint8_t *chroma_base,
+                                   ptrdiff_t row_bytes, int32_t luma_byte, uint8_t *out, int loads) {
     // The chroma bytes of each macropixel: 1 and 3 (YUYV) or 0 and 2 (UYVY).
     const __m256i chroma_bytes = _mm256_set1_epi32(luma_byte ? 0x00FF00FF : (int)0xFF00FF00);
     ptrdiff_t k = 0;
@@ -311,8 +311,9 @@ ROW_KERNEL(parallax_remap_nv12_chroma_bilinear_avx2, nv12_chroma_bilinear)
 AVX2 ptrdiff_t parallax_remap_422_bilinear_avx2(const uint32_t *luma_entries, const uint32_t *chroma_entries,
                                                 ptrdiff_t count, const uint8_t *luma_base, const uint8_t *chroma_base,
                                                 ptrdiff_t row_bytes, int32_t luma_byte, uint8_t *out, int32_t loads) {
-    return loads ? bilinear_422(luma_entries, chroma_entries, count, luma_base, chroma_base, row_bytes, luma_byte, out, 1)
-                 : bilinear_422(luma_entries, chroma_entries, count, luma_base, chroma_base, row_bytes, luma_byte, out, 0);
+#define CALL(L) bilinear_422(luma_entries, chroma_entries, count, luma_base, chroma_base, row_bytes, luma_byte, out, L)
+    return loads ? CALL(1) : CALL(0);
+#undef CALL
 }
 
 #else

@@ -42,10 +42,10 @@ public enum SIMDLevel: String, Sendable, CaseIterable, Comparable, CustomStringC
     /// The level, named for people, with the instruction set it stands for on this machine
     /// (and, where the AVX2 resampling kernels fetch taps with scalar loads, that too).
     public var description: String {
-        let taps = Self.avx2TapsByLoads ? ", taps by scalar loads" : ""
+        let taps = Self.avx2TapsByLoads ? "taps by scalar loads" : nil
         switch self {
-        case .avx512: return "AVX-512 (maps) and AVX2+FMA (resampling\(taps))"
-        case .avx2: return Self.avx2TapsByLoads ? "AVX2+FMA (taps by scalar loads)" : "AVX2+FMA"
+        case .avx512: return "AVX-512 (maps) and AVX2+FMA (resampling\(taps.map { ", " + $0 } ?? ""))"
+        case .avx2: return "AVX2+FMA" + (taps.map { " (" + $0 + ")" } ?? "")
         case .baseline:
             #if arch(x86_64)
             return "SSE2 (x86-64 baseline)"

@@ -95,7 +95,7 @@ struct BenchOptions: ParsableArguments {
 
     /// The JSON fields every bench result carries about the machine and the workload's origin.
     var contextFields: [(String, JSONValue)] {
-        [("simd", .string(simdLevel.rawValue)),
+        [("simd", .string(simdLevel.rawValue)), ("simd_description", .string(simdLevel.description)),
          // How the AVX2 resampling kernels fetch taps (SIMDLevel.avx2TapsByLoads).
          ("avx2_taps", .string(SIMDLevel.avx2TapsByLoads ? "loads" : "gathers")), ("cpu", .string(CPUModel.name)),
          ("calibration", calibration.map { .string($0) } ?? .string("benchmark-rig"))]
