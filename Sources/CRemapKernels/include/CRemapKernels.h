@@ -53,19 +53,20 @@ int32_t parallax_avx2_taps_by_loads(void);
 ptrdiff_t parallax_remap_gray_bilinear_avx2(const uint32_t *entries, ptrdiff_t start, ptrdiff_t end,
                                             const uint8_t *base, ptrdiff_t row_bytes, uint8_t *out, int32_t loads);
 
-/// Four-byte samples (BGRA, RGBA): reads 4 bytes at each of the four taps, writes 4 bytes
-/// per sample.
+/// Four-byte samples (BGRA, RGBA): reads 4 bytes at each of the four taps (with scalar
+/// loads, 8 from each tap row's first tap: the same bytes), writes 4 bytes per sample.
 ptrdiff_t parallax_remap_packed4_bilinear_avx2(const uint32_t *entries, ptrdiff_t start, ptrdiff_t end,
                                                const uint8_t *base, ptrdiff_t row_bytes, uint8_t *out, int32_t loads);
 
 /// Three-byte samples (RGB, BGR): reads 4 bytes at each of the four taps (the fourth
-/// belongs to the next sample; the map keeps a spare source column) and writes exactly
-/// 3 bytes per processed sample, nothing past out[3·returned − 1].
+/// belongs to the next sample; the map keeps a spare source column), or with scalar loads
+/// 8 bytes from each tap row's first tap, and writes exactly 3 bytes per processed sample,
+/// nothing past out[3·returned − 1].
 ptrdiff_t parallax_remap_packed3_bilinear_avx2(const uint32_t *entries, ptrdiff_t start, ptrdiff_t end,
                                                const uint8_t *base, ptrdiff_t row_bytes, uint8_t *out, int32_t loads);
 
-/// NV12 chroma (two bytes per sample, Cb and Cr): reads 4 bytes at each of the four taps
-/// (the map keeps a spare source column) and writes 2 bytes per processed sample.
+/// NV12 chroma (two bytes per sample, Cb and Cr): reads 4 bytes from each tap row's first
+/// tap (the tap and its right neighbour) and writes 2 bytes per processed sample.
 ptrdiff_t parallax_remap_nv12_chroma_bilinear_avx2(const uint32_t *entries, ptrdiff_t start, ptrdiff_t end,
                                                    const uint8_t *base, ptrdiff_t row_bytes, uint8_t *out, int32_t loads);
 

@@ -40,11 +40,13 @@ struct SampleLayout: Hashable, Sendable {
     }
     /// Bytes the bilinear vector kernels (portable and AVX2) may read in one tap row, from the byte
     /// offset of the sample's first tap: 4 bytes from the tap (gray), from its luma byte
-    /// (YUYV / UYVY luma), or from each of the two taps (the 4-byte-load layouts).
+    /// (YUYV / UYVY luma), or from each of the two taps (the 4-byte-load layouts); 8 for RGB,
+    /// whose AVX2 kernel may read a tap and its neighbour with one 8-byte load.
     var vectorReadBytes: Int {
         if isGray { return 4 }
         if isLuma422 { return offsets[0] + 4 }
-        if isChromaPair || isPacked3 || isPacked4 { return pixelStride + 4 }
+        if isPacked3 { return 8 }
+        if isChromaPair || isPacked4 { return pixelStride + 4 }
         return 2 * pixelStride
     }
     /// True for a plain 8-bit gray plane.
