@@ -81,7 +81,7 @@ struct SIMDLevelTests {
         // (spans then start and end at other columns of each plane).
         var unshifted: ImageBuffer?
         for distance in [nil, 0.5] as [Double?] {
-            let reference = try Rectifier(maps: maps, threads: 1, simdLevel: .baseline)
+            let reference = Rectifier(maps: maps, threads: 1, simdLevel: .baseline)
             if let distance { reference.setConvergence(atDistance: distance) }
             let portable = try reference.rectify(left: left, right: right)
             // Not a vacuous comparison: the output carries the source's texture, and the shift moves it.
@@ -89,7 +89,7 @@ struct SIMDLevelTests {
             if let unshifted { #expect(portable.left != unshifted) } else { unshifted = portable.left }
             for (level, loads) in Self.kernelChoices.dropFirst() {
                 for threads in [1, 2] {
-                    let rectifier = try Rectifier(maps: maps, threads: threads, simdLevel: level)
+                    let rectifier = Rectifier(maps: maps, threads: threads, simdLevel: level)
                     rectifier.avx2TapsByLoads = loads
                     if let distance { rectifier.setConvergence(atDistance: distance) }
                     let fast = try rectifier.rectify(left: left, right: right)
@@ -133,7 +133,7 @@ struct SIMDLevelTests {
         let view = ImageView(packed: format, size: size, baseAddress: UnsafeRawPointer(start))
         for (level, loads) in Self.kernelChoices {
             var left = try ImageBuffer(format: format, size: size), right = left
-            let rectifier = try Rectifier(maps: maps, threads: 2, simdLevel: level)
+            let rectifier = Rectifier(maps: maps, threads: 2, simdLevel: level)
             rectifier.avx2TapsByLoads = loads
             try rectifier.rectify(left: view, right: view, into: &left, &right)
             #expect(left == expected && right == expected, "\(format) at \(level)\(loads ? " (taps by loads)" : "")")

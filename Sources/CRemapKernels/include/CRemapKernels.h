@@ -203,4 +203,9 @@ ptrdiff_t parallax_response_peaks(const float *response, ptrdiff_t width, ptrdif
 int32_t parallax_ring_test(const float *pixels, ptrdiff_t width, ptrdiff_t height, double x, double y,
                            const double *ring_x, const double *ring_y, int32_t count, parallax_simd_level level);
 
+/// Asks for the cache line at `address` ahead of a read (no fault for any address); for the
+/// portable Swift kernels, which have no such intrinsic. Compiles to `prefetcht0` on x86-64
+/// and `prfm pldl1keep` on arm64.
+static inline void parallax_prefetch(const void *address) { __builtin_prefetch(address, 0, 3); }
+
 #endif

@@ -297,6 +297,21 @@ enum RemapKernels {
         return UInt8(truncatingIfNeeded: (t * (32 - fy) + b * fy + 512) >> 10)
     }
 
+    /// Samples ahead whose tap rows the multi-byte kernels ask for (as the AVX2 kernels do,
+    /// `PREFETCH_AHEAD` in remap_avx2.c): a rectified row crosses source rows and pages,
+    /// which the hardware prefetcher does not foresee.
+    private static let prefetchAhead = 128
+
+    /// Asks for the cache lines of both tap rows of sample `u + prefetchAhead` (the range's
+    /// last sample near its end: `entries` is read inside the range only).
+    @inline(__always)
+    private static func prefetchTaps(_ entries: UnsafePointer<UInt32>, _ u: Int, end: Int, base: UnsafeRawPointer,
+                                     rowBytes: Int) {
+        let tap = base + Int(entries[min(u + prefetchAhead, end - 1)] >> 10)
+        parallax_prefetch(tap)
+        parallax_prefetch(tap + rowBytes)
+    }
+
     /// BGRA / RGBA: one pixel per vector, the way SSE2's `pmaddwd` likes it.
     /// A pixel's two horizontal neighbours are 8 adjacent bytes; they are
     /// spread to 16-bit lanes pairing each channel of the left neighbour with
@@ -311,6 +326,7 @@ enum RemapKernels {
         let end = range.upperBound
         bilinearWeights.withUnsafeBufferPointer { weights in
             while u + 4 <= end {
+                prefetchTaps(entries, u, end: end, base: base, rowBytes: rowBytes)
                 let e0 = entries[u], e1 = entries[u + 1], e2 = entries[u + 2], e3 = entries[u + 3]
                 let r0 = blendPixel4(base + Int(e0 >> 10), rowBytes: rowBytes, weights: weights[Int(e0 & 1023)])
                 let r1 = blendPixel4(base + Int(e1 >> 10), rowBytes: rowBytes, weights: weights[Int(e1 & 1023)])
@@ -380,6 +396,7 @@ enum RemapKernels {
         var u = range.lowerBound
         let end = range.upperBound
         while u + 5 <= end {
+            prefetchTaps(entries, u, end: end, base: base, rowBytes: rowBytes)
             let r = unsafeBitCast(bilinearFour(entries + u, base: base, step: 3, rowBytes: rowBytes), to: SIMD4<UInt32>.self)
             for k in 0..<4 { out.storeBytes(of: r[k], toByteOffset: (u + k) * 3, as: UInt32.self) }
             u += 4
@@ -399,6 +416,7 @@ enum RemapKernels {
         let end = range.upperBound
         let luma = base + offset
         while u + 8 <= end {
+            prefetchTaps(entries, u, end: end, base: luma, rowBytes: rowBytes)
             let e = UnsafeRawPointer(entries + u).loadUnaligned(as: SIMD8<UInt32>.self)
             var top = SIMD8<UInt16>(), bottom = SIMD8<UInt16>(), fractions = SIMD8<UInt16>()
             for k in 0..<8 {
@@ -436,6 +454,7 @@ enum RemapKernels {
             // 4:2:2: a chroma sample is a whole 4-byte group, like a BGRA pixel.
             bilinearWeights.withUnsafeBufferPointer { weights in
                 while u < end {
+                    if u & 7 == 0 { prefetchTaps(entries, u, end: end, base: base, rowBytes: rowBytes) }
                     let e = entries[u]
                     let r = blendPixel4(base + Int(e >> 10), rowBytes: rowBytes, weights: weights[Int(e & 1023)])
                     let o = out + u * 4
@@ -447,6 +466,7 @@ enum RemapKernels {
             return
         }
         while u + 4 <= end {
+            prefetchTaps(entries, u, end: end, base: base, rowBytes: rowBytes)
             let r = unsafeBitCast(bilinearFour(entries + u, base: base, step: step, rowBytes: rowBytes), to: SIMD4<UInt32>.self)
             for k in 0..<4 {
                 let o = out + (u + k) * step
