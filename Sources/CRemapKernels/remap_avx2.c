@@ -8,8 +8,10 @@
 //
 // Taps are fetched 4 bytes per tap and sample, either with `vpgatherdd` or with eight scalar
 // loads per vector (`loads`, see parallax_avx2_taps_by_loads), the scalar ones 8 bytes at a
-// time where a tap and its neighbour fit in 8: the same bytes, so the same results. The map's
-// compiler keeps every such read inside the source plane (CompiledMap.swift, "vector reads").
+// time where a tap and its neighbour fit in 8, and NV12 chroma's tap and neighbour as one
+// 4-byte fetch: every stored result blends the same bytes either way, so the results are
+// the same. The map's compiler keeps every such read inside the source plane
+// (CompiledMap.swift, "vector reads").
 #include "CRemapKernels.h"
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -195,7 +197,8 @@ INLINE AVX2 ptrdiff_t gray_bilinear(const uint32_t *entries, ptrdiff_t start, pt
 }
 
 // Eight samples of a layout read with 4-byte loads `step` bytes apart: 4 result bytes per
-// sample (byte c blends byte c of the four taps), samples in order.
+// sample (byte c blends byte c of the four taps; for step 2 only bytes 0 and 1 mean
+// anything), samples in order.
 INLINE AVX2 __m256i quad8(const uint32_t *entries, const uint8_t *base, ptrdiff_t row_bytes, ptrdiff_t step,
                           int loads) {
     __m256i e;
@@ -285,7 +288,7 @@ INLINE AVX2 ptrdiff_t packed3_bilinear(const uint32_t *entries, ptrdiff_t start,
 INLINE AVX2 ptrdiff_t nv12_chroma_bilinear(const uint32_t *entries, ptrdiff_t start, ptrdiff_t end,
                                            const uint8_t *base, ptrdiff_t row_bytes, uint8_t *out, int loads) {
     ptrdiff_t u = start;
-    // Bytes 0 and 1 of each result are the sample (Cb and Cr); 2 and 3 blended the next one.
+    // Bytes 0 and 1 of each result are the sample (Cb and Cr); 2 and 3 mean nothing.
     const __m256i compact = _mm256_setr_epi8(0, 1, 4, 5, 8, 9, 12, 13, -1, -1, -1, -1, -1, -1, -1, -1,
                                              0, 1, 4, 5, 8, 9, 12, 13, -1, -1, -1, -1, -1, -1, -1, -1);
     for (; u + 8 <= end; u += 8) {

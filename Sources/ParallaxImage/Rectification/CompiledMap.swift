@@ -165,8 +165,9 @@ final class CompiledMap: @unchecked Sendable {
             params.spare = Int32(interpolation == .bilinear ? layout.spareColumns : 0)
             params.lead = interpolation == .bicubic ? 1 : 0
             params.nearest = interpolation == .nearest ? 1 : 0
-            // Vector reads: the bilinear kernels load 4 bytes at each tap (SampleLayout.vectorReadBytes),
-            // which may run past the last sample of the last source row; such samples stay out of spans.
+            // Vector reads: the bilinear kernels read up to SampleLayout.vectorReadBytes from each tap
+            // row's first tap, which may run past the last sample of the last source row; such
+            // samples stay out of spans.
             params.vector_read = Int64(interpolation == .bilinear ? layout.vectorReadBytes : 0)
             params.readable = Int64((rows.sourceHeight - 1) * sourceRowBytes + rows.sourceWidth * layout.pixelStride)
             let columns = max(1, rows.width)

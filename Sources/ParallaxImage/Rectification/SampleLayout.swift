@@ -29,9 +29,10 @@ struct SampleLayout: Hashable, Sendable {
     var isChromaPair: Bool { channels == 2 && (pixelStride == 4 || pixelStride == 2) }
 
     /// Source columns a span must keep free on the right for the bilinear
-    /// vector kernels, which read 4 bytes from each tap: past the sample's
-    /// last channel for RGB, for UYVY luma (Y at byte 1 of its pair) and for
-    /// NV12 chroma (2-byte samples).
+    /// vector kernels, which read 4 bytes from each tap (or 8 from a tap row's
+    /// first tap, for RGB): past the sample's last channel for RGB (the spare
+    /// column keeps all 8 of those bytes inside the row), for UYVY luma (Y at
+    /// byte 1 of its pair) and for NV12 chroma (2-byte samples).
     var spareColumns: Int {
         if isPacked3 { return 1 }
         if isLuma422 { return offsets[0] > 0 ? 1 : 0 }
@@ -41,7 +42,8 @@ struct SampleLayout: Hashable, Sendable {
     /// Bytes the bilinear vector kernels (portable and AVX2) may read in one tap row, from the byte
     /// offset of the sample's first tap: 4 bytes from the tap (gray), from its luma byte
     /// (YUYV / UYVY luma), or from each of the two taps (the 4-byte-load layouts); 8 for RGB,
-    /// whose AVX2 kernel may read a tap and its neighbour with one 8-byte load.
+    /// whose AVX2 kernel may read a tap and its neighbour with one 8-byte load (the spare
+    /// column already keeps those bytes inside the row: 8 is the honest bound, not the guard).
     var vectorReadBytes: Int {
         if isGray { return 4 }
         if isLuma422 { return offsets[0] + 4 }
