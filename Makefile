@@ -13,7 +13,7 @@ COMPARE_PACKAGES := python3 python3-venv
 # Extra flags for `swift test`, e.g. `make test TEST_FLAGS="--filter Geometry"`.
 TEST_FLAGS ?=
 
-.PHONY: all deps install-packages build release demo test check-arm64 check-live test-asan test-tsan test-kernel soak fuzz bench bench-pair compare-opencv clean
+.PHONY: all deps install-packages build release demo test short-soak test-cpus check-arm64 check-live test-asan test-tsan test-kernel soak fuzz bench bench-pair compare-opencv clean
 
 all: build
 
@@ -46,6 +46,20 @@ demo: release
 test: deps
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build $(TEST_FLAGS)
+	@if [ -z "$(TEST_FLAGS)" ]; then $(MAKE) --no-print-directory short-soak; fi
+
+# Three simulated minutes of the soak (`make soak` runs the hour), every fault on, in a
+# process of its own so that its memory samples are its own: part of `make test`.
+short-soak:
+	PARALLAX_SOAK=1 PARALLAX_SOAK_SECONDS=180 PARALLAX_SOAK_SCALE=20 $(SWIFT) test --skip-build --filter SessionSoakTests
+
+# The numerical suites as other CPUs would run them: the calibration suites under each
+# OPENBLAS_CORETYPE (OpenBLAS's kernels for Prescott, Haswell, Zen, SkylakeX, Cooperlake and
+# SapphireRapids), printing the largest difference from OpenCV for each, and the image and
+# detection suites at each PARALLAX_SIMD level this CPU has (Tests/CPUs/run; about 7 minutes).
+test-cpus: deps
+	$(SWIFT) build --build-tests
+	Tests/CPUs/run
 
 # The C kernels (Sources/CRemapKernels) built for arm64 and run under qemu-user: the same
 # bits as on this machine at every vector level (Tests/CrossArchitecture/run; a few seconds).

@@ -14,6 +14,23 @@
 // (CompiledMap.swift, "vector reads").
 #include "CRemapKernels.h"
 
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+parallax_simd_level parallax_simd_level_cap(void) {
+    const char *cap = getenv("PARALLAX_SIMD");
+    if (cap == NULL || cap[0] == 0) return PARALLAX_SIMD_AVX512;
+    if (strcmp(cap, "baseline") == 0) return PARALLAX_SIMD_BASELINE;
+    if (strcmp(cap, "avx2") == 0) return PARALLAX_SIMD_AVX2;
+    if (strcmp(cap, "avx512") == 0) return PARALLAX_SIMD_AVX512;
+    // A misspelt cap must not silently run wider kernels than asked: the narrowest, said once.
+    static int warned = 0;
+    if (!warned) fprintf(stderr, "PARALLAX_SIMD=%s is none of baseline, avx2, avx512: the kernels run at baseline\n", cap);
+    warned = 1;
+    return PARALLAX_SIMD_BASELINE;
+}
+
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
 #include <immintrin.h>
@@ -40,12 +57,14 @@ static parallax_simd_level detect_level(void) {
     return (b & (1u << 5)) ? PARALLAX_SIMD_AVX2 : PARALLAX_SIMD_BASELINE;
 }
 
+static parallax_simd_level lower(parallax_simd_level a, parallax_simd_level b) { return a < b ? a : b; }
+
 parallax_simd_level parallax_remap_simd_level(void) {
     // Not cached here: the Swift side asks once (SIMDLevel.supported).
-    return detect_level();
+    return lower(detect_level(), parallax_simd_level_cap());
 }
 
-parallax_simd_level parallax_map_simd_level(void) {
+static parallax_simd_level detect_map_level(void) {
     if (detect_level() != PARALLAX_SIMD_AVX2) return PARALLAX_SIMD_BASELINE;
     unsigned a, b, c, d;
     __cpuid_count(7, 0, a, b, c, d);
@@ -55,6 +74,10 @@ parallax_simd_level parallax_map_simd_level(void) {
     unsigned lo, hi;
     __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
     return (lo & 0xE0u) == 0xE0u ? PARALLAX_SIMD_AVX512 : PARALLAX_SIMD_AVX2;
+}
+
+parallax_simd_level parallax_map_simd_level(void) {
+    return lower(detect_map_level(), parallax_simd_level_cap());
 }
 
 int32_t parallax_avx2_taps_by_loads(void) {

@@ -20,8 +20,25 @@ enum ParallaxCLI {
         URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
     }
 
-    /// Runs `parallax arguments…`, killing it after `timeout` seconds (a test never hangs).
-    static func run(_ arguments: [String], timeout: TimeInterval = 120, workingDirectory: URL? = nil) throws -> Result {
+    /// How long the output may keep coming after the command exited.
+    static let pipeDrainSeconds = 10.0
+
+    /// The command exited but its output pipes stayed open (a process it started still holds them):
+    /// what was read so far may be partial.
+    struct PipesStillOpen: Error, CustomStringConvertible {
+        var arguments: [String]
+        var seconds: Double
+        var description: String {
+            "parallax \(arguments.joined(separator: " ")) exited, but its output was still open \(seconds) s later: "
+                + "a process it started holds stdout or stderr"
+        }
+    }
+
+    /// Runs `parallax arguments…` (or another `executable`), killing it after `timeout` seconds (a
+    /// test never hangs). Throws ``PipesStillOpen`` when its output stays open `pipeDrainSeconds`
+    /// after it exited, rather than hand back what was read so far.
+    static func run(_ arguments: [String], timeout: TimeInterval = 120, workingDirectory: URL? = nil,
+                    executable: URL = executable, pipeDrainSeconds: Double = pipeDrainSeconds) throws -> Result {
         let process = Process()
         process.executableURL = executable
         // Detection's time budget is wall-clock time, which a loaded machine or a sanitizer
@@ -37,13 +54,15 @@ enum ParallaxCLI {
         process.standardError = err
         process.standardInput = FileHandle.nullDevice
         try process.run()
-        // Drain both pipes concurrently so a chatty child cannot block on a full pipe.
+        // Drain both pipes concurrently so a chatty child cannot block on a full pipe. Each on a
+        // thread of its own: the global queue is as wide as the machine has cores, and readers
+        // blocked on other commands' pipes (tests run in parallel) would leave none for these.
         nonisolated(unsafe) var outData = Data(), errData = Data()
         let group = DispatchGroup()
         group.enter()
-        DispatchQueue.global().async { outData = out.fileHandleForReading.readDataToEndOfFile(); group.leave() }
+        Thread { outData = out.fileHandleForReading.readDataToEndOfFile(); group.leave() }.start()
         group.enter()
-        DispatchQueue.global().async { errData = err.fileHandleForReading.readDataToEndOfFile(); group.leave() }
+        Thread { errData = err.fileHandleForReading.readDataToEndOfFile(); group.leave() }.start()
         let deadline = Date().addingTimeInterval(timeout)
         while process.isRunning && Date() < deadline { usleep(10_000) }
         if process.isRunning {
@@ -51,7 +70,11 @@ enum ParallaxCLI {
             Issue.record("parallax \(arguments.joined(separator: " ")) did not finish within \(timeout) s")
         }
         process.waitUntilExit()
-        _ = group.wait(timeout: .now() + 10)
+        // The pipes close when every process holding them exits: a child the command left
+        // running keeps them open, and reading the buffers now would race with the readers.
+        guard group.wait(timeout: .now() + pipeDrainSeconds) == .success else {
+            throw PipesStillOpen(arguments: arguments, seconds: pipeDrainSeconds)
+        }
         return Result(status: process.terminationStatus,
                       stdout: String(decoding: outData, as: UTF8.self), stderr: String(decoding: errData, as: UTF8.self))
     }

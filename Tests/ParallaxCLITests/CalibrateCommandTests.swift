@@ -94,9 +94,14 @@ struct CalibrateCommandTests {
         // A bare --square: the translations are in board units, and the file says so.
         let written = try StereoCalibration(contentsOfFile: dir.appendingPathComponent("out/calib.json").path)
         #expect(written.translationUnit == .unitless && result.stderr.contains("\"unit\": \"unitless\""))
-        // The file carries the same standard deviations as --json.
+        // The file carries the same standard deviations as --json, to the bit. Both are read with
+        // JSONValue (Swift's correctly rounded Double(String)): Foundation's JSONSerialization on
+        // Linux returns some numbers as NSDecimalNumber, whose doubleValue can be ulps off
+        // (0.6561144552416703 came back as ...701), which made one figure look like two.
         let fileSigma = try #require(written.extra["uncertainty"]?.object?["left"]?.object?["fx"]?.number)
-        #expect(fileSigma == ((uncertainty["left"] as? [String: Any])?["fx"] as? Double))
+        let printed = try JSONValue(parsing: result.stdout)
+        let printedSigma = try #require(printed.object?["uncertainty"]?.object?["left"]?.object?["fx"]?.number)
+        #expect(fileSigma.bitPattern == printedSigma.bitPattern, "σ of the left fx: \(fileSigma) in the file, \(printedSigma) printed")
     }
 
     @Test("--cross-validate calibrates alternate halves of OpenCV's sample and reports their projection difference")

@@ -6,17 +6,42 @@ import Testing
 @Suite struct RectificationCommandTests {
     let sample = ParallaxCLI.packageRoot.appendingPathComponent("Tests/Fixtures/opencv/opencv-sample-calibration.json").path
 
+    /// `cv2.stereoRectify`'s figures for this sample (alpha 0, CALIB_ZERO_DISPARITY), from the
+    /// geometry suite's fixture (Tests/ParallaxGeometryTests/Fixtures/make_fixtures.py).
+    func openCVReference() throws -> (rig: StereoCalibration, figures: JSONObject) {
+        let path = ParallaxCLI.packageRoot.appendingPathComponent("Tests/ParallaxGeometryTests/Fixtures/stereo-rectify-reference.json").path
+        let reference = try JSONValue(parsing: try String(contentsOfFile: path, encoding: .utf8))
+        let rig = try #require(reference.object?["rigs"]?.object?["opencv-sample"], "no rig 'opencv-sample' in \(path)")
+        let figures = try #require(reference.object?["cases"]?.array?.compactMap(\.object).first {
+            $0["rig"]?.string == "opencv-sample" && $0["alpha"]?.number == 0 && $0["zero_disparity"] == .bool(true)
+                && $0["new_size"]?.array?.compactMap(\.number) == [0, 0]
+        }, "no opencv-sample case at alpha 0 in \(path)")
+        return (try StereoCalibration(jsonText: rig.serialized(), source: path), figures)
+    }
+
     @Test func jsonOutputHasTheDocumentedKeysAndOpenCVsNumbers() throws {
         let result = try ParallaxCLI.run(["rectification", "--calibration", sample, "--alpha", "0", "--json"])
         #expect(result.status == 0, "\(result.stderr)")
         let object = try #require(try JSONValue(parsing: result.stdout).object)
-        for key in ["R1", "R2", "P1", "P2", "Q", "roi1", "roi2"] { #expect(object[key] != nil, "missing \(key)") }
-        #expect(object["R1"]?.array?.count == 9 && object["P2"]?.array?.count == 12 && object["Q"]?.array?.count == 16)
-        #expect(object["roi1"]?.array?.count == 4)
-        // P1[0] for alpha 0, from cv2.stereoRectify on the same file (stereo-rectify-reference.json).
-        let p1 = try #require(object["P1"]?.array?.compactMap { $0.number })
-        let library = try StereoCalibration(contentsOfFile: sample).rectification(RectificationOptions(alpha: 0))
-        #expect(p1 == library.p1.rowMajor)
+        // OpenCV's figures are for the same calibration as the file the command read.
+        let (rig, opencv) = try openCVReference()
+        let file = try StereoCalibration(contentsOfFile: sample)
+        #expect(file.left == rig.left && file.right == rig.right && file.extrinsics == rig.extrinsics)
+        // Every matrix within the bound StereoRectificationTests derives (both compute in double
+        // precision along the same steps: a few dozen roundings, 2e-14 of the matrix's largest
+        // entry), and OpenCV's exact zeros exactly zero.
+        for (key, count) in [("R1", 9), ("R2", 9), ("P1", 12), ("P2", 12), ("Q", 16)] {
+            let printed = object[key]?.array?.compactMap { $0.number }, reference = opencv[key]?.array?.compactMap { $0.number }
+            let mine = try #require(printed, "missing \(key)"), theirs = try #require(reference, "OpenCV's \(key)")
+            try #require(mine.count == count && theirs.count == count, "\(key): \(mine.count) entries, OpenCV \(theirs.count)")
+            let scale = theirs.map(abs).max() ?? 0
+            let worst = zip(mine, theirs).map { abs($0 - $1) }.max() ?? .infinity
+            #expect(worst <= 2e-14 * scale, "\(key) differs from cv2.stereoRectify's by \(worst / scale) of its largest entry")
+            #expect(zip(mine, theirs).allSatisfy { $1 != 0 || $0 == 0 }, "\(key): OpenCV's zeros")
+        }
+        for key in ["roi1", "roi2"] {
+            #expect(object[key]?.array?.compactMap(\.number) == opencv[key]?.array?.compactMap(\.number), "\(key)")
+        }
     }
 
     @Test func convergenceAndSizeChangeTheMatrices() throws {

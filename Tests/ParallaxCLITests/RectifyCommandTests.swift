@@ -24,6 +24,27 @@ import Testing
         #expect(!FileManager.default.fileExists(atPath: left), "the left image must not be left behind")
     }
 
+    /// A write that fails after it has started (the file-size limit reached midway: EFBIG, the
+    /// signal ignored as a shell's `trap` does) leaves the file the user had, byte for byte, and no
+    /// partial file: outputs go to a temporary file renamed only once complete. A writer that
+    /// truncated the target first would leave 8 KiB of a PNG where the old file was.
+    @Test func aWriteFailingMidwayLeavesTheOldFile() throws {
+        let dir = try ParallaxCLI.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let left = dir.appendingPathComponent("l.png").path
+        let old = Data("the user's own file".utf8)
+        try old.write(to: URL(fileURLWithPath: left))
+        let command = [ParallaxCLI.executable.path, "rectify", "--calibration", sample, "--left", "\(data)/left01.jpg",
+                       "--right", "\(data)/right01.jpg", "--output-left", left,
+                       "--output-right", dir.appendingPathComponent("r.png").path]
+        // 8 blocks of 1 KiB: a 640×480 PNG is many times that.
+        let result = try ParallaxCLI.run(["-c", "trap '' XFSZ; ulimit -f 8; exec \"$@\"", "limited"] + command,
+                                         executable: URL(fileURLWithPath: "/bin/bash"))
+        #expect(result.status == 1 && result.stderr.contains("l.png") && result.stderr.contains("File too large"), "\(result.stderr)")
+        #expect(try Data(contentsOf: URL(fileURLWithPath: left)) == old)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: dir.path) == ["l.png"])
+    }
+
     @Test func anOutputThatIsAnInputOrRepeatedIsRefusedBeforeAnyWork() throws {
         let dir = try ParallaxCLI.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
@@ -60,6 +81,28 @@ import Testing
         #expect(try FileManager.default.contentsOfDirectory(atPath: dir.path) == ["l.png"])
     }
 
+    /// The command's pixels against OpenCV's whole chain on the same decoded images
+    /// (`stereoRectify` → `initUndistortRectifyMap` → `convertMaps` → `remap`, INTER_LINEAR;
+    /// Tests/Fixtures/opencv/remap/make_remap_reference.py): identical, as the rectifier's own
+    /// test finds in-process (RectifierTests), so the command adds nothing of its own.
+    @Test func rectifiesTheSamplePairToOpenCVsPixels() throws {
+        let dir = try ParallaxCLI.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let fixtures = ParallaxCLI.packageRoot.appendingPathComponent("Tests/Fixtures/opencv/remap").path
+        let result = try ParallaxCLI.run([
+            "rectify", "--calibration", sample, "--left", "\(fixtures)/left-source.png", "--right", "\(fixtures)/right-source.png",
+            "--output-left", dir.appendingPathComponent("l.png").path, "--output-right", dir.appendingPathComponent("r.png").path,
+        ])
+        #expect(result.status == 0, "\(result.stderr)")
+        for side in ["l", "r"] {
+            let mine = try ImageBuffer(contentsOfFile: dir.appendingPathComponent("\(side).png").path)
+            let opencv = try ImageBuffer(contentsOfFile: "\(fixtures)/\(side == "l" ? "left" : "right")-opencv.png")
+            try #require(mine.size == opencv.size && mine.format == opencv.format, "\(side): \(mine.size) \(mine.format)")
+            let differing = zip(mine.bytes, opencv.bytes).filter { $0 != $1 }.count
+            #expect(differing == 0, "\(side): \(differing) of \(opencv.bytes.count) pixels differ from cv2.remap's")
+        }
+    }
+
     @Test func rectifiesTheSamplePairWithPreviewAndAnaglyph() throws {
         let dir = try ParallaxCLI.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
@@ -73,7 +116,8 @@ import Testing
         let left = try ImageBuffer(contentsOfFile: out("l.png"))
         let right = try ImageBuffer(contentsOfFile: out("r.pgm"))
         #expect(left.size == ImageSize(width: 640, height: 480) && left.format == .gray8 && right.format == .gray8)
-        // The same rectification in-process gives the same pixels.
+        // The plane moved as the library moves it (ConvergenceTests prove the library's shift;
+        // rectifiesTheSamplePairToOpenCVsPixels the pixels without one).
         let rectifier = try Rectifier(calibration: try StereoCalibration(contentsOfFile: sample), convergenceDistance: 30)
         let expected = try rectifier.rectify(left: try ImageBuffer(contentsOfFile: "\(data)/left01.jpg"),
                                              right: try ImageBuffer(contentsOfFile: "\(data)/right01.jpg"))

@@ -271,8 +271,11 @@ struct CodecTests {
         }
     }
 
-    @Test("writing is atomic: a failed write leaves the old file and no partial file")
-    func atomicWrite() throws {
+    /// Writes the encoder refuses fail before touching the disk. A write that fails midway is
+    /// RectifyCommandTests.aWriteFailingMidwayLeavesTheOldFile (a file-size limit needs a
+    /// process of its own).
+    @Test("a write refused before it starts leaves the old file and no partial file")
+    func refusedWriteTouchesNothing() throws {
         let dir = TestImages.scratchDirectory()
         let first = TestImages.pattern(.gray8, width: 4, height: 4)
         try first.write(toFile: dir + "/x.png")

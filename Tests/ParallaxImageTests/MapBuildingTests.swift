@@ -47,8 +47,18 @@ struct MapBuildingTests {
 
     static func bits(_ values: [Float]) -> [UInt32] { values.map(\.bitPattern) }
 
-    @Test("the row kernel gives the same bits at every level and column step, and CameraModel.project's positions",
-          arguments: ["brown", "rational", "pinhole", "fisheye"])
+    /// Ends a test whose baseline checks ran but which had no wider level to compare with them:
+    /// reported as cancelled, with the reason, instead of passing as if the levels had agreed.
+    static func endUnlessWiderLevels() throws {
+        if mapLevels.count < 2 { try Test.cancel(Comment(rawValue: SIMDLevelTests.onlyTheBaseline)) }
+    }
+
+    @Test("the row kernel gives the same bits at every level and column step, and CameraModel.project's positions")
+    func levelsAgreeWithTheModel() throws {
+        for lens in ["brown", "rational", "pinhole", "fisheye"] { try levelsAgreeWithTheModel(lens: lens) }
+        try Self.endUnlessWiderLevels()
+    }
+
     func levelsAgreeWithTheModel(lens: String) throws {
         let calibration = Self.rig(lens)
         let levels = Self.mapLevels
@@ -180,6 +190,7 @@ struct MapBuildingTests {
             print("quantised rows, \(name): \(samples) samples, \(Int(share * 1000) / 10) % interpolated")
         }
         #expect(undefinedSeen > 1000, "the cases must include rays behind the camera")
+        try Self.endUnlessWiderLevels()
     }
 
     @Test("entries compiled from quantised rows equal those compiled from the exact float map: base-free, per-row-base and 64-bit planes, every interpolation")
@@ -283,29 +294,35 @@ struct MapBuildingTests {
 @Suite("Entry memory")
 struct EntryMemoryTests {
     /// A table given back is the one the next request of its size receives; another size
-    /// gets new memory. (Sizes no rectifier in the other tests uses, so that parallel tests
-    /// cannot take the table in between.)
+    /// gets new memory. (Memory of the test's own: the maps of tests running beside it use
+    /// the shared one and can neither take this table nor evict it.)
     @Test func aGivenBackTableIsReusedForItsSizeOnly() {
-        let table = EntryMemory.take(12_345)
+        let memory = EntryMemory(keptBytesLimit: 1 << 20)
+        let table = memory.take(12_345)
         table[12_344] = 7  // writable to its end
-        EntryMemory.give(table, count: 12_345)
-        let other = EntryMemory.take(12_346)
+        memory.give(table, count: 12_345)
+        let other = memory.take(12_346)
         #expect(other != table)
-        let again = EntryMemory.take(12_345)
+        let again = memory.take(12_345)
         #expect(again == table)
-        EntryMemory.give(again, count: 12_345)
-        EntryMemory.give(other, count: 12_346)
+        memory.give(again, count: 12_345)
+        memory.give(other, count: 12_346)
+        #expect(memory.keptByteCount == 4 * (12_345 + 12_346))
     }
 
-    /// However many tables come back, at most the limit's worth is kept.
+    /// However many tables come back, at most the limit's worth is kept, the newest ones.
     @Test func keptTablesStayUnderTheLimit() {
-        let count = EntryMemory.keptBytesLimit / 4 / 3 + 1  // three of these exceed the limit
-        let tables = (0..<4).map { _ in EntryMemory.take(count) }
-        for table in tables { EntryMemory.give(table, count: count) }
-        #expect(EntryMemory.keptByteCount <= EntryMemory.keptBytesLimit)
-        #expect(EntryMemory.keptByteCount >= 2 * count * 4)
-        EntryMemory.releaseKept()
-        #expect(EntryMemory.keptByteCount <= EntryMemory.keptBytesLimit)
+        let memory = EntryMemory(keptBytesLimit: 1 << 20)
+        let count = memory.keptBytesLimit / 4 / 3 + 1  // three of these exceed the limit
+        let tables = (0..<4).map { _ in memory.take(count) }
+        for table in tables { memory.give(table, count: count) }
+        #expect(memory.keptByteCount == 2 * count * 4)
+        // The newest two stayed: taken back in the order they were given, newest first.
+        #expect(memory.take(count) == tables[3] && memory.take(count) == tables[2])
+        memory.give(tables[2], count: count)
+        memory.give(tables[3], count: count)
+        memory.releaseKept()
+        #expect(memory.keptByteCount == 0)
     }
 
     /// A rectifier built where an earlier one's tables are reused gives the same pixels as

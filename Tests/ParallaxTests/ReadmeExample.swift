@@ -3,7 +3,7 @@ import Parallax
 func viewRig() async throws {
     let device = StereoDevice(left: try V4L2Camera(path: "/dev/video0"),
                               right: try V4L2Camera(path: "/dev/video2"))
-    try device.configure(StereoConfiguration(format: CaptureFormat(parsing: "1280x720@30:YUYV")!))
+    try device.configure(StereoConfiguration(format: CaptureFormat(parsing: "640x480@30:YUYV")!))
     let calibration = try StereoCalibration(contentsOfFile: "rig.json")
     let session = try StereoSession(device: device, calibration: calibration)
     try session.start()

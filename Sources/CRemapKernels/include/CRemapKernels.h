@@ -31,12 +31,18 @@ typedef enum {
     PARALLAX_SIMD_AVX512 = 2,
 } parallax_simd_level;
 
-/// The widest level the resampling kernels have and this CPU runs (baseline or AVX2; cpuid
-/// and xgetbv on x86-64, asked on every call).
+/// The widest level the environment allows: `PARALLAX_SIMD=baseline`, `avx2` or `avx512` caps
+/// the two levels below, so that a machine runs the kernels another CPU would (`make
+/// test-cpus`; OpenCV's `OPENCV_CPU_DISABLE` does the same for OpenCV). Unset: no cap. Any
+/// other value caps at the baseline and says so on stderr once.
+parallax_simd_level parallax_simd_level_cap(void);
+
+/// The widest level the resampling kernels have and this CPU runs, within the cap above
+/// (baseline or AVX2; cpuid and xgetbv on x86-64, asked on every call).
 parallax_simd_level parallax_remap_simd_level(void);
 
 /// The widest level the map-building kernels have and this CPU runs (baseline, AVX2 or
-/// AVX-512), asked on every call.
+/// AVX-512), within the cap above; asked on every call.
 parallax_simd_level parallax_map_simd_level(void);
 
 /// Whether the AVX2 resampling kernels below should fetch taps with scalar loads (non-zero)

@@ -25,6 +25,10 @@ public struct MonoCalibrationResult: Sendable {
     public var rejected: [RejectedView]
     /// Solver iterations over all stages.
     public var iterations: Int
+    /// True when the final refinement stopped on its convergence tests (the cost or the step
+    /// too small to matter, see ``BlockSparseLevenbergMarquardt``), false when it reached its
+    /// iteration limit first: the figures then describe where the search stopped, not a minimum.
+    public var converged: Bool
 }
 
 /// Calibrates one camera from views of a chessboard: Zhang's closed-form
@@ -134,7 +138,7 @@ public struct MonoCalibrator: Sendable {
                     camera: model.cameraModel(camera, size: size), model: model, viewNames: kept.map(\.name),
                     poses: poses, residuals: residuals, viewRMS: viewRMS, rms: solution.rms,
                     standardDeviations: deviations, parameterCovariance: solution.globalCovariance, rejected: rejected,
-                    iterations: iterations)
+                    iterations: iterations, converged: solution.converged)
             }
             for i in outliers.reversed() {
                 rejected.append(RejectedView(

@@ -84,6 +84,9 @@ public struct StereoCalibrationResult: Sendable {
     public var rectification: StereoRectification
     /// Solver iterations of the joint refinement.
     public var iterations: Int
+    /// True when the joint refinement stopped on its convergence tests (see
+    /// ``BlockSparseLevenbergMarquardt``), false when it reached its iteration limit first.
+    public var converged: Bool
 }
 
 /// Calibrates a stereo rig from paired chessboard views: each camera alone
@@ -345,7 +348,8 @@ public struct StereoCalibrator: Sendable {
             standardDeviations: deviations, parameterCovariance: solution.globalCovariance, model: model,
             essential: calibration.essentialMatrix, fundamental: calibration.fundamentalMatrix,
             epipolarErrorMean: figures.epipolarErrorMean, rectifiedVerticalRMS: figures.rectifiedVerticalRMS,
-            pairRectifiedVerticalRMS: figures.pairRectifiedVerticalRMS, rectification: rectification, iterations: iterations)
+            pairRectifiedVerticalRMS: figures.pairRectifiedVerticalRMS, rectification: rectification, iterations: iterations,
+            converged: solution.converged)
     }
 
     /// Projected − observed for each corner (NaN where a corner cannot be projected).

@@ -72,7 +72,7 @@ final class CompiledMap: @unchecked Sendable {
         self.layout = layout
         self.interpolation = interpolation
         // Given back in deinit, for the next map of this size.
-        entries = EntryMemory.take(max(1, width * height))
+        entries = EntryMemory.shared.take(max(1, width * height))
         rowBase = .allocate(capacity: max(1, height))
         spanStart = .allocate(capacity: max(1, height))
         spanEnd = .allocate(capacity: max(1, height))
@@ -238,7 +238,7 @@ final class CompiledMap: @unchecked Sendable {
         sourceHeight = rows.sourceHeight
         self.layout = layout
         self.interpolation = interpolation
-        entries = EntryMemory.take(max(1, width * height))
+        entries = EntryMemory.shared.take(max(1, width * height))
         rowBase = .allocate(capacity: height)
         spanStart = .allocate(capacity: height)
         spanEnd = .allocate(capacity: height)
@@ -269,7 +269,7 @@ final class CompiledMap: @unchecked Sendable {
 
     deinit {
         chunkCompiler?.deallocate()
-        EntryMemory.give(entries, count: max(1, width * height))
+        EntryMemory.shared.give(entries, count: max(1, width * height))
         rowBase.deallocate()
         spanStart.deallocate()
         spanEnd.deallocate()
@@ -281,25 +281,38 @@ final class CompiledMap: @unchecked Sendable {
 
 /// Where compiled maps keep their entries. A rebuild (a new calibration, format or
 /// resolution) replaces maps of the same size: the tables the old maps give back are kept
-/// (at most ``EntryMemory/keptBytesLimit`` in all) and handed to the next maps of that size,
+/// (at most the limit ``EntryMemory/shared`` is made with: 128 MiB) and handed to the next maps of that size,
 /// so a rebuild writes into memory the process already has instead of waiting for the kernel
 /// to clear fresh pages (16 MB for a 1080p pair: several milliseconds, and the larger part
 /// of a two-thread build). malloc does the same for other libraries' arrays.
-enum EntryMemory {
+///
+/// Compiled maps use ``shared``; tests make their own, so that no other test's maps can take
+/// or evict the tables they watch.
+final class EntryMemory: Sendable {
+    /// The memory every compiled map takes its entries from.
+    static let shared = EntryMemory(keptBytesLimit: 128 << 20)
+
     /// Bytes of given-back tables kept for reuse.
-    static let keptBytesLimit = 128 << 20
+    let keptBytesLimit: Int
 
     /// Given-back tables, oldest first, and their total size.
     private struct Kept: @unchecked Sendable {
         var tables: [(bytes: Int, memory: UnsafeMutableRawPointer)] = []
         var bytes = 0
     }
-    private static let kept = Locked(Kept())
+    private let kept = Locked(Kept())
+
+    /// Memory that keeps at most `keptBytesLimit` bytes of given-back tables.
+    init(keptBytesLimit: Int) {
+        self.keptBytesLimit = keptBytesLimit
+    }
+
+    deinit { releaseKept() }
 
     /// A table of `count` entries: a kept one of exactly that size, else new memory. Tables of
     /// 2 MiB and more are aligned to 2 MiB and offered transparent huge pages, so that filling a
     /// 1080p table takes a few page faults instead of two thousand (where the kernel grants them).
-    static func take(_ count: Int) -> UnsafeMutablePointer<UInt32> {
+    func take(_ count: Int) -> UnsafeMutablePointer<UInt32> {
         let bytes = count * MemoryLayout<UInt32>.stride
         let reused = kept.withLock { kept -> UnsafeMutableRawPointer? in
             guard let index = kept.tables.lastIndex(where: { $0.bytes == bytes }) else { return nil }
@@ -324,14 +337,14 @@ enum EntryMemory {
 
     /// Gives back a table from ``take(_:)``: kept for the next of its size, the oldest kept
     /// tables freed beyond the limit.
-    static func give(_ entries: UnsafeMutablePointer<UInt32>, count: Int) {
+    func give(_ entries: UnsafeMutablePointer<UInt32>, count: Int) {
         let bytes = count * MemoryLayout<UInt32>.stride
         let memory = UnsafeMutableRawPointer(entries)
         let released = kept.withLock { kept -> Kept in
             kept.tables.append((bytes, memory))
             kept.bytes += bytes
             var released = Kept()
-            while kept.bytes > keptBytesLimit, !kept.tables.isEmpty {
+            while kept.bytes > self.keptBytesLimit, !kept.tables.isEmpty {
                 let oldest = kept.tables.removeFirst()
                 kept.bytes -= oldest.bytes
                 released.tables.append(oldest)
@@ -342,10 +355,10 @@ enum EntryMemory {
     }
 
     /// Bytes of tables kept for reuse now.
-    static var keptByteCount: Int { kept.withLock { $0.bytes } }
+    var keptByteCount: Int { kept.withLock { $0.bytes } }
 
     /// Frees every kept table (tests; a process that will build no more maps).
-    static func releaseKept() {
+    func releaseKept() {
         let all = kept.withLock { kept -> Kept in
             defer { kept = Kept() }
             return kept

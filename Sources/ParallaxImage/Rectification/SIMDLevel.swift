@@ -22,7 +22,9 @@ public enum SIMDLevel: String, Sendable, CaseIterable, Comparable, CustomStringC
     /// the AVX2 kernels.
     case avx512
 
-    /// The widest level this CPU runs; asked of the CPU once.
+    /// The widest level this CPU runs; asked of the CPU once. The environment variable
+    /// `PARALLAX_SIMD` (`baseline`, `avx2` or `avx512`) caps it, so that one machine can run
+    /// the kernels another CPU would, as `make test-cpus` does.
     public static let supported: SIMDLevel = {
         switch parallax_map_simd_level() {
         case PARALLAX_SIMD_AVX512: return .avx512

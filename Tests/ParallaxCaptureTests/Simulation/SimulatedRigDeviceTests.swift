@@ -81,8 +81,11 @@ struct SimulatedRigDeviceTests {
         device.left.stop()
         let log = arrivals.entries
         #expect(log.count >= 12)
-        // Never early, and late only by scheduling (bounded generously: this machine's cores are shared).
-        #expect(log.allSatisfy { $0.arrival >= $0.timestamp && $0.arrival - $0.timestamp < 250_000_000 })
+        // Never early: no frame is handed out before the moment it stamps, so the stream cannot run
+        // ahead of the clock (as fast as possible, these frames would come at once). How late a
+        // frame may be is the scheduler's business, not a bound a unit test can hold on a loaded
+        // machine (sanitizers, a shared VM): the session's lateness figures are measured in Benchmarks/.
+        #expect(log.allSatisfy { $0.arrival >= $0.timestamp })
         // Ten intervals take ten intervals.
         let span = log[11].timestamp - log[1].timestamp
         #expect(span == 10 * 10_000_000)

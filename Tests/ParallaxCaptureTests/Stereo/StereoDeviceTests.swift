@@ -160,6 +160,26 @@ struct StereoDeviceTests {
 
     // MARK: Hardware cost against the virtual bus
 
+    /// The formats README.md has two webcams stream: both fit one USB 2.0 bus, so the examples
+    /// run as written (the device refuses a cost of 1.0 or more before streaming).
+    @Test("The README's webcam formats fit two USB 2.0 cameras on one bus, at the costs it quotes")
+    func readmeFormatsFitOneUSB2Bus() throws {
+        let readme = try String(contentsOf: URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+            .appendingPathComponent("../../../README.md").standardized, encoding: .utf8)
+        let (_, device) = try Self.pair(shared: true)
+        for (configuration, quoted) in [
+            (StereoConfiguration(format: Self.format("640x480@30:YUYV")), "CaptureFormat(parsing: \"640x480@30:YUYV\")"),
+            (StereoConfiguration(format: Self.format("800x600@25:YUYV"), maximumFramesPerSecond: 15), "0.661 capped"),
+        ] {
+            let cost = device.cost(of: configuration)
+            print("README: \(configuration) on one USB 2.0 bus: \(cost.cost)")
+            #expect(cost.runs, "\(configuration): \(cost)")
+            #expect(readme.contains(quoted), "README.md no longer shows \(quoted)")
+            #expect(try device.configure(configuration).format.size == configuration.format.size)
+        }
+        #expect(abs(device.cost(of: StereoConfiguration(format: Self.format("800x600@25:YUYV"), maximumFramesPerSecond: 15)).cost - 3968.0 / 6000) < 1e-12)
+    }
+
     @Test("Two YUYV 1280×720 at 30 fps on one USB 2.0 bus: refused before STREAMON, and every alternative streams")
     func overBudgetRefusedWithAlternatives() throws {
         let (driver, device) = try Self.pair(shared: true)
