@@ -317,10 +317,12 @@ struct EntryMemoryTests {
         let tables = (0..<4).map { _ in memory.take(count) }
         for table in tables { memory.give(table, count: count) }
         #expect(memory.keptByteCount == 2 * count * 4)
-        // The newest two stayed: taken back in the order they were given, newest first.
-        #expect(memory.take(count) == tables[3] && memory.take(count) == tables[2])
-        memory.give(tables[2], count: count)
-        memory.give(tables[3], count: count)
+        // The newest two stayed: taken back newest first. (What is given back is what take
+        // returned: the test owns those whichever tables they are.)
+        let newest = memory.take(count), next = memory.take(count)
+        #expect(newest == tables[3] && next == tables[2], "the oldest tables were kept instead of the newest")
+        memory.give(next, count: count)
+        memory.give(newest, count: count)
         memory.releaseKept()
         #expect(memory.keptByteCount == 0)
     }
