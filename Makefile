@@ -13,7 +13,7 @@ COMPARE_PACKAGES := python3 python3-venv
 # Extra flags for `swift test`, e.g. `make test TEST_FLAGS="--filter Geometry"`.
 TEST_FLAGS ?=
 
-.PHONY: all deps install-packages build release demo test short-soak test-cpus check-arm64 check-live test-asan test-tsan test-kernel soak fuzz bench bench-pair compare-opencv clean
+.PHONY: all deps install-packages build release demo test short-soak allocations test-cpus check-arm64 check-live test-asan test-tsan test-kernel soak fuzz bench bench-pair compare-opencv clean
 
 all: build
 
@@ -46,7 +46,19 @@ demo: release
 test: deps
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build $(TEST_FLAGS)
-	@if [ -z "$(TEST_FLAGS)" ]; then $(MAKE) --no-print-directory short-soak; fi
+	@if [ -z "$(TEST_FLAGS)" ]; then $(MAKE) --no-print-directory short-soak allocations; fi
+
+# "0 allocations per pair" asserted (synchronizer, rectifier, session): AllocationTests alone in
+# a process whose malloc counts every allocation (Tests/AllocationCounter, preloaded; built with
+# the toolchain's clang). A release build, in a folder of its own (the claims are about
+# optimised code: a debug build allocates closure contexts and temporaries per frame; about
+# 2 minutes). Part of `make test`; the suite skips anywhere the counter is not loaded.
+ALLOCATION_COUNTER := $(CURDIR)/.build/allocation-counter.so
+RELEASE_TESTS := --scratch-path .build-release-tests
+allocations: deps
+	$(SWIFT) build -c release --build-tests -Xswiftc -enable-testing $(RELEASE_TESTS)
+	mkdir -p .build && clang -O2 -shared -fPIC -o $(ALLOCATION_COUNTER) Tests/AllocationCounter/allocation_counter.c
+	LD_PRELOAD=$(ALLOCATION_COUNTER) $(SWIFT) test --skip-build -c release $(RELEASE_TESTS) --filter AllocationTests
 
 # Three simulated minutes of the soak (`make soak` runs the hour), every fault on, in a
 # process of its own so that its memory samples are its own: part of `make test`.

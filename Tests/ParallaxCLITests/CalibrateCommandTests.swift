@@ -104,6 +104,55 @@ struct CalibrateCommandTests {
         #expect(fileSigma.bitPattern == printedSigma.bitPattern, "σ of the left fx: \(fileSigma) in the file, \(printedSigma) printed")
     }
 
+    /// Calibration/GUIDE.md's options: `--model brown4` (k1, k2, p1, p2), `--intrinsics` with
+    /// `--fix right|both` (the held cameras come out exactly as given, the free one is refined),
+    /// and `--against` (how far two calibrations put each pixel apart, per side).
+    @Test("--model brown4, --intrinsics with --fix right and both, and --against do what the guide says")
+    func heldIntrinsicsAndComparison() throws {
+        try #require(FileManager.default.fileExists(atPath: Self.data + "/left01.jpg"))
+        let dir = try ParallaxCLI.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        func path(_ name: String) -> String { dir.appendingPathComponent(name).path }
+        func calibrate(_ extra: [String]) throws -> JSONObject {
+            let result = try ParallaxCLI.run(["calibrate", "--left", Self.data + "/left0[1-4].jpg", "--right", Self.data + "/right0[1-4].jpg",
+                                              "--board", "9x6", "--square", "1", "--model", "brown4", "--json"] + extra, timeout: 300)
+            #expect(result.status == 0, "\(extra): \(result.stderr)")
+            return try #require(try JSONValue(parsing: result.stdout).object)
+        }
+        _ = try calibrate(["--output", path("free.json")])
+        let free = try StereoCalibration(contentsOfFile: path("free.json"))
+        #expect(free.left.distortion.coefficients.count == 4 && free.right.distortion.coefficients.count == 4,
+                "brown4: \(free.left.distortion.coefficients)")
+
+        // The right camera held at a changed value: it stays exactly that, the left is refined.
+        var held = free
+        held.right.intrinsics.fx *= 1.01
+        try FileAccess.writeAtomically(held.jsonText(), toPath: path("held.json"))
+        let right = try calibrate(["--intrinsics", path("held.json"), "--fix", "right", "--output", path("right.json"), "--against", path("free.json")])
+        let fixedRight = try StereoCalibration(contentsOfFile: path("right.json"))
+        #expect(fixedRight.right.intrinsics == held.right.intrinsics && fixedRight.right.distortion == held.right.distortion)
+        #expect(fixedRight.left.intrinsics != held.left.intrinsics, "the left camera was free and is refined")
+        // --against free.json: the right camera's 1 % focal length moves its image corners by
+        // about 1 % of their distance from the centre (~4 px at 640×480); no rotation undoes that.
+        let comparison = try #require(right["cross_validation"]?.object)
+        #expect(comparison["between"]?.string?.contains("free.json") == true)
+        let rightCorners = comparison["right"]?.object?["corners"]?.array?.compactMap { $0.number } ?? []
+        #expect(rightCorners.count == 4 && rightCorners.allSatisfy { $0 > 1 && $0 < 10 }, "right corners \(rightCorners) px")
+
+        // Both held: both exactly as given.
+        _ = try calibrate(["--intrinsics", path("held.json"), "--fix", "both", "--output", path("both.json")])
+        let fixedBoth = try StereoCalibration(contentsOfFile: path("both.json"))
+        #expect(fixedBoth.left.intrinsics == held.left.intrinsics && fixedBoth.right.intrinsics == held.right.intrinsics)
+        #expect(fixedBoth.left.distortion == held.left.distortion && fixedBoth.right.distortion == held.right.distortion)
+
+        // A calibration against the same solve: each pixel within rounding of itself.
+        let same = try calibrate(["--output", path("again.json"), "--against", path("free.json")])
+        for side in ["left", "right"] {
+            let median = same["cross_validation"]?.object?[side]?.object?["median"]?.number ?? .nan
+            #expect(median < 1e-6, "\(side): \(median) px from an identical solve")
+        }
+    }
+
     @Test("--cross-validate calibrates alternate halves of OpenCV's sample and reports their projection difference")
     func crossValidatesOnHalves() throws {
         try #require(FileManager.default.fileExists(atPath: Self.data + "/left01.jpg"))

@@ -49,6 +49,46 @@ struct CaptureCommandTests {
         })
     }
 
+    /// README: "Ctrl-C ends a recording cleanly: the CSVs list exactly the images written".
+    /// A real SIGINT to a recording in progress: the command stops (exit 0, as after its own
+    /// end), both CSVs have the same number of rows, one moment per row, and list exactly the
+    /// images in their folders.
+    @Test("Ctrl-C (SIGINT) during capture ends the recording cleanly: the CSVs list exactly the images written")
+    func interruptedCaptureIsConsistent() throws {
+        let output = Self.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: output) }
+        let process = Process()
+        process.executableURL = ParallaxCLI.executable
+        process.arguments = ["capture", "--simulated", "--frames", "1000000", "--size", "160x120", "--output", output.path]
+        process.standardInput = FileHandle.nullDevice
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        let images = output.appendingPathComponent("cam1/data").path
+        // Interrupted mid-recording: once a dozen right images are on disk.
+        let started = Date(timeIntervalSinceNow: 60)
+        while ((try? FileManager.default.contentsOfDirectory(atPath: images))?.count ?? 0) < 12 && Date() < started && process.isRunning {
+            usleep(20_000)
+        }
+        try #require(process.isRunning, "capture ended before it was interrupted (status \(process.terminationStatus))")
+        kill(process.processIdentifier, SIGINT)
+        let deadline = Date(timeIntervalSinceNow: 60)  // a hang guard
+        while process.isRunning && Date() < deadline { usleep(20_000) }
+        if process.isRunning { process.terminate(); Issue.record("capture did not stop within 60 s of SIGINT") }
+        process.waitUntilExit()
+        #expect(process.terminationReason == .exit && process.terminationStatus == 0, "status \(process.terminationStatus)")
+        var rows: [Int] = []
+        for camera in ["cam0", "cam1"] {
+            let folder = output.appendingPathComponent(camera)
+            let written = Set(try FileManager.default.contentsOfDirectory(atPath: folder.appendingPathComponent("data").path))
+            let csv = try String(contentsOf: folder.appendingPathComponent("data.csv"), encoding: .utf8)
+            let listed = csv.split(separator: "\n").dropFirst().compactMap { $0.split(separator: ",").last.map(String.init) }
+            #expect(Set(listed) == written && listed.count == written.count, "\(camera): \(listed.count) rows, \(written.count) images")
+            rows.append(listed.count)
+        }
+        #expect(rows.count == 2 && rows[0] == rows[1] && rows[0] >= 12, "rows \(rows)")
+    }
+
     @Test("capture refuses a folder holding an older recording unless --overwrite, which replaces it")
     func neverMixesRecordings() throws {
         let output = Self.temporaryDirectory()

@@ -114,6 +114,24 @@ struct StereoDeviceTests {
         #expect(try slowDevice.preferredFormat()?.format == Self.format("1920x1080@15:YUYV"))
     }
 
+    /// README: "the format defaults to the largest shared one that fits the USB bandwidth"
+    /// (`capture` and `stream` without --format take ``StereoDevice/preferredFormat()``).
+    @Test("Two webcams on one USB 2.0 bus default to the largest shared format that fits it, not the largest listed")
+    func preferredFormatFitsTheBus() throws {
+        let (_, device) = try Self.pair(shared: true)
+        let preferred = try #require(try device.preferredFormat())
+        print("preferred on one USB 2.0 bus: \(preferred)")
+        #expect(preferred.cost.runs && preferred.format.pixelFormat != nil)
+        func area(_ f: CaptureFormat) -> Int { f.size.width * f.size.height }
+        // Larger uncompressed formats at 25 fps or more exist (800x600@25 and 1280x720@30 YUYV)
+        // and none of them fits: the choice was the bus's, not the list's.
+        let larger = try device.sharedFormats().filter {
+            area($0.format) > area(preferred.format) && $0.format.frameInterval.framesPerSecond >= 24.9 && $0.format.pixelFormat != nil
+        }
+        #expect(!larger.isEmpty && larger.allSatisfy { !$0.cost.runs }, "\(larger)")
+        #expect(try device.configure(StereoConfiguration(format: preferred.format)).format == preferred.format)
+    }
+
     @Test("Two cameras with no common format: the error names what each offers")
     func noCommonFormat() throws {
         var greyOnly = Self.webcam("/dev/video0", bus: 1, port: "1")

@@ -1,0 +1,187 @@
+import Foundation
+import Parallax
+import Synchronization
+import Testing
+
+/// The allocation counter `make allocations` preloads (Tests/AllocationCounter): nil when
+/// it is not loaded, as in the main run and under the sanitizers, which own malloc.
+enum AllocationCounter {
+    private typealias Start = @convention(c) () -> Void
+    private typealias Stop = @convention(c) () -> UInt64
+    private static let start = symbol("parallax_allocation_counter_start").map { unsafeBitCast($0, to: Start.self) }
+    private static let stop = symbol("parallax_allocation_counter_stop").map { unsafeBitCast($0, to: Stop.self) }
+
+    /// A symbol of the process (the preloaded library's included), or nil.
+    private static func symbol(_ name: String) -> UnsafeMutableRawPointer? { dlsym(dlopen(nil, RTLD_NOW), name) }
+
+    static var isLoaded: Bool { start != nil && stop != nil }
+
+    /// The heap allocations of the whole process while `body` runs.
+    static func count(_ body: () throws -> Void) rethrows -> UInt64 {
+        guard let start, let stop else { return .max }
+        start()
+        defer { _ = stop() }
+        try body()
+        return stop()
+    }
+}
+
+/// "0 allocations per pair", asserted: the synchronizer, the rectifier and a whole session
+/// in steady state, counted by an allocator that counts every malloc of the process
+/// (package-benchmark's `mallocCountTotal` in `Benchmarks/` measures the same windows in
+/// release builds). Run alone in a process of its own (`make allocations`, part of `make
+/// test`), so that no other test allocates during a window, and on a release build: the
+/// claims are about optimised code (a debug build allocates closure contexts and
+/// temporaries per frame: 3 per frame in the synchronizer, about 240 per pair in the
+/// rectifier).
+@Suite("Allocations in steady state (make allocations)", .serialized,
+       .enabled(if: AllocationCounter.isLoaded, "needs the allocation counter preloaded: make allocations runs this suite"))
+struct AllocationTests {
+    /// Two 30 fps cameras, the right one 4 ms late with ±1 ms jitter, one right frame in 50
+    /// lost: pairs, drops and the clock estimator all run (the synchronizer benchmark's streams).
+    static func timestamp(_ side: StereoSide, _ k: Int) -> Int64 {
+        let base = Int64(k) * 33_333_333 + 1_000_000_000
+        guard side == .right else { return base }
+        return base + 4_000_000 + (Int64((k &* 7919) % 2001) - 1000) * 1000
+    }
+    static func delivered(_ side: StereoSide, _ k: Int) -> Bool { side == .left || k % 50 != 17 }
+
+    @Test("the synchronizer pairs and drops without allocating once its rings are warm")
+    func synchronizerAllocatesNothing() {
+        let core = SynchronizerCore<Int>(configuration: SynchronizerConfiguration(
+            policy: .approximate, frameIntervalNanoseconds: 33_333_333, timestampJitterNanoseconds: 1_000_000,
+            clockCorrection: .estimate))
+        var pairs = 0, drops = 0, k = 0
+        func push(_ frames: Int) {
+            for _ in 0..<frames {
+                for side in StereoSide.allCases where Self.delivered(side, k) {
+                    let t = Self.timestamp(side, k)
+                    core.push(side, timestampNanoseconds: t, sequence: UInt64(k), payload: k, now: t) { event in
+                        if case .pair = event { pairs &+= 1 } else { drops &+= 1 }
+                    }
+                }
+                k += 1
+            }
+        }
+        push(10_000)  // the rings and the estimator's window reach their steady state
+        let before = (pairs, drops)
+        let allocations = AllocationCounter.count { push(10_000) }
+        print("synchronizer: \(allocations) allocations over 10 000 frame pairs (\(pairs - before.0) pairs, \(drops - before.1) drops)")
+        #expect(allocations == 0)
+        // Not a vacuous window: it paired, and it dropped the frames whose partners were lost.
+        #expect(pairs - before.0 > 9_000 && drops - before.1 >= 200)
+    }
+
+    @Test("the rectifier resamples a pair into reused buffers without allocating, every format, whole and compact maps")
+    func rectifierAllocatesNothing() throws {
+        let size = ImageSize(width: 160, height: 120)
+        for compactMaps in [false, true] {
+            for format in PixelFormat.allCases {
+                let rectifier = try Rectifier(calibration: SimulatedStereoRig.example(size: size).calibration, compactMaps: compactMaps)
+                try rectifier.prepare(for: format)
+                let left = try Self.pattern(format, size: size, seed: 1), right = try Self.pattern(format, size: size, seed: 2)
+                var outputLeft = try ImageBuffer(format: format, size: rectifier.outputSize)
+                var outputRight = try ImageBuffer(format: format, size: rectifier.outputSize)
+                func rectify() throws {
+                    try left.withView { l in try right.withView { r in try rectifier.rectify(left: l, right: r, into: &outputLeft, &outputRight) } }
+                }
+                try rectify()  // the first pair touches every page of the outputs
+                let allocations = try AllocationCounter.count { for _ in 0..<5 { try rectify() } }
+                #expect(allocations == 0, "\(format)\(compactMaps ? ", compact maps" : ""): \(allocations) allocations over 5 pairs")
+                #expect(Set(outputLeft.bytes).count > 20, "\(format): the output carries the source's texture")
+            }
+        }
+        print("rectifier: 0 allocations per pair checked for \(PixelFormat.allCases.count) formats, whole and compact maps")
+    }
+
+    @Test("a session hands rectified pairs to its callback without allocating once running")
+    func sessionAllocatesNothing() throws {
+        let size = ImageSize(width: 160, height: 120)
+        let format = CaptureFormat(fourCC: .grey, size: size, frameInterval: FrameInterval(numerator: 1, denominator: 30))
+        let rig = SimulatedStereoRig.example(size: size)
+        let pixels = PerSide(left: SharedPixels(try rig.render(.left)), right: SharedPixels(try rig.render(.right)))
+        let cameras = PerSide(left: HandFedCamera(name: "left", format: format), right: HandFedCamera(name: "right", format: format))
+        let device = StereoDevice(left: cameras.left, right: cameras.right)
+        try device.configure(StereoConfiguration(format: format))
+        var options = StereoSessionOptions()
+        options.pressure.readsMachineState = false
+        options.rectification.threads = 1
+        let session = try StereoSession(device: device, calibration: rig.calibration, options: options)
+        let delivered = Atomic<Int>(0)
+        try session.start(delivering: { pair in
+            if pair.isRectified && pair.left.image != nil { delivered.add(1, ordering: .releasing) }
+        })
+        defer { session.stop() }
+        var next = 0
+        // Frames are made before a window (a camera's own cost, one Frame per frame it
+        // dequeues), then handed over a pair at a time; the next waits for the callback.
+        func frames(_ count: Int) -> [PerSide<Frame>] {
+            (0..<count).map { _ in
+                defer { next += 1 }
+                let t = 1_000_000_000 + Int64(next) * format.frameInterval.nanoseconds
+                return PerSide { side in
+                    let p = pixels[side]
+                    return Frame(image: p.view, payload: p.payload, format: format, timestampNanoseconds: t + (side == .right ? 2_000_000 : 0),
+                                 timestampSource: .midExposure, sequence: UInt64(next), source: cameras[side].identity, release: { _ = p })
+                }
+            }
+        }
+        func run(_ batch: [PerSide<Frame>]) {
+            for pair in batch {
+                let before = delivered.load(ordering: .acquiring)
+                cameras.left.deliver(pair.left)
+                cameras.right.deliver(pair.right)
+                let deadline = Date(timeIntervalSinceNow: 10)  // a hang guard
+                while delivered.load(ordering: .acquiring) == before && Date() < deadline { sched_yield() }
+            }
+        }
+        run(frames(2_000))  // pools, plans and pressure windows reach their steady state
+        let batch = frames(500)
+        let start = delivered.load(ordering: .acquiring)
+        let allocations = AllocationCounter.count { run(batch) }
+        let pairs = delivered.load(ordering: .acquiring) - start
+        print("session: \(allocations) allocations over \(pairs) rectified pairs")
+        #expect(pairs >= 499, "the window delivered \(pairs) of 500 pairs")
+        #expect(allocations == 0)
+    }
+
+    static func pattern(_ format: PixelFormat, size: ImageSize, seed: UInt32) throws -> ImageBuffer {
+        var bytes = [UInt8](repeating: 0, count: ImageBuffer.byteCount(format: format, size: size))
+        var state: UInt32 = 2_463_534_242 &+ seed
+        for i in bytes.indices {
+            state ^= state << 13; state ^= state >> 17; state ^= state << 5
+            bytes[i] = UInt8(truncatingIfNeeded: (i &* 3) &+ Int(state & 63))
+        }
+        return try ImageBuffer(format: format, size: size, bytes: bytes)
+    }
+}
+
+/// A capture device whose frames the test hands over itself, on the caller's thread.
+final class HandFedCamera: CaptureDevice, @unchecked Sendable {
+    let identity: DeviceIdentity
+    let format: CaptureFormat
+    /// Held by reference: reading a closure out of a lock re-wraps it (one allocation per frame).
+    final class Handler: Sendable {
+        let call: @Sendable (CaptureOutput) -> Void
+        init(_ call: @escaping @Sendable (CaptureOutput) -> Void) { self.call = call }
+    }
+    private let handler = Mutex<Handler?>(nil)
+
+    init(name: String, format: CaptureFormat) {
+        identity = DeviceIdentity(stableID: name, name: name)
+        self.format = format
+    }
+
+    func supportedFormats() throws(CaptureError) -> [CaptureFormat] { [format] }
+    var activeFormat: CaptureFormat? { format }
+    func configure(_ format: CaptureFormat) throws(CaptureError) -> CaptureFormat { self.format }
+    func start(_ handler: @escaping @Sendable (CaptureOutput) -> Void) throws(CaptureError) {
+        self.handler.withLock { $0 = Handler(handler) }
+    }
+    func stop() {
+        let handler = self.handler.withLock { h in defer { h = nil }; return h }
+        handler?.call(.event(.stopped))
+    }
+
+    func deliver(_ frame: Frame) { handler.withLock { $0 }?.call(.frame(frame)) }
+}
