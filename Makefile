@@ -13,7 +13,7 @@ COMPARE_PACKAGES := python3 python3-venv
 # Extra flags for `swift test`, e.g. `make test TEST_FLAGS="--filter Geometry"`.
 TEST_FLAGS ?=
 
-.PHONY: all deps install-packages build release demo test short-soak allocations test-cpus check-arm64 check-live test-asan test-tsan test-kernel soak fuzz bench bench-pair compare-opencv clean
+.PHONY: all deps install-packages build release demo test short-soak allocations test-cpus check-interop check-arm64 check-live test-asan test-tsan test-kernel soak fuzz bench bench-pair compare-opencv clean
 
 all: build
 
@@ -72,6 +72,12 @@ short-soak:
 test-cpus: deps
 	$(SWIFT) build --build-tests
 	Tests/CPUs/run
+
+# Independent readers for what Parallax writes: OpenCV (opencv-python-headless in a virtualenv
+# under .build) reads the stereo YAML `calibrate --opencv-yaml` writes (Tests/Interop/run).
+check-interop: build
+	@$(MAKE) --no-print-directory install-packages PACKAGES="$(COMPARE_PACKAGES)"
+	Tests/Interop/run
 
 # The C kernels (Sources/CRemapKernels) built for arm64 and run under qemu-user: the same
 # bits as on this machine at every vector level (Tests/CrossArchitecture/run; a few seconds).
