@@ -75,7 +75,7 @@ let package = Package(
                     dependencies: ["ParallaxCalibration", "ParallaxTestSupport", "CRemapKernels", .product(name: "Yams", package: "Yams")]),
         .testTarget(name: "ParallaxCLITests", dependencies: ["parallax", "ParallaxGeometry", "ParallaxCalibration"]),
         /// The README's example, compiled against `import Parallax`.
-        .testTarget(name: "ParallaxTests", dependencies: ["Parallax"]),
+        .testTarget(name: "ParallaxTests", dependencies: ["Parallax", "ParallaxTestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

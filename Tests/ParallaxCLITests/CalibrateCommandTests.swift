@@ -2,6 +2,7 @@ import Foundation
 import ParallaxCalibration
 import ParallaxGeometry
 import Testing
+@testable import parallax
 
 /// `parallax calibrate` and `parallax target` as a user runs them: real images in, files and JSON out.
 @Suite("parallax calibrate")
@@ -241,6 +242,29 @@ struct CalibrateCommandTests {
                                           "--pair-by", "order", "--board", "9x6", "--square", "25mm", "--output", wrong])
         #expect(result.status != 0 && result.stderr.contains("--max-rms") && result.stderr.contains("rms stereo"), "\(result.stderr)")
         #expect(!fm.fileExists(atPath: wrong))
+    }
+
+    /// The gate's threshold at its edge: a limit just below the stereo RMS refuses the
+    /// calibration (status 1, nothing written), one just above writes it; the default is 1 px.
+    @Test("--max-rms refuses just below the stereo RMS and writes just above it; its default is 1 px")
+    func qualityGateAtItsEdge() throws {
+        try #require(FileManager.default.fileExists(atPath: Self.data + "/left01.jpg"))
+        let dir = try ParallaxCLI.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        func calibrate(_ output: String, _ extra: [String]) throws -> ParallaxCLI.Result {
+            try ParallaxCLI.run(["calibrate", "--left", Self.data + "/left0[1-4].jpg", "--right", Self.data + "/right0[1-4].jpg",
+                                 "--board", "9x6", "--square", "1", "--json", "--output", dir.appendingPathComponent(output).path] + extra,
+                                timeout: 300)
+        }
+        let free = try calibrate("free.json", [])
+        let rms = try #require(try JSONValue(parsing: free.stdout).object?["rms_stereo"]?.number)
+        let below = try calibrate("below.json", ["--max-rms", "\(rms * (1 - 1e-6))"])
+        #expect(below.status == 1 && below.stderr.contains("--max-rms"), "\(below.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: dir.appendingPathComponent("below.json").path))
+        let above = try calibrate("above.json", ["--max-rms", "\(rms * (1 + 1e-6))"])
+        #expect(above.status == 0 && FileManager.default.fileExists(atPath: dir.appendingPathComponent("above.json").path), "\(above.stderr)")
+        let defaults = try CalibrateCommand.parse(["--left", "l*.png", "--right", "r*.png", "--board", "9x6", "--square", "1"])
+        #expect(defaults.maxRMS == 1)
     }
 
     @Test("files that cannot be paired stop the run with the list (the reproduction: left0*.jpg with right*.jpg)")

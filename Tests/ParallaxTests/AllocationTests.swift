@@ -1,5 +1,6 @@
 import Foundation
 import Parallax
+import ParallaxTestSupport
 import Synchronization
 import Testing
 
@@ -154,34 +155,4 @@ struct AllocationTests {
         }
         return try ImageBuffer(format: format, size: size, bytes: bytes)
     }
-}
-
-/// A capture device whose frames the test hands over itself, on the caller's thread.
-final class HandFedCamera: CaptureDevice, @unchecked Sendable {
-    let identity: DeviceIdentity
-    let format: CaptureFormat
-    /// Held by reference: reading a closure out of a lock re-wraps it (one allocation per frame).
-    final class Handler: Sendable {
-        let call: @Sendable (CaptureOutput) -> Void
-        init(_ call: @escaping @Sendable (CaptureOutput) -> Void) { self.call = call }
-    }
-    private let handler = Mutex<Handler?>(nil)
-
-    init(name: String, format: CaptureFormat) {
-        identity = DeviceIdentity(stableID: name, name: name)
-        self.format = format
-    }
-
-    func supportedFormats() throws(CaptureError) -> [CaptureFormat] { [format] }
-    var activeFormat: CaptureFormat? { format }
-    func configure(_ format: CaptureFormat) throws(CaptureError) -> CaptureFormat { self.format }
-    func start(_ handler: @escaping @Sendable (CaptureOutput) -> Void) throws(CaptureError) {
-        self.handler.withLock { $0 = Handler(handler) }
-    }
-    func stop() {
-        let handler = self.handler.withLock { h in defer { h = nil }; return h }
-        handler?.call(.event(.stopped))
-    }
-
-    func deliver(_ frame: Frame) { handler.withLock { $0 }?.call(.frame(frame)) }
 }

@@ -167,6 +167,9 @@ extension StereoSession {
         return try result.get()
     }
 
+    /// Still pairs asked for and not yet complete (tests wait on it instead of sleeping).
+    package var pendingStillPairs: Int { state.withLock { $0.stills.count } }
+
     /// Gives a processed pair to every pending still (session thread).
     func feedStills(_ pair: StereoPair) {
         let requests = state.withLock { $0.stills }

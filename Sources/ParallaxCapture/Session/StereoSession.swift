@@ -50,7 +50,8 @@ public final class StereoSession: Sendable {
     let state: Locked<State>
     /// Wakes the session thread and cameras waiting for room.
     let signal = NSCondition()
-    let machine = MachineState()
+    /// Thermal zones and CPU frequency limits, where the pressure policy says to read them.
+    var machine: MachineState { MachineState(sysRoot: options.pressure.machineStateRoot) }
 
     /// Creates a session over a device. A device that is not configured yet is configured
     /// with its ``StereoDevice/preferredFormat()``.

@@ -113,6 +113,8 @@ public struct PressurePolicy: Hashable, Sendable {
     public var readsMachineState: Bool
     /// Stop the session at ``PressureLevel/shutdown``.
     public var stopsAtShutdown: Bool
+    /// Where the machine state is read: `/sys`, or (tests) a folder laid out like it.
+    package var machineStateRoot = "/sys"
 
     /// A policy; see each property for the defaults.
     public init(windowSeconds: Double = 0.5, lossHorizonWindows: Int = 8, coolDownWindows: Int = 4, adaptsFrameRate: Bool = false,
@@ -183,13 +185,18 @@ public struct PressureTracker: Sendable {
 }
 
 /// Reads the machine's thermal zones and CPU frequency limits from sysfs.
-struct MachineState {
+package struct MachineState {
     /// `/sys` or a test folder laid out like it.
-    var sysRoot = "/sys"
+    package var sysRoot = "/sys"
+
+    /// The machine state under `sysRoot`.
+    package init(sysRoot: String = "/sys") {
+        self.sysRoot = sysRoot
+    }
 
     /// Degrees left before the nearest critical trip point over all thermal zones, or
     /// `nil` when no zone reports both a temperature and a critical trip.
-    func thermalHeadroomCelsius() -> Double? {
+    package func thermalHeadroomCelsius() -> Double? {
         let base = sysRoot + "/class/thermal"
         guard let zones = try? FileManager.default.contentsOfDirectory(atPath: base) else { return nil }
         var headroom: Double?
@@ -207,7 +214,7 @@ struct MachineState {
     }
 
     /// The lowest `scaling_max_freq / cpuinfo_max_freq` over the CPUs, or `nil`.
-    func cpuFrequencyLimit() -> Double? {
+    package func cpuFrequencyLimit() -> Double? {
         let base = sysRoot + "/devices/system/cpu"
         guard let cpus = try? FileManager.default.contentsOfDirectory(atPath: base) else { return nil }
         var lowest: Double?

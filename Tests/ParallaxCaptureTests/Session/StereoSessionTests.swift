@@ -170,6 +170,55 @@ struct StereoSessionTests {
         #expect(abs(speedNoise / qualityNoise - expected) < 0.12)
     }
 
+    /// README: "a pair that differs from the first by more than 6 levels on average is motion:
+    /// the average stops before it and `motionDetected` says so". Hand-fed frames: three pairs
+    /// of a flat 100, then the scene changes by 7 levels (just past the threshold); a second
+    /// still with a change of 6 levels (not motion) averages all 8.
+    @Test func aStillPairStopsItsAverageAtMotion() async throws {
+        let size = ImageSize(width: 32, height: 24)
+        let format = CaptureFormat(fourCC: .grey, size: size, frameInterval: FrameInterval(numerator: 1, denominator: 30))
+        let cameras = PerSide(left: HandFedCamera(name: "left", format: format), right: HandFedCamera(name: "right", format: format))
+        let device = StereoDevice(left: cameras.left, right: cameras.right)
+        try device.configure(StereoConfiguration(format: format))
+        var options = StereoSessionOptions()
+        options.pressure.readsMachineState = false
+        let session = try StereoSession(device: device, options: options)
+        let delivered = Locked(0)
+        try session.start(delivering: { _ in delivered.withLock { $0 += 1 } })
+        defer { session.stop() }
+        var next = 0
+        /// Hands over one pair of flat images at `level` and waits until the session delivered it.
+        func feed(_ level: UInt8) throws {
+            let pixels = SharedPixels(try ImageBuffer(format: .gray8, size: size, bytes: [UInt8](repeating: level, count: size.width * size.height)))
+            let before = delivered.withLock { $0 }
+            let t = 1_000_000_000 + Int64(next) * format.frameInterval.nanoseconds
+            for side in StereoSide.allCases {
+                cameras[side].deliver(Frame(image: pixels.view, payload: pixels.payload, format: format, timestampNanoseconds: t,
+                                            timestampSource: .midExposure, sequence: UInt64(next), source: cameras[side].identity,
+                                            release: { _ = pixels }))
+            }
+            next += 1
+            // A pair is released when the next frame proves it: the following feed delivers it.
+            _ = eventually(seconds: 10) { delivered.withLock { $0 } > before || next == 1 }
+        }
+        func still(_ levels: [UInt8]) async throws -> StillPair {
+            let asked = Task { try await session.captureStillPair(quality: .quality) }
+            #expect(eventually(seconds: 10) { session.pendingStillPairs == 1 })
+            for level in levels { try feed(level) }
+            for _ in 0..<3 { try feed(levels.last ?? 0) }  // release the last pairs the still waits for
+            return try await asked.value
+        }
+        try feed(100)  // a pair in flight before the still is asked for
+        let moved = try await still([100, 100, 100, 107, 107, 107, 107, 107, 107])
+        print("still with motion: \(moved.pairsAveraged) pairs averaged, motion \(moved.motionDetected)")
+        #expect(moved.motionDetected && moved.pairsAveraged < 8 && moved.pairsRequested == 8)
+        // Only pairs before the motion went into the average: it is the flat 100 they all show.
+        #expect(moved.images.left.bytes.allSatisfy { $0 == 100 } && moved.images.right.bytes.allSatisfy { $0 == 100 })
+        let calm = try await still([107, 107, 113, 107, 113, 107, 113, 107, 113, 113])
+        print("still without motion: \(calm.pairsAveraged) pairs averaged, motion \(calm.motionDetected)")
+        #expect(!calm.motionDetected && calm.pairsAveraged == 8)
+    }
+
     /// A slow consumer raises the pressure level; with adaptation the frame rate falls
     /// until the consumer keeps up (50 ms per pair: below 20 fps), and rises back to the
     /// cameras' 30 fps once the consumer is fast again.
@@ -284,6 +333,72 @@ struct StereoSessionTests {
         #expect(tracker.update(PressureFactors(consumerLoad: 0.1)) == .serious)
         #expect(tracker.update(PressureFactors(lossRate: 0.06)) == nil)  // serious again: no change
         #expect(tracker.update(PressureFactors(thermalHeadroomCelsius: 1.5)) == .shutdown)
+    }
+
+    /// A folder laid out like sysfs: thermal zones (temperature and trip points, millidegrees)
+    /// and CPUs' frequency limits (kHz), with the neighbours the reader must pass over.
+    static func fakeSysfs(zones: [(temperature: Int, trips: [(String, Int)])], cpus: [(allowed: Int, hardware: Int)]) throws -> String {
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent("parallax-sysfs-\(UUID().uuidString)").path
+        func write(_ path: String, _ value: String) throws {
+            let url = URL(fileURLWithPath: root + "/" + path)
+            try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
+            try (value + "\n").write(to: url, atomically: true, encoding: .utf8)
+        }
+        for (n, zone) in zones.enumerated() {
+            try write("class/thermal/thermal_zone\(n)/temp", "\(zone.temperature)")
+            for (t, trip) in zone.trips.enumerated() {
+                try write("class/thermal/thermal_zone\(n)/trip_point_\(t)_type", trip.0)
+                try write("class/thermal/thermal_zone\(n)/trip_point_\(t)_temp", "\(trip.1)")
+            }
+        }
+        try write("class/thermal/cooling_device0/cur_state", "0")
+        for (n, cpu) in cpus.enumerated() {
+            try write("devices/system/cpu/cpu\(n)/cpufreq/scaling_max_freq", "\(cpu.allowed)")
+            try write("devices/system/cpu/cpu\(n)/cpufreq/cpuinfo_max_freq", "\(cpu.hardware)")
+        }
+        try write("devices/system/cpu/cpufreq/boost", "1")
+        try write("devices/system/cpu/cpuidle/current_driver", "none")
+        return root
+    }
+
+    /// README: pressure "reads the machine (thermal zones' critical trip points and CPU
+    /// frequency limits in sysfs, where they exist)".
+    @Test("the machine state is read from sysfs: the nearest critical trip over all zones, the lowest CPU frequency limit")
+    func machineStateReadsSysfs() throws {
+        let root = try Self.fakeSysfs(
+            zones: [(50_000, [("passive", 80_000), ("critical", 95_000)]),   // 45 °C to its critical trip
+                    (70_000, [("hot", 90_000), ("critical", 100_000)]),      // 30 °C: the nearest
+                    (99_000, [("passive", 100_000)])],                        // no critical trip: not counted
+            cpus: [(2_000_000, 4_000_000), (4_000_000, 4_000_000)])
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        let machine = MachineState(sysRoot: root)
+        #expect(machine.thermalHeadroomCelsius() == 30)
+        #expect(machine.cpuFrequencyLimit() == 0.5)
+        // A machine without them (this VM's /sys has neither): no factor, not a zero.
+        let empty = MachineState(sysRoot: root + "/nothing")
+        #expect(empty.thermalHeadroomCelsius() == nil && empty.cpuFrequencyLimit() == nil)
+    }
+
+    /// README: "at shutdown it stops and says why". A critical trip 1.5 °C away: shutdown.
+    @Test("a session stops at the shutdown level and says why")
+    func sessionStopsAtShutdown() throws {
+        let root = try Self.fakeSysfs(zones: [(93_500, [("critical", 95_000)])], cpus: [])
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        let (_, device) = SessionFixtures.simulated(pace: .realTime, drops: 0)
+        var options = StereoSessionOptions()
+        options.pressure = PressurePolicy(windowSeconds: 0.25)
+        options.pressure.machineStateRoot = root
+        let session = try StereoSession(device: device, options: options)
+        try session.start(delivering: { _ in })
+        func stopReason() -> String? {
+            session.statistics.events.lazy.compactMap { if case .stopped(let reason) = $0.kind { return reason }; return nil }.first
+        }
+        let stopped = eventually(seconds: 20) { stopReason() != nil }
+        session.stop()
+        #expect(stopped, "the session ran on at shutdown pressure")
+        #expect(stopReason()?.contains("thermal shutdown") == true, "\(stopReason() ?? "no reason")")
+        #expect(session.statistics.events.contains { if case .pressureChanged(.shutdown, _) = $0.kind { return true }; return false })
+        for side in StereoSide.allCases { #expect(session.statistics.accountsForEveryFrame(side)) }
     }
 
     /// Every threshold of the README's pressure table, at its edge, and the defaults it quotes.
