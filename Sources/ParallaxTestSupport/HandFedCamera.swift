@@ -1,4 +1,6 @@
 import ParallaxCapture
+import ParallaxGeometry
+import ParallaxImage
 import Synchronization
 
 /// A capture device whose frames a test hands over itself, on the caller's thread, as a
@@ -34,4 +36,26 @@ public final class HandFedCamera: CaptureDevice, @unchecked Sendable {
 
     /// Delivers `frame` on the caller's thread (nothing when the camera is not started).
     public func deliver(_ frame: Frame) { handler.withLock { $0 }?.call(.frame(frame)) }
+
+    /// A frame of this camera showing `pixels` (kept alive until the frame is released),
+    /// stamped at mid-exposure.
+    public func frame(_ pixels: SharedPixels, timestampNanoseconds: Int64, sequence: UInt64) -> Frame {
+        Frame(image: pixels.view, payload: pixels.payload, format: format, timestampNanoseconds: timestampNanoseconds,
+              timestampSource: .midExposure, sequence: sequence, source: identity, release: { _ = pixels })
+    }
+}
+
+/// Deterministic test images: every byte from a xorshift sequence over a ramp, so that each
+/// format's planes carry texture (a resampler that reads the wrong tap changes them).
+public enum TestPattern {
+    /// An image of `format` and `size`; `seed` picks the sequence.
+    public static func image(_ format: PixelFormat, size: ImageSize, seed: UInt32) throws -> ImageBuffer {
+        var bytes = [UInt8](repeating: 0, count: ImageBuffer.byteCount(format: format, size: size))
+        var state: UInt32 = 2_463_534_242 &+ seed
+        for i in bytes.indices {
+            state ^= state << 13; state ^= state >> 17; state ^= state << 5
+            bytes[i] = UInt8(truncatingIfNeeded: (i &* 3) &+ Int(state & 63))
+        }
+        return try ImageBuffer(format: format, size: size, bytes: bytes)
+    }
 }

@@ -12,12 +12,14 @@ struct CircleGridCommandTests {
     func printsCircleGrids() throws {
         let dir = try ParallaxCLI.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
-        for (spec, count) in [("acircles:4x11", 44), ("circles:7x6", 42)] {
+        // Calibration/GUIDE.md: printed radius 0.45 spacings (asymmetric), 0.3 (symmetric); 15 mm here.
+        for (spec, count, radius) in [("acircles:4x11", 44, "6.75"), ("circles:7x6", 42, "4.5")] {
             let path = dir.appendingPathComponent("\(count).svg").path
             let result = try ParallaxCLI.run(["target", "--target", spec, "--square", "15mm", "--output", path])
             #expect(result.status == 0, "stderr: \(result.stderr)")
             let svg = try String(contentsOfFile: path, encoding: .utf8)
             #expect(svg.components(separatedBy: "<circle ").count - 1 == count)
+            #expect(svg.components(separatedBy: "r=\"\(radius)\"").count - 1 == count, "\(spec): every circle of radius \(radius) mm")
             #expect(svg.contains("circle grid"))
         }
     }

@@ -24,7 +24,7 @@ struct OpenCVSampleCalibrationTests {
     static func rounds(_ value: Double, to figure: Double) -> Bool { abs(value - figure) <= 0.0005 }
 
     /// "it uses 13/13 pairs: rms_stereo 0.190 px …, rectified_vertical_rms 0.127 px,
-    /// epipolar_error_mean 0.190 px" (the CLI's defaults: brown5, Huber loss, outlier rejection).
+    /// epipolar_error_mean 0.189 px" (the CLI's defaults: brown5, Huber loss, outlier rejection).
     @Test func meetsTheREADMEFiguresWithAllThirteenPairs() throws {
         let board = CalibrationBoard(columns: 9, rows: 6, squareSize: 1)
         let result = try StereoCalibrator(target: board, model: .brown5)

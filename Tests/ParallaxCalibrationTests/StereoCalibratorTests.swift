@@ -4,6 +4,21 @@ import ParallaxGeometry
 
 @Suite("Stereo calibration on synthetic ground truth")
 struct StereoCalibratorTests {
+    /// Calibration/GUIDE.md's defaults: Huber loss quadratic up to 2 px; a pair (or a view) set
+    /// aside above 4× the median RMS and 1 px; a corner above 8× its camera's noise level and
+    /// 0.5 px. What each rule does is asserted by rejectsAPairWhoseCornersAreShuffled and
+    /// CornerOutlierTests; these are the figures the guide quotes.
+    @Test("the outlier rules and the loss default to the figures the calibration guide quotes")
+    func defaultsAreTheGuidesFigures() {
+        let board = CalibrationBoard(columns: 9, rows: 6, squareSize: 1)
+        let stereo = StereoCalibrator(target: board, model: .brown5)
+        #expect(stereo.loss == .huber(threshold: 2))
+        #expect(stereo.outlierFactor == 4 && stereo.outlierFloorPixels == 1)
+        #expect(stereo.cornerOutlierFactor == 8 && stereo.cornerOutlierFloorPixels == 0.5 && stereo.rejectCorners)
+        let mono = MonoCalibrator(target: board, model: .brown5)
+        #expect(mono.loss == .huber(threshold: 2) && mono.outlierFactor == 4 && mono.outlierFloorPixels == 1)
+    }
+
     /// Prints and returns the largest differences of `c` from `truth`: relative focal, principal point (px),
     /// distortion (absolute), rotation (rad), translation (relative).
     @discardableResult

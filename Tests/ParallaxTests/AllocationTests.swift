@@ -80,7 +80,7 @@ struct AllocationTests {
             for format in PixelFormat.allCases {
                 let rectifier = try Rectifier(calibration: SimulatedStereoRig.example(size: size).calibration, compactMaps: compactMaps)
                 try rectifier.prepare(for: format)
-                let left = try Self.pattern(format, size: size, seed: 1), right = try Self.pattern(format, size: size, seed: 2)
+                let left = try TestPattern.image(format, size: size, seed: 1), right = try TestPattern.image(format, size: size, seed: 2)
                 var outputLeft = try ImageBuffer(format: format, size: rectifier.outputSize)
                 var outputRight = try ImageBuffer(format: format, size: rectifier.outputSize)
                 func rectify() throws {
@@ -121,9 +121,7 @@ struct AllocationTests {
                 defer { next += 1 }
                 let t = 1_000_000_000 + Int64(next) * format.frameInterval.nanoseconds
                 return PerSide { side in
-                    let p = pixels[side]
-                    return Frame(image: p.view, payload: p.payload, format: format, timestampNanoseconds: t + (side == .right ? 2_000_000 : 0),
-                                 timestampSource: .midExposure, sequence: UInt64(next), source: cameras[side].identity, release: { _ = p })
+                    cameras[side].frame(pixels[side], timestampNanoseconds: t + (side == .right ? 2_000_000 : 0), sequence: UInt64(next))
                 }
             }
         }
@@ -144,15 +142,5 @@ struct AllocationTests {
         print("session: \(allocations) allocations over \(pairs) rectified pairs")
         #expect(pairs >= 499, "the window delivered \(pairs) of 500 pairs")
         #expect(allocations == 0)
-    }
-
-    static func pattern(_ format: PixelFormat, size: ImageSize, seed: UInt32) throws -> ImageBuffer {
-        var bytes = [UInt8](repeating: 0, count: ImageBuffer.byteCount(format: format, size: size))
-        var state: UInt32 = 2_463_534_242 &+ seed
-        for i in bytes.indices {
-            state ^= state << 13; state ^= state >> 17; state ^= state << 5
-            bytes[i] = UInt8(truncatingIfNeeded: (i &* 3) &+ Int(state & 63))
-        }
-        return try ImageBuffer(format: format, size: size, bytes: bytes)
     }
 }

@@ -1,5 +1,6 @@
 import Benchmark
 import Parallax
+import ParallaxTestSupport
 import Synchronization
 
 // Rectification of one stereo pair (both images, bilinear, all processors)
@@ -23,8 +24,8 @@ final class PairState: @unchecked Sendable {
     init(size: ImageSize, format: PixelFormat, compactMaps: Bool) throws {
         rectifier = try Rectifier(calibration: .benchmarkRig(size: size), compactMaps: compactMaps)
         try rectifier.prepare(for: format)
-        left = try Self.pattern(format, size: size, seed: 1)
-        right = try Self.pattern(format, size: size, seed: 2)
+        left = try TestPattern.image(format, size: size, seed: 1)
+        right = try TestPattern.image(format, size: size, seed: 2)
         outputLeft = try ImageBuffer(format: format, size: rectifier.outputSize)
         outputRight = try ImageBuffer(format: format, size: rectifier.outputSize)
         try rectify()  // first pair: touches every page of the outputs
@@ -36,16 +37,6 @@ final class PairState: @unchecked Sendable {
                 try rectifier.rectify(left: l, right: r, into: &outputLeft, &outputRight)
             }
         }
-    }
-
-    static func pattern(_ format: PixelFormat, size: ImageSize, seed: UInt32) throws -> ImageBuffer {
-        var bytes = [UInt8](repeating: 0, count: ImageBuffer.byteCount(format: format, size: size))
-        var state: UInt32 = 2_463_534_242 &+ seed
-        for i in bytes.indices {
-            state ^= state << 13; state ^= state >> 17; state ^= state << 5
-            bytes[i] = UInt8(truncatingIfNeeded: (i &* 3) &+ Int(state & 63))
-        }
-        return try ImageBuffer(format: format, size: size, bytes: bytes)
     }
 }
 

@@ -1,6 +1,7 @@
 import Benchmark
 import Foundation
 import Parallax
+import ParallaxTestSupport
 import Synchronization
 
 // Pairs per second through a whole StereoSession (device → synchronizer → rectifier →
@@ -12,37 +13,6 @@ import Synchronization
 // device's cost, not the session's), then handed to the session one left/right pair at a
 // time; the next pair waits until the callback got the previous one. Images are 160×120
 // gray, rectified with the simulated rig's calibration into the session's reused buffers.
-
-/// A capture device whose frames the benchmark hands over itself.
-final class HandFedCamera: CaptureDevice, @unchecked Sendable {
-    let identity: DeviceIdentity
-    let format: CaptureFormat
-    /// Held by reference: reading a closure out of a lock re-wraps it (one allocation per frame).
-    final class Handler: Sendable {
-        let call: @Sendable (CaptureOutput) -> Void
-        init(_ call: @escaping @Sendable (CaptureOutput) -> Void) { self.call = call }
-    }
-    private let handler = Mutex<Handler?>(nil)
-
-    init(name: String, format: CaptureFormat) {
-        identity = DeviceIdentity(stableID: name, name: name)
-        self.format = format
-    }
-
-    func supportedFormats() throws(CaptureError) -> [CaptureFormat] { [format] }
-    var activeFormat: CaptureFormat? { format }
-    func configure(_ format: CaptureFormat) throws(CaptureError) -> CaptureFormat { self.format }
-    func start(_ handler: @escaping @Sendable (CaptureOutput) -> Void) throws(CaptureError) {
-        self.handler.withLock { $0 = Handler(handler) }
-    }
-    func stop() {
-        let handler = self.handler.withLock { h in defer { h = nil }; return h }
-        handler?.call(.event(.stopped))
-    }
-
-    /// Delivers `frame` on the caller's thread, as a camera's thread would.
-    func deliver(_ frame: Frame) { handler.withLock { $0 }?.call(.frame(frame)) }
-}
 
 /// One session for every run, so that no run measures another's start or teardown
 /// (threads exiting, buffers freed) on the side.
@@ -86,9 +56,7 @@ final class SessionFixture: @unchecked Sendable {
             defer { next += 1 }
             let t = 1_000_000_000 + Int64(next) * format.frameInterval.nanoseconds
             return PerSide { side in
-                let p = pixels[side]
-                return Frame(image: p.view, payload: p.payload, format: format, timestampNanoseconds: t + (side == .right ? 2_000_000 : 0),
-                             timestampSource: .midExposure, sequence: UInt64(next), source: cameras[side].identity, release: { _ = p })
+                cameras[side].frame(pixels[side], timestampNanoseconds: t + (side == .right ? 2_000_000 : 0), sequence: UInt64(next))
             }
         }
     }

@@ -193,9 +193,7 @@ struct StereoSessionTests {
             let before = delivered.withLock { $0 }
             let t = 1_000_000_000 + Int64(next) * format.frameInterval.nanoseconds
             for side in StereoSide.allCases {
-                cameras[side].deliver(Frame(image: pixels.view, payload: pixels.payload, format: format, timestampNanoseconds: t,
-                                            timestampSource: .midExposure, sequence: UInt64(next), source: cameras[side].identity,
-                                            release: { _ = pixels }))
+                cameras[side].deliver(cameras[side].frame(pixels, timestampNanoseconds: t, sequence: UInt64(next)))
             }
             next += 1
             // A pair is released when the next frame proves it: the following feed delivers it.

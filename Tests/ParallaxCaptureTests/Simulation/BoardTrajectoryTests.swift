@@ -35,7 +35,8 @@ struct BoardTrajectoryTests {
         #expect(path.pose(atSeconds: 3.2).holding == 0 && path.pose(atSeconds: -1).holding == 0)
     }
 
-    @Test("The calibration sweep shows the whole board to both cameras in every pose, at three distances and turned up to 25°")
+    /// Calibration/GUIDE.md: 20 poses at four distances, turned up to 25°, held 0.8 s with a 0.3 s move between.
+    @Test("The calibration sweep shows the whole board to both cameras in every pose, at four distances and turned up to 25°")
     func sweepStaysInView() throws {
         let rig = SimulatedStereoRig.example()
         let sweep = try #require(BoardTrajectory.calibrationSweep(for: rig))
@@ -50,6 +51,11 @@ struct BoardTrajectoryTests {
         }
         let depths = sweep.poses.map { $0.apply(SIMD3(4 * board.squareSize, 2.5 * board.squareSize, 0)).z }
         #expect((depths.max() ?? 0) / (depths.min() ?? 1) > 2.5)
+        // Four distances: the board centre's depths fall in four groups, each more than 10 % beyond the last.
+        let sorted = depths.sorted()
+        let groups = 1 + zip(sorted, sorted.dropFirst()).filter { $1 > $0 * 1.1 }.count
+        #expect(groups == 4, "depths \(sorted)")
+        #expect(sweep.holdSeconds == 0.8 && sweep.moveSeconds == 0.3)
         let turns = sweep.poses.map { $0.rotation.rotationAngle * 180 / .pi }
         #expect((turns.max() ?? 0) > 30)  // 25° about both axes at once
         #expect(BoardTrajectory.calibrationSweep(for: SimulatedStereoRig(calibration: rig.calibration, scene: SimulatedScene())) == nil)
