@@ -79,5 +79,8 @@ struct NumbersTests {
         #expect(DurationArgument(argument: "2min")?.nanoseconds == 120_000_000_000)
         #expect(DurationArgument(argument: "1.5h")?.nanoseconds == 5_400_000_000_000)
         #expect(DurationArgument(argument: "33.3ms")?.description == "33.3ms")
+        // The README's spellings of one duration syntax: 200us or 200µs, 1000000ns, 5s.
+        #expect(DurationArgument(argument: "200us")?.nanoseconds == 200_000 && DurationArgument(argument: "200µs")?.nanoseconds == 200_000)
+        #expect(DurationArgument(argument: "1000000ns")?.nanoseconds == 1_000_000 && DurationArgument(argument: "5s")?.nanoseconds == 5_000_000_000)
     }
 }

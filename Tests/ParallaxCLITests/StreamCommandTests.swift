@@ -36,6 +36,24 @@ struct StreamCommandTests {
         }
         #expect((json["skew_ns_p50"]?.number ?? 0) > 2_000_000 && (json["skew_ns_p99"]?.number ?? 1e9) < 5_000_000)
         #expect((json["rectify_ms_p50"]?.number ?? 0) > 0)
+        // The README's keys, every one present.
+        #expect((json["rectify_ms_p99"]?.number ?? 0) >= (json["rectify_ms_p50"]?.number ?? 1))
+        for key in ["pressure_levels", "frame_rate_changes", "events"] { #expect(json[key]?.array != nil, "\(key)") }
+    }
+
+    /// README: "the pairs and the losses of a simulated run do not" vary from run to run (its
+    /// drops and jitter come from a seeded sequence; only timings differ).
+    @Test("two simulated runs give the same pairs and the same losses")
+    func simulatedRunsRepeat() throws {
+        let (first, a) = try Self.stream(["--simulated", "--size", "160x120", "--frames", "60"])
+        let (second, b) = try Self.stream(["--simulated", "--size", "160x120", "--frames", "60"])
+        #expect(a.status == 0 && b.status == 0)
+        for key in ["pairs", "left_frames", "right_frames"] { #expect(first[key] == second[key], "\(key)") }
+        for side in ["left", "right"] {
+            let lost = { (json: JSONObject) in json["dropped"]?.object?[side]?.object?.pairs.filter { Self.cameraReasons.contains($0.key) } }
+            #expect(lost(first).map { Dictionary(uniqueKeysWithValues: $0.map { ($0.key, $0.value) }) }
+                    == lost(second).map { Dictionary(uniqueKeysWithValues: $0.map { ($0.key, $0.value) }) }, "\(side) camera losses")
+        }
     }
 
     @Test("--virtual: a camera unplugged and plugged back is reported with its identity and pairing resumes")

@@ -178,6 +178,15 @@ struct StereoDeviceTests {
 
     // MARK: Hardware cost against the virtual bus
 
+    /// README: "Devices without a USB bus (the simulated rig, recordings …) cost nothing here".
+    @Test("The simulated rig costs nothing")
+    func simulatedRigCostsNothing() throws {
+        let rig = SimulatedRigDevice(rig: .example(size: Self.size(160, 120)), pace: .asFastAsPossible)
+        let device = StereoDevice(simulated: rig)
+        let format = try #require(try device.preferredFormat())
+        #expect(format.cost.cost == 0 && format.cost.runs && device.cost(of: StereoConfiguration(format: format.format)).cost == 0)
+    }
+
     /// The formats README.md has two webcams stream: both fit one USB 2.0 bus, so the examples
     /// run as written (the device refuses a cost of 1.0 or more before streaming).
     @Test("The README's webcam formats fit two USB 2.0 cameras on one bus, at the costs it quotes")
