@@ -41,18 +41,25 @@ struct StreamCommandTests {
         for key in ["pressure_levels", "frame_rate_changes", "events"] { #expect(json[key]?.array != nil, "\(key)") }
     }
 
-    /// README: "the pairs and the losses of a simulated run do not" vary from run to run (its
-    /// drops and jitter come from a seeded sequence; only timings differ).
-    @Test("two simulated runs give the same pairs and the same losses")
+    /// README: a simulated run's pairs and losses do not vary from run to run (its drops and
+    /// jitter come from a seeded sequence); only the frames that arrive while the cameras stop
+    /// do. So the pairs are the same, and the camera losses differ by no more than the frames
+    /// produced do: each frame past the other run's end adds at most one loss.
+    @Test("two simulated runs give the same pairs, and the same losses but for the frames at the end")
     func simulatedRunsRepeat() throws {
         let (first, a) = try Self.stream(["--simulated", "--size", "160x120", "--frames", "60"])
         let (second, b) = try Self.stream(["--simulated", "--size", "160x120", "--frames", "60"])
         #expect(a.status == 0 && b.status == 0)
-        for key in ["pairs", "left_frames", "right_frames"] { #expect(first[key] == second[key], "\(key)") }
+        #expect(Self.number(first, "pairs") == 60 && Self.number(second, "pairs") == 60)
+        #expect(first["mismatched_pairs"]?.number == 0 && second["mismatched_pairs"]?.number == 0)
         for side in ["left", "right"] {
-            let lost = { (json: JSONObject) in json["dropped"]?.object?[side]?.object?.pairs.filter { Self.cameraReasons.contains($0.key) } }
-            #expect(lost(first).map { Dictionary(uniqueKeysWithValues: $0.map { ($0.key, $0.value) }) }
-                    == lost(second).map { Dictionary(uniqueKeysWithValues: $0.map { ($0.key, $0.value) }) }, "\(side) camera losses")
+            func lost(_ json: JSONObject) -> Int {
+                json["dropped"]?.object?[side]?.object?.pairs.filter { Self.cameraReasons.contains($0.key) }
+                    .reduce(0) { $0 + Int($1.value.number ?? 0) } ?? -1
+            }
+            let produced = [first, second].map { Self.number($0, "\(side)_frames") + lost($0) }
+            #expect(lost(first) >= 0 && abs(lost(first) - lost(second)) <= abs(produced[0] - produced[1]),
+                    "\(side): losses \(lost(first)) and \(lost(second)) of \(produced) frames produced")
         }
     }
 

@@ -171,9 +171,10 @@ struct StereoSessionTests {
     }
 
     /// README: "a pair that differs from the first by more than 6 levels on average is motion:
-    /// the average stops before it and `motionDetected` says so". Hand-fed frames: three pairs
-    /// of a flat 100, then the scene changes by 7 levels (just past the threshold); a second
-    /// still with a change of 6 levels (not motion) averages all 8.
+    /// the average stops before it and `motionDetected` says so". Hand-fed frames: flat pairs
+    /// of 100, then the scene changes by 7 levels (just past the threshold); a second still
+    /// with changes of 6 levels (not motion) averages all 8. The frames come from a thread of
+    /// their own once the still is asked for, so nothing here waits on the cooperative pool.
     @Test func aStillPairStopsItsAverageAtMotion() async throws {
         let size = ImageSize(width: 32, height: 24)
         let format = CaptureFormat(fourCC: .grey, size: size, frameInterval: FrameInterval(numerator: 1, denominator: 30))
@@ -183,30 +184,37 @@ struct StereoSessionTests {
         var options = StereoSessionOptions()
         options.pressure.readsMachineState = false
         let session = try StereoSession(device: device, options: options)
-        let delivered = Locked(0)
+        let delivered = Locked(0), next = Locked(0)
         try session.start(delivering: { _ in delivered.withLock { $0 += 1 } })
         defer { session.stop() }
-        var next = 0
-        /// Hands over one pair of flat images at `level` and waits until the session delivered it.
-        func feed(_ level: UInt8) throws {
-            let pixels = SharedPixels(try ImageBuffer(format: .gray8, size: size, bytes: [UInt8](repeating: level, count: size.width * size.height)))
+        // Hang guard: whatever goes wrong, the session ends within two minutes, and a pending
+        // still with it (an error, not a wait for pairs that will never come).
+        let guardian = Thread {
+            let deadline = Date(timeIntervalSinceNow: 120)
+            while Date() < deadline && !Thread.current.isCancelled { usleep(50_000) }
+            if !Thread.current.isCancelled { session.stop() }
+        }
+        guardian.start()
+        defer { guardian.cancel() }
+        /// Hands over one pair of flat images at `level`, then waits until the session has
+        /// delivered the pair before it (a pair is released when the next frame proves it).
+        @Sendable func feed(_ level: UInt8) {
+            guard let image = try? ImageBuffer(format: .gray8, size: size, bytes: [UInt8](repeating: level, count: size.width * size.height)) else { return }
+            let pixels = SharedPixels(image)
             let before = delivered.withLock { $0 }
-            let t = 1_000_000_000 + Int64(next) * format.frameInterval.nanoseconds
-            for side in StereoSide.allCases {
-                cameras[side].deliver(cameras[side].frame(pixels, timestampNanoseconds: t, sequence: UInt64(next)))
-            }
-            next += 1
-            // A pair is released when the next frame proves it: the following feed delivers it.
-            _ = eventually(seconds: 10) { delivered.withLock { $0 } > before || next == 1 }
+            let k = next.withLock { n in defer { n += 1 }; return n }
+            let t = 1_000_000_000 + Int64(k) * format.frameInterval.nanoseconds
+            for side in StereoSide.allCases { cameras[side].deliver(cameras[side].frame(pixels, timestampNanoseconds: t, sequence: UInt64(k))) }
+            if k > 0 { _ = eventually(seconds: 10) { delivered.withLock { $0 } > before } }
         }
         func still(_ levels: [UInt8]) async throws -> StillPair {
-            let asked = Task { try await session.captureStillPair(quality: .quality) }
-            #expect(eventually(seconds: 10) { session.pendingStillPairs == 1 })
-            for level in levels { try feed(level) }
-            for _ in 0..<3 { try feed(levels.last ?? 0) }  // release the last pairs the still waits for
-            return try await asked.value
+            let feeder = Thread {
+                guard eventually(seconds: 60, { session.pendingStillPairs == 1 }) else { return }
+                for level in levels + Array(repeating: levels.last ?? 0, count: 3) { feed(level) }
+            }
+            feeder.start()
+            return try await session.captureStillPair(quality: .quality)
         }
-        try feed(100)  // a pair in flight before the still is asked for
         let moved = try await still([100, 100, 100, 107, 107, 107, 107, 107, 107])
         print("still with motion: \(moved.pairsAveraged) pairs averaged, motion \(moved.motionDetected)")
         #expect(moved.motionDetected && moved.pairsAveraged < 8 && moved.pairsRequested == 8)

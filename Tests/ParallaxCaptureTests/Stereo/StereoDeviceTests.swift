@@ -114,8 +114,9 @@ struct StereoDeviceTests {
         #expect(try slowDevice.preferredFormat()?.format == Self.format("1920x1080@15:YUYV"))
     }
 
-    /// README: "the format defaults to the largest shared one that fits the USB bandwidth"
-    /// (`capture` and `stream` without --format take ``StereoDevice/preferredFormat()``).
+    /// README: the format defaults to the largest shared one both cameras run at 25 fps or more
+    /// within the USB bandwidth (`capture` and `stream` without --format take
+    /// ``StereoDevice/preferredFormat()``; preferredFormatRunsAt30 holds the 25 fps rule).
     @Test("Two webcams on one USB 2.0 bus default to the largest shared format that fits it, not the largest listed")
     func preferredFormatFitsTheBus() throws {
         let (_, device) = try Self.pair(shared: true)
@@ -178,7 +179,8 @@ struct StereoDeviceTests {
 
     // MARK: Hardware cost against the virtual bus
 
-    /// README: "Devices without a USB bus (the simulated rig, recordings …) cost nothing here".
+    /// README: the simulated rig and recordings cost nothing (`HardwareCost`: devices without a
+    /// USB bus are no resource of a bus).
     @Test("The simulated rig costs nothing")
     func simulatedRigCostsNothing() throws {
         let rig = SimulatedRigDevice(rig: .example(size: Self.size(160, 120)), pace: .asFastAsPossible)
