@@ -120,9 +120,12 @@ test-asan: deps
 # Single-threaded numerical suites (calibration solves, rendering) that ThreadSanitizer has
 # nothing to watch in and slows tenfold; make test and make test-asan run them. Also the
 # short live capture, whose binary spends minutes rendering and detecting under it; the
-# session threads it uses are checked by the session suites.
+# session threads it uses are checked by the session suites. And the write that fails midway:
+# its file-size limit (ulimit -f 8) makes the thread sanitizer's own runtime fault (SIGBUS)
+# before the command starts; make test and make test-asan run it.
 TSAN_SKIP := --skip UncertaintyHonestyTests --skip OneCameraTests --skip CornerOutlierTests --skip CircleGridTests \
-	--skip crossValidatesOnHalves --skip takesPairsAndCalibrates --skip calibratesFromCircleImages
+	--skip crossValidatesOnHalves --skip takesPairsAndCalibrates --skip calibratesFromCircleImages \
+	--skip aWriteFailingMidwayLeavesTheOldFile
 
 test-tsan: deps
 	$(SWIFT) build --build-tests --scratch-path .build-tsan -Xswiftc -sanitize=thread

@@ -1,3 +1,4 @@
+import Foundation
 import ParallaxCapture
 import ParallaxGeometry
 import ParallaxImage
@@ -57,5 +58,70 @@ public enum TestPattern {
             bytes[i] = UInt8(truncatingIfNeeded: (i &* 3) &+ Int(state & 63))
         }
         return try ImageBuffer(format: format, size: size, bytes: bytes)
+    }
+}
+
+/// Two hand-fed cameras as one rectifying stereo session, for measuring what a pair costs in
+/// steady state (the session benchmark and AllocationTests): the simulated rig's two views at
+/// `size`, 30 fps, the right camera 2 ms late, rectified on one thread with the rig's own
+/// calibration. Frames are made by ``frames(_:)`` before they are handed over by ``run(_:timeoutSeconds:)``,
+/// a pair at a time, each waiting until the session has delivered one more pair: what a
+/// window measures is the session's work, not the frames' making.
+public final class HandFedSession: @unchecked Sendable {
+    /// The format both cameras stream.
+    public let format: CaptureFormat
+    /// The two cameras.
+    public let cameras: PerSide<HandFedCamera>
+    /// The session over them (started).
+    public let session: StereoSession
+    private let pixels: PerSide<SharedPixels>
+    private final class Counter: Sendable { let value = Atomic<Int>(0) }
+    private let deliveredPairs = Counter()
+    private var next = 0
+
+    /// A started session; `onPair` sees every pair it delivers, on the session's thread.
+    public init(size: ImageSize = ImageSize(width: 160, height: 120),
+                onPair: @escaping @Sendable (StereoPair) -> Void = { _ in }) throws {
+        format = CaptureFormat(fourCC: .grey, size: size, frameInterval: FrameInterval(numerator: 1, denominator: 30))
+        let rig = SimulatedStereoRig.example(size: size)
+        pixels = PerSide(left: SharedPixels(try rig.render(.left)), right: SharedPixels(try rig.render(.right)))
+        cameras = PerSide(left: HandFedCamera(name: "left", format: format), right: HandFedCamera(name: "right", format: format))
+        let device = StereoDevice(left: cameras.left, right: cameras.right)
+        try device.configure(StereoConfiguration(format: format))
+        var options = StereoSessionOptions()
+        options.pressure.readsMachineState = false
+        options.rectification.threads = 1
+        session = try StereoSession(device: device, calibration: rig.calibration, options: options)
+        let counter = deliveredPairs
+        try session.start(delivering: { pair in
+            onPair(pair)
+            counter.value.add(1, ordering: .releasing)
+        })
+    }
+
+    /// Pairs the session has delivered so far.
+    public var delivered: Int { deliveredPairs.value.load(ordering: .acquiring) }
+
+    /// The next `count` left/right frame pairs, made now.
+    public func frames(_ count: Int) -> [PerSide<Frame>] {
+        (0..<count).map { _ in
+            defer { next += 1 }
+            let t = 1_000_000_000 + Int64(next) * format.frameInterval.nanoseconds
+            return PerSide { side in
+                cameras[side].frame(pixels[side], timestampNanoseconds: t + (side == .right ? 2_000_000 : 0), sequence: UInt64(next))
+            }
+        }
+    }
+
+    /// Hands over each pair and waits until the session delivered one more (a pair is
+    /// released when its later frame arrives), at most `timeoutSeconds` each: a hang guard.
+    public func run(_ batch: [PerSide<Frame>], timeoutSeconds: Double = 10) {
+        for pair in batch {
+            let before = delivered
+            cameras.left.deliver(pair.left)
+            cameras.right.deliver(pair.right)
+            let deadline = ContinuousClock.now + .milliseconds(Int(timeoutSeconds * 1000))
+            while delivered == before && ContinuousClock.now < deadline { sched_yield() }
+        }
     }
 }

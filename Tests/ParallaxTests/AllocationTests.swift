@@ -97,50 +97,21 @@ struct AllocationTests {
 
     @Test("a session hands rectified pairs to its callback without allocating once running")
     func sessionAllocatesNothing() throws {
-        let size = ImageSize(width: 160, height: 120)
-        let format = CaptureFormat(fourCC: .grey, size: size, frameInterval: FrameInterval(numerator: 1, denominator: 30))
-        let rig = SimulatedStereoRig.example(size: size)
-        let pixels = PerSide(left: SharedPixels(try rig.render(.left)), right: SharedPixels(try rig.render(.right)))
-        let cameras = PerSide(left: HandFedCamera(name: "left", format: format), right: HandFedCamera(name: "right", format: format))
-        let device = StereoDevice(left: cameras.left, right: cameras.right)
-        try device.configure(StereoConfiguration(format: format))
-        var options = StereoSessionOptions()
-        options.pressure.readsMachineState = false
-        options.rectification.threads = 1
-        let session = try StereoSession(device: device, calibration: rig.calibration, options: options)
-        let delivered = Atomic<Int>(0)
-        try session.start(delivering: { pair in
-            if pair.isRectified && pair.left.image != nil { delivered.add(1, ordering: .releasing) }
+        let unrectified = Atomic<Int>(0)
+        let fixture = try HandFedSession(onPair: { pair in
+            if !pair.isRectified || pair.left.image == nil { unrectified.add(1, ordering: .relaxed) }
         })
-        defer { session.stop() }
-        var next = 0
+        defer { fixture.session.stop() }
         // Frames are made before a window (a camera's own cost, one Frame per frame it
         // dequeues), then handed over a pair at a time; the next waits for the callback.
-        func frames(_ count: Int) -> [PerSide<Frame>] {
-            (0..<count).map { _ in
-                defer { next += 1 }
-                let t = 1_000_000_000 + Int64(next) * format.frameInterval.nanoseconds
-                return PerSide { side in
-                    cameras[side].frame(pixels[side], timestampNanoseconds: t + (side == .right ? 2_000_000 : 0), sequence: UInt64(next))
-                }
-            }
-        }
-        func run(_ batch: [PerSide<Frame>]) {
-            for pair in batch {
-                let before = delivered.load(ordering: .acquiring)
-                cameras.left.deliver(pair.left)
-                cameras.right.deliver(pair.right)
-                let deadline = Date(timeIntervalSinceNow: 10)  // a hang guard
-                while delivered.load(ordering: .acquiring) == before && Date() < deadline { sched_yield() }
-            }
-        }
-        run(frames(2_000))  // pools, plans and pressure windows reach their steady state
-        let batch = frames(500)
-        let start = delivered.load(ordering: .acquiring)
-        let allocations = AllocationCounter.count { run(batch) }
-        let pairs = delivered.load(ordering: .acquiring) - start
+        fixture.run(fixture.frames(2_000))  // pools, plans and pressure windows reach their steady state
+        let batch = fixture.frames(500)
+        let start = fixture.delivered
+        let allocations = AllocationCounter.count { fixture.run(batch) }
+        let pairs = fixture.delivered - start
         print("session: \(allocations) allocations over \(pairs) rectified pairs")
         #expect(pairs >= 499, "the window delivered \(pairs) of 500 pairs")
+        #expect(unrectified.load(ordering: .relaxed) == 0, "every pair rectified, with its images")
         #expect(allocations == 0)
     }
 }
