@@ -58,12 +58,14 @@ RELEASE_TESTS := --scratch-path .build-release-tests
 allocations: deps
 	$(SWIFT) build -c release --build-tests -Xswiftc -enable-testing $(RELEASE_TESTS)
 	mkdir -p .build && clang -O2 -shared -fPIC -o $(ALLOCATION_COUNTER) Tests/AllocationCounter/allocation_counter.c
-	LD_PRELOAD=$(ALLOCATION_COUNTER) $(SWIFT) test --skip-build -c release $(RELEASE_TESTS) --filter AllocationTests
+	LD_PRELOAD=$(ALLOCATION_COUNTER) PARALLAX_REQUIRE_ALLOCATION_COUNTER=1 \
+		$(SWIFT) test --skip-build -c release $(RELEASE_TESTS) --filter AllocationTests
 
-# Three simulated minutes of the soak (`make soak` runs the hour), every fault on, in a
+# Four simulated minutes of the soak (`make soak` runs the hour), every fault on, in a
 # process of its own so that its memory samples are its own: part of `make test`.
-short-soak:
-	PARALLAX_SOAK=1 PARALLAX_SOAK_SECONDS=180 PARALLAX_SOAK_SCALE=20 $(SWIFT) test --skip-build --filter SessionSoakTests
+short-soak: deps
+	$(SWIFT) build --build-tests
+	PARALLAX_SOAK=1 PARALLAX_SOAK_SECONDS=240 PARALLAX_SOAK_SCALE=20 $(SWIFT) test --skip-build --filter SessionSoakTests
 
 # The numerical suites as other CPUs would run them: the calibration suites under each
 # OPENBLAS_CORETYPE (OpenBLAS's kernels for Prescott, Haswell, Zen, SkylakeX, Cooperlake and
@@ -73,8 +75,8 @@ test-cpus: deps
 	$(SWIFT) build --build-tests
 	Tests/CPUs/run
 
-# Independent readers for what Parallax writes: OpenCV (opencv-python-headless in a virtualenv
-# under .build) reads the stereo YAML `calibrate --opencv-yaml` writes (Tests/Interop/run).
+# Independent readers for what Parallax writes: OpenCV (opencv-python-headless in the
+# comparison benchmark's virtualenv) reads the stereo YAML `calibrate --opencv-yaml` writes (Tests/Interop/run).
 check-interop: build
 	@$(MAKE) --no-print-directory install-packages PACKAGES="$(COMPARE_PACKAGES)"
 	Tests/Interop/run

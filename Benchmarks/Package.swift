@@ -12,7 +12,7 @@ import PackageDescription
 let benchmarkDependencies: [Target.Dependency] = [
     .product(name: "Benchmark", package: "package-benchmark"),
     .product(name: "Parallax", package: "Parallax"),
-    // HandFedCamera and TestPattern, shared with AllocationTests, which assert what these measure.
+    // HandFedSession and TestPattern, shared with AllocationTests, which assert what these measure.
     .product(name: "ParallaxTestSupport", package: "Parallax"),
 ]
 let benchmarkPlugins: [Target.PluginUsage] = [.plugin(name: "BenchmarkPlugin", package: "package-benchmark")]

@@ -14,6 +14,7 @@
 // (CompiledMap.swift, "vector reads").
 #include "CRemapKernels.h"
 
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,10 +25,12 @@ parallax_simd_level parallax_simd_level_cap(void) {
     if (strcmp(cap, "baseline") == 0) return PARALLAX_SIMD_BASELINE;
     if (strcmp(cap, "avx2") == 0) return PARALLAX_SIMD_AVX2;
     if (strcmp(cap, "avx512") == 0) return PARALLAX_SIMD_AVX512;
-    // A misspelt cap must not silently run wider kernels than asked: the narrowest, said once.
-    static int warned = 0;
-    if (!warned) fprintf(stderr, "PARALLAX_SIMD=%s is none of baseline, avx2, avx512: the kernels run at baseline\n", cap);
-    warned = 1;
+    // A misspelt cap must not silently run wider kernels than asked: the narrowest, said once
+    // (atomically: threads may ask for the level at the same time).
+    static _Atomic int warned = 0;
+    if (!atomic_exchange(&warned, 1)) {
+        fprintf(stderr, "PARALLAX_SIMD=%s is none of baseline, avx2, avx512: the kernels run at baseline\n", cap);
+    }
     return PARALLAX_SIMD_BASELINE;
 }
 

@@ -16,6 +16,8 @@ extern void *__libc_malloc(size_t size);
 extern void *__libc_calloc(size_t count, size_t size);
 extern void *__libc_realloc(void *pointer, size_t size);
 extern void *__libc_memalign(size_t alignment, size_t size);
+extern void *__libc_valloc(size_t size);
+extern void *__libc_pvalloc(size_t size);
 extern void __libc_free(void *pointer);
 
 static atomic_int counting;
@@ -45,6 +47,8 @@ void *realloc(void *pointer, size_t size) { count(); return __libc_realloc(point
 void free(void *pointer) { __libc_free(pointer); }
 void *memalign(size_t alignment, size_t size) { count(); return __libc_memalign(alignment, size); }
 void *aligned_alloc(size_t alignment, size_t size) { count(); return __libc_memalign(alignment, size); }
+void *valloc(size_t size) { count(); return __libc_valloc(size); }
+void *pvalloc(size_t size) { count(); return __libc_pvalloc(size); }
 
 int posix_memalign(void **out, size_t alignment, size_t size) {
     // POSIX: a power of two and a multiple of sizeof(void *); the result left alone on failure.

@@ -58,7 +58,7 @@ struct StreamCommandTests {
                     .reduce(0) { $0 + Int($1.value.number ?? 0) } ?? -1
             }
             let produced = [first, second].map { Self.number($0, "\(side)_frames") + lost($0) }
-            #expect(lost(first) >= 0 && abs(lost(first) - lost(second)) <= abs(produced[0] - produced[1]),
+            #expect(lost(first) >= 0 && lost(second) >= 0 && abs(lost(first) - lost(second)) <= abs(produced[0] - produced[1]),
                     "\(side): losses \(lost(first)) and \(lost(second)) of \(produced) frames produced")
         }
     }

@@ -34,7 +34,11 @@ struct OpenCVSolverAgreementTests {
     ///   are Gauss–Newton's, which on residuals this small contract the excess by a ratio ρ ≤ ½
     ///   per step, so the excess left after the last step is ρ/(1 − ρ)·τ ≤ τ. The cost is a sum
     ///   of m squares, known to m·u relative (u = 2⁻⁵³), which is also where the solver stops
-    ///   when no step lowers it any more. Δ_P = τ + m·u.
+    ///   when no step lowers it any more. Its third stop, every parameter moving by less than
+    ///   1e-12 of itself, leaves an excess of the order of that step squared, far below τ. The
+    ///   calibrators build their solver with the default tolerances, read here from a default
+    ///   solver. Δ_P = τ + m·u. (ρ ≤ ½ is the one assumption, Gauss–Newton's rate on residuals
+    ///   this small; it is not measured here.)
     /// - OpenCV's excess: its cost above Parallax's (the fixture's RMS against this run's), plus
     ///   Parallax's own excess and OpenCV's rounding: Δ_O = max(0, gap) + m·u + Δ_P.
     /// - The quadratic model leaves out S = Σ e_i ∇²e_i beside JᵀJ; residuals of 0.4 px keep it

@@ -1,8 +1,6 @@
 import Benchmark
-import Foundation
 import Parallax
 import ParallaxTestSupport
-import Synchronization
 
 // Pairs per second through a whole StereoSession (device → synchronizer → rectifier →
 // callback) and allocations per pair once it runs. One benchmark iteration is one pair:

@@ -25,9 +25,10 @@ public struct MonoCalibrationResult: Sendable {
     public var rejected: [RejectedView]
     /// Solver iterations over all stages.
     public var iterations: Int
-    /// True when the final refinement stopped on its convergence tests (the cost or the step
-    /// too small to matter, see ``BlockSparseLevenbergMarquardt``), false when it reached its
-    /// iteration limit first: the figures then describe where the search stopped, not a minimum.
+    /// True when the final refinement stopped on its convergence tests (the cost's fall or the
+    /// step too small to matter, or no step lowering the cost any more: its rounding floor; see
+    /// ``BlockSparseLevenbergMarquardt``), false when it reached its iteration limit first: the
+    /// figures then describe where the search stopped, not a minimum.
     public var converged: Bool
 }
 

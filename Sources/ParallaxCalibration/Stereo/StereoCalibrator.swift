@@ -84,7 +84,8 @@ public struct StereoCalibrationResult: Sendable {
     public var rectification: StereoRectification
     /// Solver iterations of the joint refinement.
     public var iterations: Int
-    /// True when the joint refinement stopped on its convergence tests (see
+    /// True when the joint refinement stopped on its convergence tests (the cost's fall or the
+    /// step too small to matter, or no step lowering the cost any more; see
     /// ``BlockSparseLevenbergMarquardt``), false when it reached its iteration limit first.
     public var converged: Bool
 }

@@ -291,14 +291,17 @@ struct V4L2CameraTests {
         let records = collector.records
         let jump = try #require(zip(records, records.dropFirst()).first { $1.timestampNanoseconds - $0.timestampNanoseconds >= 20_000_000 },
                                 "no gap of 20 ms in the stamps around the restart")
-        // Frames due by the camera's clock between the last frame before and the first after.
-        let dueByClock = Int((jump.1.timestampNanoseconds - jump.0.timestampNanoseconds + 500_000) / 1_000_000) - 1
+        // Bounds independent of the camera's own arithmetic: the handler held the restart for
+        // 30 ms, so at least 29 whole 1 ms periods passed between the last frame before and the
+        // first after; and no more frames were due than the stamps' gap holds periods.
+        let gapPeriods = Int((jump.1.timestampNanoseconds - jump.0.timestampNanoseconds) / 1_000_000)
         let counted = collector.events.reduce(0) { total, event in
             if case .dropped(let n, .streamRestarted) = event { return total + n }
             return total
         }
-        print("restart: \(dueByClock) frames due by the clock, \(counted) counted as stream_restarted")
-        #expect(counted == dueByClock && counted >= 20)
+        print("restart: a gap of \(gapPeriods) frame periods, \(counted) frames counted as stream_restarted")
+        #expect(counted >= 29 && counted <= gapPeriods)
+        // And the sequence skips exactly the frames counted.
         #expect(jump.1.sequence - jump.0.sequence == UInt64(counted + 1))
     }
 
