@@ -52,7 +52,7 @@ test: deps
 # a process whose malloc counts every allocation (Tests/AllocationCounter, preloaded; built with
 # the toolchain's clang). A release build, in a folder of its own (the claims are about
 # optimised code: a debug build allocates closure contexts and temporaries per frame; about
-# 2 minutes). Part of `make test`; the suite skips anywhere the counter is not loaded.
+# 2 minutes). Part of `make test`. Elsewhere the suite skips; here a counter that did not load fails it.
 ALLOCATION_COUNTER := $(CURDIR)/.build/allocation-counter.so
 RELEASE_TESTS := --scratch-path .build-release-tests
 allocations: deps
@@ -68,9 +68,10 @@ short-soak: deps
 	PARALLAX_SOAK=1 PARALLAX_SOAK_SECONDS=240 PARALLAX_SOAK_SCALE=20 $(SWIFT) test --skip-build --filter SessionSoakTests
 
 # The numerical suites as other CPUs would run them: the calibration suites under each
-# OPENBLAS_CORETYPE (OpenBLAS's kernels for Prescott, Haswell, Zen, SkylakeX, Cooperlake and
-# SapphireRapids), printing the largest difference from OpenCV for each, and the image and
-# detection suites at each PARALLAX_SIMD level this CPU has (Tests/CPUs/run; about 7 minutes).
+# OPENBLAS_CORETYPE this CPU can execute (OpenBLAS's kernels for Prescott, Haswell, Zen,
+# SkylakeX, Cooperlake, SapphireRapids), printing the largest difference from OpenCV for each,
+# and the image and detection suites at each PARALLAX_SIMD level this CPU has (Tests/CPUs/run;
+# about 6 minutes here).
 test-cpus: deps
 	$(SWIFT) build --build-tests
 	Tests/CPUs/run

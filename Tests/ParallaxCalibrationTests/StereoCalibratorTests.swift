@@ -17,6 +17,8 @@ struct StereoCalibratorTests {
         #expect(stereo.cornerOutlierFactor == 8 && stereo.cornerOutlierFloorPixels == 0.5 && stereo.rejectCorners)
         let mono = MonoCalibrator(target: board, model: .brown5)
         #expect(mono.loss == .huber(threshold: 2) && mono.outlierFactor == 4 && mono.outlierFloorPixels == 1)
+        // What `parallax calibrate` runs without --loss: the pipeline's default.
+        #expect(CalibrationPipeline(board: board, model: .brown5, fixed: .none).loss == .huber(threshold: 2))
     }
 
     /// Prints and returns the largest differences of `c` from `truth`: relative focal, principal point (px),

@@ -18,7 +18,7 @@ extension CalibrateCommand {
 
         var pipeline = CalibrationPipeline(board: target, model: model)
         pipeline.timeBudgetSeconds = timeBudget.seconds
-        pipeline.loss = loss == .squared ? .squared : .huber(threshold: 2)
+        if loss == .squared { pipeline.loss = .squared }  // else the pipeline's default, Huber
         pipeline.rejectOutliers = !keepOutliers
         Self.log("calibrating one camera, \(target), model \(model.rawValue): \(files.count) images")
         let outcome: CalibrationPipeline.MonoOutcome

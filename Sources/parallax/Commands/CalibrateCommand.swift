@@ -255,7 +255,7 @@ struct CalibrateCommand: AsyncParsableCommand {
     func stereoPipeline(target: CalibrationBoard) -> CalibrationPipeline {
         var pipeline = CalibrationPipeline(board: target, model: model, fixed: fix)
         pipeline.timeBudgetSeconds = timeBudget.seconds
-        pipeline.loss = loss == .squared ? .squared : .huber(threshold: 2)
+        if loss == .squared { pipeline.loss = .squared }  // else the pipeline's default, Huber
         pipeline.rejectOutliers = !keepOutliers
         return pipeline
     }
