@@ -1,8 +1,16 @@
 import Testing
-import ParallaxCalibration
+@testable import ParallaxCalibration
 
 @Suite("LAPACK wrappers")
 struct LinearAlgebraTests {
+    /// The README says the calibration code sets OpenBLAS to one thread before its first
+    /// LAPACK call. (On a one-core machine OpenBLAS starts with one thread, and this holds
+    /// without the setting.)
+    @Test func openBLASRunsOnOneThreadOnceCalled() throws {
+        _ = try LinearAlgebra.svd(Matrix(rows: 2, columns: 2, rowMajor: [2, 1, 1, 3]))
+        #expect(LinearAlgebra.blasThreadCount == 1)
+    }
+
     @Test func svdReconstructsTheMatrix() throws {
         let a = Matrix(rows: 3, columns: 2, rowMajor: [1, 2, 3, 4, 5, 6])
         let s = try LinearAlgebra.svd(a)

@@ -42,6 +42,30 @@ import Testing
         #expect(camera.invertibility().isInvertible, "\(name) must be invertible over its image")
     }
 
+    /// The tolerance is 1e-9 px within 1000 px of the origin and 1e-12 of the distance
+    /// beyond; a 12000×9000 image (corners 15 000 px out) unprojects to it everywhere.
+    @Test func farPixelsConvergeToTheirDistanceScaledTolerance() throws {
+        #expect(CameraModel.unprojectionTolerance(atPixel: SIMD2(600, 800)) == 1e-9)
+        #expect(CameraModel.unprojectionTolerance(atPixel: SIMD2(30, 40)) == 1e-9)
+        #expect(abs(CameraModel.unprojectionTolerance(atPixel: SIMD2(6000, 8000)) - 1e-8) < 1e-22)
+        let camera = CameraModel(
+            size: ImageSize(width: 12000, height: 9000),
+            intrinsics: CameraIntrinsics(fx: 9000, fy: 9000, cx: 5999.5, cy: 4499.5),
+            distortion: .brownConrady(BrownConrady(k1: -0.12, k2: 0.05, p1: 0.0003, p2: -0.0002)))
+        var worstRelative = 0.0
+        for y in stride(from: -0.5, through: 8999.5, by: 250) {
+            for x in stride(from: -0.5, through: 11999.5, by: 250) {
+                let pixel = SIMD2(x, y)
+                let back = try #require(camera.project(try camera.ray(throughPixel: pixel)))
+                // The solver's tolerance at this pixel, plus the rounding of one more
+                // projection: a few ulps of a 15 000 px coordinate (about 2e-12 px each).
+                let allowed = CameraModel.unprojectionTolerance(atPixel: pixel) + 1e-11
+                worstRelative = max(worstRelative, length(back - pixel) / allowed)
+            }
+        }
+        #expect(worstRelative <= 1, "worst round trip \(worstRelative) of its tolerance")
+    }
+
     @Test func projectThenUnprojectRecoversTheRay() throws {
         for camera in [Self.strongBarrel, Self.fisheye] {
             for point in [SIMD3(0.1, -0.2, 1.0), SIMD3(-0.25, 0.18, 1), SIMD3(0.0, 0.0, 2)] {

@@ -310,6 +310,11 @@ struct EntryMemoryTests {
         #expect(memory.keptByteCount == 4 * (12_345 + 12_346))
     }
 
+    /// The README's figure: compiled maps keep at most 128 MiB of given-back tables.
+    @Test func theSharedMemoryKeeps128MiB() {
+        #expect(EntryMemory.shared.keptBytesLimit == 128 * 1024 * 1024)
+    }
+
     /// However many tables come back, at most the limit's worth is kept, the newest ones.
     @Test func keptTablesStayUnderTheLimit() {
         let memory = EntryMemory(keptBytesLimit: 1 << 20)

@@ -7,4 +7,6 @@
 
 // OpenBLAS (the library linked): worker threads for later calls (1 = none).
 void openblas_set_num_threads(int num_threads);
+// OpenBLAS: the worker threads its calls use now.
+int openblas_get_num_threads(void);
 #endif

@@ -64,6 +64,9 @@ public enum LinearAlgebra {
     /// fraction of a second waiting for the next: time taken from detection and map threads.
     private static let serialBLAS: Void = openblas_set_num_threads(1)
 
+    /// The threads OpenBLAS's calls use now (1 once any routine here has run).
+    static var blasThreadCount: Int { Int(openblas_get_num_threads()) }
+
     /// The singular value decomposition of `a` (LAPACK `dgesvd`, thin U and Vᵀ).
     public static func svd(_ a: Matrix) throws(LinearAlgebraError) -> SingularValueDecomposition {
         guard a.isFinite else { throw .nonFiniteInput(routine: "svd") }

@@ -58,6 +58,29 @@ struct PolicyAndDropTests {
         #expect(run.statistics?.discontinuities == 1)
     }
 
+    @Test("under exact(.sequence) a sequence reset is a discontinuity even while time goes on")
+    func sequenceReset() {
+        var configuration = SynchronizerConfiguration(policy: .exact(.sequence))
+        configuration.maximumSkewNanoseconds = ms(10)
+        let core = SynchronizerCore<Int>(configuration: configuration)
+        var run = ScenarioRun()
+        // Sequences 5 and 6, then the left camera restarts at 0 with its clock still rising:
+        // only the sequence says the stream broke. Without that check left 6 and right 6
+        // would pair across the restart.
+        let frames: [(StereoSide, Int64, UInt64)] = [
+            (.left, ms(100), 5), (.right, ms(101), 5), (.left, ms(133), 6),
+            (.left, ms(166), 0), (.right, ms(134), 6),
+        ]
+        for (side, t, sequence) in frames {
+            core.push(side, timestampNanoseconds: t, sequence: sequence, payload: 0, now: t) { run.record($0) }
+        }
+        core.finish(now: ms(1000)) { run.record($0) }
+        #expect(run.pairs.map { [$0.left, $0.right] } == [[ms(100), ms(101)]])
+        #expect(run.dropReasons(.left)[ms(133)] == .discontinuity)
+        #expect(run.dropReasons(.left)[ms(166)] != nil && run.dropReasons(.right)[ms(134)] != nil)
+        #expect(core.statistics.discontinuities == 1)
+    }
+
     @Test("a disabled camera drops waiting and new frames with reason constituent disabled")
     func disabled() {
         let core = SynchronizerCore<Int>(configuration: SynchronizerConfiguration(maximumSkewNanoseconds: ms(10)))
@@ -114,6 +137,41 @@ struct PolicyAndDropTests {
         #expect(pairs.first?.skewNanoseconds == 0)
         #expect(pairs.first?.rawSkewNanoseconds == -ms(3))
         #expect(TimestampSource.endOfFrame.midExposure(timestampNanoseconds: 100, exposureNanoseconds: nil) == 100)
+    }
+
+    @Test("clock correction waits for 8 frames per camera, then finds an offset of 0.47 frame despite jitter")
+    func phaseAcquisitionWaitsForEightFrames() {
+        // 10 ms frames, the right clock 4.7 ms ahead (0.47 of a frame) with ±0.6 ms jitter
+        // alternating, so every other right frame lies 5.3 ms after its left partner and
+        // 4.7 ms before the next one: raw pairing takes the wrong neighbour there.
+        var configuration = SynchronizerConfiguration(policy: .approximate, frameIntervalNanoseconds: ms(10))
+        configuration.clockCorrection = .apply
+        configuration.maximumSkewNanoseconds = ms(4.9)
+        let core = SynchronizerCore<Int>(configuration: configuration)
+        var pairs: [[Int]] = []
+        var drops = 0
+        let emit: SynchronizerCore<Int>.Emit = { event in
+            switch event {
+            case .pair(let pair): pairs.append([pair.left.payload, pair.right.payload])
+            case .drop: drops += 1
+            }
+        }
+        func push(_ k: Int) {
+            let t = ms(1000) + Int64(k) * ms(10)
+            core.push(.left, timestampNanoseconds: t, sequence: UInt64(k), payload: k, now: t, emit: emit)
+            let jitter = k % 2 == 0 ? ms(0.6) : -ms(0.6)
+            core.push(.right, timestampNanoseconds: t + ms(4.7) + jitter, sequence: UInt64(k), payload: k, now: t, emit: emit)
+        }
+        for k in 0..<7 { push(k) }
+        core.advance(to: ms(1500), emit: emit)
+        #expect(pairs.isEmpty && drops == 0, "7 frames per camera: still measuring the phase")
+        push(7)
+        #expect(!pairs.isEmpty, "the 8th frame on each side ends the measurement")
+        #expect(pairs.allSatisfy { $0[0] == $0[1] }, "\(pairs)")
+        for k in 8..<12 { push(k) }
+        core.finish(now: ms(2000), emit: emit)
+        #expect(pairs == (0..<12).map { [$0, $0] })
+        #expect(drops == 0)
     }
 
     @Test("clock correction measures the phase first, even when the streams end during it")

@@ -71,6 +71,25 @@ struct TimestampLogReaderTests {
         }
     }
 
+    @Test("the typical spacing is the median gap of the first 100 000 frames")
+    func spacingOfTheFirstHundredThousandFrames() throws {
+        // The first 100 000 frames have 99 999 gaps: 50 000 of 50 ms, then 49 999 of 20 ms,
+        // so their median (the middle, 50 000th, of the sorted gaps) is 50 ms. The log goes
+        // on at 20 ms: a sample just two frames longer already has a 20 ms median.
+        var text = ""
+        var t: Int64 = 0
+        for k in 0..<110_000 {
+            text += "\(t),\(k).png\n"
+            t += k < 50_000 ? 50_000_000 : 20_000_000
+        }
+        #expect(TimestampLogSummary.spacingSampleSize == 100_000)
+        let path = try Self.write(text)
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let summary = try TimestampLogSummary(scanning: path)
+        #expect(summary.frameCount == 110_000)
+        #expect(summary.typicalSpacingNanoseconds == 50_000_000)
+    }
+
     @Test("a file of the wrong kind stops after the problem limit instead of listing every line")
     func problemLimit() throws {
         let path = try Self.write(String(repeating: "not,a,log\n", count: 5000))
