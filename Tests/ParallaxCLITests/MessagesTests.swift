@@ -13,6 +13,21 @@ struct MessagesTests {
         #expect(result.stdout.hasPrefix("parallax 0.1.0"), "\(result.stdout)")
     }
 
+    /// Help texts are prose and one-line examples: no line ends in a backslash, which in a
+    /// Swift string continues the line and printed means a stray `\\`.
+    @Test("no help text shows a stray line-continuation backslash")
+    func helpTextsHaveNoStrayBackslashes() throws {
+        let commands = ["demo", "devices", "cost", "capture", "stream", "pair", "calibrate", "target", "rectification",
+                        "rectify", "bench", "bench maps", "bench rectify", "bench detect", "bench uncertainty"]
+        for command in commands {
+            let result = try ParallaxCLI.run(command.split(separator: " ").map(String.init) + ["--help"])
+            #expect(result.status == 0, "\(command): \(result.stderr)")
+            for line in result.stdout.split(separator: "\n") where line.trimmingCharacters(in: .whitespaces).hasSuffix("\\") {
+                Issue.record("parallax \(command) --help: \(line)")
+            }
+        }
+    }
+
     @Test("errors name the path once, with the system's reason as a sentence, never a Foundation dump")
     func pathsOnceAndNoDumps() throws {
         let dir = try ParallaxCLI.temporaryDirectory()

@@ -86,6 +86,38 @@ struct StreamCommandTests {
         #expect((json["dropped"]?.object?["right"]?.object?["constituent_disabled"]?.number ?? 0) >= 10)
     }
 
+    /// The README: `stream` exits with status 1 when a pair is wrong. A right camera whose
+    /// stamps jump 40 ms late (more than a 33 ms frame) pairs each right frame with the next
+    /// left one, 7 ms away: within the skew, and wrong by the driver's own due times.
+    @Test("--virtual with a camera whose clock jumps: wrong pairs are counted and the exit status is 1")
+    func wrongPairsExitOne() throws {
+        let (json, result) = try Self.stream(["--virtual", "--format", "320x240@30:GREY", "--frames", "60",
+                                              "--fault", "right@1s:timestamps-ahead=40ms"])
+        #expect(result.status == 1, "\(result.stderr)")
+        let mismatched = Self.number(json, "mismatched_pairs")
+        #expect(mismatched > 0)
+        #expect(result.stderr.contains("\(mismatched) pairs were not taken at the same moment"), "\(result.stderr)")
+        // The same run without the fault: every pair right, status 0.
+        let (clean, ok) = try Self.stream(["--virtual", "--format", "320x240@30:GREY", "--frames", "60"])
+        #expect(ok.status == 0 && clean["mismatched_pairs"]?.number == 0, "\(ok.stderr)")
+    }
+
+    @Test("--fault: injected faults are seen in the account; malformed ones are refused")
+    func faults() throws {
+        let (json, result) = try Self.stream(["--virtual", "--format", "320x240@30:GREY", "--frames", "60",
+                                              "--fault", "left@0.5s:error-buffers=2", "--fault", "right@0.7s:sequence-gap=3"])
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(json["dropped"]?.object?["left"]?.object?["corrupt_buffer"]?.number == 2)
+        #expect(json["dropped"]?.object?["right"]?.object?["sequence_gap"]?.number == 3)
+        for bad in ["right@1s", "right@1s:melt", "right@1s:sequence-gap", "right@1s:sequence-gap=0",
+                    "right@1s:stall=5", "right@1s:queue-error=2", "middle@1s:queue-error"] {
+            let refused = try ParallaxCLI.run(["stream", "--virtual", "--fault", bad])
+            #expect(refused.status != 0 && refused.stderr.contains("--fault"), "\(bad): \(refused.stderr)")
+        }
+        let simulated = try ParallaxCLI.run(["stream", "--simulated", "--fault", "right@1s:queue-error"])
+        #expect(simulated.status != 0 && simulated.stderr.contains("--virtual"))
+    }
+
     @Test("refused before streaming: unplugging a real or simulated camera, a malformed SIDE@TIME, two sources")
     func refusedOptions() throws {
         let unplug = try ParallaxCLI.run(["stream", "--simulated", "--unplug", "right@1s"])

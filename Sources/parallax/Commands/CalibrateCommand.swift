@@ -37,8 +37,8 @@ struct CalibrateCommand: AsyncParsableCommand {
             itself, and --json then compares the result with the rig's truth (truth_errors).
 
             Examples:
-              parallax calibrate --left 'left*.jpg' --right 'right*.jpg' --board 9x6 --square 25mm \\
-                  --output rig.json --opencv-yaml rig.yml --ros-dir ros --report report
+              parallax calibrate --left 'left*.jpg' --right 'right*.jpg' --board 9x6 --square 25mm --output rig.json
+              parallax calibrate --left 'left*.jpg' --right 'right*.jpg' --board 9x6 --square 25mm --output rig.json --opencv-yaml rig.yml --ros-dir ros --report report
               parallax calibrate --images 'cam*.png' --board 9x6 --square 25mm --output camera.json
               parallax calibrate --live --simulated --output rig.json --json
               parallax calibrate --live --left /dev/video0 --right /dev/video2 --board 9x6 --square 25mm

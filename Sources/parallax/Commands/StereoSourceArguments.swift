@@ -70,8 +70,18 @@ struct StereoSourceArguments: ParsableArguments {
                 return !nearest(right, pair.left.sequence) { rig.left.exposureTimeNanoseconds(ofFrame: $0) }
             }
             if let driver {
-                guard let right = driver.driverTimestamp(virtualPaths.right, sequence: pair.right.sequence) else { return nil }
-                return !nearest(right, pair.left.sequence) { driver.driverTimestamp(virtualPaths.left, sequence: $0) }
+                // Ground truth is when each frame was due, whatever its stamp says (a camera
+                // whose timestamps jump must show up as wrong pairs); frames are found by the
+                // driver's own counter, which restarts at 0 when a camera is plugged back.
+                // The virtual cameras stamp the end of the frame; the capture code moved the
+                // stamps half an exposure back, to mid-exposure.
+                func stamp(_ side: StereoPairSide) -> Int64 { side.timestampNanoseconds + (side.exposureNanoseconds ?? 0) / 2 }
+                let paths = virtualPaths
+                guard let leftSequence = driver.driverSequence(paths.left, timestamp: stamp(pair.left)),
+                      let rightSequence = driver.driverSequence(paths.right, timestamp: stamp(pair.right)),
+                      let right = driver.dueTime(paths.right, sequence: rightSequence)
+                else { return nil }
+                return !nearest(right, leftSequence) { driver.dueTime(paths.left, sequence: $0) }
             }
             return nil
         }

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import ParallaxCapture
+import ParallaxTestSupport
 import ParallaxGeometry
 
 /// `parallax stream`: runs a stereo session and reports what it did.
@@ -9,18 +10,19 @@ struct StreamCommand: AsyncParsableCommand {
         commandName: "stream",
         abstract: "Run a stereo session (device → synchronizer → rectifier) and report pairs, skew, drops and pressure.",
         discussion: """
-            Prints a live status line to stderr (pairs per second, skew, drops, pressure) and a \\
-            summary at the end; with --json, one JSON object on stdout instead of the summary. \\
-            Every frame is accounted for: a pair, or a drop with its reason (`dropped`). \\
-            `mismatched_pairs` counts pairs whose two frames were not exposed at the same moment; \\
-            the simulated and virtual sources know it, real cameras do not (null). Exits with \\
+            Prints a live status line to stderr (pairs per second, skew, drops, pressure) and a \
+            summary at the end; with --json, one JSON object on stdout instead of the summary. \
+            Every frame is accounted for: a pair, or a drop with its reason (`dropped`). \
+            `mismatched_pairs` counts pairs whose two frames were not exposed at the same moment; \
+            the simulated and virtual sources know it, real cameras do not (null). Exits with \
             status 1 when a pair is wrong or the session ended before --frames pairs.
 
-            The simulated rig rectifies with its own calibration unless --calibration is given \\
-            (or --raw). --consumer-delay makes the consumer slow, to show pressure; with \\
-            --adapt-frame-rate the session then lowers its frame rate step by step, and raises it \\
-            again once the consumer keeps up. With --virtual, cameras can be unplugged, plugged \\
-            back, switched off and on at given times (SIDE@TIME, e.g. right@2s).
+            The simulated rig rectifies with its own calibration unless --calibration is given \
+            (or --raw). --consumer-delay makes the consumer slow, to show pressure; with \
+            --adapt-frame-rate the session then lowers its frame rate step by step, and raises it \
+            again once the consumer keeps up. With --virtual, cameras can be unplugged, plugged \
+            back, switched off and on, and made to misbehave (--fault) at given times (SIDE@TIME, \
+            e.g. right@2s).
 
             Examples:
               parallax stream --simulated --frames 300 --json
@@ -56,6 +58,11 @@ struct StreamCommand: AsyncParsableCommand {
     @Option(name: .long, parsing: .singleValue, help: "Virtual source: plug it back in (SIDE@TIME).")
     var replug: [SideAtTime] = []
 
+    @Option(name: .long, parsing: .singleValue, help: ArgumentHelp(
+        "Virtual source: make a camera misbehave at a time (SIDE@TIME:FAULT). Repeatable.",
+        discussion: VirtualFaultArgument.help, valueName: "side@time:fault"))
+    var fault: [VirtualFaultArgument] = []
+
     @Option(name: .long, parsing: .singleValue, help: "Switch one side off (SIDE@TIME).")
     var disable: [SideAtTime] = []
 
@@ -71,8 +78,8 @@ struct StreamCommand: AsyncParsableCommand {
 
     func validate() throws {
         guard frames > 0 else { throw ValidationError("--frames must be positive") }
-        if !source.virtual && !(unplug.isEmpty && replug.isEmpty) {
-            throw ValidationError("--unplug and --replug work on the virtual cameras only (--virtual)")
+        if !source.virtual && !(unplug.isEmpty && replug.isEmpty && fault.isEmpty) {
+            throw ValidationError("--unplug, --replug and --fault work on the virtual cameras only (--virtual)")
         }
         if let convergence, Length(parsing: convergence) == nil {
             throw ValidationError(RectificationArguments.distanceSyntax("--convergence", convergence))
@@ -143,12 +150,15 @@ struct StreamCommand: AsyncParsableCommand {
         }
     }
 
-    /// Runs the --unplug/--replug/--disable/--enable actions at their times.
+    /// Runs the --unplug/--replug/--fault/--disable/--enable actions at their times.
     private func schedule(on session: StereoSession, source: StereoSourceArguments.Source) -> Task<Void, Never> {
         var actions: [(seconds: Double, side: StereoSide, run: @Sendable () -> Void)] = []
         if let driver = source.driver {
             for item in unplug { actions.append((item.seconds, item.side, { driver.unplug(source.virtualPaths[item.side]) })) }
             for item in replug { actions.append((item.seconds, item.side, { driver.replug(source.virtualPaths[item.side]) })) }
+            for item in fault {
+                actions.append((item.seconds, item.side, { driver.inject(item.fault, into: source.virtualPaths[item.side]) }))
+            }
         }
         for item in disable { actions.append((item.seconds, item.side, { try? session.setEnabled(false, item.side) })) }
         for item in enable { actions.append((item.seconds, item.side, { try? session.setEnabled(true, item.side) })) }
@@ -236,6 +246,43 @@ struct SideAtTime: ExpressibleByArgument, Sendable {
               let time = DurationArgument(argument: parts[1]) else { return nil }
         self.side = side
         seconds = time.seconds
+    }
+}
+
+/// `SIDE@TIME:FAULT`: a fault the virtual driver produces on one camera at a time since the
+/// start, e.g. `right@1s:timestamps-ahead=40ms`.
+struct VirtualFaultArgument: ExpressibleByArgument, Sendable {
+    let side: StereoSide
+    let seconds: Double
+    let fault: VirtualCameraFault
+
+    /// The faults by name, for --help.
+    static let help = """
+        FAULT is one of: queue-error (the driver's buffer queue fails, as on a fatal USB \
+        error), error-buffers=N (N buffers flagged as damaged), sequence-gap=N (N frames lost \
+        in the driver), timestamps-ahead=DURATION (from then on every stamp is that much late, \
+        so frames may pair wrongly: a camera whose clock jumped), time-backwards=DURATION (the \
+        next stamp goes back), stall=DURATION (no frames for that long).
+        """
+
+    init?(argument: String) {
+        let parts = argument.split(separator: ":", maxSplits: 1).map(String.init)
+        guard parts.count == 2, let when = SideAtTime(argument: parts[0]) else { return nil }
+        let kind = parts[1].split(separator: "=", maxSplits: 1).map(String.init)
+        let value = kind.count == 2 ? kind[1] : nil
+        func count() -> Int? { value.flatMap { Int($0) }.flatMap { $0 > 0 && $0 <= 1000 ? $0 : nil } }
+        func duration() -> Int64? { value.flatMap { DurationArgument(argument: $0)?.nanoseconds } }
+        switch kind[0] {
+        case "queue-error" where value == nil: fault = .queueError
+        case "error-buffers": guard let n = count() else { return nil }; fault = .errorFlaggedBuffers(count: n)
+        case "sequence-gap": guard let n = count() else { return nil }; fault = .sequenceGap(frames: n)
+        case "timestamps-ahead": guard let d = duration() else { return nil }; fault = .timestampsAhead(nanoseconds: d)
+        case "time-backwards": guard let d = duration() else { return nil }; fault = .timestampBackwards(nanoseconds: d)
+        case "stall": guard let d = duration() else { return nil }; fault = .stall(nanoseconds: d)
+        default: return nil
+        }
+        side = when.side
+        seconds = when.seconds
     }
 }
 
