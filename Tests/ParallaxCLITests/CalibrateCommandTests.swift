@@ -1,6 +1,7 @@
 import Foundation
 import ParallaxCalibration
 import ParallaxGeometry
+import ParallaxImage
 import Testing
 @testable import parallax
 
@@ -48,7 +49,7 @@ struct CalibrateCommandTests {
             "--json", "--output", dir.appendingPathComponent("out/calib.json").path,
             "--opencv-yaml", dir.appendingPathComponent("out/calib.yml").path,
             "--ros-dir", dir.appendingPathComponent("out/ros").path,
-            "--report", dir.appendingPathComponent("out/report").path,
+            "--report", dir.appendingPathComponent("out/report").path, "--corners-out", dir.appendingPathComponent("out/corners.json").path,
         ])
         #expect(result.status == 0, "stderr: \(result.stderr)")
         let json = try #require(try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any])
@@ -64,6 +65,11 @@ struct CalibrateCommandTests {
             #expect(json[key] is Double, "\(key)")
         }
         #expect((json["rms_stereo"] as? Double ?? 9) < 0.4)
+        // The time split: detection per image (12 detected: pairs 01–04, 06 and 07; left05 is not
+        // readable, so its right image is not looked at) and the solve, both within the whole run.
+        let seconds = json["seconds"] as? Double ?? 0
+        let detection = json["detection_seconds_per_image"] as? Double ?? -1, solve = json["solve_seconds"] as? Double ?? -1
+        #expect(detection > 0 && solve > 0 && 12 * detection + solve <= seconds, "detection \(detection) s per image, solve \(solve) s of \(seconds) s")
         #expect((json["focal_left"] as? [Double])?.count == 2 && (json["focal_right"] as? [Double])?.count == 2)
         // Every parameter's standard deviation, and the projection uncertainty at the centre and corners.
         let uncertainty = try #require(json["uncertainty"] as? [String: Any])
@@ -82,6 +88,7 @@ struct CalibrateCommandTests {
             #expect(corners.allSatisfy { ($0 as? Double).map { $0 > center } ?? ($0 is NSNull) }, "\(corners)")
         }
         #expect((uncertainty["rotation_degrees"] as? [Double])?.count == 3 && (uncertainty["translation"] as? [Double])?.count == 3)
+        #expect((uncertainty["baseline"] as? Double ?? 0) > 0, "uncertainty.baseline")
         // Progress went to stderr, one line per pair.
         #expect(result.stderr.contains("[4/7]"))
         for file in ["out/calib.json", "out/calib.yml", "out/ros/left.yaml", "out/ros/right.yaml", "out/report/coverage.svg",
@@ -103,6 +110,80 @@ struct CalibrateCommandTests {
         let printed = try JSONValue(parsing: result.stdout)
         let printedSigma = try #require(printed.object?["uncertainty"]?.object?["left"]?.object?["fx"]?.number)
         #expect(fileSigma.bitPattern == printedSigma.bitPattern, "σ of the left fx: \(fileSigma) in the file, \(printedSigma) printed")
+
+        // ROS: a bare --square leaves the right camera's baseline in squares (P2[0][3] = −f′·B, B as in
+        // the calibration file; 1e-3 as squareUnitIsRecorded holds the metres), and the command says ROS reads it as metres.
+        let ros = try ROSCameraInfo(contentsOfFile: dir.appendingPathComponent("out/ros/right.yaml").path)
+        let rosBaseline = -ros.projection[0, 3] / ros.projection[0, 0]
+        #expect(abs(rosBaseline - written.baseline) < 1e-3 * written.baseline, "ROS \(rosBaseline), file \(written.baseline) squares")
+        #expect(result.stderr.contains("which ROS reads as metres"), "\(result.stderr)")
+        try Self.expectTheReportShowsTheFit(report: dir.appendingPathComponent("out/report"), calibration: written,
+                                            corners: dir.appendingPathComponent("out/corners.json").path, pairs: 4)
+    }
+
+    /// Calibration/GUIDE.md's report: "residual-scatter.svg — every corner's error vector",
+    /// "rectified-best.png, rectified-worst.png — the pairs with the smallest and largest vertical
+    /// disparity after rectification, side by side with green guide lines", "projection-uncertainty.svg
+    /// — … a heat map on one colour scale", "index.html — … every parameter and its standard deviation".
+    static func expectTheReportShowsTheFit(report: URL, calibration: StereoCalibration, corners: String, pairs: Int) throws {
+        func text(_ name: String) throws -> String { try String(contentsOf: report.appendingPathComponent(name), encoding: .utf8) }
+        // One point per corner residual, both cameras (54 corners a view), and the RMS circle.
+        let scatter = try text("residual-scatter.svg")
+        #expect(scatter.components(separatedBy: "<circle ").count - 1 == 2 * 54 * pairs + 1)
+        try Self.expectOneLogarithmicScale(try text("projection-uncertainty.svg"), panels: ["left", "right"], "projection-uncertainty.svg")
+        // brown5 has 9 parameters per camera, each with its σ; then the extrinsics' σ and the baseline's.
+        let page = try text("index.html")
+        #expect(page.components(separatedBy: " ± ").count - 1 == 2 * 9, "index.html: \(page)")
+        #expect(page.contains("rotation σ (degrees, x y z)") && page.contains("translation σ") && page.contains("baseline σ"))
+
+        // The previews: both rectified images side by side, a green guide row every 32 rows (rows 16, 48, …).
+        let size = calibration.left.size
+        for name in ["rectified-best.png", "rectified-worst.png"] {
+            let image = try ImageBuffer(contentsOfFile: report.appendingPathComponent(name).path)
+            #expect(image.format == .rgb8 && image.size == ImageSize(width: 2 * size.width, height: size.height), "\(name): \(image.size)")
+            func row(_ y: Int) -> [UInt8] { Array(image.bytes[(y * image.bytesPerRow)..<(y * image.bytesPerRow + 3 * image.size.width)]) }
+            let green: [UInt8] = Array((0..<image.size.width).map { _ in [0, 220, 0] }.joined())
+            #expect(row(16) == green && row(48) == green && row(17) != green, "\(name): guide rows")
+        }
+        // Best and worst are the pairs of smallest and largest vertical disparity: recomputed here
+        // from the written calibration and the corners --corners-out wrote (kept to 1e-4 px, which
+        // moves a pair's figure by about that much; the page prints 3 decimals).
+        let list = try CornerList(contentsOfFile: corners)
+        let shown = try Regex(#"<h2>(Best|Worst) rectified pair: (\S+) \+ (\S+) \(vertical rms ([0-9.]+) px\)</h2>"#)
+        var named: [String: (left: String, right: String, rms: Double)] = [:]
+        for match in page.matches(of: shown) {
+            guard let kind = match.output[1].substring, let l = match.output[2].substring, let r = match.output[3].substring,
+                  let v = match.output[4].substring.flatMap({ Double($0) }) else { continue }
+            named[String(kind)] = (String(l), String(r), v)
+        }
+        let best = try #require(named["Best"], "index.html names no best pair"), worst = try #require(named["Worst"])
+        let used = list.entries.keys.filter { $0.contains("/left") }.sorted().compactMap { left -> StereoView? in
+            let right = left.replacingOccurrences(of: "/left", with: "/right")
+            guard let l = list.entries[left]?.corners, let r = list.entries[right]?.corners, l.count == 54, r.count == 54,
+                  list.entries[left]?.size == size else { return nil }
+            return StereoView(left: CalibrationView(name: left, corners: l), right: CalibrationView(name: right, corners: r))
+        }
+        #expect(used.count == pairs, "\(used.map(\.name))")
+        let figures = StereoErrorFigures(calibration: calibration, rectification: try calibration.rectification(), pairs: used)
+        let ranked = zip(used, figures.pairRectifiedVerticalRMS).sorted { $0.1 < $1.1 }
+        let smallest = try #require(ranked.first), largest = try #require(ranked.last)
+        #expect(best.left == smallest.0.left.name && best.right == smallest.0.right.name && abs(best.rms - smallest.1) < 1e-3,
+                "best \(best), recomputed \(ranked.map { ($0.0.left.name, $0.1) })")
+        #expect(worst.left == largest.0.left.name && worst.right == largest.0.right.name && abs(worst.rms - largest.1) < 1e-3,
+                "worst \(worst), recomputed \(ranked.map { ($0.0.left.name, $0.1) })")
+    }
+
+    /// Calibration/GUIDE.md: the heat maps of both cameras are "on one logarithmic colour scale": one
+    /// scale under all `panels`, whose five ticks are a geometric progression (each printed to 3
+    /// significant digits, 0.5 % at most: successive ratios agree within 2 %) spanning at least 2×,
+    /// enough that a linear scale's ratios would differ by more (9 % at 2×).
+    static func expectOneLogarithmicScale(_ svg: String, panels: [String], _ label: String) throws {
+        #expect(svg.components(separatedBy: "logarithmic scale").count - 1 == 1, "\(label): one scale")
+        #expect(svg.contains("; " + panels.joined(separator: ", ") + "</text>"), "\(label): panels \(panels)")
+        let ticks = svg.matches(of: try Regex(#">([0-9.e+-]+) px</text>"#)).compactMap { $0.output[1].substring.flatMap { Double($0) } }
+        try #require(ticks.count == 5, "\(label): ticks \(ticks)")
+        let ratios = zip(ticks.dropFirst(), ticks).map { $0 / $1 }
+        #expect(ticks[4] / ticks[0] >= 2 && (ratios.max() ?? 0) / (ratios.min() ?? 1) <= 1.02, "\(label): ticks \(ticks)")
     }
 
     /// Calibration/GUIDE.md's options: `--model brown4` (k1, k2, p1, p2), `--intrinsics` with
@@ -121,8 +202,13 @@ struct CalibrateCommandTests {
             #expect(result.status == 0, "\(extra): \(result.stderr)")
             return try #require(try JSONValue(parsing: result.stdout).object)
         }
-        _ = try calibrate(["--output", path("free.json"), "--corners-out", path("corners.json")])
+        _ = try calibrate(["--output", path("free.json"), "--corners-out", path("corners.json"), "--opencv-yaml", path("free.yml")])
         let free = try StereoCalibration(contentsOfFile: path("free.json"))
+        // --corners-out writes "the corners found in every image, with each image's size".
+        let written = try #require(try JSONValue(parsing: String(contentsOfFile: path("corners.json"), encoding: .utf8)).object)
+        let images = written["images"]?.object?.keys.sorted() ?? [], sizes = try #require(written["image_sizes"]?.object)
+        #expect(images.count == 8 && sizes.keys.sorted() == images, "image_sizes for \(sizes.keys.sorted())")
+        #expect(sizes.keys.allSatisfy { sizes[$0]?.array?.compactMap(\.number) == [640, 480] })
         #expect(free.left.distortion.coefficients.count == 4 && free.right.distortion.coefficients.count == 4,
                 "brown4: \(free.left.distortion.coefficients)")
 
@@ -150,19 +236,21 @@ struct CalibrateCommandTests {
         #expect(fixedBoth.left.distortion == held.left.distortion && fixedBoth.right.distortion == held.right.distortion)
 
         // The corners --corners-out wrote, solved again through --corners-in: the same calibration
-        // but for the list's rounding, and the comparison drawn in the report too. The list keeps 4
+        // but for the list's rounding, and the comparison drawn in the report too; compared with the
+        // first calibration as --opencv-yaml wrote it (--against reads any format). The list keeps 4
         // decimals (each coordinate within 5e-5 px). Every residual here is below Huber's 2 px and
         // no corner is set aside, so the fit is plain least squares, which projects its
         // observations: the fitted points move by at most the rounding's norm over all 864
         // coordinates (4 pairs, 54 corners, x and y, 2 cameras), 5e-5 · √864 ≈ 1.5e-3 px. The
         // median pixel lies among them; the image's far corners, extrapolated, could move more.
         let same = try calibrate(["--output", path("again.json"), "--corners-in", path("corners.json"),
-                                  "--against", path("free.json"), "--report", path("report")])
+                                  "--against", path("free.yml"), "--report", path("report")])
         for side in ["left", "right"] {
             let median = same["cross_validation"]?.object?[side]?.object?["median"]?.number ?? .nan
             #expect(median <= 5e-5 * Double(864).squareRoot(), "\(side): \(median) px from the same corners, rounded")
         }
         #expect(FileManager.default.fileExists(atPath: path("report/cross-validation.svg")), "--against draws cross-validation.svg")
+        #expect(same["cross_validation"]?.object?["between"]?.string?.contains("free.yml") == true)
     }
 
     @Test("--cross-validate calibrates alternate halves of OpenCV's sample and reports their projection difference")
@@ -186,7 +274,13 @@ struct CalibrateCommandTests {
             #expect(abs(median - (side == "left" ? 0.15 : 0.16)) <= 0.0051, "\(side) median \(median)")
             #expect((entry["corners"] as? [Any])?.count == 4 && (entry["rotation_degrees"] as? Double) != nil)
         }
-        #expect(FileManager.default.fileExists(atPath: dir.appendingPathComponent("report/cross-validation.svg").path))
+        // "… and differ by several pixels in the left image's corners, which no board covered": each of
+        // the four by 3 px or more (measured 3.3 to 9.7 px; the medians are 0.15 px).
+        let leftCorners = ((cross["left"] as? [String: Any])?["corners"] as? [Any] ?? []).compactMap { $0 as? Double }
+        print("cross-validation, image corners: left \(leftCorners) px, right \((cross["right"] as? [String: Any])?["corners"] ?? "") px")
+        #expect(leftCorners.count == 4 && leftCorners.allSatisfy { $0 >= 3 }, "left corners \(leftCorners)")
+        let svg = try String(contentsOf: dir.appendingPathComponent("report/cross-validation.svg"), encoding: .utf8)
+        try Self.expectOneLogarithmicScale(svg, panels: ["left", "right"], "cross-validation.svg")
 
         // Too few pairs for two halves of three: refused with the count, nothing written.
         let few = try ParallaxCLI.run([
@@ -278,6 +372,16 @@ struct CalibrateCommandTests {
         #expect(defaults.maxRMS == 1)
     }
 
+    @Test("--model takes each lens model the guide names: brown4, brown5 (the default), brown8 and fisheye")
+    func lensModelsByName() throws {
+        let files = ["--left", "l*.png", "--right", "r*.png", "--board", "9x6", "--square", "1"]
+        #expect(try CalibrateCommand.parse(files).model == .brown5)
+        for (name, model) in [("brown4", LensModelKind.brown4), ("brown5", .brown5), ("brown8", .brown8), ("fisheye", .fisheye)] {
+            #expect(try CalibrateCommand.parse(files + ["--model", name]).model == model, "--model \(name)")
+        }
+        #expect(throws: (any Error).self) { try CalibrateCommand.parse(files + ["--model", "brown6"]) }
+    }
+
     @Test("files that cannot be paired stop the run with the list (the reproduction: left0*.jpg with right*.jpg)")
     func unpairedFilesAreListed() throws {
         let fm = FileManager.default
@@ -299,6 +403,10 @@ struct CalibrateCommandTests {
         // Asked to go on, the nine pairs that line up make a good calibration.
         let skipped = try ParallaxCLI.run(arguments + ["--skip-unpaired", "--json"])
         #expect(skipped.status == 0, "\(skipped.stderr)")
+        // "… go on without the files that cannot be paired (they are listed)".
+        for line in ["skipped \(dir.path)/right.jpg: its name has no number to pair by", "skipped \(dir.path)/right11.jpg: no left image with number 11"] {
+            #expect(skipped.stderr.contains(line), "\(line)")
+        }
         let figures = try #require(try JSONValue(parsing: skipped.stdout).object)
         #expect((figures["rms_stereo"]?.number ?? 99) < 1)
         #expect(figures["unit"]?.string == "mm")
@@ -314,10 +422,38 @@ struct CalibrateCommandTests {
         let output = dir.appendingPathComponent("calib.json").path
         let result = try ParallaxCLI.run(["calibrate", "--left", dir.path + "/left*", "--right", dir.path + "/right*",
                                           "--board", "9x6", "--square", "2.5cm", "--output", output,
-                                          "--ros-dir", dir.path + "/ros"])
+                                          "--ros-dir", dir.path + "/ros", "--kalibr", dir.path + "/camchain.yaml"])
         #expect(result.status == 0, "\(result.stderr)")
         let written = try StereoCalibration(contentsOfFile: output)
         #expect(written.translationUnit == .centimetre)
+        // The printed figures: "± σ after each intrinsic and the baseline".
+        let number = #"-?[0-9.]+(e[+-]?[0-9]+)?"#
+        for camera in ["left ", "right"] {
+            let line = try Regex("\(camera) fx \(number) ± \(number) fy \(number) ± \(number) cx \(number) ± \(number) cy \(number) ± \(number)\n")
+            #expect(result.stdout.contains(line), "\(camera): \(result.stdout)")
+        }
+        #expect(result.stdout.contains(try Regex("baseline \(number) ± \(number)cm\n")), "\(result.stdout)")
+        // Kalibr's camchain: the translation in metres, the file's centimetres / 100 (T_cn_cnm1's
+        // rows end with T's components; the text is each double's shortest exact form).
+        let camchain = try String(contentsOfFile: dir.path + "/camchain.yaml", encoding: .utf8)
+        let rows = camchain.components(separatedBy: "T_cn_cnm1:\n").dropFirst().first?.split(separator: "\n").prefix(3) ?? []
+        let kalibrT = rows.compactMap { $0.split(separator: ",").last?.split(separator: " ").first.flatMap { Double($0) } }
+        let t = written.extrinsics.translation
+        #expect(kalibrT.count == 3 && zip(kalibrT, [t.x, t.y, t.z]).allSatisfy { abs($0 - $1 / 100) <= 1e-12 * length(t) / 100 },
+                "Kalibr T \(kalibrT) m for \(t) cm")
+        // The same pairs with the square in millimetres: the baseline and its σ (`uncertainty.baseline`,
+        // "in the file's unit") come out 10 times the centimetre figures. The two solves are the same
+        // problem scaled, but for the solver's stopping point and its finite-difference Jacobian, whose
+        // steps (1e-6 · max(1, |x|)) do not scale with the unit: measured 5e-11 apart in the baseline and
+        // 5e-9 in its σ, held at 1e-9 and 1e-6.
+        let millimetres = try ParallaxCLI.run(["calibrate", "--left", dir.path + "/left*", "--right", dir.path + "/right*",
+                                               "--board", "9x6", "--square", "25mm", "--json", "--output", dir.path + "/mm.json"])
+        let figures = try #require(try JSONValue(parsing: millimetres.stdout).object, "\(millimetres.stderr)")
+        let sigmaCentimetres = try #require(written.extra["uncertainty"]?.object?["baseline"]?.number)
+        let sigmaMillimetres = try #require(figures["uncertainty"]?.object?["baseline"]?.number)
+        print("baseline \(written.baseline) ± \(sigmaCentimetres) cm; \(figures["baseline"]?.number ?? .nan) ± \(sigmaMillimetres) mm")
+        #expect(figures["unit"]?.string == "mm" && abs((figures["baseline"]?.number ?? .nan) / (10 * written.baseline) - 1) < 1e-9)
+        #expect(abs(sigmaMillimetres / (10 * sigmaCentimetres) - 1) < 1e-6, "σ \(sigmaMillimetres) mm, \(sigmaCentimetres) cm")
         // OpenCV's sample squares are about 2.5 cm: the baseline comes out near 8 cm, in cm.
         #expect(written.baseline > 5 && written.baseline < 12)
         // ROS camera_info is in metres (REP 103): P2[0][3] = −f'·B with B in metres, not cm.

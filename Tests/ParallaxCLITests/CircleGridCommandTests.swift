@@ -22,6 +22,17 @@ struct CircleGridCommandTests {
             #expect(svg.components(separatedBy: "r=\"\(radius)\"").count - 1 == count, "\(spec): every circle of radius \(radius) mm")
             #expect(svg.contains("circle grid"))
         }
+        // Calibration/GUIDE.md's two commands as written: 42 circles of 0.3 × 25 mm = 7.5 mm radius, and
+        // 44 of 0.45 × 20 mm = 9 mm radius (on portrait A4), each sheet fitting the default paper.
+        for (spec, square, output, count, radius) in [("circles:7x6", "25mm", "circles.svg", 42, "7.5"),
+                                                      ("acircles:4x11", "20mm", "acircles.svg", 44, "9.0")] {
+            let guide = try ParallaxCLI.run(["target", "--target", spec, "--square", square, "--output", output], workingDirectory: dir)
+            #expect(guide.status == 0, "\(spec) \(square): \(guide.stderr)")
+            let svg = try String(contentsOf: dir.appendingPathComponent(output), encoding: .utf8)
+            #expect(svg.components(separatedBy: "<circle ").count - 1 == count)
+            #expect(svg.components(separatedBy: "r=\"\(radius)\"").count - 1 == count, "\(spec): every circle of radius \(radius) mm")
+            if spec.hasPrefix("acircles") { #expect(svg.contains("width=\"210.0mm\" height=\"297.0mm\"")) }
+        }
     }
 
     @Test("calibrate --images --target circles:7x6 uses every rendered grid and finds the camera")

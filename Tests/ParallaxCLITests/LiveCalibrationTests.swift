@@ -2,6 +2,7 @@ import Foundation
 import ParallaxCalibration
 import ParallaxGeometry
 import Testing
+@testable import parallax
 
 /// `parallax calibrate --live`: guided capture from the simulated rig, whose board moves by
 /// itself. A short capture here (a debug build renders and detects slowly); the full
@@ -36,9 +37,134 @@ struct LiveCalibrationTests {
         let list = try CornerList(contentsOfFile: pairs.appendingPathComponent("corners.json").path)
         #expect(list.entry(for: "left001.png")?.corners?.count == 54)
         #expect(try CalibrationFile.load(output).calibration.translationUnit == .millimetre)
-        // Progress went to stderr.
+        // Progress went to stderr, ending with the coverage bars (x, y, size, skew) and the pairs taken.
         #expect(result.stderr.contains("took pair 3"))
         #expect(result.stderr.contains("capture stopped (pair_limit)"))
+        let bars = try Regex(#"pairs 3/3  x [█░]{8} +[0-9]+%  y [█░]{8} +[0-9]+%  size [█░]{8} +[0-9]+%  skew [█░]{8} +[0-9]+%"#)
+        #expect(result.stderr.contains(bars), "\(result.stderr)")
+        // The capture's own time, within the whole run's.
+        let capture = figures["capture_seconds"]?.number ?? -1
+        #expect(capture > 0 && capture <= (figures["seconds"]?.number ?? 0), "capture_seconds \(capture)")
+        // The folder was written under a temporary name and renamed: nothing else is left beside it.
+        #expect(try FileManager.default.contentsOfDirectory(atPath: dir.path).sorted() == ["rig-pairs", "rig.json"])
+
+        // Calibration/GUIDE.md's command for calibrating the same set again, run as shown (paths relative
+        // to the folder holding rig-pairs/). The list keeps 4 decimals, each coordinate within 5e-5 px,
+        // ‖δ‖ ≤ 5e-5 · √648 over the 3 pairs' 648 coordinates; every residual is below Huber's 2 px and 3
+        // pairs leave none to set aside, so both fits are least squares, and a parameter moves by at most
+        // its σ × ‖δ‖ / σ̂, σ̂ the noise per coordinate the σ are scaled by (≥ rms_stereo / √2).
+        let again = try ParallaxCLI.run(["calibrate", "--left", "rig-pairs/left*.png", "--right", "rig-pairs/right*.png",
+                                         "--corners-in", "rig-pairs/corners.json", "--board", "9x6", "--square", "25mm",
+                                         "--output", "again.json"], workingDirectory: dir)
+        #expect(again.status == 0, "\(again.stderr)")
+        let first = try StereoCalibration(contentsOfFile: output)
+        let second = try StereoCalibration(contentsOfFile: dir.appendingPathComponent("again.json").path)
+        let sigma = try #require(figures["uncertainty"]?.object)
+        let shift = 2.0.squareRoot() * 5e-5 * 648.0.squareRoot() / (figures["rms_stereo"]?.number ?? .nan)
+        let compared = [(first.left.intrinsics.fx, second.left.intrinsics.fx, sigma["left"]?.object?["fx"]?.number),
+                        (first.left.intrinsics.fy, second.left.intrinsics.fy, sigma["left"]?.object?["fy"]?.number),
+                        (first.right.intrinsics.fx, second.right.intrinsics.fx, sigma["right"]?.object?["fx"]?.number),
+                        (first.right.intrinsics.fy, second.right.intrinsics.fy, sigma["right"]?.object?["fy"]?.number),
+                        (first.baseline, second.baseline, sigma["baseline"]?.number)]
+        for (a, b, deviation) in compared {
+            #expect(abs(a - b) <= (deviation ?? .nan) * shift, "\(a) and \(b), σ \(deviation ?? .nan), bound \(shift) σ")
+        }
+        #expect(second.translationUnit == .millimetre)
+    }
+
+    /// Calibration/GUIDE.md: the pairs folder is "kept even when the calibration afterwards fails its gate".
+    @Test("a capture whose calibration fails its --max-rms gate keeps its pairs, and writes no calibration")
+    func keepsThePairsWhenTheGateRefuses() throws {
+        let dir = try ParallaxCLI.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let output = dir.appendingPathComponent("rig.json").path
+        let result = try ParallaxCLI.run(["calibrate", "--live", "--simulated", "--size", "256x192", "--pairs", "3",
+                                          "--max-rms", "0.0001", "--output", output], timeout: 600)
+        #expect(result.status == 1 && result.stderr.contains("--max-rms"), "\(result.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: output))
+        let saved = try FileManager.default.contentsOfDirectory(atPath: dir.appendingPathComponent("rig-pairs").path).sorted()
+        #expect(saved == ["corners.json", "left000.png", "left001.png", "left002.png", "right000.png", "right001.png", "right002.png"])
+        #expect(try FileManager.default.contentsOfDirectory(atPath: dir.path) == ["rig-pairs"])
+    }
+
+    /// Calibration/GUIDE.md: the capture stops "on Enter or Ctrl-C (`user`)". A real SIGINT once the
+    /// capture has started, before it could take 3 pairs: it stops with that reason, keeps the
+    /// (empty) pairs folder, and calibrates nothing: at least 3 pairs are needed.
+    @Test("Ctrl-C during a live capture stops it with stop reason user")
+    func ctrlCStopsTheCapture() throws {
+        let dir = try ParallaxCLI.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let log = dir.appendingPathComponent("stderr.txt")
+        try #require(FileManager.default.createFile(atPath: log.path, contents: nil))
+        let process = Process()
+        process.executableURL = ParallaxCLI.executable
+        process.arguments = ["calibrate", "--live", "--simulated", "--size", "160x120", "--output", dir.appendingPathComponent("out/rig.json").path]
+        process.standardInput = FileHandle.nullDevice
+        process.standardOutput = FileHandle.nullDevice
+        let stderrFile = try FileHandle(forWritingTo: log)
+        defer { try? stderrFile.close() }
+        process.standardError = stderrFile
+        try process.run()
+        defer { if process.isRunning { process.terminate() } }
+        func logged() -> String { (try? String(contentsOf: log, encoding: .utf8)) ?? "" }
+        let started = Date(timeIntervalSinceNow: 60)
+        while !logged().contains("live capture from") && process.isRunning && Date() < started { usleep(20_000) }
+        try #require(process.isRunning, "the capture ended before it was interrupted: \(logged())")
+        kill(process.processIdentifier, SIGINT)
+        let deadline = Date(timeIntervalSinceNow: 60)  // a hang guard
+        while process.isRunning && Date() < deadline { usleep(20_000) }
+        if process.isRunning { process.terminate(); Issue.record("the capture did not stop within 60 s of SIGINT") }
+        process.waitUntilExit()
+        let stderr = logged()
+        #expect(stderr.contains("capture stopped (user)"), "\(stderr)")
+        #expect(process.terminationStatus == 1 && stderr.contains("before it stopped (user); at least 3 are needed"), "\(stderr)")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: dir.appendingPathComponent("out").path) == ["rig-pairs"])
+        #expect(FileManager.default.fileExists(atPath: dir.appendingPathComponent("out/rig-pairs/corners.json").path))
+    }
+
+    /// Calibration/GUIDE.md: `--virtual` is a live source, `--format` as for `stream`, and the
+    /// capture stops "at `--time-limit` … (`time_limit`)". The virtual cameras show no board, so
+    /// nothing is taken and nothing is calibrated.
+    @Test("--live --virtual --format 320x240@30:GREY stops at --time-limit with stop reason time_limit")
+    func virtualCamerasStopAtTheTimeLimit() throws {
+        let dir = try ParallaxCLI.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let output = dir.appendingPathComponent("rig.json").path
+        let result = try ParallaxCLI.run(["calibrate", "--live", "--virtual", "--format", "320x240@30:GREY", "--board", "9x6",
+                                          "--square", "25mm", "--time-limit", "2s", "--output", output])
+        #expect(result.stderr.contains("live capture from Virtual webcam 1 + Virtual webcam 2"), "\(result.stderr)")
+        // The format asked for is the one configured: without --format the command names the one it
+        // chose ("format: …"), and "drivers set …" when the drivers changed it.
+        #expect(result.stdout.contains("hardware cost") && !result.stdout.contains("drivers set") && !result.stderr.contains("format:"),
+                "\(result.stdout)\(result.stderr)")
+        #expect(result.stderr.contains("capture stopped (time_limit) after 2."), "\(result.stderr)")
+        #expect(result.status == 1 && result.stderr.contains("took 0 pairs before it stopped (time_limit); at least 3 are needed"),
+                "\(result.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: output))
+    }
+
+    @Test("--live's defaults are the guide's: --time-budget 2 s (an eighth, 0.25 s, per streamed image), --uncertainty-target 1 px, --time-limit 5 min")
+    func liveDefaults() throws {
+        let defaults = try CalibrateCommand.parse(["--live", "--simulated"])
+        #expect(defaults.timeBudget.seconds == 2 && defaults.liveDetectionBudgetSeconds == 0.25)
+        #expect(defaults.uncertaintyTarget == 1)
+        #expect(defaults.timeLimit.seconds == 300)
+        #expect(try CalibrateCommand.parse(["--live", "--simulated", "--time-budget", "4s"]).liveDetectionBudgetSeconds == 0.5)
+    }
+
+    /// Calibration/GUIDE.md: "stderr shows the coverage as four bars — the spread of x, y, size and
+    /// skew over the pairs taken against a target of 0.6, 0.6, 0.15 and 0.2 — with the pairs taken
+    /// and … the RMS and worst projection uncertainty of a fit of what was taken".
+    @Test("the live status line: four bars of eight against the coverage targets, the pairs taken, and the fit when there is one")
+    func statusLine() {
+        var coverage = CaptureCoverage()
+        coverage.add(BoardViewMeasures(x: 0, y: 0, size: 0, skew: 0))
+        // Spreads of half the x target, the whole y target, half the size target and a quarter of the skew target.
+        coverage.add(BoardViewMeasures(x: 0.3, y: 0.6, size: 0.075, skew: 0.05))
+        let line = LiveStatus.line(taken: 2, total: 12, coverage: coverage, fit: nil, seconds: 3.5)
+        #expect(line == "  3.5 s  pairs 2/12  x ████░░░░  50%  y ████████ 100%  size ████░░░░  50%  skew ██░░░░░░  25%", "\(line)")
+        let fitted = LiveStatus.line(taken: 12, total: nil, coverage: coverage, fit: (rms: 0.2, worstSigma: 0.8), seconds: 10)
+        #expect(fitted.hasPrefix(" 10.0 s  pairs 12  x ") && fitted.hasSuffix("  rms 0.200 px  σ ≤ 0.80 px"), "\(fitted)")
     }
 
     @Test("--live refuses a --save-pairs folder that already holds files, before streaming")

@@ -33,6 +33,7 @@ struct OneCameraTests {
             "calibrate", "--images", dir.path + "/cam*.png", "--board", "9x6", "--square", "30mm", "--json",
             "--output", out.appendingPathComponent("camera.json").path, "--opencv-yaml", out.appendingPathComponent("camera.yml").path,
             "--ros-dir", out.appendingPathComponent("ros").path, "--report", out.appendingPathComponent("report").path,
+            "--corners-out", out.appendingPathComponent("corners.json").path,
         ], timeout: 300)
         #expect(result.status == 0, "stderr: \(result.stderr)")
         let figures = try #require(try JSONValue(parsing: result.stdout).object)
@@ -52,12 +53,22 @@ struct OneCameraTests {
         #expect(sigma["distortion"]?.array?.count == 5)
         let projection = try #require(figures["projection_uncertainty_px"]?.object)
         #expect((projection["center"]?.number ?? 0) > 0 && projection["corners"]?.array?.count == 4)
+        // The camera's other figures, as the file has them, and the time split.
+        #expect(figures["principal_point"]?.array?.compactMap(\.number) == [k.cx, k.cy])
+        #expect(figures["distortion"]?.array?.compactMap(\.number) == written.distortion.coefficients && written.distortion.coefficients.count == 5)
+        let seconds = figures["seconds"]?.number ?? 0, detection = figures["detection_seconds_per_image"]?.number ?? -1
+        #expect(detection > 0 && 15 * detection <= seconds, "detection \(detection) s per image of \(seconds) s")
+        // camera.json carries the model, the RMS and the standard deviations beside the camera.
+        let file = try CameraCalibrationFile(contentsOfFile: out.appendingPathComponent("camera.json").path)
+        #expect(file.extra["model"]?.string == "brown5" && file.extra["rms"]?.number == figures["rms"]?.number)
+        #expect(file.extra["uncertainty"]?.object?["fx"]?.number == sigma["fx"]?.number && sigma["fx"]?.number != nil)
         // The other formats carry the same camera.
         let ros = try ROSCameraInfo(contentsOfFile: out.appendingPathComponent("ros/camera.yaml").path)
         #expect(abs(ros.camera.intrinsics.fx - k.fx) < 1e-9 * k.fx)
         let yaml = try String(contentsOf: out.appendingPathComponent("camera.yml"), encoding: .utf8)
         #expect(yaml.contains("camera_matrix: !!opencv-matrix") && yaml.contains("distortion_coefficients: !!opencv-matrix")
                 && yaml.contains("avg_reprojection_error:"))
+        #expect(yaml.contains("image_width: \(truth.size.width)\n") && yaml.contains("image_height: \(truth.size.height)\n"))
         for file in ["report/index.html", "report/projection-uncertainty.svg", "report/residuals-per-view.svg",
                      "report/residual-scatter.svg", "report/coverage.svg"] {
             #expect(FileManager.default.fileExists(atPath: out.appendingPathComponent(file).path), "\(file)")
@@ -67,6 +78,36 @@ struct OneCameraTests {
         #expect(bars.components(separatedBy: "<rect").count - 1 >= Int(used))
         let coverage = try String(contentsOf: out.appendingPathComponent("report/coverage.svg"), encoding: .utf8)
         #expect(coverage.components(separatedBy: "<polygon").count - 1 == Int(used))
+        // index.html: "every parameter with its σ", brown5's 9.
+        let page = try String(contentsOf: out.appendingPathComponent("report/index.html"), encoding: .utf8)
+        #expect(page.components(separatedBy: " ± ").count - 1 == 9, "\(page)")
+
+        // The same corners again (from --corners-out, no detection): the quality gate refuses a fit
+        // above --max-rms with status 1 and writes nothing.
+        let gate = dir.appendingPathComponent("gate")
+        let refused = try ParallaxCLI.run([
+            "calibrate", "--images", dir.path + "/cam*.png", "--board", "9x6", "--square", "30mm",
+            "--corners-in", out.appendingPathComponent("corners.json").path, "--max-rms", "0.0001",
+            "--output", gate.appendingPathComponent("camera.json").path, "--opencv-yaml", gate.appendingPathComponent("camera.yml").path,
+            "--ros-dir", gate.appendingPathComponent("ros").path, "--report", gate.appendingPathComponent("report").path,
+        ])
+        #expect(refused.status == 1 && refused.stderr.contains("above --max-rms"), "\(refused.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: gate.path))
+        // An image listed without a board is set aside: --json's `rejected` names it, with the reason.
+        var list = try CornerList(contentsOfFile: out.appendingPathComponent("corners.json").path)
+        let third = dir.appendingPathComponent("cam03.png").path
+        try #require(list.entries[third]?.corners != nil)
+        list.entries[third]?.corners = nil
+        let partial = dir.appendingPathComponent("partial.json").path
+        try CornersInTests.json(list).write(toFile: partial, atomically: true, encoding: .utf8)
+        let less = try ParallaxCLI.run(["calibrate", "--images", dir.path + "/cam*.png", "--board", "9x6", "--square", "30mm",
+                                        "--corners-in", partial, "--json", "--output", dir.appendingPathComponent("less.json").path])
+        #expect(less.status == 0, "\(less.stderr)")
+        let lessFigures = try #require(try JSONValue(parsing: less.stdout).object)
+        let rejected = lessFigures["rejected"]?.array?.compactMap(\.object) ?? []
+        #expect(rejected.count == Int((lessFigures["images_total"]?.number ?? 0) - (lessFigures["images_used"]?.number ?? 0)))
+        #expect(rejected.contains { $0.keys.sorted() == ["image", "reason"] && $0["image"]?.string == third
+                    && $0["reason"]?.string?.contains("no full board in the corner list") == true }, "\(rejected)")
     }
 
     @Test("the one-camera file round-trips, keeps unknown keys, and refuses a stereo file by its format")

@@ -221,6 +221,50 @@ struct PairCommandTests {
         #expect(result.standardOutput.isEmpty)
     }
 
+    /// README: a log whose spacing shows it counts microseconds, milliseconds or seconds is
+    /// refused with the unit named. Frames 2 s apart, so that a log in whole seconds still
+    /// has distinct timestamps.
+    @Test("logs in milliseconds or seconds are refused with the unit named")
+    func coarserUnits() throws {
+        let directory = try Self.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        func log(divisor: Int64) -> String {
+            "#timestamp [ns],filename\n" + (0..<50).map { k in "\((1_403_636_579_000_000_000 + Int64(k) * 2_000_000_000) / divisor),\(k).png" }
+                .joined(separator: "\n") + "\n"
+        }
+        try Self.write(log(divisor: 1), "cam0.csv", in: directory)
+        for (divisor, unit, factor) in [(Int64(1_000_000), "milliseconds", "1000000"), (1_000_000_000, "seconds", "1000000000")] {
+            try Self.write(log(divisor: divisor), "cam1.csv", in: directory)
+            let result = try Self.run(["pair", "--left", "cam0.csv", "--right", "cam1.csv", "--json"], in: directory)
+            #expect(result.status == 1, "\(result.standardError)")
+            #expect(result.standardError.contains("cam1.csv looks like it counts \(unit), not nanoseconds"), "\(result.standardError)")
+            #expect(result.standardError.contains("a factor of \(factor)"), "\(result.standardError)")
+        }
+    }
+
+    /// README: the maximum skew defaults to half the frame interval (the median spacing,
+    /// 50 ms here). The left camera skips every fourth frame (its median spacing stays
+    /// 50 ms); the right one has a frame only in those holes, δ after the missing frame, so
+    /// its nearest left frame is 50 ms − δ away: δ = 26 ms pairs all 25 (24 ms ≤ 25 ms),
+    /// δ = 24 ms none (26 ms > 25 ms).
+    @Test("the maximum skew defaults to half the median spacing")
+    func defaultSkewIsHalfTheSpacing() throws {
+        let directory = try Self.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let start: Int64 = 1_403_636_579_000_000_000, ms: Int64 = 1_000_000
+        func log(_ times: [Int64]) -> String {
+            "#timestamp [ns],filename\n" + times.enumerated().map { "\(start + $0.element),\($0.offset).png\n" }.joined()
+        }
+        try Self.write(log((0..<100).filter { $0 % 4 != 2 }.map { Int64($0) * 50 * ms }), "cam0.csv", in: directory)
+        try Self.write(log((0..<25).map { Int64(4 * $0 + 2) * 50 * ms + 26 * ms }), "cam1.csv", in: directory)
+        let within = try Self.run(["pair", "--left", "cam0.csv", "--right", "cam1.csv", "--json"], in: directory)
+        #expect(within.status == 0, "\(within.standardError)")
+        #expect(within.standardOutput.contains("\"pairs\": 25,"), "\(within.standardOutput.prefix(300))")
+        try Self.write(log((0..<25).map { Int64(4 * $0 + 2) * 50 * ms + 24 * ms }), "cam1.csv", in: directory)
+        let beyond = try Self.run(["pair", "--left", "cam0.csv", "--right", "cam1.csv", "--json"], in: directory)
+        #expect(beyond.status == 1 && beyond.standardError.contains("no frame paired"), "\(beyond.standardError)")
+    }
+
     @Test("overlapping logs with no frame within --max-skew are an error, not zero pairs with exit 0")
     func zeroPairs() throws {
         let directory = try Self.temporaryDirectory()

@@ -74,6 +74,26 @@ struct StreamCommandTests {
         #expect(hotplug.allSatisfy { $0["side"]?.string == "right" && $0["stable_id"]?.string == "usb-2-2" })
         #expect(Self.number(json, "pairs") == 75 && json["mismatched_pairs"]?.number == 0)
         #expect((json["dropped"]?.object?["left"]?.object?["constituent_disabled"]?.number ?? 0) >= 10)
+        // Every event has its time since the start; the camera went at 1 s and came back after.
+        let times = events.map { $0["at_s"]?.number ?? -1 }
+        #expect(times.allSatisfy { $0 >= 0 } && times == times.sorted(), "\(times)")
+        let hotplugTimes = hotplug.map { $0["at_s"]?.number ?? -1 }
+        #expect(hotplugTimes.count == 2 && hotplugTimes[0] >= 1 && hotplugTimes[1] > hotplugTimes[0], "\(hotplugTimes)")
+        // The live status line: on a pipe, a line every two seconds (this run takes 2.5 s).
+        #expect(result.stderr.contains(" pairs ") && result.stderr.contains("/s  skew p50 "), "\(result.stderr)")
+    }
+
+    /// README: `pressure_levels` and `frame_rate_changes` each carry `at_s`.
+    @Test("--adapt-frame-rate --json: pressure levels and frame-rate changes with their times")
+    func pressureAndFrameRateTimes() throws {
+        let (json, result) = try Self.stream(["--simulated", "--size", "160x120", "--real-time", "--consumer-delay", "50ms",
+                                              "--adapt-frame-rate", "--frames", "60"])
+        #expect(result.status == 0, "\(result.stderr)")
+        let levels = json["pressure_levels"]?.array?.compactMap(\.object) ?? []
+        let changes = json["frame_rate_changes"]?.array?.compactMap(\.object) ?? []
+        // A 50 ms consumer at 30 fps is critical at once, and the rate is lowered.
+        #expect(!levels.isEmpty && !changes.isEmpty, "\(json)")
+        #expect((levels + changes).allSatisfy { ($0["at_s"]?.number ?? -1) >= 0 }, "\(levels) \(changes)")
     }
 
     @Test("--virtual: one side off and on again")

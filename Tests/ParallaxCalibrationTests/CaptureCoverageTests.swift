@@ -78,6 +78,25 @@ struct CaptureCoverageTests {
         #expect(coverage.isComplete)
     }
 
+    /// Calibration/GUIDE.md: the bars show "the spread of x, y, size and skew over the pairs taken
+    /// against a target of 0.6, 0.6, 0.15 and 0.2". Two views differing in one measure only: that
+    /// measure is complete at exactly its target spread, and not at 99 % of it.
+    @Test("the default targets are 0.6, 0.6, 0.15 and 0.2: each measure completes at its target spread, not 1 % short")
+    func defaultTargetsAreTheGuidesFigures() {
+        let origin = BoardViewMeasures(x: 0, y: 0, size: 0, skew: 0)
+        for (measure, target) in [0.6, 0.6, 0.15, 0.2].enumerated() {
+            for (fraction, complete) in [(1.0, true), (0.99, false)] {
+                var values = origin.values
+                values[measure] = target * fraction
+                var coverage = CaptureCoverage()
+                coverage.add(origin)
+                coverage.add(BoardViewMeasures(x: values[0], y: values[1], size: values[2], skew: values[3]))
+                #expect((coverage.progress[measure] >= 1) == complete,
+                        "\(BoardViewMeasures.names[measure]) spread \(values[measure]): progress \(coverage.progress)")
+            }
+        }
+    }
+
     @Test("Stillness needs three consecutive frames within half a pixel; a move or a lost board starts over")
     func stillness() {
         var stillness = BoardStillness()

@@ -126,6 +126,10 @@ struct CircleGridTests {
         let c = try CalibrationBoard(parsing: "circles:7x6", square: "30mm")
         #expect(c.pattern == .circles && c.objectPoints[8] == SIMD3<Double>(30, 30, 0))
         #expect(try CalibrationBoard(parsing: "chessboard:9x6", square: "25mm") == CalibrationBoard(parsing: "9x6", square: "25mm"))
+        // Calibration/GUIDE.md: an asymmetric grid needs "at least 3 rows" (a shifted row to tell rows apart):
+        // three are accepted, two refused.
+        let three = try CalibrationBoard(parsing: "acircles:4x3", square: "1")
+        #expect(three.pattern == .asymmetricCircles && three.rows == 3 && three.cornerCount == 12)
         #expect(throws: TargetSpecificationError.self) { try CalibrationBoard(parsing: "acircles:4x2", square: "1") }
         #expect(throws: TargetSpecificationError.self) { try CalibrationBoard(parsing: "dots:4x4", square: "1") }
     }

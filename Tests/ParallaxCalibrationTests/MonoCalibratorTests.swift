@@ -1,3 +1,4 @@
+import Foundation
 import Testing
 import ParallaxCalibration
 import ParallaxGeometry
@@ -116,6 +117,34 @@ struct MonoCalibratorTests {
             return SIMD2(500 * q.x / q.z + 320, 500 * q.y / q.z + 240)
         }
         let views = (0..<4).map { CalibrationView(name: "flat\($0).png", corners: corners) }
+        #expect {
+            _ = try MonoCalibrator(target: board).calibrate(views: views, size: ImageSize(width: 640, height: 480))
+        } throws: { error in
+            guard case CalibrationError.degenerate(let message) = error else { return false }
+            return message.contains("tilt")
+        }
+    }
+
+    /// Calibration/GUIDE.md: "fronto-parallel views alone leave the focal length undetermined",
+    /// not only when they repeat: boards facing the camera at other places, distances and turns
+    /// about the optical axis all give h₁ = K r₁, h₂ = K r₂ with r₁, r₂ in the image plane, so
+    /// Zhang's constraints say nothing about the focal length. The error says to tilt the board.
+    @Test("distinct fronto-parallel views (moved, nearer, farther, turned in the image plane) cannot fix the focal length")
+    func distinctFrontoParallelViewsAreDegenerate() {
+        let board = CalibrationBoard(columns: 11, rows: 8, squareSize: 30, unit: "mm")
+        // (offset x, offset y, depth, turn about the optical axis) of each view, the board facing the camera.
+        let placements: [(Double, Double, Double, Double)] = [(-150, -100, 600, 0), (-250, -60, 750, 0.2),
+                                                              (-80, -150, 900, -0.3), (-200, -120, 520, 0.5)]
+        let views = placements.enumerated().map { index, placement in
+            let (dx, dy, depth, turn) = placement
+            let corners = board.objectPoints.map { p -> SIMD2<Double> in
+                // An ideal pinhole (f 500, centre 320, 240) written out here, not the library's projection.
+                let q = SIMD3(cos(turn) * p.x - sin(turn) * p.y + dx, sin(turn) * p.x + cos(turn) * p.y + dy, depth)
+                return SIMD2(500 * q.x / q.z + 320, 500 * q.y / q.z + 240)
+            }
+            #expect(corners.allSatisfy { $0.x > 0 && $0.x < 640 && $0.y > 0 && $0.y < 480 }, "view \(index) leaves the image")
+            return CalibrationView(name: "flat\(index).png", corners: corners)
+        }
         #expect {
             _ = try MonoCalibrator(target: board).calibrate(views: views, size: ImageSize(width: 640, height: 480))
         } throws: { error in

@@ -123,6 +123,50 @@ struct CornerOutlierTests {
     }
 }
 
+extension CornerOutlierTests {
+    /// Calibration/GUIDE.md: a corner is left out when its residual is "more than 8× its camera's
+    /// noise level (the median residual length / 1.1774, which is σ for Gaussian corner errors)
+    /// and above 0.5 px". With σ = 0.2 px per coordinate the limit is about 1.6 px, far above the
+    /// floor, so the rule itself decides: a corner placed 7 σ from its true image is kept, one
+    /// 9 σ out is left out, and the limit reported is exactly 8 × the median residual length of
+    /// the first solve ÷ 1.1774.
+    @Test("the corner limit is 8 × (median residual length ÷ 1.1774): a corner 7 σ out is kept, one 9 σ out is left out")
+    func limitIsEightNoiseLevels() throws {
+        let rig = try SyntheticRig.load("brown5_stereo")
+        let sigma = 0.2  // per coordinate
+        var random = SeededRandom(seed: 7)
+        var views = rig.views(sigma: sigma, random: &random)
+        // Two left corners exactly 7 σ and 9 σ from their true images (no other noise on them).
+        let kept = (pair: 4, index: 20), dropped = (pair: 9, index: 33)
+        views[kept.pair].left.corners[kept.index] = rig.leftCorners[kept.pair][kept.index] + SIMD2(7 * sigma, 0)
+        views[dropped.pair].left.corners[dropped.index] = rig.leftCorners[dropped.pair][dropped.index] + SIMD2(0, -9 * sigma)
+        // The first solve, which the rule judges, is the whole fit when no corner may be left out.
+        var keeping = StereoCalibrator(target: rig.target, model: .brown5)
+        keeping.rejectCorners = false
+        let first = try keeping.calibrate(pairs: views, size: rig.size)
+        let lengths = first.leftResiduals.flatMap { $0 }.map { length($0) }
+        // The rule's median: the middle of the sorted lengths (the upper one of an even count, 1080 here).
+        let median = lengths.sorted()[lengths.count / 2]
+        let limit = 8 * median / 1.1774
+        // The rule, not its 0.5 px floor, decides here; and the noise level it finds is the σ of the
+        // noise added, less what the fit absorbs (√(1 − 144/4320) ≈ 0.98), give or take the median's
+        // sampling error: 1 / (2 √1080 f(m)) with the Rayleigh density f(m) = 0.589 / σ at its median
+        // 1.1774 σ, 2.2 % of it, held at 3 of those (0.07). So 7 σ lies below 8 noise levels, 9 σ above.
+        #expect(limit > 0.5 && abs(median / 1.1774 / sigma - 0.98) < 0.07, "limit \(limit) px, noise level \(median / 1.1774) px")
+        let keptResidual = length(first.leftResiduals[kept.pair][kept.index])
+        let droppedResidual = length(first.leftResiduals[dropped.pair][dropped.index])
+        #expect(keptResidual < limit && droppedResidual > limit, "residuals \(keptResidual), \(droppedResidual) px; limit \(limit) px")
+
+        let result = try StereoCalibrator(target: rig.target, model: .brown5).calibrate(pairs: views, size: rig.size)
+        let corner = try #require(result.rejectedCorners.first, "no corner was left out")
+        #expect(result.rejectedCorners.count == 1 && corner.image == "left\(dropped.pair).png" && corner.index == dropped.index,
+                "\(result.rejectedCorners)")
+        // The same solve, evaluated by the library's residual code and the solver's: equal to rounding.
+        #expect(abs(corner.limit / limit - 1) < 1e-9, "limit \(corner.limit) px reported, 8 × \(median) / 1.1774 = \(limit) px")
+        #expect(abs(corner.residual / droppedResidual - 1) < 1e-9)
+    }
+}
+
 @Suite("Is the uncertainty honest?")
 struct UncertaintyHonestyTests {
     /// Over independent noise draws, the true errors divided by the reported σ: for honest σ

@@ -26,7 +26,7 @@ struct LiveConvergenceTests {
     }
 
     @Test("a live shift is the unshifted output moved by whole samples, border where nothing moved in",
-          arguments: [PixelFormat.gray8, .rgb8, .yuyv, .nv12])
+          arguments: [PixelFormat.gray8, .rgb8, .yuyv, .uyvy, .nv12])
     func shiftIsATranslation(format: PixelFormat) throws {
         let calibration = try Self.calibration()
         let rectifier = try Rectifier(calibration: calibration, threads: 2)
@@ -51,16 +51,17 @@ struct LiveConvergenceTests {
         #expect(abs(applied.disparity(atDistance: distance)) <= step + 1e-9)
         let (left, right) = try rectifier.rectify(left: image, right: image)
         let shift = Int(k)
-        // Luma (or the packed samples) of plane 0: stride and channels per format.
-        let (stride, channels): (Int, Int) = switch format {
-        case .rgb8: (3, 3)
-        case .yuyv: (2, 1)
-        default: (1, 1)
+        // Luma (or the packed samples) of plane 0: stride, channels and the luma's byte per format.
+        let (stride, channels, lumaByte): (Int, Int, Int) = switch format {
+        case .rgb8: (3, 3, 0)
+        case .yuyv: (2, 1, 0)
+        case .uyvy: (2, 1, 1)
+        default: (1, 1, 0)
         }
         var checked = 0
         for y in 0..<Self.size.height {
             for x in 0..<Self.size.width {
-                for c in 0..<channels {
+                for c in lumaByte..<(lumaByte + channels) {
                     // Right moved by +k, left by −k; outside, the border (0 for luma and RGB).
                     let r = x - shift, l = x + shift
                     let expectedRight = r >= 0 && r < Self.size.width ? Self.sample(plainRight, r, y, stride: stride, channel: c) : 0

@@ -73,6 +73,10 @@ extension CalibrateCommand {
         }
     }
 
+    /// The detection time allowed per streamed image: an eighth of `--time-budget` (0.25 s by
+    /// default), so the stream keeps moving.
+    var liveDetectionBudgetSeconds: Double { timeBudget.seconds / 8 }
+
     /// Streams from the source, takes still pairs until a stop, and saves them (PNG) into
     /// `directory`, which is created only when the capture ends (written first under a
     /// temporary name beside it).
@@ -118,8 +122,7 @@ extension CalibrateCommand {
                  + (isatty(STDIN_FILENO) != 0 ? "; Enter stops and calibrates" : ""))
 
         var detector = ChessboardDetector(board: target)
-        // An eighth of --time-budget per streamed image (0.25 s by default), so the stream keeps moving.
-        detector.timeBudgetSeconds = timeBudget.seconds / 8
+        detector.timeBudgetSeconds = liveDetectionBudgetSeconds
         var stillness = BoardStillness()
         var coverage = CaptureCoverage()
         var recent: [(sequence: UInt64, corners: [SIMD2<Double>]?)] = []

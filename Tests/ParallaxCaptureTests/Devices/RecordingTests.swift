@@ -44,6 +44,21 @@ struct RecordingTests {
         #expect(zip(stamps, stamps.dropFirst()).allSatisfy { $1 - $0 == FrameInterval(numerator: 1, denominator: 30).nanoseconds })
     }
 
+    /// README: "the simulated rig and recordings cost nothing" (no USB bus is involved).
+    @Test("A recording played back as a stereo device costs nothing")
+    func recordingCostsNothing() throws {
+        let directory = Self.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let rig = SimulatedStereoRig.example(size: ImageSize(width: 32, height: 24))
+        let recorder = try EuRoCRecorder(directory: directory)
+        _ = try recordIndependently(SimulatedRigDevice(rig: rig, pace: .asFastAsPossible).cameras, frames: 3,
+                                    into: recorder, timeoutSeconds: 10)
+        let device = try StereoDevice(recording: directory)
+        let format = try #require(try device.preferredFormat())
+        #expect(format.cost.cost == 0 && format.cost.runs)
+        #expect(device.cost(of: StereoConfiguration(format: format.format)).cost == 0)
+    }
+
     @Test("A malformed CSV line is an error naming the file and the line")
     func malformedCSV() throws {
         let directory = Self.temporaryDirectory()

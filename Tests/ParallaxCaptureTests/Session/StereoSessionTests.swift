@@ -421,7 +421,8 @@ struct StereoSessionTests {
         for (loss, expected) in [(0.009, PressureLevel.nominal), (0.01, .fair), (0.049, .fair), (0.05, .serious), (0.149, .serious), (0.15, .critical)] {
             #expect(level(PressureFactors(lossRate: loss)) == expected)
         }
-        #expect(level(PressureFactors(queueFill: 0.49)) == .nominal && level(PressureFactors(queueFill: 1)) == .fair)
+        #expect(level(PressureFactors(queueFill: 0.49)) == .nominal && level(PressureFactors(queueFill: 0.5)) == .fair)
+        #expect(level(PressureFactors(queueFill: 1)) == .fair)
         for (headroom, expected) in [(20.1, PressureLevel.nominal), (20, .fair), (10, .serious), (5, .critical), (2, .shutdown)] {
             #expect(level(PressureFactors(thermalHeadroomCelsius: headroom)) == expected)
         }

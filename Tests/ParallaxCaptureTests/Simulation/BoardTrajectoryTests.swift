@@ -58,6 +58,37 @@ struct BoardTrajectoryTests {
         #expect(sweep.holdSeconds == 0.8 && sweep.moveSeconds == 0.3)
         let turns = sweep.poses.map { $0.rotation.rotationAngle * 180 / .pi }
         #expect((turns.max() ?? 0) > 30)  // 25° about both axes at once
+        // Calibration/GUIDE.md: "turned up to 25° about both axes". Each pose's turn as
+        // Rz · Ry · Rx (about the camera's axes, the board facing it at none): |x| and |y| at most
+        // 25°, and 25° reached about each (to rounding: asin and atan2 recover angles to ~1e-15 rad).
+        let degrees = 180 / Double.pi
+        let aboutX = sweep.poses.map { atan2($0.rotation[2, 1], $0.rotation[2, 2]) * degrees }
+        let aboutY = sweep.poses.map { asin(-$0.rotation[2, 0]) * degrees }
+        for angles in [aboutX, aboutY] {
+            let largest = angles.map(abs).max() ?? 0
+            #expect(largest <= 25 + 1e-9 && largest >= 25 - 1e-9, "turns \(angles)")
+        }
+        // "at the centre and towards every edge and corner": where the board's centre lands in the
+        // left image, as a fraction of its size from the image's centre. One pose lands in the
+        // middle third both ways; the others point every way (eight 45° sectors: right, down-right,
+        // down, … up-right), each at least 5 % of the image away: beyond the rig's middle, where
+        // the plan's centre sits, 3 % to the right of the left camera's axis. (The left-edge pose,
+        // pulled in until the right camera sees the whole board too, reaches only 0.42 of the width.)
+        let e = board.squaresExtent
+        let middle = SIMD3((e.min.x + e.max.x) / 2, (e.min.y + e.max.y) / 2, 0)
+        let left = rig.model(.left)
+        let offsets = try sweep.poses.map { pose in
+            let p = try #require(left.project(rig.cameraFromWorld(.left).apply(pose.apply(middle))))
+            return SIMD2(p.x / Double(left.size.width) - 0.5, p.y / Double(left.size.height) - 0.5)
+        }
+        #expect(offsets.contains { abs($0.x) < 1.0 / 6 && abs($0.y) < 1.0 / 6 }, "no pose at the centre: \(offsets)")
+        let sectors = Set(offsets.filter { length($0) >= 0.05 }.map { offset in
+            (Int((atan2(offset.y, offset.x) / (.pi / 4)).rounded()) + 8) % 8
+        })
+        #expect(sectors == Set(0..<8), "directions reached (45° sectors from the right, clockwise): \(sectors.sorted()); \(offsets)")
+        // "the rig's board (9×6, 25 mm…)": the simulated rig is in metres.
+        #expect(board.columns == 9 && board.rows == 6 && board.pattern == .chessboard && board.squareSize == 0.025
+                && rig.calibration.translationUnit == .metre)
         #expect(BoardTrajectory.calibrationSweep(for: SimulatedStereoRig(calibration: rig.calibration, scene: SimulatedScene())) == nil)
     }
 

@@ -487,6 +487,32 @@ struct StereoDeviceTests {
         #expect(report.copied.first?.control == .exposureAuto)
     }
 
+    /// README's hardware-cost table: without the camera's descriptors, a high-speed camera's
+    /// packets are a typical UVC webcam's.
+    @Test("Without descriptors a USB 2.0 camera's packet sizes are the typical webcam's the README lists")
+    func typicalWebcamPacketSizes() {
+        #expect(USBSpeed.high.typicalPacketSizes == [192, 384, 512, 640, 800, 944, 1280, 1600, 1984, 2688, 3060])
+    }
+
+    /// README: `sharedFormats()` lists native formats before emulated ones, cheapest first.
+    @Test("Shared formats: native before emulated, and cheapest first within each")
+    func sharedFormatsOrder() throws {
+        let driver = VirtualUVCDriver(cameras: [Self.webcam("/dev/video0", bus: 1, port: "1"),
+                                                Self.webcam("/dev/video2", bus: 1, port: "2")])
+        let options = V4L2Camera.Options(allowEmulatedFormats: true)
+        let device = StereoDevice(left: try driver.camera(at: "/dev/video0", options: options),
+                                  right: try driver.camera(at: "/dev/video2", options: options))
+        let shared = try device.sharedFormats()
+        let native = shared.prefix { !$0.isEmulated }
+        let emulated = shared.dropFirst(native.count)
+        #expect(!native.isEmpty && !emulated.isEmpty, "\(shared.map(\.format))")
+        #expect(emulated.allSatisfy { $0.isEmulated }, "an emulated format before a native one")
+        for group in [Array(native), Array(emulated)] {
+            let costs = group.map(\.cost.cost)
+            #expect(costs == costs.sorted(), "costs not rising: \(costs)")
+        }
+    }
+
     @Test("The USB descriptors in sysfs give the video endpoint's packet sizes")
     func descriptorPacketSizes() throws {
         let sys = try FakeSysfs()
