@@ -397,8 +397,13 @@ struct CalibrateCommandTests {
         let refused = try ParallaxCLI.run(arguments)
         #expect(refused.status != 0, "\(refused.stderr)")
         #expect(refused.stderr.contains("right.jpg: its name has no number to pair by"), "\(refused.stderr)")
-        #expect(refused.stderr.contains("right11.jpg: no left image with number 11"), "\(refused.stderr)")
-        #expect(refused.stderr.contains("9 pairs line up by number"), "\(refused.stderr)")
+        // README: "refused naming `right.jpg` and `right11.jpg`…`right14.jpg`".
+        for k in 11...14 {
+            #expect(refused.stderr.contains("right\(k).jpg: no left image with number \(k)"), "\(refused.stderr)")
+        }
+        #expect(refused.stderr.contains("5 of 23 files cannot be paired (9 pairs line up by number)"), "\(refused.stderr)")
+        // "… stops the run before any detection": detection prints a [k/n] line per pair; none came.
+        #expect(refused.stderr.range(of: #"\[[0-9]+/[0-9]+\]"#, options: .regularExpression) == nil, "\(refused.stderr)")
         #expect(!fm.fileExists(atPath: output))
         // Asked to go on, the nine pairs that line up make a good calibration.
         let skipped = try ParallaxCLI.run(arguments + ["--skip-unpaired", "--json"])
@@ -411,6 +416,68 @@ struct CalibrateCommandTests {
         #expect((figures["rms_stereo"]?.number ?? 99) < 1)
         #expect(figures["unit"]?.string == "mm")
         #expect(figures["pairs_used"]?.number == 9)
+    }
+
+    /// README: "`rectify` and `calibrate` never cost you a file you had. An output that is also an
+    /// input, or two outputs with one path, are refused before any work" (rectify's side:
+    /// RectifyCommandTests). The same file named by --output and, through `./`, by --opencv-yaml;
+    /// and a --kalibr file that is one of the two --ros-dir writes.
+    @Test("calibrate refuses two outputs with one path before any detection, and an earlier file there stays as it was")
+    func twoOutputsWithOnePathAreRefusedBeforeAnyWork() throws {
+        let fm = FileManager.default
+        let dir = try ParallaxCLI.temporaryDirectory()
+        defer { try? fm.removeItem(at: dir) }
+        let earlier = dir.appendingPathComponent("x.yml").path
+        try FileAccess.writeAtomically("an earlier calibration", toPath: earlier)
+        let images = ["calibrate", "--left", Self.data + "/left0[1-4].jpg", "--right", Self.data + "/right0[1-4].jpg",
+                      "--board", "9x6", "--square", "1"]
+        let cases: [(extra: [String], message: String)] = [
+            (["--output", earlier, "--opencv-yaml", dir.path + "/./x.yml"], "--output and --opencv-yaml both name"),
+            (["--output", dir.appendingPathComponent("rig.json").path, "--ros-dir", dir.appendingPathComponent("ros").path,
+              "--kalibr", dir.appendingPathComponent("ros/left.yaml").path], "--kalibr and --ros-dir both name"),
+        ]
+        for (extra, message) in cases {
+            let refused = try ParallaxCLI.run(images + extra)
+            #expect(refused.status != 0 && refused.stderr.contains(message), "\(extra): \(refused.stderr)")
+            // Detection prints a [k/n] line per pair: refused before it started.
+            #expect(refused.stderr.range(of: #"\[[0-9]+/[0-9]+\]"#, options: .regularExpression) == nil, "\(refused.stderr)")
+        }
+        #expect(try String(contentsOfFile: earlier, encoding: .utf8) == "an earlier calibration")
+        #expect(try fm.contentsOfDirectory(atPath: dir.path) == ["x.yml"], "nothing else was written")
+    }
+
+    /// README: "Every `--calibration` (and `calibrate --intrinsics`) reads what the CLI writes":
+    /// `--intrinsics` given an OpenCV YAML file. With `--fix both` both cameras come out exactly as
+    /// the file gives them (the right camera's fx moved 1 %, so the fit could not arrive there on
+    /// its own). The sample calibration has eight distortion coefficients, hence brown8.
+    @Test("calibrate --intrinsics reads an OpenCV YAML file: with --fix both, the cameras come out as the file gives them")
+    func intrinsicsFromAnOpenCVYAMLFile() throws {
+        try #require(FileManager.default.fileExists(atPath: Self.data + "/left01.jpg"))
+        let dir = try ParallaxCLI.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        var held = try StereoCalibration(contentsOfFile: CalibrationFormatsTests.sample)
+        held.right.intrinsics.fx *= 1.01
+        let yaml = dir.appendingPathComponent("held.yml").path
+        try FileAccess.writeAtomically(OpenCVStereoFile.text(for: held, rectification: try held.rectification()), toPath: yaml)
+        let (given, format) = try CalibrationFile.load(yaml)
+        #expect(format == .openCVYAML && given.right.intrinsics == held.right.intrinsics)
+        let output = dir.appendingPathComponent("both.json").path
+        let result = try ParallaxCLI.run(["calibrate", "--left", Self.data + "/left0[1-4].jpg", "--right", Self.data + "/right0[1-4].jpg",
+                                          "--board", "9x6", "--square", "1", "--model", "brown8", "--intrinsics", yaml,
+                                          "--fix", "both", "--output", output])
+        #expect(result.status == 0, "\(result.stderr)")
+        let fixed = try StereoCalibration(contentsOfFile: output)
+        #expect(fixed.left.intrinsics == given.left.intrinsics && fixed.right.intrinsics == given.right.intrinsics)
+        #expect(fixed.left.distortion == given.left.distortion && fixed.right.distortion == given.right.distortion)
+        // The sample's lenses have 8 coefficients (k6 −0.936): held under the default brown5
+        // they would lose three, so that is refused, naming the model that holds them.
+        let narrow = try ParallaxCLI.run(["calibrate", "--left", Self.data + "/left0[1-4].jpg", "--right", Self.data + "/right0[1-4].jpg",
+                                          "--board", "9x6", "--square", "1", "--intrinsics", yaml, "--fix", "left",
+                                          "--output", dir.appendingPathComponent("narrow.json").path])
+        #expect(narrow.status != 0)
+        #expect(narrow.stderr.contains("the left camera has 8 distortion coefficients (brown5 holds 5)"), "\(narrow.stderr)")
+        #expect(narrow.stderr.contains("use --model brown8"), "\(narrow.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: dir.appendingPathComponent("narrow.json").path))
     }
 
     @Test("a square with a unit is recorded as the calibration's unit, and distances convert against it")

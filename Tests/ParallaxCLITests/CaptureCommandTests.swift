@@ -1,5 +1,9 @@
 import Foundation
+import ParallaxCapture
+import ParallaxGeometry
+import ParallaxImage
 import Testing
+@testable import parallax
 
 @Suite("parallax capture and devices")
 struct CaptureCommandTests {
@@ -139,6 +143,120 @@ struct CaptureCommandTests {
             let images = try FileManager.default.contentsOfDirectory(atPath: output.appendingPathComponent(camera + "/data").path)
             #expect(images.count == 5)
         }
+    }
+
+    /// The left timestamps of a recording (`cam0/data.csv`), in order.
+    static func leftStamps(_ output: URL) throws -> [Int64] {
+        try String(contentsOf: output.appendingPathComponent("cam0/data.csv"), encoding: .utf8)
+            .split(separator: "\n").dropFirst().compactMap { Int64($0.split(separator: ",")[0]) }
+    }
+
+    /// README: "`--max-fps` caps the rate", as the frame-rate cap is defined there: the cameras
+    /// are set to the fastest rate at or below the cap that both offer, and when they offer none
+    /// the device holds frames back (`frame_rate_cap`) so that the mean spacing never falls below
+    /// the cap. The simulated cameras take any rate: they run at the cap. The virtual webcams offer
+    /// YUYV at 30 and 15 fps only, both above a 10 fps cap: their frames are decimated.
+    @Test("capture --max-fps 10: pairs 100 ms apart, at the cameras' own rate or by holding frames back")
+    func frameRateCap() throws {
+        let cap: Int64 = 100_000_000  // 10 fps
+        let simulated = Self.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: simulated) }
+        let direct = try ParallaxCLI.run(["capture", "--simulated", "--max-fps", "10", "--frames", "5", "--size", "64x48",
+                                          "--output", simulated.path])
+        #expect(direct.status == 0, "\(direct.stderr)")
+        let stamps = try Self.leftStamps(simulated)
+        #expect(stamps.count == 5)
+        // Set to the cap, each left frame is a whole number of 100 ms intervals after the one
+        // before (more than one where the simulated camera lost a frame), give or take its
+        // ±0.5 ms of jitter on each of the two stamps; without the cap they would be 33.3 ms apart.
+        for (a, b) in zip(stamps, stamps.dropFirst()) {
+            let steps = (Double(b - a) / Double(cap)).rounded()
+            #expect(steps >= 1 && abs(Double(b - a) - steps * Double(cap)) <= 1_000_000, "\(b - a) ns apart")
+        }
+        #expect(!direct.stdout.contains("frame_rate_cap"), "\(direct.stdout)")
+
+        let virtual = Self.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: virtual) }
+        let decimated = try ParallaxCLI.run(["capture", "--virtual", "--format", "320x240@30:YUYV", "--max-fps", "10",
+                                             "--frames", "6", "--output", virtual.path])
+        #expect(decimated.status == 0, "\(decimated.stderr)")
+        #expect(decimated.stdout.contains("frame_rate_cap"), "frames held back for the cap are reported: \(decimated.stdout)")
+        let passed = try Self.leftStamps(virtual)
+        #expect(passed.count == 6)
+        // The grid of due times: the first frame passes and sets the next due time one cap
+        // later; a frame passes when at most half a camera interval (16.7 ms) before its due
+        // time, and the due time then advances by exactly one cap. So t_n ≥ t_1 + (n − 1)·cap −
+        // 16.7 ms: the mean spacing is the cap less at most 16.7 ms / (n − 1), however the
+        // stamps jitter (the 30 fps stream itself is 33.3 ms apart).
+        let tolerance = FrameInterval(numerator: 1, denominator: 30).nanoseconds / 2
+        if let first = passed.first, let last = passed.last, passed.count > 1 {
+            let mean = Double(last - first) / Double(passed.count - 1)
+            #expect(mean >= Double(cap) - Double(tolerance) / Double(passed.count - 1), "mean spacing \(mean) ns")
+        }
+    }
+
+    /// README: "an over-budget `--format` is refused before streaming with the alternatives".
+    /// `--virtual`'s webcams are each on a USB 2.0 bus of their own, where every format they
+    /// offer fits (the dearest, MJPEG 1280×720 at 30 fps, asks 3060 of a bus's 6000 bytes per
+    /// microframe; the command runs it, below). The same command over the same two webcams on
+    /// one bus (the command's own cameras, swapped in through `StereoSourceArguments.virtualCameras`)
+    /// asks 6120 of 6000: it is refused with the formats that fit, before the recording's
+    /// folder is made.
+    @Test("capture refuses an over-budget --format before streaming, listing the formats that fit, and writes nothing")
+    func overBudgetFormatIsRefusedBeforeStreaming() async throws {
+        let output = Self.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: output) }
+        let arguments = ["--virtual", "--format", "1280x720@30:MJPG", "--frames", "2", "--output", output.path]
+        var right = StereoSourceArguments.virtualCamera("/dev/video2", port: "2", seed: 5)
+        right.usb?.bus = 1
+        let oneBus = [StereoSourceArguments.virtualCamera("/dev/video0", port: "1", seed: 3), right]
+        let command = try CaptureCommand.parse(arguments)
+        let error = await #expect(throws: StereoDeviceError.self) {
+            try await StereoSourceArguments.$virtualCameras.withValue(oneBus) { try await command.run() }
+        }
+        guard case .overBudget(_, let cost, let alternatives, let separate)? = error else {
+            Issue.record("expected overBudget, got \(String(describing: error))")
+            return
+        }
+        #expect(abs(cost.cost - 6120.0 / 6000) < 1e-12)  // 2 × 3060, MJPEG's largest packet
+        #expect(!alternatives.isEmpty && alternatives.allSatisfy { $0.cost.cost < 1 })
+        #expect(separate?.runs == true)
+        let message = "\(error.map { "\($0)" } ?? "")"
+        #expect(message.contains("formats that fit: " + (alternatives.first.map { "\($0)" } ?? "-")), "\(message)")
+        #expect(message.contains("separate USB buses"), "\(message)")
+        #expect(!FileManager.default.fileExists(atPath: output.path), "the refused capture made its output folder")
+        // The command's own cameras, a bus each, run that format.
+        let separateBuses = try ParallaxCLI.run(["capture"] + arguments)
+        #expect(separateBuses.status == 0, "\(separateBuses.stderr)")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: output.appendingPathComponent("cam0/data").path).count == 2)
+    }
+
+    /// README: "`--calibration` rectifies the pairs before they are written". The simulated rig
+    /// renders the same views at every frame (no noise), so an unrectified capture's images are
+    /// the frames the rectified capture resampled: its images must be exactly what a `Rectifier`
+    /// of the same calibration (the rig's own, written to a file) makes of them.
+    @Test("capture --calibration writes each pair as the Rectifier of that calibration resamples it")
+    func calibrationRectifiesBeforeWriting() throws {
+        let size = ImageSize(width: 160, height: 120)
+        let calibration = SimulatedStereoRig.example(size: size).calibration
+        let dir = try ParallaxCLI.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let file = dir.appendingPathComponent("rig.json").path
+        try FileAccess.writeAtomically(calibration.jsonText(), toPath: file)
+        let common = ["capture", "--simulated", "--size", "160x120", "--frames", "2"]
+        let raw = try ParallaxCLI.run(common + ["--output", dir.appendingPathComponent("raw").path])
+        let rectified = try ParallaxCLI.run(common + ["--calibration", file, "--output", dir.appendingPathComponent("rectified").path])
+        #expect(raw.status == 0 && rectified.status == 0, "\(raw.stderr) \(rectified.stderr)")
+        func firstImage(_ recording: String, _ camera: String) throws -> ImageBuffer {
+            let folder = dir.appendingPathComponent("\(recording)/\(camera)/data")
+            let name = try #require(try FileManager.default.contentsOfDirectory(atPath: folder.path).sorted().first)
+            return try ImageBuffer(contentsOfFile: folder.appendingPathComponent(name).path)
+        }
+        let frames = (left: try firstImage("raw", "cam0"), right: try firstImage("raw", "cam1"))
+        let written = (left: try firstImage("rectified", "cam0"), right: try firstImage("rectified", "cam1"))
+        let expected = try Rectifier(calibration: calibration).rectify(left: frames.left, right: frames.right)
+        #expect(written.left == expected.left && written.right == expected.right)
+        #expect(written.left != frames.left && written.right != frames.right, "rectification left the images as they were")
     }
 
     @Test("capture without cameras or --simulated explains what to give")

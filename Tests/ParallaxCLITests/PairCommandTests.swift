@@ -1,4 +1,5 @@
 import Foundation
+import ParallaxGeometry
 import Testing
 @testable import parallax
 
@@ -289,6 +290,46 @@ struct PairCommandTests {
         #expect(result.status != 0)
         #expect(result.standardError.contains("is also the input --left"), "\(result.standardError)")
         #expect(try Data(contentsOf: directory.appendingPathComponent("cam0.csv")) == before)
+    }
+
+    /// README: "Progress goes to stderr for runs over two seconds". `pair`'s progress line on a
+    /// clock the test moves: nothing before two seconds, the first line at two; then, standard
+    /// error being no terminal, a new line at most every five seconds; on a terminal, the line
+    /// is rewritten in place at most once a second and ended when the run finishes.
+    @Test("pair's progress line: silent for the first two seconds, then at most every 5 s (every second, in place, on a terminal)")
+    func progressOnlyAfterTwoSeconds() {
+        for terminal in [false, true] {
+            let start = ContinuousClock.now
+            let elapsed = Locked<Duration>(.zero)
+            let written = Locked<[String]>([])
+            let progress = ProgressLine("pair: pairing", clock: { start + elapsed.withLock { $0 } }, terminal: terminal,
+                                        write: { text in written.withLock { $0.append(text) } })
+            func update(atMilliseconds ms: Int, _ fraction: Double) -> [String] {
+                elapsed.withLock { $0 = .milliseconds(ms) }
+                let before = written.withLock { $0.count }
+                progress.update(fraction, "(\(ms) pairs)")
+                return Array(written.withLock { $0 }.dropFirst(before))
+            }
+            func line(_ text: String) -> String { terminal ? "\r" + text + "\u{1B}[K" : text + "\n" }
+            #expect(update(atMilliseconds: 0, 0.1).isEmpty)
+            #expect(update(atMilliseconds: 1999, 0.4).isEmpty, "terminal \(terminal): a line before two seconds")
+            #expect(update(atMilliseconds: 2000, 0.5) == [line("pair: pairing: 50 % (2000 pairs)")])
+            let cadence = terminal ? 1000 : 5000
+            #expect(update(atMilliseconds: 2000 + cadence - 1, 0.6).isEmpty, "terminal \(terminal)")
+            #expect(update(atMilliseconds: 2000 + cadence, 0.7) == [line("pair: pairing: 70 % (\(2000 + cadence) pairs)")])
+            progress.finish()
+            #expect(Array(written.withLock { $0 }.suffix(1)) == (terminal ? ["\n"] : [line("pair: pairing: 70 % (\(2000 + cadence) pairs)")]))
+        }
+        // A run that ends within two seconds prints nothing, not even the terminal's line end.
+        let quiet = Locked<[String]>([])
+        let start = ContinuousClock.now
+        let elapsed = Locked<Duration>(.zero)
+        let short = ProgressLine("pair: pairing", clock: { start + elapsed.withLock { $0 } }, terminal: true,
+                                 write: { text in quiet.withLock { $0.append(text) } })
+        elapsed.withLock { $0 = .milliseconds(1999) }
+        short.update(1, "")
+        short.finish()
+        #expect(quiet.withLock { $0 }.isEmpty)
     }
 
     @Test("durations take ns, us, ms and s, with decimals")

@@ -162,6 +162,25 @@ struct CalibrationFormatsTests {
         }
     }
 
+    /// README: `--calibration` reads "`intrinsics.yml,extrinsics.yml` when one of them has
+    /// `image_width` and `image_height`, which OpenCV's stereo_calib sample does not write".
+    /// The exchange fixtures were written by `cv2.FileStorage` from one rig: the two files (the
+    /// size added to the first) and the one-file stereo.yml hold the same decimal text for every
+    /// matrix, so the rectification printed is the same to the last digit.
+    @Test("stereo_calib's two files, intrinsics.yml,extrinsics.yml: read when one has the image size, else refused naming it")
+    func openCVsTwoFiles() throws {
+        let folder = ParallaxCLI.packageRoot.appendingPathComponent("Tests/Fixtures/exchange/opencv").path
+        func rectification(_ calibration: String) throws -> ParallaxCLI.Result {
+            try ParallaxCLI.run(["rectification", "--calibration", calibration, "--json"])
+        }
+        let pair = try rectification(folder + "/intrinsics-with-size.yml," + folder + "/extrinsics.yml")
+        let one = try rectification(folder + "/stereo.yml")
+        #expect(pair.status == 0 && one.status == 0, "\(pair.stderr) \(one.stderr)")
+        #expect(!pair.stdout.isEmpty && pair.stdout == one.stdout)
+        let withoutSize = try rectification(folder + "/intrinsics.yml," + folder + "/extrinsics.yml")
+        #expect(withoutSize.status == 1 && withoutSize.stderr.contains("no image size"), "\(withoutSize.stderr)")
+    }
+
     @Test("a file of the wrong kind says what it is")
     func wrongKindsAreNamed() throws {
         let fm = FileManager.default

@@ -192,3 +192,33 @@ extension RectificationFindingsTests {
         #expect(findings.contains { $0.message.contains("turned 50° against each other") }, "\(findings)")
     }
 }
+
+extension RectificationFindingsTests {
+    /// README: `rectification` and `rectify` "warn about … small valid regions". Two cameras side
+    /// by side, the right one with four times the left's focal length. With alpha 1 the rectified
+    /// image keeps every source pixel, so its focal length is about the wider camera's 500 px and
+    /// the narrow camera fills a quarter of its width and of its height: (1/4)² = 6.25 % of the
+    /// image, under the 10 % that draws the warning (the valid rectangle lies within a pixel or
+    /// two of each edge of that quarter). At three times the focal length, (1/3)² = 11.1 %: no warning.
+    @Test("a valid region under a tenth of the rectified image is a warning naming its share")
+    func smallValidRegionIsAWarning() throws {
+        func rig(rightFocal: Double) -> StereoCalibration {
+            let narrow = CameraModel(size: Self.camera.size,
+                                     intrinsics: CameraIntrinsics(fx: rightFocal, fy: rightFocal, cx: 320, cy: 240))
+            return StereoCalibration(left: Self.camera, right: narrow, extrinsics: RigidTransform(translation: SIMD3(-60, 0, 0)))
+        }
+        let keepAll = RectificationOptions(alpha: 1)
+        let quarter = rig(rightFocal: 2000)
+        let rectification = try quarter.rectification(keepAll)
+        let roi = rectification.roi2
+        #expect(abs(roi.width - 160) <= 2 && abs(roi.height - 120) <= 2, "right valid region \(roi)")
+        let share = Double(roi.width * roi.height) / Double(640 * 480)
+        #expect(share < RectificationFinding.smallValidAreaFraction && RectificationFinding.smallValidAreaFraction == 0.1)
+        let findings = rectification.findings(for: quarter)
+        let percent = (share * 100 * 1000).rounded() / 1000
+        #expect(findings.map(\.severity) == [.warning]
+                && findings.first?.message == "only \(percent) % of the rectified right image is valid (\(roi))", "\(findings)")
+        let third = rig(rightFocal: 1500)
+        #expect(try third.rectification(keepAll).findings(for: third).isEmpty)
+    }
+}

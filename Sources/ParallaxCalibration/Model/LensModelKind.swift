@@ -61,6 +61,19 @@ public enum LensModelKind: String, Hashable, Sendable, CaseIterable {
         return [k.fx, k.fy, k.cx, k.cy] + c.prefix(distortionCount)
     }
 
+    /// What ``parameters(of:)`` would drop of `camera`'s lens: `nil` when this model holds
+    /// it exactly, else a description of the lens (for an error naming the model that would
+    /// hold it), so that intrinsics held fixed are never changed by a narrower model.
+    public func lensItCannotHold(_ camera: CameraModel) -> String? {
+        let coefficients = camera.distortion.coefficients
+        if camera.distortion.isFisheye != (self == .fisheye) {
+            guard coefficients.contains(where: { $0 != 0 }) else { return nil }
+            return camera.distortion.isFisheye ? "a fisheye lens" : "a Brown–Conrady lens"
+        }
+        guard coefficients.dropFirst(distortionCount).contains(where: { $0 != 0 }) else { return nil }
+        return "\(coefficients.count) distortion coefficients (\(rawValue) holds \(distortionCount))"
+    }
+
     /// The model for a command-line name: brown4, brown5, brown8 or fisheye.
     public init?(commandLineName: String) {
         self.init(rawValue: commandLineName.lowercased())

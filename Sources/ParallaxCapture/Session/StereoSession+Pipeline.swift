@@ -498,8 +498,9 @@ extension StereoSession {
     // MARK: Pressure
 
     /// Closes a pressure window when one is due: computes the factors, updates the level
-    /// with hysteresis, and adapts the frame rate when allowed.
-    private func evaluatePressureIfDue(now: Int64) {
+    /// with hysteresis, and adapts the frame rate when allowed. (Internal, not private, so a
+    /// test can close windows at times it chooses.)
+    func evaluatePressureIfDue(now: Int64) {
         let policy = options.pressure
         let windowNanoseconds = Int64(policy.windowSeconds * 1e9)
         guard let (window, fps) = state.withLock({ s -> (Window, Double)? in

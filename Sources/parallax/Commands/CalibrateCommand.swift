@@ -240,8 +240,25 @@ struct CalibrateCommand: AsyncParsableCommand {
         }
         var initial: StereoCalibration?
         if let intrinsics { initial = try RectificationArguments.loadCalibration(intrinsics) }
+        try checkHeldLenses(initial)
         try calibrateStereo(target: target, pairs: pairs, unpaired: unpaired, cornerList: cornerList, reference: reference,
                             initial: initial, start: start, live: nil)
+    }
+
+    /// Refuses `--fix` on a camera whose lens `--model` cannot hold: held intrinsics must
+    /// come out as given, not with coefficients dropped.
+    func checkHeldLenses(_ initial: StereoCalibration?) throws {
+        guard let initial, let file = intrinsics else { return }
+        let held: [(String, CameraModel)] = [(fix == .left || fix == .both, ("left", initial.left)),
+                                             (fix == .right || fix == .both, ("right", initial.right))]
+            .filter(\.0).map(\.1)
+        for (side, camera) in held {
+            if let lens = model.lensItCannotHold(camera) {
+                let wider = camera.distortion.isFisheye ? "fisheye" : "brown8"
+                throw CLIError("--intrinsics \(file): the \(side) camera has \(lens), which --model \(model.rawValue) "
+                               + "cannot hold fixed as given; use --model \(wider)")
+            }
+        }
     }
 
     /// The outputs a stereo calibration writes, for ``OutputFiles/check(outputs:inputs:)``.
@@ -270,6 +287,7 @@ struct CalibrateCommand: AsyncParsableCommand {
         }
         let reference = try against.map { try RectificationArguments.loadCalibration($0) }
         let initial = try intrinsics.map { try RectificationArguments.loadCalibration($0) }
+        try checkHeldLenses(initial)
         let targets = LiveTargets(pairLimit: pairLimit, uncertaintyPixels: uncertaintyTarget, timeLimitSeconds: timeLimit.seconds)
         let capture = try await captureLive(target: target, directory: directory, targets: targets,
                                             calibrator: stereoPipeline(target: target).stereoCalibrator(fixed: .none))

@@ -7,15 +7,28 @@ import Foundation
 /// Safe to update from several threads.
 final class ProgressLine: Sendable {
     private let label: String
-    private let started = ContinuousClock.now
+    private let clock: @Sendable () -> ContinuousClock.Instant
+    private let started: ContinuousClock.Instant
     private let lastShown = Locked<ContinuousClock.Instant?>(nil)
-    private let terminal = isatty(2) != 0
+    private let terminal: Bool
+    private let write: @Sendable (String) -> Void
 
-    init(_ label: String) { self.label = label }
+    /// A line labelled `label` on standard error; `clock`, `terminal` and `write` stand in for
+    /// the continuous clock, whether standard error is a terminal, and standard error itself
+    /// (tests pass their own, so the two-second rule is checked without waiting).
+    init(_ label: String, clock: @escaping @Sendable () -> ContinuousClock.Instant = { ContinuousClock.now },
+         terminal: Bool = isatty(2) != 0,
+         write: @escaping @Sendable (String) -> Void = { FileHandle.standardError.write(Data($0.utf8)) }) {
+        self.label = label
+        self.clock = clock
+        self.started = clock()
+        self.terminal = terminal
+        self.write = write
+    }
 
     /// Shows `fraction` (0...1) done, with `detail`, when it is time to.
     func update(_ fraction: Double, _ detail: @autoclosure () -> String) {
-        let now = ContinuousClock.now
+        let now = clock()
         guard now - started >= .seconds(2) else { return }
         let due = lastShown.withLock { last in
             if let last, now - last < (terminal ? .seconds(1) : .seconds(5)) { return false }
@@ -25,11 +38,11 @@ final class ProgressLine: Sendable {
         guard due else { return }
         let percent = Int((min(max(fraction, 0), 1) * 100).rounded(.down))
         let line = "\(label): \(percent) % \(detail())"
-        FileHandle.standardError.write(Data((terminal ? "\r" + line + "\u{1B}[K" : line + "\n").utf8))
+        write(terminal ? "\r" + line + "\u{1B}[K" : line + "\n")
     }
 
     /// Ends the line on a terminal (when anything was shown).
     func finish() {
-        if terminal, lastShown.withLock({ $0 }) != nil { FileHandle.standardError.write(Data("\n".utf8)) }
+        if terminal, lastShown.withLock({ $0 }) != nil { write("\n") }
     }
 }

@@ -112,9 +112,7 @@ struct StereoSourceArguments: ParsableArguments {
             return source
         }
         if virtual {
-            let driver = VirtualUVCDriver(cameras: [
-                Self.virtualCamera("/dev/video0", port: "1", seed: 3), Self.virtualCamera("/dev/video2", port: "2", seed: 5),
-            ])
+            let driver = VirtualUVCDriver(cameras: Self.virtualCameras)
             source = Source(device: StereoDevice(left: try driver.camera(at: "/dev/video0"), right: try driver.camera(at: "/dev/video2")),
                             driver: driver)
         } else {
@@ -140,6 +138,13 @@ struct StereoSourceArguments: ParsableArguments {
         if !quiet, configured.format != chosen { print("drivers set \(configured)") }
         return source
     }
+
+    /// The cameras `--virtual` plugs in at /dev/video0 (left) and /dev/video2 (right): two
+    /// webcams, each on a USB 2.0 bus of its own. Task-local so that a test can run a command
+    /// over other virtual cameras (two on one bus, where a format can be over budget).
+    @TaskLocal static var virtualCameras: [VirtualCameraSpec] = [
+        virtualCamera("/dev/video0", port: "1", seed: 3), virtualCamera("/dev/video2", port: "2", seed: 5),
+    ]
 
     /// A virtual webcam on its own USB 2.0 bus.
     static func virtualCamera(_ path: String, port: String, seed: UInt64) -> VirtualCameraSpec {

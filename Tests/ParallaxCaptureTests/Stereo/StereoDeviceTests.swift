@@ -487,6 +487,58 @@ struct StereoDeviceTests {
         #expect(report.copied.first?.control == .exposureAuto)
     }
 
+    /// README: matchControls "copies exposure, gain, white balance and focus (auto switches
+    /// first) to the other side and reports … automatic modes still on". Both webcams here have
+    /// focus (its auto switch and an absolute value). The left camera is left in its automatic
+    /// modes (aperture-priority exposure, automatic white balance and focus): they are copied and
+    /// reported. Then a right camera whose exposure menu has no manual mode (3, aperture priority,
+    /// only, as many UVC webcams): asked for manual exposure it keeps 3, and the report shows it
+    /// as a copy the right camera did not keep (`automaticModesOn` reads the source side only).
+    @Test("matchControls copies focus and reports automatic modes still on, and a right camera that keeps its auto exposure")
+    func matchedControlsReportAutomaticModes() throws {
+        func withFocus(_ spec: VirtualCameraSpec) -> VirtualCameraSpec {
+            var spec = spec
+            spec.controls += [.init(id: .autoFocus, name: "Focus, Automatic Continuous", minimum: 0, maximum: 1, defaultValue: 1, isBoolean: true),
+                              .init(id: .focusAbsolute, name: "Focus (absolute)", minimum: 0, maximum: 250, step: 5, defaultValue: 0)]
+            return spec
+        }
+        let driver = VirtualUVCDriver(cameras: [withFocus(Self.webcam("/dev/video0", bus: 1, port: "1")),
+                                                withFocus(Self.webcam("/dev/video2", bus: 2, port: "2"))])
+        let l = try driver.camera(at: "/dev/video0"), r = try driver.camera(at: "/dev/video2")
+        try r.set(.autoFocus, to: 0)
+        try l.set(.focusAbsolute, to: 125)
+        try l.set(.gain, to: 77)
+        let report = try StereoDevice(left: l, right: r).matchControls(from: .left)
+        print("control match, left in its automatic modes:\n\(report)")
+        #expect(report.isComplete && report.missing.left.isEmpty && report.missing.right.isEmpty)
+        for id in [CameraControlID.autoFocus, .focusAbsolute, .gain, .exposureAuto, .autoWhiteBalance] {
+            #expect(report.copied.contains { $0.control == id }, "\(id) not copied")
+            #expect(try r.value(of: id) == l.value(of: id), "\(id)")
+        }
+        #expect(try r.value(of: .focusAbsolute) == 125 && r.value(of: .autoFocus) == 1)
+        #expect(Set(report.automaticModesOn) == [.exposureAuto, .autoWhiteBalance, .autoFocus], "\(report.automaticModesOn)")
+        #expect(report.description.contains("automatic modes on (set them to manual for stereo): "))
+
+        // The right camera's exposure menu offers aperture priority only.
+        var stubborn = Self.webcam("/dev/video2", bus: 2, port: "2")
+        stubborn.controls = stubborn.controls.map { control in
+            guard control.id == .exposureAuto else { return control }
+            var only = control
+            only.minimum = 3
+            return only
+        }
+        let second = VirtualUVCDriver(cameras: [Self.webcam("/dev/video0", bus: 1, port: "1"), stubborn])
+        let manual = try second.camera(at: "/dev/video0"), automatic = try second.camera(at: "/dev/video2")
+        try manual.set(.exposureAuto, to: 1)
+        try manual.set(.autoWhiteBalance, to: 0)
+        let refused = try StereoDevice(left: manual, right: automatic).matchControls(from: .left)
+        print("control match, right camera without manual exposure:\n\(refused)")
+        #expect(!refused.isComplete)
+        #expect(refused.copied.first { $0.control == .exposureAuto }.map { $0.value == 1 && $0.kept == 3 } == true)
+        #expect(refused.description.contains("exposureAuto = 1 (the right camera kept 3)"), "\(refused.description)")
+        #expect(try automatic.value(of: .exposureAuto) == 3)
+    }
+
     /// README's hardware-cost table: without the camera's descriptors, a high-speed camera's
     /// packets are a typical UVC webcam's.
     @Test("Without descriptors a USB 2.0 camera's packet sizes are the typical webcam's the README lists")

@@ -1,0 +1,138 @@
+import Foundation
+@testable import ParallaxCapture
+import ParallaxGeometry
+import ParallaxImage
+import ParallaxTestSupport
+import Testing
+
+/// The session's own drops, each provoked on purpose with hand-fed frames, so that which pair
+/// is dropped, and why, is decided by the test and not by the machine's speed: the oldest
+/// waiting pair for a consumer that is behind (`consumer_behind`), every pair a consumer
+/// leaves no buffer for (`no_free_buffer`), a pair the rectifier refuses
+/// (`rectification_failed`); and through all of them the account balances.
+@Suite("Session drops: consumer behind, no free buffer, rectification failed")
+struct SessionAccountTests {
+    static let interval = FrameInterval(numerator: 1, denominator: 30)
+
+    /// Hands frame `k` of both cameras over (right 2 ms after left), showing `pixels`.
+    static func feed(_ k: Int, to cameras: PerSide<HandFedCamera>, pixels: SharedPixels) {
+        let t = 1_000_000_000 + Int64(k) * interval.nanoseconds
+        for side in StereoSide.allCases {
+            cameras[side].deliver(cameras[side].frame(pixels, timestampNanoseconds: t + (side == .right ? 2_000_000 : 0),
+                                                      sequence: UInt64(k)))
+        }
+    }
+
+    /// Pairs the session has delivered or dropped (every pair it decided).
+    static func decided(_ stats: StereoSessionStatistics) -> Int {
+        stats.pairsDelivered + stats.sessionDrops.values.reduce(0, +)
+    }
+
+    /// README: "`.newestWins(queuedPairs: 2)` for live cameras: when the consumer is behind,
+    /// the oldest waiting pair is dropped and counted (`consumer_behind`)". Ten pairs are made
+    /// while the consumer of `pairs` reads nothing; the two it then reads are the last two made
+    /// (frames 8 and 9), and the eight before them are the drops. Also README "Events": the
+    /// first event is `started`.
+    @Test("newest wins: a consumer that is behind gets the newest pairs; the oldest waiting ones are dropped as consumer_behind")
+    func theOldestWaitingPairIsDropped() async throws {
+        let format = CaptureFormat(fourCC: .grey, size: ImageSize(width: 32, height: 24), frameInterval: Self.interval)
+        let cameras = PerSide(left: HandFedCamera(name: "left", format: format), right: HandFedCamera(name: "right", format: format))
+        let device = StereoDevice(left: cameras.left, right: cameras.right)
+        try device.configure(StereoConfiguration(format: format))
+        var options = StereoSessionOptions()
+        options.pressure.readsMachineState = false
+        // Pairs proven by their timestamps alone (no 100 ms latency deadline): which pairs exist
+        // when the consumer reads does not depend on the machine's speed.
+        options.synchronizer = SynchronizerConfiguration(policy: .approximate, frameIntervalNanoseconds: Self.interval.nanoseconds,
+                                                         timestampJitterNanoseconds: 2_000_000, maximumLatencyNanoseconds: .max / 4)
+        let session = try StereoSession(device: device, options: options)
+        #expect(session.backPressure == .newestWins(queuedPairs: 2))
+        try session.start()
+        let pixels = SharedPixels(try TestPattern.image(.gray8, size: format.size, seed: 1))
+        // Frames 0…9 make pairs 0…9, each proven as its later (right) frame arrives: the next
+        // frames cannot come nearer than the interval less the jitter. Then the session thread
+        // has taken each from its own queue and pushed it to the consumer's (hang guard 10 s).
+        let settled = try await onOwnThread { () -> Bool in
+            for k in 0..<10 { Self.feed(k, to: cameras, pixels: pixels) }
+            return eventually {
+                let stats = session.statistics
+                return stats.synchronizer.pairs == 10 && session.state.withLock({ $0.incoming.isEmpty })
+                    && session.pairQueue.count + stats.sessionDrops[.consumerBehind, default: 0] == 10
+            }
+        }
+        #expect(settled, "the ten pairs did not settle: \(session.statistics.sessionDrops)")
+        var reader = session.pairs.makeAsyncIterator()
+        var read: [UInt64] = []
+        for _ in 0..<2 { if let pair = await reader.next() { read.append(pair.left.sequence) } }
+        session.stop()
+        let stats = session.statistics
+        #expect(read == [8, 9], "the consumer read \(read)")
+        #expect(stats.sessionDrops[.consumerBehind, default: 0] == 8 && stats.pairsDelivered == 2)
+        for side in StereoSide.allCases { #expect(stats.accountsForEveryFrame(side), "\(side): \(stats.drops(side))") }
+        var events = session.events.makeAsyncIterator()
+        #expect(await events.next()?.kind == .started)
+        #expect(stats.events.first?.kind == .started && stats.events.last?.name == "stopped")
+    }
+
+    /// README: the session's drop reasons include `no_free_buffer`. A session rectifies into a
+    /// pool of queued pairs + 3 = 5 buffers (newest wins, two queued); a consumer that keeps every
+    /// pair it is handed keeps all five, and every later pair finds none (live cameras do not
+    /// wait for one). Once the consumer lets go, pairs flow again; the account balances.
+    @Test("a consumer that keeps every pair holds the pool's five buffers: the pairs after are no_free_buffer drops")
+    func aConsumerHoldingEveryBufferDropsPairsAsNoFreeBuffer() throws {
+        let kept = Locked<[StereoPair]>([])
+        let fixture = try HandFedSession(onPair: { pair in kept.withLock { $0.append(pair) } })
+        let session = fixture.session
+        defer { session.stop() }
+        #expect(session.backPressure == .newestWins(queuedPairs: 2))
+        // Nine pairs, each proven as its right frame arrives, and decided before the next is fed.
+        for (k, frames) in fixture.frames(9).enumerated() {
+            fixture.cameras.left.deliver(frames.left)
+            fixture.cameras.right.deliver(frames.right)
+            #expect(eventually { Self.decided(session.statistics) > k }, "pair \(k) was not decided")
+        }
+        let held = session.statistics
+        print("holding every pair: \(held.pairsDelivered) delivered, drops \(held.sessionDrops)")
+        #expect(held.synchronizer.pairs == 9 && held.pairsInFlight == 0)
+        #expect(held.pairsDelivered == 5 && held.pooledBuffers == 5 && kept.withLock { $0.count } == 5)
+        #expect(held.sessionDrops == [.noFreeBuffer: 4])
+        // Let go: the buffers go back to the pool and pairs are delivered again.
+        kept.withLock { $0 = [] }
+        fixture.run(fixture.frames(3))
+        #expect(session.statistics.pairsDelivered == 8)
+        session.stop()
+        let stats = session.statistics
+        for side in StereoSide.allCases { #expect(stats.accountsForEveryFrame(side), "\(side): \(stats.drops(side))") }
+        #expect(stats.pooledBuffers == 5)
+    }
+
+    /// README: the session's drop reasons include `rectification_failed`. A pair whose frames
+    /// do not have the calibrated size (a 32×24 image from cameras calibrated and configured at
+    /// 160×120) cannot be resampled: it is dropped with that reason and a device-error event
+    /// naming the pair, the pairs around it are delivered, and the account balances.
+    @Test("a pair the rectifier refuses is dropped as rectification_failed with an event; the pairs around it go through")
+    func aPairThatCannotBeRectifiedIsDroppedWithTheReason() throws {
+        let delivered = Locked<[UInt64]>([])
+        let fixture = try HandFedSession(onPair: { pair in delivered.withLock { $0.append(pair.left.sequence) } })
+        let session = fixture.session
+        defer { session.stop() }
+        let wrongSize = SharedPixels(try TestPattern.image(.gray8, size: ImageSize(width: 32, height: 24), seed: 2))
+        var frames = fixture.frames(7)
+        frames[3] = PerSide { side in
+            fixture.cameras[side].frame(wrongSize, timestampNanoseconds: frames[3][side].timestampNanoseconds,
+                                        sequence: frames[3][side].sequence)
+        }
+        for (k, pair) in frames.enumerated() {
+            fixture.cameras.left.deliver(pair.left)
+            fixture.cameras.right.deliver(pair.right)
+            #expect(eventually { Self.decided(session.statistics) > k }, "pair \(k) was not decided")
+        }
+        session.stop()
+        let stats = session.statistics
+        #expect(stats.sessionDrops == [.rectificationFailed: 1], "\(stats.sessionDrops)")
+        #expect(delivered.withLock { $0 } == [0, 1, 2, 4, 5, 6])
+        let errors = stats.events.compactMap { if case .deviceError(let message) = $0.kind { return message }; return nil }
+        #expect(errors.count == 1 && errors.first?.contains("pair 3 could not be rectified") == true, "\(errors)")
+        for side in StereoSide.allCases { #expect(stats.accountsForEveryFrame(side), "\(side): \(stats.drops(side))") }
+    }
+}

@@ -1,0 +1,215 @@
+import Foundation
+@testable import ParallaxCapture
+import ParallaxGeometry
+import ParallaxTestSupport
+import Testing
+
+/// What README's "Hot-plug" promises beyond a camera coming back: it must be the same camera
+/// (V4L2: the same node with the same USB bus position), it streams the format it had, the
+/// reconnect timeout (and `nil`, no timeout), and a source that cannot come back.
+@Suite("Session hot-plug: the same camera, the same format, the timeout")
+struct SessionHotPlugTests {
+    static let interval = FrameInterval(numerator: 1, denominator: 30)
+
+    /// A GREY virtual webcam at `path` on USB port (and bus) `port`: 320×240 and 160×120, at
+    /// 30 and 15 fps, so that the driver's default (the first of each) differs from 160×120 at 15.
+    static func webcam(_ path: String, port: String) -> VirtualCameraSpec {
+        var spec = VirtualCameraSpec(
+            path: path, card: "Virtual \(port)", busInfo: "usb-0000:00:14.0-\(port)",
+            formats: [.init(fourCC: .grey, sizes: [ImageSize(width: 320, height: 240), ImageSize(width: 160, height: 120)],
+                            intervals: [interval, FrameInterval(numerator: 1, denominator: 15)])],
+            seed: UInt64(port) ?? 1)
+        spec.usb = USBLocation(bus: Int(port) ?? 1, portPath: port, speedMbps: 480, serial: "SN\(port)")
+        return spec
+    }
+
+    /// Two such webcams on ports 1 and 2, configured to `format`.
+    static func pair(_ format: CaptureFormat) throws -> (VirtualUVCDriver, StereoDevice) {
+        let driver = VirtualUVCDriver(cameras: [webcam("/dev/video0", port: "1"), webcam("/dev/video2", port: "2")])
+        let device = StereoDevice(left: try driver.camera(at: "/dev/video0"), right: try driver.camera(at: "/dev/video2"))
+        try device.configure(StereoConfiguration(format: format))
+        return (driver, device)
+    }
+
+    static func stopReason(_ session: StereoSession) -> String? {
+        session.statistics.events.lazy.compactMap { if case .stopped(let reason) = $0.kind { return reason }; return nil }.first
+    }
+
+    /// README: the session "looks for the same camera every 0.25 s (V4L2: the same node answering
+    /// with the same USB bus position)". The right camera is unplugged and another camera, on
+    /// port 3, appears at its node: it is not taken back. The session keeps looking until its
+    /// timeout ends it, with the reason the last attempt gave; the other camera never streamed.
+    @Test("a camera that comes back on another USB port is not taken back; the timeout ends the session naming it")
+    func aCameraOnAnotherPortIsNotTakenBack() async throws {
+        let (driver, device) = try Self.pair(CaptureFormat(fourCC: .grey, size: ImageSize(width: 160, height: 120), frameInterval: Self.interval))
+        var options = StereoSessionOptions()
+        options.reconnectIntervalSeconds = 0.02
+        options.reconnectTimeoutSeconds = 1
+        options.pressure.readsMachineState = false
+        let session = try StereoSession(device: device, options: options)
+        let log = PairLog()
+        try session.start(delivering: log.handler)
+        defer { session.stop() }
+        let (paired, gone, ended) = try await onOwnThread { () -> (Bool, Bool, Bool) in
+            let paired = log.wait(for: 5)
+            driver.unplug("/dev/video2")
+            let gone = eventually { session.statistics.events.contains { $0.name == "disconnected" } }
+            driver.add(Self.webcam("/dev/video2", port: "3"))
+            // Hang guard: the 1 s timeout ends the session.
+            return (paired, gone, eventually(seconds: 30) { !session.isRunning })
+        }
+        #expect(paired && gone && ended)
+        let reason = Self.stopReason(session) ?? ""
+        #expect(reason.contains("did not come back within 1 s")
+                && reason.contains("another camera (bus usb-0000:00:14.0-3) answers at this node; expected usb-0000:00:14.0-2"),
+                "\(reason)")
+        #expect(!session.statistics.events.contains { $0.name == "reconnected" })
+        #expect(driver.framesProduced("/dev/video2") == 0 && !driver.isStreaming("/dev/video2"))
+        for side in StereoSide.allCases { #expect(session.statistics.accountsForEveryFrame(side)) }
+    }
+
+    /// README: the session "reopens it with the same format and pairs again". The cameras run
+    /// 160×120 at 15 fps; the camera plugged back starts at the driver's default, 320×240 at
+    /// 30 fps. After the reconnect the device's active formats are the earlier ones, and the
+    /// driver itself schedules the right camera's frames one 15 fps interval apart (its due
+    /// times: consecutive frames exactly 66 666 666 ns apart, not 33 333 333).
+    @Test("a camera plugged back streams the format it had: the active formats, and the driver's own frame interval")
+    func aReconnectedCameraHasItsFormatBack() async throws {
+        let format = CaptureFormat(fourCC: .grey, size: ImageSize(width: 160, height: 120),
+                                   frameInterval: FrameInterval(numerator: 1, denominator: 15))
+        let (driver, device) = try Self.pair(format)
+        let before = try #require(device.activeFormats)
+        #expect(before.left == format && before.right == format)
+        var options = StereoSessionOptions()
+        options.reconnectIntervalSeconds = 0.02
+        options.pressure.readsMachineState = false
+        let session = try StereoSession(device: device, options: options)
+        let log = PairLog()
+        try session.start(delivering: log.handler)
+        defer { session.stop() }
+        let (paired, back, pairedAgain) = try await onOwnThread { () -> (Bool, Bool, Bool) in
+            let paired = log.wait(for: 5)
+            driver.unplug("/dev/video2")
+            _ = eventually { session.statistics.events.contains { $0.name == "disconnected" } }
+            driver.replug("/dev/video2")
+            let back = eventually { session.statistics.events.contains { $0.name == "reconnected" } }
+            return (paired, back, log.wait(for: log.count + 5))
+        }
+        #expect(paired && back && pairedAgain)
+        let after = try #require(device.activeFormats)
+        #expect(after.left == before.left && after.right == before.right, "after the reconnect: \(after)")
+        // The plugged-back camera's counter starts again at 0; consecutive sequence numbers are
+        // one of the driver's intervals apart.
+        let due = (0..<12).compactMap { k in driver.dueTime("/dev/video2", sequence: UInt64(k)).map { (k, $0) } }
+        let spacings = zip(due, due.dropFirst()).filter { $1.0 == $0.0 + 1 }.map { $1.1 - $0.1 }
+        #expect(!spacings.isEmpty && spacings.allSatisfy { $0 == format.frameInterval.nanoseconds }, "\(spacings)")
+    }
+
+    /// README: "A camera that does not come back within 60 s (`reconnectTimeoutSeconds`; `nil`
+    /// waits as long as the session runs) … ends the session". An hour is not waited for: once
+    /// the right camera is gone, the session's record of when it vanished is moved an hour back,
+    /// and the session tries again. With the default 60 s that ends the session, naming the
+    /// camera; with `nil` the session runs on after two more attempts, and takes the camera
+    /// back when it returns.
+    @Test("a camera gone an hour ends the session under the default 60 s timeout; with nil the session waits and takes it back")
+    func noTimeoutWaitsAsLongAsTheSessionRuns() async throws {
+        #expect(StereoSessionOptions().reconnectTimeoutSeconds == 60)
+        for timeout in [60, nil] as [Double?] {
+            let (driver, device) = try SessionFixtures.virtualPair()
+            var options = StereoSessionOptions()
+            options.reconnectIntervalSeconds = 0.02
+            options.reconnectTimeoutSeconds = timeout
+            options.pressure.readsMachineState = false
+            let session = try StereoSession(device: device, options: options)
+            let log = PairLog()
+            try session.start(delivering: log.handler)
+            defer { session.stop() }
+            let outcome = try await onOwnThread { () -> (moved: Bool, runningAfter: Bool, ended: Bool, pairedAgain: Bool) in
+                guard log.wait(for: 5) else { return (false, false, false, false) }
+                driver.unplug("/dev/video2")
+                guard eventually(seconds: 10, { session.statistics.events.contains { $0.name == "disconnected" } }) else {
+                    return (false, false, false, false)
+                }
+                let moved = Self.moveDisconnectionBack(of: session, .right, by: 3_600_000_000_000)
+                let runningAfter = session.isRunning && Self.stopReason(session) == nil
+                if timeout != nil { return (moved, runningAfter, eventually(seconds: 30) { !session.isRunning }, false) }
+                driver.replug("/dev/video2")
+                let back = eventually { session.statistics.events.contains { $0.name == "reconnected" } }
+                return (moved, runningAfter, !session.isRunning, back && log.wait(for: log.count + 5))
+            }
+            #expect(outcome.moved, "timeout \(String(describing: timeout)): the session made no attempt after the move")
+            if timeout != nil {
+                #expect(outcome.ended)
+                let reason = Self.stopReason(session) ?? ""
+                #expect(reason.contains("the right camera") && reason.contains("did not come back within 60 s"), "\(reason)")
+            } else {
+                #expect(outcome.runningAfter && !outcome.ended && outcome.pairedAgain, "\(outcome)")
+            }
+        }
+    }
+
+    /// README: "… or a source that cannot come back, ends the session with the reason". A
+    /// side-by-side camera's halves cannot be reconnected on their own (StereoDevice.reconnect
+    /// refuses them); unplugging the one camera ends the session at once, naming the half that
+    /// reported it, without waiting for the reconnect timeout.
+    @Test("a source that cannot come back (a side-by-side camera unplugged) ends the session with the reason")
+    func aSourceThatCannotComeBackEndsTheSession() async throws {
+        var spec = VirtualCameraSpec(path: "/dev/video0", card: "Virtual side-by-side", busInfo: "usb-0000:00:14.0-1",
+                                     formats: [.init(fourCC: .grey, sizes: [ImageSize(width: 320, height: 120)], intervals: [Self.interval])])
+        spec.usb = USBLocation(bus: 1, portPath: "1", speedMbps: 480, serial: "SBS1")
+        let driver = VirtualUVCDriver(cameras: [spec])
+        let device = StereoDevice(sideBySide: try driver.camera(at: "/dev/video0"))
+        try device.configure(StereoConfiguration(format: CaptureFormat(fourCC: .grey, size: ImageSize(width: 160, height: 120),
+                                                                       frameInterval: Self.interval)))
+        var options = StereoSessionOptions()
+        options.pressure.readsMachineState = false
+        #expect(options.reconnects && options.reconnectTimeoutSeconds == 60)
+        let session = try StereoSession(device: device, options: options)
+        let log = PairLog()
+        try session.start(delivering: log.handler)
+        defer { session.stop() }
+        let (paired, ended) = try await onOwnThread { () -> (Bool, Bool) in
+            let paired = log.wait(for: 5)
+            driver.unplug("/dev/video0")
+            // Hang guard; the end comes at once, not after the 60 s timeout.
+            return (paired, eventually(seconds: 30) { !session.isRunning })
+        }
+        #expect(paired && ended)
+        let reason = Self.stopReason(session) ?? ""
+        #expect(reason.hasSuffix("disconnected") && reason.contains("camera (Virtual side-by-side"), "\(reason)")
+        #expect(!session.statistics.events.contains { $0.name == "reconnected" })
+        for side in StereoSide.allCases { #expect(session.statistics.accountsForEveryFrame(side)) }
+    }
+
+    /// Moves the session's record of when `side` vanished back by `nanoseconds`, and waits until
+    /// the session has decided at least one reconnection attempt that saw the moved record (or
+    /// has ended). The session thread makes its attempts one after another, each first
+    /// rewriting the record with the moment it read and the attempt's own time: once three
+    /// attempts are seen after the move, the second read the moved record (the first may have
+    /// read it just before the move) and the third began only when the second had decided. An
+    /// attempt under way during the move may put the old moment back; the move is then repeated.
+    static func moveDisconnectionBack(of session: StereoSession, _ side: StereoSide, by nanoseconds: Int64) -> Bool {
+        var movedAt = Int64.max
+        var attempts: Set<Int64> = []
+        return eventually(seconds: 20) {
+            guard session.isRunning else { return true }
+            let now = monotonicNanoseconds()
+            let record = session.state.withLock { s -> (moved: Bool, lastAttempt: Int64)? in
+                guard case .disconnected(let since, let last) = s.sides[side] else { return nil }
+                if since > now - nanoseconds / 2 {
+                    s.sides[side] = .disconnected(since: since - nanoseconds, lastAttempt: last)
+                    return (false, last)
+                }
+                return (true, last)
+            }
+            guard let record else { return false }
+            guard record.moved else {
+                movedAt = now
+                attempts = []
+                return false
+            }
+            if record.lastAttempt > movedAt { attempts.insert(record.lastAttempt) }
+            return attempts.count >= 3
+        }
+    }
+}
