@@ -28,6 +28,18 @@ enum AllocationCounter {
         try body()
         return stop()
     }
+
+    /// The fewest allocations over three runs of `body`, each a window of its own. The count
+    /// is process-wide, and the test runner's own threads (reporting a test's start) can
+    /// allocate during a window now and then; an allocation per frame or per pair shows in
+    /// every window (thousands of frames, or several pairs, each), so the least of three is
+    /// still the code's own steady state.
+    /// `body` gets the window's number (0, 1, 2), for work that must not repeat itself.
+    static func fewest(_ body: (Int) throws -> Void) rethrows -> UInt64 {
+        var fewest = UInt64.max
+        for window in 0..<3 where fewest > 0 { fewest = min(fewest, try count { try body(window) }) }
+        return fewest
+    }
 }
 
 /// "0 allocations per pair", asserted: the synchronizer, the rectifier and a whole session
@@ -75,7 +87,7 @@ struct AllocationTests {
         }
         push(10_000)  // the rings and the estimator's window reach their steady state
         let before = (pairs, drops)
-        let allocations = AllocationCounter.count { push(10_000) }
+        let allocations = AllocationCounter.fewest { _ in push(10_000) }
         print("synchronizer: \(allocations) allocations over 10 000 frame pairs (\(pairs - before.0) pairs, \(drops - before.1) drops)")
         #expect(allocations == 0)
         // Not a vacuous window: it paired, and it dropped the frames whose partners were lost.
@@ -96,7 +108,7 @@ struct AllocationTests {
                     try left.withView { l in try right.withView { r in try rectifier.rectify(left: l, right: r, into: &outputLeft, &outputRight) } }
                 }
                 try rectify()  // the first pair touches every page of the outputs
-                let allocations = try AllocationCounter.count { for _ in 0..<5 { try rectify() } }
+                let allocations = try AllocationCounter.fewest { _ in for _ in 0..<5 { try rectify() } }
                 #expect(allocations == 0, "\(format)\(compactMaps ? ", compact maps" : ""): \(allocations) allocations over 5 pairs")
                 #expect(Set(outputLeft.bytes).count > 20, "\(format): the output carries the source's texture")
             }
@@ -114,12 +126,12 @@ struct AllocationTests {
         // Frames are made before a window (a camera's own cost, one Frame per frame it
         // dequeues), then handed over a pair at a time; the next waits for the callback.
         fixture.run(fixture.frames(2_000))  // pools, plans and pressure windows reach their steady state
-        let batch = fixture.frames(500)
+        let batches = (0..<3).map { _ in fixture.frames(500) }  // one per window, time going on
         let start = fixture.delivered
-        let allocations = AllocationCounter.count { fixture.run(batch) }
+        let allocations = AllocationCounter.fewest { window in fixture.run(batches[window]) }
         let pairs = fixture.delivered - start
         print("session: \(allocations) allocations over \(pairs) rectified pairs")
-        #expect(pairs >= 499, "the window delivered \(pairs) of 500 pairs")
+        #expect(pairs >= 499, "the windows delivered \(pairs) pairs, fewer than one window's 500")
         #expect(unrectified.load(ordering: .relaxed) == 0, "every pair rectified, with its images")
         #expect(allocations == 0)
     }
