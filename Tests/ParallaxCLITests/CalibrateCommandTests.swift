@@ -73,6 +73,7 @@ struct CalibrateCommandTests {
         #expect((json["focal_left"] as? [Double])?.count == 2 && (json["focal_right"] as? [Double])?.count == 2)
         // Every parameter's standard deviation, and the projection uncertainty at the centre and corners.
         let uncertainty = try #require(json["uncertainty"] as? [String: Any])
+        var unreached = 0
         for side in ["left", "right"] {
             let camera = try #require(uncertainty[side] as? [String: Any], "uncertainty.\(side)")
             for key in ["fx", "fy", "cx", "cy"] {
@@ -86,7 +87,10 @@ struct CalibrateCommandTests {
             let center = projection["center"] as? Double ?? -1, corners = projection["corners"] as? [Any] ?? []
             #expect(center > 0 && center < 2 && corners.count == 4, "projection_uncertainty_px.\(side): \(projection)")
             #expect(corners.allSatisfy { ($0 as? Double).map { $0 > center } ?? ($0 is NSNull) }, "\(corners)")
+            unreached += corners.filter { $0 is NSNull }.count
         }
+        // The guide's `null` for a corner no ray reaches: this fit has such corners.
+        #expect(unreached > 0, "no image corner's σ was null")
         #expect((uncertainty["rotation_degrees"] as? [Double])?.count == 3 && (uncertainty["translation"] as? [Double])?.count == 3)
         #expect((uncertainty["baseline"] as? Double ?? 0) > 0, "uncertainty.baseline")
         // Progress went to stderr, one line per pair.
@@ -117,6 +121,12 @@ struct CalibrateCommandTests {
         let rosBaseline = -ros.projection[0, 3] / ros.projection[0, 0]
         #expect(abs(rosBaseline - written.baseline) < 1e-3 * written.baseline, "ROS \(rosBaseline), file \(written.baseline) squares")
         #expect(result.stderr.contains("which ROS reads as metres"), "\(result.stderr)")
+        // --corners-out leaves out the image where no board was found (right06.pgm) and keeps its
+        // partner, whose board was.
+        let cornerFile = try #require(try JSONValue(parsing: String(contentsOfFile: dir.appendingPathComponent("out/corners.json").path,
+                                                                   encoding: .utf8)).object)
+        let listed = (cornerFile["images"]?.object?.pairs.map(\.key) ?? []).map { ($0 as NSString).lastPathComponent }
+        #expect(listed.contains("left06.jpg") && !listed.contains("right06.pgm"), "\(listed.sorted())")
         try Self.expectTheReportShowsTheFit(report: dir.appendingPathComponent("out/report"), calibration: written,
                                             corners: dir.appendingPathComponent("out/corners.json").path, pairs: 4)
     }

@@ -207,9 +207,11 @@ struct CaptureCommandTests {
         let output = Self.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: output) }
         let arguments = ["--virtual", "--format", "1280x720@30:MJPG", "--frames", "2", "--output", output.path]
-        var right = StereoSourceArguments.virtualCamera("/dev/video2", port: "2", seed: 5)
-        right.usb?.bus = 1
-        let oneBus = [StereoSourceArguments.virtualCamera("/dev/video0", port: "1", seed: 3), right]
+        // Ports of their own: the process remembers a STREAMON refusal per camera pair and
+        // format, and other tests in this process refuse formats on webcams at ports 1 and 2.
+        var right = StereoSourceArguments.virtualCamera("/dev/video2", port: "8", seed: 5)
+        right.usb?.bus = 7  // the left camera's (its port, 7, is its bus)
+        let oneBus = [StereoSourceArguments.virtualCamera("/dev/video0", port: "7", seed: 3), right]
         let command = try CaptureCommand.parse(arguments)
         let error = await #expect(throws: StereoDeviceError.self) {
             try await StereoSourceArguments.$virtualCameras.withValue(oneBus) { try await command.run() }

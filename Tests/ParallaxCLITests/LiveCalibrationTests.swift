@@ -39,6 +39,8 @@ struct LiveCalibrationTests {
         #expect(try CalibrationFile.load(output).calibration.translationUnit == .millimetre)
         // Progress went to stderr, ending with the coverage bars (x, y, size, skew) and the pairs taken.
         #expect(result.stderr.contains("took pair 3"))
+        // Each still pair is the average of 8 (StillQuality.quality), as the guide says.
+        for k in 1...3 { #expect(result.stderr.contains("took pair \(k) (8 averaged)"), "\(result.stderr)") }
         #expect(result.stderr.contains("capture stopped (pair_limit)"))
         let bars = try Regex(#"pairs 3/3  x [█░]{8} +[0-9]+%  y [█░]{8} +[0-9]+%  size [█░]{8} +[0-9]+%  skew [█░]{8} +[0-9]+%"#)
         #expect(result.stderr.contains(bars), "\(result.stderr)")

@@ -122,6 +122,17 @@ struct StreamCommandTests {
         #expect(ok.status == 0 && clean["mismatched_pairs"]?.number == 0, "\(ok.stderr)")
     }
 
+    /// The README's other exit-1 case: fewer pairs arrived than --frames asked for.
+    @Test("a session that ends before --frames pairs exits with status 1 and says how many arrived")
+    func fewerPairsExitOne() throws {
+        let (json, result) = try Self.stream(["--simulated", "--size", "64x48", "--real-time", "--frames", "1000",
+                                              "--timeout", "1s"])
+        #expect(result.status == 1, "\(result.stderr)")
+        let pairs = Self.number(json, "pairs")
+        #expect(pairs > 0 && pairs < 1000)
+        #expect(result.stderr.contains("the session ended after \(pairs) of 1000 pairs: timed out after 1 s"), "\(result.stderr)")
+    }
+
     @Test("--fault: injected faults are seen in the account; malformed ones are refused")
     func faults() throws {
         let (json, result) = try Self.stream(["--virtual", "--format", "320x240@30:GREY", "--frames", "60",

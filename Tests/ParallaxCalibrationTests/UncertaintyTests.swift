@@ -81,6 +81,34 @@ struct UncertaintyTests {
     }
 }
 
+/// The guide: `projection_uncertainty_px` gives `corners` as [top left, top right, bottom
+/// right, bottom left].
+@Suite("Projection uncertainty corners")
+struct ProjectionUncertaintyCornerTests {
+    /// Only k1 is uncertain, so a pixel's σ is f·σ_k1·r³ (r its normalised distance from the
+    /// principal point): it grows with the distance. With the principal point near the top
+    /// left of a 640×480 image the corners lie 128, 412, 546 and 684 px from it in the order
+    /// top left, bottom left, top right, bottom right, and their σ must rise in that order.
+    @Test func cornersAreTopLeftTopRightBottomRightBottomLeft() {
+        let camera = CameraModel(size: ImageSize(width: 640, height: 480),
+                                 intrinsics: CameraIntrinsics(fx: 500, fy: 500, cx: 100, cy: 80),
+                                 distortion: .brownConrady(BrownConrady(k1: 0, k2: 0, p1: 0, p2: 0, coefficientCount: 5)))
+        let n = LensModelKind.brown5.parameterCount
+        var covariance = [Double](repeating: 0, count: n * n)
+        covariance[4 * n + 4] = 1e-4  // k1's variance
+        let u = ProjectionUncertainty(camera: camera, model: .brown5, covariance: covariance)
+        #expect(u.corners.count == 4)
+        let (topLeft, topRight, bottomRight, bottomLeft) = (u.corners[0], u.corners[1], u.corners[2], u.corners[3])
+        #expect(topLeft < bottomLeft && bottomLeft < topRight && topRight < bottomRight, "\(u.corners)")
+        // And each is the σ at its pixel: (0, 0), (639, 0), (639, 479), (0, 479).
+        let parameters = LensModelKind.brown5.parameters(of: camera)
+        for (sigma, pixel) in zip(u.corners, [SIMD2(0.0, 0), SIMD2(639.0, 0), SIMD2(639.0, 479), SIMD2(0.0, 479)]) {
+            #expect(sigma == ProjectionUncertainty.sigma(at: pixel, camera: camera, model: .brown5, parameters: parameters,
+                                                         covariance: covariance))
+        }
+    }
+}
+
 @Suite("Per-corner outlier rejection")
 struct CornerOutlierTests {
     @Test("deliberately displaced corners are named, left out, and the calibration returns to within 3.5 σ of the truth")

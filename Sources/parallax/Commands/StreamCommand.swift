@@ -118,9 +118,13 @@ struct StreamCommand: AsyncParsableCommand {
         let started = Date()
         let scheduled = schedule(on: session, source: opened)
         let status = StatusLine(session: session, enabled: true)
+        let timedOut = Locked(false)
         let watchdog = Task {
             try? await Task.sleep(nanoseconds: UInt64(deadline * 1e9))
-            if !Task.isCancelled { session.stop() }
+            if !Task.isCancelled {
+                timedOut.withLock { $0 = true }
+                session.stop()
+            }
         }
         var received = 0
         var mismatched: Int? = opened.rig != nil || opened.driver != nil ? 0 : nil
@@ -144,8 +148,9 @@ struct StreamCommand: AsyncParsableCommand {
         }
         if let mismatched, mismatched > 0 { throw CLIError("\(mismatched) pairs were not taken at the same moment") }
         if received < frames, !interruption.fired {
-            var reason = "timed out after \(Int(deadline)) s"
-            if case .stopped(let why) = endEvent?.kind { reason = why }
+            // The timeout's own stop says only "stopped": say why it stopped.
+            var reason = "timed out after \(String(format: "%g", deadline)) s"
+            if !timedOut.withLock({ $0 }), case .stopped(let why) = endEvent?.kind { reason = why }
             throw CLIError("the session ended after \(received) of \(frames) pairs: \(reason)")
         }
     }
