@@ -63,9 +63,12 @@ public final class VirtualUVCDriver: V4L2Syscalls, @unchecked Sendable {
 
     // MARK: Test controls
 
-    /// Adds a camera (a new node appearing).
+    /// Adds a camera (a new node appearing). A camera already at that node (one unplugged,
+    /// whose node another camera now takes) is kept with the unplugged ones, so that its
+    /// buffers are freed with the driver like theirs.
     public func add(_ spec: VirtualCameraSpec) {
         lock.lock(); defer { lock.unlock() }
+        if let old = devices[spec.path] { unplugged.append(old) }
         devices[spec.path] = Device(spec: spec, clock: clock)
     }
 
