@@ -408,7 +408,8 @@ struct RectifierTests {
         #expect(l.bytes == ReferenceRemap.bilinear(image.bytes, channels: format.interleavedChannels!, map: map))
     }
 
-    @Test("YUYV, UYVY and NV12 are resampled per plane, chroma on its own grid", arguments: [PixelFormat.yuyv, .uyvy, .nv12], SIMDLevelTests.levels)
+    @Test("YUYV, UYVY, NV12, I420 and I422 are resampled per plane, chroma on its own grid",
+          arguments: [PixelFormat.yuyv, .uyvy, .nv12, .i420, .i422], SIMDLevelTests.levels)
     func bilinearYUV(format: PixelFormat, level: SIMDLevel) throws {
         let size = ImageSize(width: 64, height: 48)
         let maps = RemapFixtures.maps()
@@ -417,9 +418,21 @@ struct RectifierTests {
         let right = TestImages.pattern(format, width: 64, height: 48, seed: 4)
         let (l, r) = try rectifier.rectify(left: left, right: right)
         for (input, output, map) in [(left, l, maps.left), (right, r, maps.right)] {
-            let chroma = RemapFixtures.chromaMap(of: map, vertical420: format == .nv12)
+            let chroma = RemapFixtures.chromaMap(of: map, vertical420: format == .nv12 || format == .i420)
             let w = size.width, h = size.height
             switch format {
+            case .i420, .i422:
+                // Y, then Cb and Cr planes of w/2 bytes per row: each a gray plane on the chroma grid.
+                let luma = RemapFixtures.reference(input.bytes, width: w, height: h, step: 1, offset: 0, rowBytes: w, map: map, border: 0)
+                #expect(Array(output.bytes[0..<w * h]) == luma)
+                let chromaRows = format == .i420 ? h / 2 : h, planeBytes = w / 2 * chromaRows
+                for c in 0..<2 {
+                    let start = w * h + c * planeBytes
+                    let expected = RemapFixtures.reference(Array(input.bytes[start..<(start + planeBytes)]), width: w / 2,
+                                                           height: chromaRows, step: 1, offset: 0, rowBytes: w / 2,
+                                                           map: chroma, border: 128)
+                    #expect(Array(output.bytes[start..<(start + planeBytes)]) == expected, "\(format) plane \(c + 1) at \(level)")
+                }
             case .nv12:
                 let luma = RemapFixtures.reference(input.bytes, width: w, height: h, step: 1, offset: 0, rowBytes: w, map: map, border: 0)
                 #expect(Array(output.bytes[0..<w * h]) == luma)

@@ -87,7 +87,9 @@ public struct CaptureFormat: Hashable, Sendable, CustomStringConvertible {
         case .rgb8: return .rgb24
         case .bgr8: return .bgr24
         case .nv12: return .nv12
-        case .rgba8, .bgra8: return nil
+        // I420 and I422 are what MJPEG decodes to (full-range YCbCr); V4L2's YU12 and 422P
+        // are studio swing, so they are not the same layout.
+        case .rgba8, .bgra8, .i420, .i422: return nil
         }
     }
 

@@ -1,6 +1,7 @@
 import ParallaxGeometry
 
-/// An image that owns its pixels, tightly packed (NV12: chroma plane after luma).
+/// An image that owns its pixels, tightly packed (NV12, I420, I422: each chroma plane
+/// right after the plane before it).
 ///
 /// A value type with copy-on-write storage. Writing through
 /// ``withMutableView(_:)`` into a buffer that is not shared does not allocate,
@@ -39,9 +40,9 @@ public struct ImageBuffer: Sendable, Equatable {
 
     /// Bytes needed for a tightly packed image.
     public static func byteCount(format: PixelFormat, size: ImageSize) -> Int {
-        var total = format.minimumBytesPerRow(width: size.width) * size.height
-        if format.planeCount == 2 {
-            total += format.minimumBytesPerRow(width: size.width, plane: 1) * format.rows(height: size.height, plane: 1)
+        var total = 0
+        for plane in 0..<format.planeCount {
+            total += format.minimumBytesPerRow(width: size.width, plane: plane) * format.rows(height: size.height, plane: plane)
         }
         return total
     }
@@ -62,12 +63,7 @@ public struct ImageBuffer: Sendable, Equatable {
     public mutating func withMutableView<R>(_ body: (MutableImageView) throws -> R) rethrows -> R {
         let format = self.format, size = self.size
         return try _bytes.withUnsafeMutableBytes { raw in
-            let stride0 = format.minimumBytesPerRow(width: size.width)
-            let base = raw.baseAddress!
-            let stride1 = format.minimumBytesPerRow(width: size.width, plane: 1)
-            return try body(MutableImageView(
-                unchecked: format, size: size, plane0: base, bytesPerRow0: stride0,
-                plane1: format.planeCount == 2 ? base + stride0 * size.height : nil, bytesPerRow1: stride1))
+            try body(MutableImageView(packed: format, size: size, baseAddress: raw.baseAddress!))
         }
     }
 
@@ -76,19 +72,27 @@ public struct ImageBuffer: Sendable, Equatable {
         self.format = view.format
         self.size = view.size
         var bytes = [UInt8](repeating: 0, count: Self.byteCount(format: view.format, size: view.size))
-        let row0 = view.format.minimumBytesPerRow(width: view.size.width)
         bytes.withUnsafeMutableBytes { dst in
-            for y in 0..<view.size.height {
-                (dst.baseAddress! + y * row0).copyMemory(from: view.plane0.baseAddress + y * view.plane0.bytesPerRow, byteCount: row0)
-            }
-            if let chroma = view.plane1 {
-                let row1 = view.format.minimumBytesPerRow(width: view.size.width, plane: 1)
-                let start = row0 * view.size.height
-                for y in 0..<view.format.rows(height: view.size.height, plane: 1) {
-                    (dst.baseAddress! + start + y * row1).copyMemory(from: chroma.baseAddress + y * chroma.bytesPerRow, byteCount: row1)
-                }
-            }
+            let packed = MutableImageView(packed: view.format, size: view.size, baseAddress: dst.baseAddress!)
+            ImageBuffer.copyPlanes(of: view, into: packed)
         }
         self._bytes = bytes
+    }
+
+    /// Copies every plane of `source` into `destination` (same format and size; rows of
+    /// each plane's used bytes, strides may differ).
+    ///
+    /// - Precondition: equal formats and sizes (a programmer error otherwise).
+    public static func copyPlanes(of source: ImageView, into destination: MutableImageView) {
+        precondition(source.format == destination.format && source.size == destination.size,
+                     "copyPlanes needs equal formats and sizes")
+        let format = source.format
+        for index in 0..<format.planeCount {
+            guard let from = source.plane(index), let to = destination.plane(index) else { continue }
+            let rowBytes = format.minimumBytesPerRow(width: source.size.width, plane: index)
+            for y in 0..<format.rows(height: source.size.height, plane: index) {
+                (to.base + y * to.bytesPerRow).copyMemory(from: from.baseAddress + y * from.bytesPerRow, byteCount: rowBytes)
+            }
+        }
     }
 }

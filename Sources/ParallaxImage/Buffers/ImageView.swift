@@ -28,68 +28,95 @@ public struct ImageView: @unchecked Sendable {
     public let size: ImageSize
     /// The luma / packed plane.
     public let plane0: ImagePlane
-    /// The chroma plane of ``PixelFormat/nv12``; `nil` for single-plane formats.
+    /// The chroma plane of ``PixelFormat/nv12``, or the Cb plane of ``PixelFormat/i420`` and
+    /// ``PixelFormat/i422``; `nil` for single-plane formats.
     public let plane1: ImagePlane?
+    /// The Cr plane of ``PixelFormat/i420`` and ``PixelFormat/i422``; `nil` otherwise.
+    public let plane2: ImagePlane?
 
     /// A view over caller memory, checked for a consistent layout.
     ///
     /// - Throws: ``ImageError`` when the size does not suit the format, a
-    ///   stride is too small, or the second plane is missing for NV12.
-    public init(format: PixelFormat, size: ImageSize, plane0: ImagePlane, plane1: ImagePlane? = nil) throws(ImageError) {
+    ///   stride is too small, or a chroma plane the format needs is missing.
+    public init(format: PixelFormat, size: ImageSize, plane0: ImagePlane, plane1: ImagePlane? = nil,
+                plane2: ImagePlane? = nil) throws(ImageError) {
         try format.validate(size)
         guard plane0.bytesPerRow >= format.minimumBytesPerRow(width: size.width) else {
             throw .invalidLayout("row stride \(plane0.bytesPerRow) < \(format.minimumBytesPerRow(width: size.width)) bytes for \(size) \(format.rawValue)")
         }
-        if format.planeCount == 2 {
-            guard let plane1 else { throw .invalidLayout("\(format.rawValue) needs a chroma plane") }
-            guard plane1.bytesPerRow >= format.minimumBytesPerRow(width: size.width, plane: 1) else {
-                throw .invalidLayout("chroma stride \(plane1.bytesPerRow) too small for width \(size.width)")
+        for index in 1..<max(1, format.planeCount) {
+            guard let plane = index == 1 ? plane1 : plane2 else {
+                throw .invalidLayout("\(format.rawValue) needs chroma plane \(index)")
+            }
+            guard plane.bytesPerRow >= format.minimumBytesPerRow(width: size.width, plane: index) else {
+                throw .invalidLayout("chroma plane \(index) stride \(plane.bytesPerRow) too small for width \(size.width)")
             }
         }
-        self.init(unchecked: format, size: size, plane0: plane0, plane1: plane1)
+        self.init(unchecked: format, size: size, plane0: plane0, plane1: plane1, plane2: plane2)
     }
 
     /// A view whose layout the caller has already validated.
     @inlinable
-    public init(unchecked format: PixelFormat, size: ImageSize, plane0: ImagePlane, plane1: ImagePlane?) {
+    public init(unchecked format: PixelFormat, size: ImageSize, plane0: ImagePlane, plane1: ImagePlane?,
+                plane2: ImagePlane? = nil) {
         self.format = format
         self.size = size
         self.plane0 = plane0
         self.plane1 = plane1
+        self.plane2 = plane2
+    }
+
+    /// Plane `index` (0…2), or `nil` when the format has no such plane.
+    @inlinable
+    public func plane(_ index: Int) -> ImagePlane? {
+        switch index {
+        case 0: return plane0
+        case 1: return plane1
+        default: return plane2
+        }
     }
 
     /// A view of a tightly packed image (``ImageBuffer``'s layout: rows without
-    /// padding, the NV12 chroma plane right after the luma rows) at `baseAddress`.
+    /// padding, each chroma plane right after the plane before it) at `baseAddress`.
     ///
     /// - Precondition: the memory holds
     ///   ``ImageBuffer/byteCount(format:size:)`` bytes and `size` suits `format`
     ///   (the caller owns such a buffer; nothing is checked).
     @inlinable
     public init(packed format: PixelFormat, size: ImageSize, baseAddress base: UnsafeRawPointer) {
+        // No arrays here: views are made per frame, and the per-frame path allocates nothing.
         let stride0 = format.minimumBytesPerRow(width: size.width)
-        let chroma = format.planeCount == 2
-            ? ImagePlane(baseAddress: base + stride0 * size.height,
-                         bytesPerRow: format.minimumBytesPerRow(width: size.width, plane: 1))
-            : nil
-        self.init(unchecked: format, size: size, plane0: ImagePlane(baseAddress: base, bytesPerRow: stride0), plane1: chroma)
+        let stride1 = format.minimumBytesPerRow(width: size.width, plane: 1)
+        let start1 = stride0 * size.height
+        let start2 = start1 + stride1 * format.rows(height: size.height, plane: 1)
+        self.init(unchecked: format, size: size, plane0: ImagePlane(baseAddress: base, bytesPerRow: stride0),
+                  plane1: format.planeCount > 1 ? ImagePlane(baseAddress: base + start1, bytesPerRow: stride1) : nil,
+                  plane2: format.planeCount > 2 ? ImagePlane(baseAddress: base + start2, bytesPerRow: stride1) : nil)
     }
 
-    /// A view over one contiguous block laid out with the given strides (NV12:
-    /// chroma right after `rows × bytesPerRow` of luma), checked against `byteCount`.
+    /// A view over one contiguous block laid out as V4L2 lays out a single-buffer image:
+    /// plane 0 with `bytesPerRow`, then NV12's chroma with the same stride, or the Cb and
+    /// Cr planes of I420 and I422 with half of it; checked against `byteCount`.
     public init(format: PixelFormat, size: ImageSize, baseAddress: UnsafeRawPointer, byteCount: Int,
                 bytesPerRow: Int? = nil) throws(ImageError) {
         try format.validate(size)
         let stride = bytesPerRow ?? format.minimumBytesPerRow(width: size.width)
         var needed = stride * size.height
-        var chroma: ImagePlane?
+        var cb: ImagePlane?, cr: ImagePlane?
         if format == .nv12 {
-            chroma = ImagePlane(baseAddress: baseAddress + needed, bytesPerRow: stride)
+            cb = ImagePlane(baseAddress: baseAddress + needed, bytesPerRow: stride)
             needed += stride * format.rows(height: size.height, plane: 1)
+        } else if format.isPlanarYCbCr {
+            let chromaStride = (stride + 1) / 2, chromaRows = format.rows(height: size.height, plane: 1)
+            cb = ImagePlane(baseAddress: baseAddress + needed, bytesPerRow: chromaStride)
+            cr = ImagePlane(baseAddress: baseAddress + needed + chromaStride * chromaRows, bytesPerRow: chromaStride)
+            needed += 2 * chromaStride * chromaRows
         }
         guard byteCount >= needed else {
             throw .invalidLayout("\(byteCount) bytes cannot hold a \(size) \(format.rawValue) image (needs \(needed))")
         }
-        try self.init(format: format, size: size, plane0: ImagePlane(baseAddress: baseAddress, bytesPerRow: stride), plane1: chroma)
+        try self.init(format: format, size: size, plane0: ImagePlane(baseAddress: baseAddress, bytesPerRow: stride),
+                      plane1: cb, plane2: cr)
     }
 
     /// The byte at `x` (a byte offset within the row), row `y` of plane 0.
@@ -110,20 +137,51 @@ public struct MutableImageView: @unchecked Sendable {
     public let plane0: UnsafeMutableRawPointer
     /// Distance in bytes between rows of plane 0.
     public let bytesPerRow0: Int
-    /// First byte of the NV12 chroma plane; `nil` for single-plane formats.
+    /// First byte of the NV12 chroma plane, or of the Cb plane of I420 and I422; `nil` for
+    /// single-plane formats.
     public let plane1: UnsafeMutableRawPointer?
     /// Distance in bytes between rows of plane 1 (unused without one).
     public let bytesPerRow1: Int
+    /// First byte of the Cr plane of I420 and I422; `nil` otherwise.
+    public let plane2: UnsafeMutableRawPointer?
+    /// Distance in bytes between rows of plane 2 (unused without one).
+    public let bytesPerRow2: Int
 
+    /// A writable view whose layout the caller has already validated.
     @inlinable
     public init(unchecked format: PixelFormat, size: ImageSize, plane0: UnsafeMutableRawPointer, bytesPerRow0: Int,
-                plane1: UnsafeMutableRawPointer?, bytesPerRow1: Int) {
+                plane1: UnsafeMutableRawPointer?, bytesPerRow1: Int,
+                plane2: UnsafeMutableRawPointer? = nil, bytesPerRow2: Int = 0) {
         self.format = format
         self.size = size
         self.plane0 = plane0
         self.bytesPerRow0 = bytesPerRow0
         self.plane1 = plane1
         self.bytesPerRow1 = bytesPerRow1
+        self.plane2 = plane2
+        self.bytesPerRow2 = bytesPerRow2
+    }
+
+    /// A writable view of a tightly packed image at `base` (see
+    /// ``ImageView/init(packed:size:baseAddress:)``; nothing is checked).
+    @inlinable
+    public init(packed format: PixelFormat, size: ImageSize, baseAddress base: UnsafeMutableRawPointer) {
+        let view = ImageView(packed: format, size: size, baseAddress: UnsafeRawPointer(base))
+        self.init(unchecked: format, size: size, plane0: base, bytesPerRow0: view.plane0.bytesPerRow,
+                  plane1: view.plane1.map { UnsafeMutableRawPointer(mutating: $0.baseAddress) },
+                  bytesPerRow1: view.plane1?.bytesPerRow ?? 0,
+                  plane2: view.plane2.map { UnsafeMutableRawPointer(mutating: $0.baseAddress) },
+                  bytesPerRow2: view.plane2?.bytesPerRow ?? 0)
+    }
+
+    /// Plane `index` (0…2) and its row stride, or `nil` when the format has no such plane.
+    @inlinable
+    public func plane(_ index: Int) -> (base: UnsafeMutableRawPointer, bytesPerRow: Int)? {
+        switch index {
+        case 0: return (plane0, bytesPerRow0)
+        case 1: return plane1.map { ($0, bytesPerRow1) }
+        default: return plane2.map { ($0, bytesPerRow2) }
+        }
     }
 
     /// The same memory, read-only.
@@ -131,6 +189,7 @@ public struct MutableImageView: @unchecked Sendable {
     public var readOnly: ImageView {
         ImageView(unchecked: format, size: size,
                   plane0: ImagePlane(baseAddress: UnsafeRawPointer(plane0), bytesPerRow: bytesPerRow0),
-                  plane1: plane1.map { ImagePlane(baseAddress: UnsafeRawPointer($0), bytesPerRow: bytesPerRow1) })
+                  plane1: plane1.map { ImagePlane(baseAddress: UnsafeRawPointer($0), bytesPerRow: bytesPerRow1) },
+                  plane2: plane2.map { ImagePlane(baseAddress: UnsafeRawPointer($0), bytesPerRow: bytesPerRow2) })
     }
 }

@@ -1,8 +1,13 @@
 import ParallaxGeometry
 
 extension PixelFormat {
-    /// True for the luma/chroma formats (``yuyv``, ``uyvy``, ``nv12``).
-    public var isYUV: Bool { self == .yuyv || self == .uyvy || self == .nv12 }
+    /// True for the luma/chroma formats (``yuyv``, ``uyvy``, ``nv12``, ``i420``, ``i422``).
+    public var isYUV: Bool {
+        switch self {
+        case .yuyv, .uyvy, .nv12, .i420, .i422: return true
+        case .gray8, .rgb8, .bgr8, .rgba8, .bgra8: return false
+        }
+    }
 }
 
 extension ImageBuffer {
@@ -43,7 +48,9 @@ public enum PixelConversion {
     public static func convert(_ source: ImageView, into destination: MutableImageView) {
         precondition(source.size == destination.size, "conversion needs equal sizes")
         let width = source.size.width
-        if source.format.isYUV && destination.format.isYUV || source.format == .gray8 && destination.format.isYUV
+        // Studio-swing (packed, NV12) and full-range (planar, JPEG's) YCbCr meet through RGB.
+        let sameRange = source.format.isPlanarYCbCr == destination.format.isPlanarYCbCr
+        if source.format.isYUV && destination.format.isYUV && sameRange || source.format == .gray8 && destination.format.isYUV
             || source.format.isYUV && destination.format == .gray8 {
             // Stay in YCbCr: no colour round trip.
             var y = [UInt8](repeating: 0, count: width), cb = y, cr = y
@@ -81,11 +88,12 @@ public enum PixelConversion {
                 rgba[4 * x] = r; rgba[4 * x + 1] = g; rgba[4 * x + 2] = b
                 rgba[4 * x + 3] = n == 4 ? line.load(fromByteOffset: n * x + 3, as: UInt8.self) : 255
             }
-        case .yuyv, .uyvy, .nv12:
+        case .yuyv, .uyvy, .nv12, .i420, .i422:
             var y = [UInt8](repeating: 0, count: width), cb = y, cr = y
             readYCbCr(view, row: row, y: &y, cb: &cb, cr: &cr)
+            let fullRange = view.format.isPlanarYCbCr
             for x in 0..<width {
-                let (r, g, b) = rgb(y: y[x], cb: cb[x], cr: cr[x])
+                let (r, g, b) = fullRange ? rgb(jpegY: y[x], cb: cb[x], cr: cr[x]) : rgb(y: y[x], cb: cb[x], cr: cr[x])
                 rgba[4 * x] = r; rgba[4 * x + 1] = g; rgba[4 * x + 2] = b; rgba[4 * x + 3] = 255
             }
         }
@@ -108,10 +116,12 @@ public enum PixelConversion {
                 line.storeBytes(of: rgba[4 * x + (swap ? 0 : 2)], toByteOffset: n * x + 2, as: UInt8.self)
                 if n == 4 { line.storeBytes(of: rgba[4 * x + 3], toByteOffset: n * x + 3, as: UInt8.self) }
             }
-        case .yuyv, .uyvy, .nv12:
+        case .yuyv, .uyvy, .nv12, .i420, .i422:
             var y = [UInt8](repeating: 0, count: width), cb = y, cr = y
+            let fullRange = view.format.isPlanarYCbCr
             for x in 0..<width {
-                (y[x], cb[x], cr[x]) = ycbcr(r: rgba[4 * x], g: rgba[4 * x + 1], b: rgba[4 * x + 2])
+                let (r, g, b) = (rgba[4 * x], rgba[4 * x + 1], rgba[4 * x + 2])
+                (y[x], cb[x], cr[x]) = fullRange ? jpegYCbCr(r: r, g: g, b: b) : ycbcr(r: r, g: g, b: b)
             }
             writeYCbCr(view, row: row, y: y, cb: cb, cr: cr)
         }
@@ -139,9 +149,21 @@ public enum PixelConversion {
                 cb[x] = chromaLine.load(fromByteOffset: (x / 2) * 2, as: UInt8.self)
                 cr[x] = chromaLine.load(fromByteOffset: (x / 2) * 2 + 1, as: UInt8.self)
             }
+        case .i420, .i422:
+            guard let cbPlane = view.plane1, let crPlane = view.plane2 else { return }
+            let chromaRow = view.format == .i420 ? row / 2 : row
+            let cbLine = cbPlane.baseAddress + chromaRow * cbPlane.bytesPerRow
+            let crLine = crPlane.baseAddress + chromaRow * crPlane.bytesPerRow
+            for x in 0..<width {
+                y[x] = line.load(fromByteOffset: x, as: UInt8.self)
+                cb[x] = cbLine.load(fromByteOffset: x / 2, as: UInt8.self)
+                cr[x] = crLine.load(fromByteOffset: x / 2, as: UInt8.self)
+            }
         case .gray8:
             for x in 0..<width { y[x] = line.load(fromByteOffset: x, as: UInt8.self); cb[x] = 128; cr[x] = 128 }
-        default:
+        case .rgb8, .bgr8, .rgba8, .bgra8:
+            // Studio swing: ``convert(_:into:)`` sends RGB to the planar (full-range) formats
+            // through the RGBA pivot, never here.
             var rgba = [UInt8](repeating: 0, count: width * 4)
             readRGBA(view, row: row, into: &rgba)
             for x in 0..<width { (y[x], cb[x], cr[x]) = ycbcr(r: rgba[4 * x], g: rgba[4 * x + 1], b: rgba[4 * x + 2]) }
@@ -180,9 +202,26 @@ public enum PixelConversion {
                     chromaLine.storeBytes(of: UInt8((r0 + r + 1) / 2), toByteOffset: 2 * pair + 1, as: UInt8.self)
                 }
             }
+        case .i420, .i422:
+            for x in 0..<width { line.storeBytes(of: y[x], toByteOffset: x, as: UInt8.self) }
+            guard let cbPlane = view.plane1, let crPlane = view.plane2 else { return }
+            let chromaRow = view.format == .i420 ? row / 2 : row
+            let cbLine = cbPlane + chromaRow * view.bytesPerRow1, crLine = crPlane + chromaRow * view.bytesPerRow2
+            // I422: the mean of each pixel pair; I420: of each 2×2 block (as for NV12).
+            let secondRow = view.format == .i420 && row % 2 == 1
+            for pair in 0..<width / 2 {
+                var b = (Int(cb[2 * pair]) + Int(cb[2 * pair + 1]) + 1) / 2
+                var r = (Int(cr[2 * pair]) + Int(cr[2 * pair + 1]) + 1) / 2
+                if secondRow {
+                    b = (Int(cbLine.load(fromByteOffset: pair, as: UInt8.self)) + b + 1) / 2
+                    r = (Int(crLine.load(fromByteOffset: pair, as: UInt8.self)) + r + 1) / 2
+                }
+                cbLine.storeBytes(of: UInt8(b), toByteOffset: pair, as: UInt8.self)
+                crLine.storeBytes(of: UInt8(r), toByteOffset: pair, as: UInt8.self)
+            }
         case .gray8:
             for x in 0..<width { line.storeBytes(of: y[x], toByteOffset: x, as: UInt8.self) }
-        default:
+        case .rgb8, .bgr8, .rgba8, .bgra8:
             var rgba = [UInt8](repeating: 0, count: width * 4)
             for x in 0..<width {
                 let (r, g, b) = rgb(y: y[x], cb: cb[x], cr: cr[x])
@@ -226,6 +265,30 @@ public enum PixelConversion {
         let bSum: Int = c + 2066 * d
         let r = rSum >> 10, g = gSum >> 10, b = bSum >> 10
         return (clamp(r), clamp(g), clamp(b))
+    }
+
+    /// Full-range RGB of JPEG's full-range BT.601 YCbCr (JFIF): `R = Y + 1.402 (Cr − 128)`,
+    /// `G = Y − 0.344136 (Cb − 128) − 0.714136 (Cr − 128)`, `B = Y + 1.772 (Cb − 128)`, in
+    /// 16.16 fixed point and rounded, as libjpeg's colour conversion computes them.
+    @inlinable
+    public static func rgb(jpegY y: UInt8, cb: UInt8, cr: UInt8) -> (UInt8, UInt8, UInt8) {
+        let yy = Int(y), d = Int(cb) - 128, e = Int(cr) - 128
+        let r = yy + ((91_881 * e + 32_768) >> 16)
+        let g = yy + ((-22_554 * d - 46_802 * e + 32_768) >> 16)
+        let b = yy + ((116_130 * d + 32_768) >> 16)
+        return (clamp(r), clamp(g), clamp(b))
+    }
+
+    /// JPEG's full-range BT.601 YCbCr (JFIF) of full-range RGB, rounded:
+    /// `Y = 0.299 R + 0.587 G + 0.114 B`, `Cb = 128 + 0.5 B − 0.168736 R − 0.331264 G`,
+    /// `Cr = 128 + 0.5 R − 0.418688 G − 0.081312 B`, in 16.16 fixed point.
+    @inlinable
+    public static func jpegYCbCr(r: UInt8, g: UInt8, b: UInt8) -> (UInt8, UInt8, UInt8) {
+        let r = Int(r), g = Int(g), b = Int(b)
+        let y = (19_595 * r + 38_470 * g + 7_471 * b + 32_768) >> 16
+        let cb = (-11_059 * r - 21_709 * g + 32_768 * b + (128 << 16) + 32_768) >> 16
+        let cr = (32_768 * r - 27_439 * g - 5_329 * b + (128 << 16) + 32_768) >> 16
+        return (clamp(y), clamp(cb), clamp(cr))
     }
 
     @inlinable

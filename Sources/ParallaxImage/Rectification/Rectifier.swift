@@ -10,9 +10,9 @@ import ParallaxGeometry
 /// Rectifies stereo pairs: builds both maps once, then resamples each pair
 /// in one pass per image.
 ///
-/// Camera formats are read directly: gray8, RGB/BGR, RGBA/BGRA, YUYV, UYVY
-/// and NV12 (chroma resampled on its own grid at its own resolution, with
-/// neutral chroma outside the source). Outputs have the input's format and
+/// Camera formats are read directly: gray8, RGB/BGR, RGBA/BGRA, YUYV, UYVY,
+/// NV12, and the planar I420 and I422 of decoded MJPEG (chroma resampled on
+/// its own grid at its own resolution, with neutral chroma outside the source). Outputs have the input's format and
 /// the maps' output size; outside the source, luma and RGB are black (0).
 ///
 /// The first pair of a given format and row stride (or ``prepare(for:)``)
@@ -219,7 +219,7 @@ public final class Rectifier: @unchecked Sendable {
     ///   input is not the calibrated size or an output is not ``outputSize``;
     ///   ``ImageError/unsupportedFormat(_:operation:)`` when the formats differ;
     ///   ``ImageError/invalidSize(_:format:reason:)`` when ``outputSize`` does
-    ///   not suit the format (odd width for YUYV, odd height for NV12).
+    ///   not suit the format (odd width for YUYV, odd height for NV12 and I420).
     ///
     /// - Returns: the rectification the pair was resampled with (see
     ///   ``rectification(for:)``; read here, it cannot be a later convergence change's).
@@ -273,15 +273,10 @@ public final class Rectifier: @unchecked Sendable {
         let job = plan.jobs[band.job]
         let source = job.side == 0 ? pair.pointee.left : pair.pointee.right
         let destination = job.side == 0 ? pair.pointee.leftOutput : pair.pointee.rightOutput
-        let (sourceBase, destinationBase, destinationRowBytes): (UnsafeRawPointer, UnsafeMutableRawPointer, Int)
-        if job.plane == 0 {
-            (sourceBase, destinationBase, destinationRowBytes) =
-                (source.plane0.baseAddress, destination.plane0, destination.bytesPerRow0)
-        } else {
-            // Validated: NV12 views always carry both planes.
-            guard let chroma = source.plane1, let out = destination.plane1 else { return }
-            (sourceBase, destinationBase, destinationRowBytes) = (chroma.baseAddress, out, destination.bytesPerRow1)
-        }
+        // Validated: views carry every plane their format has.
+        guard let sourcePlane = source.plane(job.plane), let outputPlane = destination.plane(job.plane) else { return }
+        let (sourceBase, destinationBase, destinationRowBytes) = (sourcePlane.baseAddress, outputPlane.base,
+                                                                  outputPlane.bytesPerRow)
         // The live-convergence shift, on this plane's grid (whole samples: see `convergenceStep`).
         var shift = job.side == 0 ? pair.pointee.leftShift : pair.pointee.rightShift
         switch job.grid {
@@ -415,7 +410,7 @@ public final class Rectifier: @unchecked Sendable {
     /// −k, right by +k along the baseline (turned with the output orientation), with
     /// `k = round(Δ / 2)` for the change Δ of disparity the new distance asks for, rounded to
     /// ``convergenceStep(for:)`` for subsampled formats. Zero disparity therefore lands
-    /// within one pixel of disparity of `distance` (two for YUYV, UYVY and NV12), and the
+    /// within one pixel of disparity of `distance` (two for YUYV, UYVY, NV12, I420 and I422), and the
     /// pixels a shift brings in from outside are border (black). What was applied,
     /// including the distance where disparity is really zero, is
     /// ``rectification(for:)``. For an exact plane, build a rectifier with
@@ -435,9 +430,9 @@ public final class Rectifier: @unchecked Sendable {
 
     private func convergenceStep(for format: PixelFormat, alongDisplayedX: Bool) -> Int {
         switch format {
-        case .yuyv, .uyvy: return alongDisplayedX ? 2 : 1
-        case .nv12: return 2
-        default: return 1
+        case .yuyv, .uyvy, .i422: return alongDisplayedX ? 2 : 1
+        case .nv12, .i420: return 2
+        case .gray8, .rgb8, .bgr8, .rgba8, .bgra8: return 1
         }
     }
 
@@ -488,8 +483,9 @@ public final class Rectifier: @unchecked Sendable {
     private struct CompileKey: Hashable { var side: Int; var grid: SampleGrid; var rowBytes: Int; var layout: SampleLayout }
     private struct PlanKey: Hashable {
         var format: PixelFormat
-        var left: SIMD2<Int>
-        var right: SIMD2<Int>
+        /// Row strides of planes 0, 1, 2 (0 for planes the format lacks).
+        var left: SIMD3<Int>
+        var right: SIMD3<Int>
     }
 
     /// One plane of one image, compiled (`map`), or for compact maps the positions its
@@ -517,8 +513,9 @@ public final class Rectifier: @unchecked Sendable {
 
     private func plan(left: ImageView, right: ImageView) -> PairPlan {
         plan(key: PlanKey(format: left.format,
-                          left: SIMD2(left.plane0.bytesPerRow, left.plane1?.bytesPerRow ?? 0),
-                          right: SIMD2(right.plane0.bytesPerRow, right.plane1?.bytesPerRow ?? 0)))
+                          left: SIMD3(left.plane0.bytesPerRow, left.plane1?.bytesPerRow ?? 0, left.plane2?.bytesPerRow ?? 0),
+                          right: SIMD3(right.plane0.bytesPerRow, right.plane1?.bytesPerRow ?? 0,
+                                       right.plane2?.bytesPerRow ?? 0)))
     }
 
     /// The cached plan for a layout, compiling what is missing. Mutex held.
@@ -536,7 +533,7 @@ public final class Rectifier: @unchecked Sendable {
                     ? compiledMap(side: side, grid: entry.grid, rowBytes: rowBytes, layout: entry.layout) : nil
                 jobs.append(Job(side: side, plane: entry.plane, grid: entry.grid, map: map, rows: compactRows,
                                 rowBytes: rowBytes, layout: entry.layout))
-                if entry.grid == .chroma422 {
+                if entry.grid == .chroma422 && entry.plane == 0 {
                     // YUYV and UYVY interleave luma and chroma in one plane: the luma job just
                     // before this one has the same rows, and its bands take this job along, so
                     // no two threads write neighbouring bytes (or one cache line) of a row.
@@ -615,9 +612,10 @@ public final class Rectifier: @unchecked Sendable {
 }
 
 extension ImageBuffer {
-    /// Row strides (plane 0, plane 1) of a packed image.
-    static func packedRowBytes(_ format: PixelFormat, _ size: ImageSize) -> SIMD2<Int> {
-        SIMD2(format.minimumBytesPerRow(width: size.width),
-              format.planeCount == 2 ? format.minimumBytesPerRow(width: size.width, plane: 1) : 0)
+    /// Row strides (planes 0, 1, 2; 0 for planes the format lacks) of a packed image.
+    static func packedRowBytes(_ format: PixelFormat, _ size: ImageSize) -> SIMD3<Int> {
+        SIMD3(format.minimumBytesPerRow(width: size.width),
+              format.planeCount > 1 ? format.minimumBytesPerRow(width: size.width, plane: 1) : 0,
+              format.planeCount > 2 ? format.minimumBytesPerRow(width: size.width, plane: 2) : 0)
     }
 }

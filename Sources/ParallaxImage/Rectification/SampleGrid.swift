@@ -157,6 +157,11 @@ extension PixelFormat {
         case .nv12:
             return [(0, .full, .interleaved(1)),
                     (1, .chroma420, SampleLayout(pixelStride: 2, channels: 2, offsets: SIMD4(0, 1, 0, 0), border: 128))]
+        case .i420, .i422:
+            // Each chroma plane is a gray plane on the chroma grid, neutral outside the source.
+            let chroma = SampleLayout(pixelStride: 1, channels: 1, offsets: .zero, border: 128)
+            let grid: SampleGrid = self == .i420 ? .chroma420 : .chroma422
+            return [(0, .full, .interleaved(1)), (1, grid, chroma), (2, grid, chroma)]
         }
     }
 }
