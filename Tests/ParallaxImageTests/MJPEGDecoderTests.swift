@@ -1,0 +1,148 @@
+import CImageCodecs
+import Foundation
+import ParallaxGeometry
+import Testing
+@testable import ParallaxImage
+
+@Suite("MJPEG decoding")
+struct MJPEGDecoderTests {
+    static let size = ImageSize(width: 64, height: 48)
+
+    /// A textured colour image: a smooth base with a fine checker in luma and colour, so that
+    /// every 8×8 block has AC coefficients and chroma differs from block to block.
+    static func textured(width: Int = size.width, height: Int = size.height) throws -> ImageBuffer {
+        let base = TestImages.smooth(.rgb8, width: width, height: height)
+        var bytes = base.bytes
+        for y in 0..<height {
+            for x in 0..<width where (x / 3 + y / 5) % 2 == 0 {
+                let i = (y * width + x) * 3
+                bytes[i] = bytes[i] &+ 40
+                bytes[i + 2] = bytes[i + 2] &- 30
+            }
+        }
+        return try ImageBuffer(format: .rgb8, size: ImageSize(width: width, height: height), bytes: bytes)
+    }
+
+    static func decode(_ jpeg: [UInt8], _ output: MJPEGOutput = .ycbcr, scale: MJPEGScale = .full) throws -> ImageBuffer {
+        let decoder = try MJPEGDecoder(output: output, scale: scale)
+        return try jpeg.withUnsafeBytes { try decoder.decode($0) }
+    }
+
+    /// libjpeg-turbo's own RGB of a JPEG with nearest-neighbour chroma (`TJFLAG_FASTUPSAMPLE`):
+    /// the chroma replication ``PixelConversion`` does for I420 and I422, so the two must agree.
+    static func libjpegRGB(_ jpeg: [UInt8], size: ImageSize) -> [UInt8] {
+        let handle = tjInitDecompress()!
+        defer { tjDestroy(handle) }
+        var rgb = [UInt8](repeating: 0, count: size.area * 3)
+        let status = jpeg.withUnsafeBufferPointer { data in
+            rgb.withUnsafeMutableBufferPointer { out in
+                tjDecompress2(handle, data.baseAddress, UInt(data.count), out.baseAddress, Int32(size.width), 0,
+                              Int32(size.height), Int32(TJPF_RGB.rawValue), Int32(TJFLAG_FASTUPSAMPLE))
+            }
+        }
+        #expect(status == 0)
+        return rgb
+    }
+
+    @Test("4:2:0 and 4:2:2 JPEGs decode to their own planes (I420, I422); their RGB is libjpeg-turbo's, bit for bit",
+          arguments: [JPEGSubsampling.s420, .s422])
+    func planesAreTheJPEGs(subsampling: JPEGSubsampling) throws {
+        let jpeg = try JPEGEncoder.encode(Self.textured(), quality: 90, subsampling: subsampling)
+        let decoded = try Self.decode(jpeg)
+        #expect(decoded.format == (subsampling == .s420 ? .i420 : .i422) && decoded.size == Self.size)
+        // Independent of the planes' route: libjpeg-turbo's colour conversion (merged
+        // upsampling, the same JFIF fixed-point tables) against ours on the planes.
+        #expect(try decoded.converted(to: .rgb8).bytes == Self.libjpegRGB(jpeg, size: Self.size))
+        // Luma only gives the Y plane exactly.
+        let gray = try Self.decode(jpeg, .gray8)
+        #expect(gray.format == .gray8 && gray.bytes == Array(decoded.bytes[0..<Self.size.area]))
+    }
+
+    @Test("a frame without Huffman tables decodes with the standard ones (Annex K), as webcams' MJPEG implies")
+    func huffmanlessFrames() throws {
+        let jpeg = try JPEGEncoder.encode(Self.textured(), quality: 80)
+        // libjpeg-turbo writes the standard tables (no optimisation), so taking every DHT
+        // segment out leaves a frame that means the same.
+        var stripped: [UInt8] = [], i = 0, removed = 0
+        while i < jpeg.count {
+            if jpeg[i] == 0xFF, i + 3 < jpeg.count, jpeg[i + 1] == 0xC4 {
+                let length = Int(jpeg[i + 2]) << 8 | Int(jpeg[i + 3])
+                i += 2 + length
+                removed += 1
+                continue
+            }
+            if jpeg[i] == 0xFF, i + 1 < jpeg.count, jpeg[i + 1] == 0xDA {
+                stripped += jpeg[i...]
+                break
+            }
+            stripped.append(jpeg[i])
+            i += 1
+        }
+        #expect(removed > 0 && stripped.count < jpeg.count)
+        #expect(try Self.decode(stripped) == Self.decode(jpeg))
+    }
+
+    @Test("truncated, unterminated, zeroed, empty and damaged frames are errors, never images")
+    func badFrames() throws {
+        let jpeg = try JPEGEncoder.encode(Self.textured(), quality: 90)
+        func kind(_ bytes: [UInt8]) -> MJPEGDecodingError.Kind? {
+            do { _ = try Self.decode(bytes); return nil } catch let error as MJPEGDecodingError { return error.kind } catch { return nil }
+        }
+        #expect(kind(Array(jpeg.prefix(jpeg.count * 6 / 10))) == .corrupt)  // a USB error mid-frame
+        #expect(kind(Array(jpeg.dropLast(2))) == .corrupt)  // no EOI marker
+        #expect(kind([UInt8](repeating: 0, count: jpeg.count)) == .badHeader)  // a frame of zeros
+        #expect(kind([]) == .empty)
+        #expect(kind(Array(jpeg.prefix(20))) == .badHeader)  // cut inside the headers
+        // A restart marker in the middle of the entropy data, where none belongs.
+        var damaged = jpeg
+        let scan = try #require((0..<(jpeg.count - 1)).first { jpeg[$0] == 0xFF && jpeg[$0 + 1] == 0xDA })
+        let middle = (scan + jpeg.count) / 2
+        damaged[middle] = 0xFF
+        damaged[middle + 1] = 0xD3
+        #expect(kind(damaged) == .corrupt)
+        #expect(kind(jpeg) == nil)
+    }
+
+    @Test("DCT scaling decodes at 1/2 and 1/4 straight to the smaller size, close to the full image averaged down",
+          arguments: [MJPEGScale.half, .quarter])
+    func scaling(scale: MJPEGScale) throws {
+        let jpeg = try JPEGEncoder.encode(Self.textured(width: 128, height: 96), quality: 95)
+        let full = try Self.decode(jpeg, .gray8), small = try Self.decode(jpeg, .gray8, scale: scale)
+        let n = scale.rawValue
+        #expect(small.size == ImageSize(width: 128 / n, height: 96 / n))
+        // The scaled IDCT keeps each block's low frequencies: within a few levels of the
+        // box average of the full decode (its own ringing aside), on average.
+        var total = 0.0
+        for y in 0..<small.size.height {
+            for x in 0..<small.size.width {
+                var sum = 0
+                for j in 0..<n { for i in 0..<n { sum += Int(full.bytes[(y * n + j) * 128 + x * n + i]) } }
+                total += abs(Double(sum) / Double(n * n) - Double(small.bytes[y * small.size.width + x]))
+            }
+        }
+        #expect(total / Double(small.size.area) < 4, "mean difference \(total / Double(small.size.area))")
+        #expect(MJPEGScale.largestReduction(from: ImageSize(width: 1920, height: 1080),
+                                            covering: ImageSize(width: 640, height: 360)) == .half)
+        #expect(MJPEGScale.largestReduction(from: ImageSize(width: 1920, height: 1080),
+                                            covering: ImageSize(width: 480, height: 270)) == .quarter)
+        #expect(MJPEGScale.largestReduction(from: ImageSize(width: 1280, height: 720),
+                                            covering: ImageSize(width: 1280, height: 720)) == .full)
+    }
+
+    @Test("a frame of another size than the stream's, or a subsampling with no planar format, is refused by name")
+    func unexpectedLayouts() throws {
+        let jpeg = try JPEGEncoder.encode(Self.textured(), quality: 90)
+        let decoder = try MJPEGDecoder()
+        var wrong = try ImageBuffer(format: .i420, size: ImageSize(width: 32, height: 24))
+        let error = wrong.withMutableView { view -> MJPEGDecodingError? in
+            jpeg.withUnsafeBytes { bytes -> MJPEGDecodingError? in
+                do throws(MJPEGDecodingError) { try decoder.decode(bytes, into: view) } catch { return error }
+                return nil
+            }
+        }
+        #expect(error?.kind == .unexpectedLayout && error?.reason.contains("not the stream's 32x24 i420") == true, "\(String(describing: error))")
+        let full = try JPEGEncoder.encode(Self.textured(), quality: 90, subsampling: .s444)
+        #expect(throws: MJPEGDecodingError.self) { try Self.decode(full) }
+        #expect(try Self.decode(full, .bgr8).format == .bgr8)
+    }
+}
