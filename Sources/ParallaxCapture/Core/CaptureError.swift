@@ -29,6 +29,9 @@ public enum CaptureError: Error, Hashable, Sendable, CustomStringConvertible {
     case recording(path: String, reason: String)
     /// The simulated rig could not render.
     case simulation(device: String, reason: String)
+    /// An MJPEG frame did not decode (reported for the first frame of each kind of failure
+    /// in a stream; every such frame is a ``DropReason/corruptFrame`` drop).
+    case undecodableFrame(device: String, sequence: UInt64, reason: String)
 
     /// A readable one-line description.
     public var description: String {
@@ -48,6 +51,7 @@ public enum CaptureError: Error, Hashable, Sendable, CustomStringConvertible {
         case .invalidState(let d, let r): return "\(d): \(r)"
         case .recording(let p, let r): return "\(p): \(r)"
         case .simulation(let d, let r): return "\(d): \(r)"
+        case .undecodableFrame(let d, let n, let r): return "\(d): frame \(n) did not decode (\(r)); dropped as corrupt_frame"
         }
     }
 }

@@ -14,6 +14,12 @@ public enum DropReason: String, Hashable, Sendable {
     /// Held back by a stereo device to keep its frame-rate cap (the cameras could not be
     /// set to a rate at or below the cap).
     case frameRateCap
+    /// A compressed (MJPEG) frame that did not decode: truncated, damaged, empty, or of
+    /// another layout than the stream's. Never handed on as an image.
+    case corruptFrame
+    /// A stereo device had no free buffer to decode an MJPEG frame into: the consumer
+    /// held every decoded frame of that side (``MJPEGDecoding``'s pool is full).
+    case noDecodeBuffer
 }
 
 /// Something that happened to a streaming device besides a frame.

@@ -148,6 +148,44 @@ public final class SharedPixels: Sendable {
     }
 }
 
+/// Immutable bytes that frames can share without copying (an encoded MJPEG frame), and a
+/// damaged copy of them for fault injection.
+public final class SharedBytes: Sendable {
+    private let storage: UnsafeMutableRawBufferPointerBox
+    private let damaged: UnsafeMutableRawBufferPointerBox
+    private let count: Int
+
+    /// Copies `bytes` once into memory that stays put for the lifetime of this object.
+    public init(_ bytes: [UInt8]) {
+        count = bytes.count
+        let memory = UnsafeMutableRawBufferPointer.allocate(byteCount: max(bytes.count, 1), alignment: 64)
+        bytes.withUnsafeBytes { memory.copyMemory(from: $0) }
+        storage = UnsafeMutableRawBufferPointerBox(memory)
+        // The same bytes with a restart marker written halfway into them, where a JPEG's
+        // entropy data is: libjpeg-turbo finds it out of place (a damaged transfer).
+        let copy = UnsafeMutableRawBufferPointer.allocate(byteCount: max(bytes.count, 1), alignment: 64)
+        copy.copyMemory(from: UnsafeRawBufferPointer(memory))
+        if bytes.count > 4 {
+            copy[bytes.count / 2 + bytes.count / 4] = 0xFF
+            copy[bytes.count / 2 + bytes.count / 4 + 1] = 0xD3
+        }
+        damaged = UnsafeMutableRawBufferPointerBox(copy)
+    }
+
+    deinit {
+        storage.memory.deallocate()
+        damaged.memory.deallocate()
+    }
+
+    /// The bytes, valid while this object is alive.
+    public var payload: FramePayload { FramePayload(baseAddress: UnsafeRawPointer(storage.memory.baseAddress!), count: count) }
+
+    /// The damaged copy, valid while this object is alive.
+    public var damagedPayload: FramePayload {
+        FramePayload(baseAddress: UnsafeRawPointer(damaged.memory.baseAddress!), count: count)
+    }
+}
+
 /// Memory that is written once at creation and only read afterwards.
 private struct UnsafeMutableRawBufferPointerBox: @unchecked Sendable {
     let memory: UnsafeMutableRawBufferPointer

@@ -88,11 +88,7 @@ final class PairStorage: @unchecked Sendable {
 
     /// A writable view of one side.
     func mutableView(_ side: StereoSide) -> MutableImageView {
-        let base = memory[side]
-        let stride0 = format.minimumBytesPerRow(width: size.width)
-        return MutableImageView(unchecked: format, size: size, plane0: base, bytesPerRow0: stride0,
-                                plane1: format.planeCount == 2 ? base + stride0 * size.height : nil,
-                                bytesPerRow1: format.minimumBytesPerRow(width: size.width, plane: 1))
+        MutableImageView(packed: format, size: size, baseAddress: memory[side])
     }
 }
 

@@ -351,9 +351,9 @@ extension StereoSession {
         var storage: PairStorage?
         var rectifyNanoseconds: Int64 = 0
         var rectification: StereoRectification?
-        if let rectifier, let pixel = format.pixelFormat,
-           let leftImage = pair.left.payload.image, let rightImage = pair.right.payload.image {
-            storage = takeStorage(format: pixel, size: rectifier.outputSize, ending: ending)
+        if let rectifier, let leftImage = pair.left.payload.image, let rightImage = pair.right.payload.image {
+            // The frames' own layout: for MJPEG, what the JPEGs decoded to.
+            storage = takeStorage(format: leftImage.format, size: rectifier.outputSize, ending: ending)
             guard let storage else {
                 drop(.noFreeBuffer)
                 return

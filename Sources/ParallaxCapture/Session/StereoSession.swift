@@ -97,10 +97,21 @@ public final class StereoSession: Sendable {
             if !options.forcesCalibration {
                 do { try device.checkCameras(of: calibration) } catch { throw .device(error) }
             }
-            let adapted = try Self.adapt(calibration, to: format)
+            let settings = options.rectification
+            if format.fourCC == .mjpeg {
+                // Frames decode at the largest DCT reduction that still covers a smaller
+                // rectified output (unless a reduction was set on the device already).
+                var decoding = device.mjpegDecoding
+                if decoding.scale == .full, let wanted = settings.options.outputSize {
+                    decoding.scale = MJPEGScale.largestReduction(from: format.size, covering: wanted)
+                    do { try device.setMJPEGDecoding(decoding) } catch { throw .device(error) }
+                }
+            }
+            guard let delivered = device.deliveredImage else { throw .invalidState("the stereo device is not configured") }
+            try Self.checkRectifiable(format)
+            let adapted = try Self.adapt(calibration, toSize: delivered.size)
             activeCalibration = adapted
             models = PerSide(left: adapted.left, right: adapted.right)
-            let settings = options.rectification
             do {
                 rectifier = try Rectifier(calibration: adapted, convergenceDistance: settings.convergenceDistance,
                                           options: settings.options, orientation: settings.orientation,
@@ -108,9 +119,10 @@ public final class StereoSession: Sendable {
             } catch {
                 throw .calibrationDoesNotFit("it cannot be rectified: \(error)")
             }
-            if let pixel = format.pixelFormat {
+            // (Decoded MJPEG in YCbCr: the JPEGs' subsampling picks the format at the first frame.)
+            if let pixel = delivered.format {
                 do { try rectifier?.prepare(for: pixel) } catch {
-                    throw .calibrationDoesNotFit("\(format) cannot be rectified to \(settings.options.outputSize ?? format.size): \(error)")
+                    throw .calibrationDoesNotFit("\(format) cannot be rectified to \(settings.options.outputSize ?? delivered.size): \(error)")
                 }
             }
         } else {
@@ -161,28 +173,41 @@ public final class StereoSession: Sendable {
     /// aspect ratio and scaled, see `CameraModel.adapted(to:)`), as a session does before
     /// its first pair.
     ///
-    /// - Throws: ``StereoSessionError/calibrationDoesNotFit(_:)`` for compressed frames, and
-    ///   for an aspect ratio so different that the crop would keep under half of the
-    ///   calibrated image.
+    /// MJPEG frames are adapted at their full size (a device decoding them at a DCT
+    /// reduction delivers ``StereoDevice/deliveredImage``'s size instead).
+    ///
+    /// - Throws: ``StereoSessionError/calibrationDoesNotFit(_:)`` for compressed frames other
+    ///   than MJPEG, and for an aspect ratio so different that the crop would keep under
+    ///   half of the calibrated image.
     public static func adapt(_ calibration: StereoCalibration, to format: CaptureFormat) throws(StereoSessionError) -> StereoCalibration {
-        guard format.pixelFormat != nil else {
-            throw .calibrationDoesNotFit("\(format.fourCC) frames are compressed and cannot be rectified; "
-                                         + "choose an uncompressed format (YUYV, GREY, NV12, RGB3)")
+        try checkRectifiable(format)
+        return try adapt(calibration, toSize: format.size)
+    }
+
+    /// Refuses compressed formats the session cannot decode.
+    static func checkRectifiable(_ format: CaptureFormat) throws(StereoSessionError) {
+        guard format.pixelFormat != nil || format.fourCC == .mjpeg else {
+            throw .calibrationDoesNotFit("\(format.fourCC) frames are compressed in a way Parallax does not decode; "
+                                         + "choose MJPG or an uncompressed format (YUYV, GREY, NV12, RGB3)")
         }
+    }
+
+    /// The calibration adapted to images of `size` (see ``adapt(_:to:)``).
+    static func adapt(_ calibration: StereoCalibration, toSize size: ImageSize) throws(StereoSessionError) -> StereoCalibration {
         for (name, camera) in [("left", calibration.left), ("right", calibration.right)] {
             let (w, h) = (Double(camera.size.width), Double(camera.size.height))
-            let kept = min(1, (w / h) / (Double(format.size.width) / Double(format.size.height)))
-            let keptOther = min(1, (Double(format.size.width) / Double(format.size.height)) / (w / h))
+            let kept = min(1, (w / h) / (Double(size.width) / Double(size.height)))
+            let keptOther = min(1, (Double(size.width) / Double(size.height)) / (w / h))
             // A crop to another aspect ratio keeps kept·keptOther of the calibrated area.
             guard kept * keptOther >= 0.5 else {
-                throw .calibrationDoesNotFit("the \(name) camera was calibrated at \(camera.size); \(format.size) has another "
+                throw .calibrationDoesNotFit("the \(name) camera was calibrated at \(camera.size); \(size) has another "
                                              + "aspect ratio that would keep only \(Int(kept * keptOther * 100)) % of the "
                                              + "calibrated image; calibrate at this format")
             }
         }
         var adapted = calibration
-        adapted.left = calibration.left.adapted(to: format.size)
-        adapted.right = calibration.right.adapted(to: format.size)
+        adapted.left = calibration.left.adapted(to: size)
+        adapted.right = calibration.right.adapted(to: size)
         return adapted
     }
 

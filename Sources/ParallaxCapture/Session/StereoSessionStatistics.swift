@@ -84,7 +84,8 @@ public struct StereoSessionStatistics: Sendable {
 }
 
 extension DropReason {
-    /// `corrupt_buffer`, `sequence_gap`, `timestamp_went_backwards`, `stream_restarted`, `simulated`, `frame_rate_cap`.
+    /// `corrupt_buffer`, `sequence_gap`, `timestamp_went_backwards`, `stream_restarted`, `simulated`,
+    /// `frame_rate_cap`, `corrupt_frame`, `no_decode_buffer`.
     public var snakeCaseName: String {
         switch self {
         case .corruptBuffer: "corrupt_buffer"
@@ -93,6 +94,8 @@ extension DropReason {
         case .streamRestarted: "stream_restarted"
         case .simulated: "simulated"
         case .frameRateCap: "frame_rate_cap"
+        case .corruptFrame: "corrupt_frame"
+        case .noDecodeBuffer: "no_decode_buffer"
         }
     }
 }

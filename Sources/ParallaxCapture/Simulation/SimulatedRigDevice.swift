@@ -19,15 +19,21 @@ public struct SimulatedCameraTiming: Hashable, Sendable {
     /// view are made when streaming starts and used in turn, so any 16 consecutive frames
     /// have independent noise. 0 (the default): every frame shares one clean rendering.
     public var noiseStandardDeviation: Double
+    /// MJPEG only: the probability that a frame arrives damaged, as after a USB error
+    /// mid-frame: alternately cut to 60 % of its bytes (no end-of-image marker) or with a
+    /// marker written into its entropy data. Such frames decode to nothing; a stereo device
+    /// drops them as ``DropReason/corruptFrame``.
+    public var corruptFrameProbability: Double
 
-    /// A timing; jitter and noise are clamped to ≥ 0 and the drop probability to [0, 1].
+    /// A timing; jitter and noise are clamped to ≥ 0 and the probabilities to [0, 1].
     public init(offsetNanoseconds: Int64 = 0, driftPPM: Double = 0, jitterNanoseconds: Int64 = 0, dropProbability: Double = 0,
-                noiseStandardDeviation: Double = 0) {
+                noiseStandardDeviation: Double = 0, corruptFrameProbability: Double = 0) {
         self.offsetNanoseconds = offsetNanoseconds
         self.driftPPM = driftPPM
         self.jitterNanoseconds = max(0, jitterNanoseconds)
         self.dropProbability = min(max(dropProbability, 0), 1)
         self.noiseStandardDeviation = noiseStandardDeviation.isFinite ? max(0, noiseStandardDeviation) : 0
+        self.corruptFrameProbability = corruptFrameProbability.isFinite ? min(max(corruptFrameProbability, 0), 1) : 0
     }
 }
 
@@ -61,7 +67,8 @@ public final class SimulatedRigDevice: Sendable {
 
     /// - Parameters:
     ///   - frameInterval: the nominal interval of both cameras.
-    ///   - pixelFormat: gray8, rgb8, bgr8 or yuyv.
+    ///   - pixelFormat: gray8, rgb8, bgr8 or yuyv (configure `MJPG` for Motion-JPEG: the
+    ///     colour view encoded at ``SimulatedCamera/jpegQuality``).
     ///   - epochNanoseconds: the shared clock's zero on CLOCK_MONOTONIC (now by default).
     ///   - seed: seeds jitter and drops (left uses `seed`, right `seed + 1`).
     ///   - boardTrajectory: moves the scene's board (which must have one) along this path;
@@ -152,17 +159,26 @@ public final class SimulatedCamera: CaptureDevice, StopRequesting, @unchecked Se
     /// (other sizes are the same sensor rescaled, see ``configure(_:)``).
     public func supportedFormats() throws(CaptureError) -> [CaptureFormat] {
         let current = state.withLock { $0.format }
-        return SceneRenderer.supportedFormats.compactMap { format in
-            CaptureFormat.fourCC(of: format).map {
-                CaptureFormat(fourCC: $0, size: rig.model(camera).size, frameInterval: current.frameInterval)
-            }
-        }
+        let codes = SceneRenderer.supportedFormats.compactMap { CaptureFormat.fourCC(of: $0) } + [.mjpeg]
+        return codes.map { CaptureFormat(fourCC: $0, size: rig.model(camera).size, frameInterval: current.frameInterval) }
     }
 
-    /// Any size and interval in a pixel format the renderer produces (see ``configure(_:)``).
+    /// Any size and interval in a pixel format the renderer produces, or MJPEG at an even
+    /// size (see ``configure(_:)``).
     public func supports(_ format: CaptureFormat) throws(CaptureError) -> Bool {
-        guard let pixel = format.pixelFormat, SceneRenderer.supportedFormats.contains(pixel) else { return false }
+        guard Self.renderFormat(of: format) != nil else { return false }
         return format.size.width > 0 && format.size.height > 0
+    }
+
+    /// The JPEG quality of MJPEG frames (libjpeg's scale, 1…100), 4:2:0 chroma.
+    public static let jpegQuality = 90
+
+    /// What a format is rendered in before it is delivered: its own pixel format, or RGB
+    /// for MJPEG (encoded after rendering); `nil` when the renderer cannot make it.
+    static func renderFormat(of format: CaptureFormat) -> PixelFormat? {
+        if format.fourCC == .mjpeg { return format.size.width % 2 == 0 && format.size.height % 2 == 0 ? .rgb8 : nil }
+        guard let pixel = format.pixelFormat, SceneRenderer.supportedFormats.contains(pixel) else { return nil }
+        return pixel
     }
 
     /// The format in use (see ``CaptureDevice/activeFormat``).
@@ -172,7 +188,7 @@ public final class SimulatedCamera: CaptureDevice, StopRequesting, @unchecked Se
     /// any interval, and the renderer's pixel formats.
     @discardableResult
     public func configure(_ format: CaptureFormat) throws(CaptureError) -> CaptureFormat {
-        guard let pixel = format.pixelFormat, SceneRenderer.supportedFormats.contains(pixel) else {
+        guard Self.renderFormat(of: format) != nil else {
             throw .unsupportedFormat(device: identity.name, requested: format, available: try supportedFormats())
         }
         try state.withLock { s throws(CaptureError) in
@@ -203,7 +219,10 @@ public final class SimulatedCamera: CaptureDevice, StopRequesting, @unchecked Se
     public func start(_ handler: @escaping @Sendable (CaptureOutput) -> Void) throws(CaptureError) {
         let pixels = trajectory == nil ? try renderedPixels() : []
         let (format, first) = state.withLock { ($0.format, $0.nextFrame) }
-        let context = SimulatedStream(camera: self, pixels: pixels, format: format, model: model, firstFrame: first, handler: handler)
+        // MJPEG: each rendering encoded once (a moving board: each frame as it is rendered).
+        let jpegs = format.fourCC == .mjpeg ? try pixels.map { rendering throws(CaptureError) in try encode(rendering) } : []
+        let context = SimulatedStream(camera: self, pixels: pixels, jpegs: jpegs, format: format, model: model, firstFrame: first,
+                                      handler: handler)
         let thread = CaptureThread(name: "parallax.simulated \(camera)") { thread in context.run(thread) }
         try state.withLock { s throws(CaptureError) in
             guard s.thread == nil else {
@@ -265,7 +284,7 @@ public final class SimulatedCamera: CaptureDevice, StopRequesting, @unchecked Se
             image = held.image
         } else {
             let format = state.withLock { $0.format }
-            guard let pixel = format.pixelFormat else {
+            guard let pixel = Self.renderFormat(of: format) else {
                 throw .unsupportedFormat(device: identity.name, requested: format, available: try supportedFormats())
             }
             var geometry = rig
@@ -313,7 +332,7 @@ public final class SimulatedCamera: CaptureDevice, StopRequesting, @unchecked Se
     private func renderedPixels() throws(CaptureError) -> [SharedPixels] {
         if let pixels = state.withLock({ $0.pixels }) { return pixels }
         let format = state.withLock { $0.format }
-        guard let pixel = format.pixelFormat else {
+        guard let pixel = Self.renderFormat(of: format) else {
             throw .unsupportedFormat(device: identity.name, requested: format, available: try supportedFormats())
         }
         var geometry = rig
@@ -345,6 +364,15 @@ public final class SimulatedCamera: CaptureDevice, StopRequesting, @unchecked Se
         return pixels
     }
 
+    /// One rendering as an MJPEG frame's bytes.
+    fileprivate func encode(_ pixels: SharedPixels) throws(CaptureError) -> SharedBytes {
+        do {
+            return SharedBytes(try JPEGEncoder.encode(ImageBuffer(copying: pixels.view), quality: Self.jpegQuality))
+        } catch {
+            throw .simulation(device: identity.name, reason: "cannot encode the MJPEG frame: \(error)")
+        }
+    }
+
     fileprivate var epochNanoseconds: Int64 { epoch }
     fileprivate var seedValue: UInt64 { seed }
 }
@@ -355,15 +383,18 @@ private final class SimulatedStream: @unchecked Sendable {
     weak var camera: SimulatedCamera?
     /// The view's renderings, used in turn (one, or sixteen noisy copies).
     let pixels: [SharedPixels]
+    /// For MJPEG: those renderings encoded, in the same order.
+    let jpegs: [SharedBytes]
     let format: CaptureFormat
     let model: CameraModel
     let firstFrame: Int64
     let handler: @Sendable (CaptureOutput) -> Void
 
-    init(camera: SimulatedCamera, pixels: [SharedPixels], format: CaptureFormat, model: CameraModel, firstFrame: Int64,
-         handler: @escaping @Sendable (CaptureOutput) -> Void) {
+    init(camera: SimulatedCamera, pixels: [SharedPixels], jpegs: [SharedBytes], format: CaptureFormat, model: CameraModel,
+         firstFrame: Int64, handler: @escaping @Sendable (CaptureOutput) -> Void) {
         self.camera = camera
         self.pixels = pixels
+        self.jpegs = jpegs
         self.format = format
         self.model = model
         self.firstFrame = firstFrame
@@ -411,10 +442,29 @@ private final class SimulatedStream: @unchecked Sendable {
             } else {
                 pixels = self.pixels[Int(sequence % UInt64(self.pixels.count))]
             }
-            let frame = Frame(image: pixels.view, payload: pixels.payload, format: format,
+            let frame: Frame
+            if format.fourCC == .mjpeg {
+                let jpeg: SharedBytes
+                if jpegs.isEmpty {
+                    guard let encoded = try? camera.encode(pixels) else { break }
+                    jpeg = encoded
+                } else {
+                    jpeg = jpegs[Int(sequence % UInt64(jpegs.count))]
+                }
+                var payload = jpeg.payload
+                if timing.corruptFrameProbability > 0 && random.nextUnit() < timing.corruptFrameProbability {
+                    payload = sequence % 2 == 0 ? FramePayload(baseAddress: payload.baseAddress, count: payload.count * 6 / 10)
+                        : jpeg.damagedPayload
+                }
+                frame = Frame(image: nil, payload: payload, format: format, timestampNanoseconds: exposure + noise,
+                              timestampSource: .midExposure, sequence: sequence, source: identity, exposureNanoseconds: nil,
+                              camera: model, release: { _ = jpeg })
+            } else {
+                frame = Frame(image: pixels.view, payload: pixels.payload, format: format,
                               timestampNanoseconds: exposure + noise, timestampSource: .midExposure,
                               sequence: sequence, source: identity, exposureNanoseconds: nil, camera: model,
                               release: { _ = pixels })
+            }
             handler(.frame(frame))
             // Counted only once handed over, so the other camera never runs ahead of what
             // a consumer (a synchronizer with a two-frame queue) has actually received.

@@ -32,10 +32,21 @@ extension StereoDevice {
         for side in StereoSide.allCases {
             do { try (constituents[side] as? SimulatedCamera)?.prepare() } catch { throw .capture(error, side: side) }
         }
+        // MJPEG is decoded on each camera's thread, into a pool per side.
+        var decoders: PerSide<MJPEGFrameDecoder?> = PerSide(repeating: nil)
+        if active.left.fourCC == .mjpeg {
+            let decoding = state.withLock { $0.decoding }
+            for side in StereoSide.allCases {
+                do { decoders[side] = try MJPEGFrameDecoder(decoding: decoding, device: constituents[side].identity.name) } catch {
+                    throw .capture(error, side: side)
+                }
+            }
+        }
         state.withLock { s in
             s.streaming = true
             s.handler = OutputHandler(handler)
             s.capGrid = PerSide(repeating: CapGrid())
+            s.decoders = decoders
         }
         var started: [StereoSide] = []
         for side in StereoSide.allCases where enabled[side] {
@@ -64,7 +75,10 @@ extension StereoDevice {
         // free (nothing holds it in step any more) until its own stop.
         requestStop()
         for device in constituents.both { device.stop() }
-        state.withLock { $0.handler = nil }
+        state.withLock { s in
+            s.handler = nil
+            s.decoders = PerSide(repeating: nil)
+        }
     }
 
     /// Asks the constituents that run as fast as they can (simulated cameras, recordings) to
@@ -169,15 +183,26 @@ extension StereoDevice {
             if event == .stopped && !enabled { return }
             handler?.call(.event(event, side))
         case .frame(let frame):
-            let (handler, model, keep) = state.withLock { s -> (OutputHandler?, CameraModel?, Bool) in
-                (s.handler, s.models?[side], Self.passesCap(frame.timestampNanoseconds, side: side, state: &s))
+            let (handler, model, keep, decoder) = state.withLock { s -> (OutputHandler?, CameraModel?, Bool, MJPEGFrameDecoder?) in
+                (s.handler, s.models?[side], Self.passesCap(frame.timestampNanoseconds, side: side, state: &s), s.decoders[side])
             }
             guard let handler else { return }
             guard keep else {
                 handler.call(.event(.dropped(count: 1, reason: .frameRateCap), side))
                 return
             }
-            handler.call(.frame(Self.frame(frame, with: model), side))
+            guard let decoder, frame.image == nil else {
+                handler.call(.frame(Self.frame(frame, with: model), side))
+                return
+            }
+            // Here, on this camera's own thread: the two sides decode in parallel.
+            switch decoder.decode(frame, model: model) {
+            case .decoded(let decoded):
+                handler.call(.frame(decoded, side))
+            case .dropped(let reason, let report):
+                if let report { handler.call(.event(.recoverableError(report), side)) }
+                handler.call(.event(.dropped(count: 1, reason: reason), side))
+            }
         }
     }
 

@@ -1,4 +1,5 @@
 import ParallaxGeometry
+import ParallaxImage
 
 /// Two cameras as one device: constituents that share one format and one frame interval,
 /// with a hardware cost known before streaming.
@@ -53,6 +54,9 @@ public final class StereoDevice: Sendable {
         var calibration: StereoCalibration?
         var models: PerSide<CameraModel>?
         var capGrid: PerSide<CapGrid> = PerSide(repeating: CapGrid())
+        /// How MJPEG frames are decoded, and each side's decoder while an MJPEG format streams.
+        var decoding = MJPEGDecoding()
+        var decoders: PerSide<MJPEGFrameDecoder?> = PerSide(repeating: nil)
     }
 
     /// The consumer's handler, held by reference: a closure read out of the lock as a
@@ -108,6 +112,37 @@ public final class StereoDevice: Sendable {
     public var configuration: StereoConfiguration? { state.withLock { $0.configuration } }
     /// The format each side streams, once configured (equal on both sides).
     public var activeFormats: PerSide<CaptureFormat>? { state.withLock { $0.active } }
+
+    /// How MJPEG frames are decoded (the JPEG's own YCbCr planes at full size unless set).
+    public var mjpegDecoding: MJPEGDecoding { state.withLock { $0.decoding } }
+
+    /// Sets how MJPEG frames are decoded, from the next ``start(_:)`` on.
+    ///
+    /// - Throws: ``StereoDeviceError/invalidState(_:)`` while streaming.
+    public func setMJPEGDecoding(_ decoding: MJPEGDecoding) throws(StereoDeviceError) {
+        try state.withLock { s throws(StereoDeviceError) in
+            guard !s.streaming else { throw .invalidState("the MJPEG decoding cannot change while the stereo device streams") }
+            s.decoding = decoding
+        }
+    }
+
+    /// What the frames of the active format are delivered as: the format's own pixel layout
+    /// and size, or for MJPEG the size they decode to and `nil` for the pixel format (the
+    /// JPEGs' subsampling decides between I420 and I422 unless ``mjpegDecoding`` asks for
+    /// gray or BGR/RGB). `nil` before the device is configured.
+    public var deliveredImage: (format: PixelFormat?, size: ImageSize)? {
+        state.withLock { s -> (PixelFormat?, ImageSize)? in
+            guard let format = s.active?.left else { return nil }
+            guard format.fourCC == .mjpeg else { return (format.pixelFormat, format.size) }
+            let size = s.decoding.decodedSize(of: format.size)
+            switch s.decoding.output {
+            case .ycbcr: return (nil, size)
+            case .gray8: return (.gray8, size)
+            case .bgr8: return (.bgr8, size)
+            case .rgb8: return (.rgb8, size)
+            }
+        }
+    }
     /// Which sides are switched on.
     public var enabledSides: PerSide<Bool> { state.withLock { $0.enabled } }
     /// True while streaming.

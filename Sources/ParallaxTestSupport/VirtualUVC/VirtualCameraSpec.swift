@@ -1,5 +1,7 @@
+import Foundation
 import ParallaxCapture
 import ParallaxGeometry
+import ParallaxImage
 
 /// How a virtual UVC camera presents itself: identity, formats, controls
 /// and the habits of a real driver.
@@ -152,6 +154,13 @@ public struct VirtualCameraSpec: Sendable {
     /// bus's periodic bandwidth, and STREAMON fails as the kernel's would (see
     /// ``VirtualUVCDriver``). `nil`: a camera with its bus to itself and no bandwidth limit.
     public var usb: USBLocation?
+    /// What MJPEG frames show: real JPEG images (``VirtualPictures``); `nil` fills every
+    /// frame with its sequence number instead (enough for timing tests, not for decoding).
+    public var pictures: VirtualPictures?
+    /// With ``pictures``: the probability that an MJPEG frame arrives damaged, alternately
+    /// cut to 60 % of its bytes or with a marker written into its entropy data (a USB
+    /// error mid-frame, which uvcvideo does not always flag).
+    public var corruptFrameProbability: Double = 0
 
     /// A camera at `path`; the defaults describe a typical UVC webcam.
     public init(path: String, card: String = "Virtual UVC Camera", driver: String = "uvcvideo",
@@ -223,4 +232,36 @@ public enum VirtualCameraFault: Hashable, Sendable {
     case timestampBackwards(nanoseconds: Int64)
     /// No frames for `nanoseconds` (nil: until ``VirtualUVCDriver/clearStall(_:)``).
     case stall(nanoseconds: Int64?)
+}
+
+/// The pictures a virtual webcam's MJPEG frames carry: JPEG images, made on first use for
+/// each frame size by `render` (for the simulated rig's view from one of its cameras),
+/// encoded at ``quality`` with 4:2:2 chroma as most webcams send. Compared by identity.
+public final class VirtualPictures: Hashable, @unchecked Sendable {
+    /// The JPEG quality (libjpeg's scale, 1…100).
+    public let quality: Int
+    private let render: @Sendable (ImageSize) -> ImageBuffer?
+    private let lock = NSLock()
+    private var encoded: [ImageSize: [UInt8]] = [:]
+
+    /// Pictures rendered by `render` (an RGB or gray image of the size asked for, or `nil`).
+    public init(quality: Int = 90, render: @escaping @Sendable (ImageSize) -> ImageBuffer?) {
+        self.quality = quality
+        self.render = render
+    }
+
+    /// The JPEG for frames of `size`, or `nil` when nothing can be rendered at that size.
+    public func jpeg(for size: ImageSize) -> [UInt8]? {
+        lock.lock()
+        defer { lock.unlock() }
+        if let bytes = encoded[size] { return bytes }
+        guard let image = render(size), let bytes = try? JPEGEncoder.encode(image, quality: quality, subsampling: .s422) else {
+            return nil
+        }
+        encoded[size] = bytes
+        return bytes
+    }
+
+    public static func == (a: VirtualPictures, b: VirtualPictures) -> Bool { a === b }
+    public func hash(into hasher: inout Hasher) { hasher.combine(ObjectIdentifier(self)) }
 }

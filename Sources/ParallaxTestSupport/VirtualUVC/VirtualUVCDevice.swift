@@ -405,6 +405,21 @@ final class Device {
     }
 
     private func fill(_ buffer: Buffer) {
+        if format.isCompressed, let jpeg = spec.pictures?.jpeg(for: size) {
+            // A real JPEG (the bytes a webcam sends), damaged now and then if asked.
+            var used = min(buffer.length, jpeg.count)
+            jpeg.withUnsafeBytes { buffer.memory.copyMemory(from: $0.baseAddress!, byteCount: used) }
+            if spec.corruptFrameProbability > 0, Double(nextRandom() >> 11) * 0x1p-53 < spec.corruptFrameProbability {
+                if sequence % 2 == 0 {
+                    used = used * 6 / 10
+                } else if used > 8 {
+                    buffer.memory.storeBytes(of: 0xFF, toByteOffset: used * 3 / 4, as: UInt8.self)
+                    buffer.memory.storeBytes(of: 0xD3, toByteOffset: used * 3 / 4 + 1, as: UInt8.self)
+                }
+            }
+            buffer.bytesUsed = used
+            return
+        }
         let used = format.isCompressed ? min(buffer.length, 4096 + Int(sequence % 512)) : imageSize
         buffer.memory.initializeMemory(as: UInt8.self, repeating: UInt8(truncatingIfNeeded: sequence), count: used)
         buffer.memory.storeBytes(of: UInt64(sequence).littleEndian, as: UInt64.self)

@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import ParallaxCapture
 import ParallaxGeometry
+import ParallaxImage
 import ParallaxTestSupport
 
 /// Where `capture` and `stream` get their two cameras: the simulated rig, two virtual
@@ -25,8 +26,14 @@ struct StereoSourceArguments: ParsableArguments {
     @Option(name: .customLong("max-fps"), help: "A frame-rate cap: never more than this many pairs per second (lowers the USB cost).")
     var maxFPS: Double?
 
-    @Option(name: .long, help: "Simulated image size WxH.")
-    var size: String = "640x480"
+    @Option(name: .long, help: "Simulated image size WxH (default: the --format's size, else 640x480).")
+    var size: String?
+
+    @Option(name: .long, help: "MJPEG frames decode to: ycbcr (the JPEG's own planes, I420 or I422), gray8 (luma only), bgr8 or rgb8.")
+    var decode: MJPEGOutput?
+
+    @Option(name: .customLong("corrupt-frames"), help: "Simulated or virtual MJPEG: this percentage of frames arrives damaged (cut short or with a stray marker); they are dropped as corrupt_frame.")
+    var corruptFramesPercent: Double?
 
     @Flag(name: .long, help: "Simulated rig: deliver frames at their real times instead of as fast as possible.")
     var realTime = false
@@ -40,10 +47,36 @@ struct StereoSourceArguments: ParsableArguments {
             guard left != nil, right != nil else { throw ValidationError("give both --left and --right") }
         }
         if simulated {
-            guard let imageSize = ImageSize(parsing: size) else { throw ValidationError("--size must look like 640x480") }
-            try MemoryLimit.check(imageSize, bytesPerPixel: 4, copies: 48, option: "--size")
+            try MemoryLimit.check(try simulatedSize(), bytesPerPixel: 4, copies: 48, option: "--size")
+        } else if size != nil {
+            throw ValidationError("--size is for --simulated; real and virtual cameras take their size from --format")
         }
         if let maxFPS, !(maxFPS > 0 && maxFPS.isFinite) { throw ValidationError("--max-fps must be a positive number") }
+        let mjpeg = format?.format.fourCC == .mjpeg
+        if decode != nil && format != nil && !mjpeg {
+            throw ValidationError("--decode is for MJPG formats; \(format?.format.fourCC.description ?? "") frames are not decoded")
+        }
+        if let corruptFramesPercent {
+            guard corruptFramesPercent >= 0, corruptFramesPercent <= 100 else {
+                throw ValidationError("--corrupt-frames must be a percentage from 0 to 100")
+            }
+            guard mjpeg, simulated || virtual else {
+                throw ValidationError("--corrupt-frames damages simulated or virtual MJPEG frames: pass --simulated or --virtual "
+                                      + "with --format WxH@FPS:MJPG")
+            }
+        }
+    }
+
+    /// The simulated rig's image size: `--size`, else the format's, else 640×480; the two
+    /// must agree when both are given.
+    func simulatedSize() throws -> ImageSize {
+        let formatSize = format?.format.size
+        guard let size else { return formatSize ?? ImageSize(width: 640, height: 480) }
+        guard let parsed = ImageSize(parsing: size) else { throw ValidationError("--size must look like 640x480") }
+        if let formatSize, formatSize != parsed {
+            throw ValidationError("--size \(parsed) and --format's \(formatSize) disagree; give one, or the same size in both")
+        }
+        return parsed
     }
 
     /// An opened source: the stereo device, configured, and what it knows about itself.
@@ -93,28 +126,49 @@ struct StereoSourceArguments: ParsableArguments {
     func open(quiet: Bool = false, movingBoard: Bool = false, noise: Double = 0) throws -> Source {
         let requested = format?.format
         var source: Source
+        let corrupt = (corruptFramesPercent ?? 0) / 100
         if simulated {
-            let imageSize = ImageSize(parsing: size) ?? ImageSize(width: 640, height: 480)
-            let pixel = requested?.pixelFormat ?? .gray8
+            let imageSize = try simulatedSize()
             let interval = requested?.frameInterval ?? FrameInterval(numerator: 1, denominator: 30)
+            let fourCC = requested?.fourCC ?? .grey
             let geometry = SimulatedStereoRig.example(size: imageSize)
             let rig = SimulatedRigDevice(
-                rig: geometry, frameInterval: interval, pixelFormat: pixel,
-                leftTiming: SimulatedCameraTiming(jitterNanoseconds: 500_000, dropProbability: 0.01, noiseStandardDeviation: noise),
+                rig: geometry, frameInterval: interval, pixelFormat: requested?.pixelFormat ?? .gray8,
+                leftTiming: SimulatedCameraTiming(jitterNanoseconds: 500_000, dropProbability: 0.01, noiseStandardDeviation: noise,
+                                                  corruptFrameProbability: corrupt),
                 rightTiming: SimulatedCameraTiming(offsetNanoseconds: 3_000_000, driftPPM: 40, jitterNanoseconds: 500_000,
-                                                   dropProbability: 0.01, noiseStandardDeviation: noise),
+                                                   dropProbability: 0.01, noiseStandardDeviation: noise,
+                                                   corruptFrameProbability: corrupt),
                 pace: realTime ? .realTime : .asFastAsPossible,
                 boardTrajectory: movingBoard ? BoardTrajectory.calibrationSweep(for: geometry) : nil)
+            let format = CaptureFormat(fourCC: fourCC, size: imageSize, frameInterval: interval)
+            // A code the rig cannot make is refused, never streamed as something else.
+            guard try rig.left.supports(format) else {
+                throw ValidationError("the simulated rig streams GREY, RGB3, BGR3, YUYV or MJPG (MJPG at an even size), not \(format)")
+            }
             source = Source(device: StereoDevice(simulated: rig), rig: rig, knownCalibration: rig.rig.calibration)
-            try source.device.configure(StereoConfiguration(
-                format: CaptureFormat(fourCC: CaptureFormat.fourCC(of: pixel) ?? .grey, size: imageSize, frameInterval: interval),
-                maximumFramesPerSecond: maxFPS))
+            if let decode { try source.device.setMJPEGDecoding(MJPEGDecoding(output: decode)) }
+            try source.device.configure(StereoConfiguration(format: format, maximumFramesPerSecond: maxFPS))
             return source
         }
         if virtual {
-            let driver = VirtualUVCDriver(cameras: Self.virtualCameras)
+            // MJPEG frames carry the simulated rig's two views, so they decode, rectify and
+            // pair as a real rig's would (the rig at the format's size is the ground truth).
+            var specs = Self.virtualCameras
+            var known: StereoCalibration?
+            if let requested, requested.fourCC == .mjpeg {
+                for (index, side) in [(0, StereoSide.left), (1, StereoSide.right)] where index < specs.count {
+                    let pictures = VirtualPictures { size in try? SimulatedStereoRig.example(size: size).render(side, format: .rgb8) }
+                    // Rendered now, not by the driver's first frame (which would stall the stream).
+                    _ = pictures.jpeg(for: requested.size)
+                    specs[index].pictures = pictures
+                    specs[index].corruptFrameProbability = corrupt
+                }
+                known = SimulatedStereoRig.example(size: requested.size).calibration
+            }
+            let driver = VirtualUVCDriver(cameras: specs)
             source = Source(device: StereoDevice(left: try driver.camera(at: "/dev/video0"), right: try driver.camera(at: "/dev/video2")),
-                            driver: driver)
+                            driver: driver, knownCalibration: known)
         } else {
             source = Source(device: StereoDevice(left: try Self.openCamera(left ?? ""), right: try Self.openCamera(right ?? "")))
         }
@@ -131,6 +185,7 @@ struct StereoSourceArguments: ParsableArguments {
             throw ValidationError("the two cameras share no uncompressed format that fits the USB bandwidth; "
                                   + "see `parallax devices --pairs` and pass --format")
         }
+        if let decode { try source.device.setMJPEGDecoding(MJPEGDecoding(output: decode)) }
         let configured = try source.device.configure(StereoConfiguration(format: chosen, maximumFramesPerSecond: maxFPS))
         if !quiet, let cost = source.device.hardwareCost, !cost.streams.isEmpty {
             print("hardware cost \(String(format: "%.3f", cost.cost)) (\(cost.explanation))")
@@ -217,3 +272,5 @@ enum MemoryLimit {
         }
     }
 }
+
+extension MJPEGOutput: ExpressibleByArgument {}

@@ -3,6 +3,7 @@ import Foundation
 import ParallaxCapture
 import ParallaxTestSupport
 import ParallaxGeometry
+import ParallaxImage
 
 /// `parallax stream`: runs a stereo session and reports what it did.
 struct StreamCommand: AsyncParsableCommand {
@@ -15,7 +16,14 @@ struct StreamCommand: AsyncParsableCommand {
             Every frame is accounted for: a pair, or a drop with its reason (`dropped`). \
             `mismatched_pairs` counts pairs whose two frames were not exposed at the same moment; \
             the simulated and virtual sources know it, real cameras do not (null). Exits with \
-            status 1 when a pair is wrong or the session ended before --frames pairs.
+            status 1 when a pair is wrong or the session ended before --frames pairs. `format` is \
+            the format the cameras run, `images` what the pairs' images are.
+
+            MJPG frames are decoded on each camera's own thread (--decode: the JPEG's own YCbCr \
+            planes by default, or gray8, bgr8, rgb8) and then paired and rectified like any \
+            other; a frame that does not decode is dropped as corrupt_frame. The simulated rig \
+            and the virtual cameras send real JPEGs of the simulated scene (quality 90); \
+            --corrupt-frames damages a share of them.
 
             The simulated rig rectifies with its own calibration unless --calibration is given \
             (or --raw). --consumer-delay makes the consumer slow, to show pressure; with \
@@ -28,6 +36,7 @@ struct StreamCommand: AsyncParsableCommand {
               parallax stream --simulated --frames 300 --json
               parallax stream --simulated --real-time --consumer-delay 50ms --adapt-frame-rate --frames 300
               parallax stream --virtual --frames 200 --unplug right@2s --replug right@3s --json
+              parallax stream --simulated --format 1280x720@30:MJPG --corrupt-frames 5 --json
               parallax stream --left /dev/video0 --right /dev/video2 --calibration rig.json --convergence 1.5m
             """)
 
@@ -128,8 +137,10 @@ struct StreamCommand: AsyncParsableCommand {
         }
         var received = 0
         var mismatched: Int? = opened.rig != nil || opened.driver != nil ? 0 : nil
+        var images: ImageView?
         for await pair in session.pairs {
             received += 1
+            if images == nil { images = pair.left.image }
             if let wrong = opened.isMismatched(pair), wrong { mismatched = (mismatched ?? 0) + 1 }
             if let consumerDelay { try? await Task.sleep(nanoseconds: UInt64(consumerDelay.nanoseconds)) }
             if received >= frames { break }
@@ -142,7 +153,9 @@ struct StreamCommand: AsyncParsableCommand {
         status.finish()
         let stats = session.statistics
         if json {
-            print(Self.report(stats, pairs: received, mismatched: mismatched).serialized(indent: 0))
+            let delivered = images.map { "\($0.format.rawValue) \($0.size)" }
+            print(Self.report(stats, pairs: received, mismatched: mismatched, format: opened.device.activeFormats?.left,
+                              images: delivered).serialized(indent: 0))
         } else {
             printSummary(stats, pairs: received, seconds: elapsed, mismatched: mismatched)
         }
@@ -197,7 +210,8 @@ struct StreamCommand: AsyncParsableCommand {
     }
 
     /// The JSON report (see the discussion).
-    static func report(_ stats: StereoSessionStatistics, pairs: Int, mismatched: Int?) -> JSONValue {
+    static func report(_ stats: StereoSessionStatistics, pairs: Int, mismatched: Int?, format: CaptureFormat? = nil,
+                       images: String? = nil) -> JSONValue {
         func drops(_ side: StereoSide) -> JSONValue {
             .object(JSONObject(stats.drops(side).sorted { $0.key < $1.key }.map { ($0.key, .number(Double($0.value))) }))
         }
@@ -219,6 +233,8 @@ struct StreamCommand: AsyncParsableCommand {
             }
         }
         return .object(JSONObject([
+            ("format", format.map { .string($0.description) } ?? .null),
+            ("images", images.map { .string($0) } ?? .null),
             ("pairs", .number(Double(pairs))),
             ("left_frames", .number(Double(stats.frames(.left)))),
             ("right_frames", .number(Double(stats.frames(.right)))),
