@@ -20,7 +20,54 @@ struct StreamCommandTests {
     static func number(_ object: JSONObject, _ key: String) -> Int { Int(object[key]?.number ?? -1) }
 
     /// Reasons a frame is lost before it reaches the session (not in `left_frames`).
-    static let cameraReasons: Set<String> = ["simulated", "sequence_gap", "corrupt_buffer", "timestamp_went_backwards", "stream_restarted"]
+    static let cameraReasons: Set<String> = ["simulated", "sequence_gap", "corrupt_buffer", "timestamp_went_backwards", "stream_restarted",
+                                             "corrupt_frame", "no_decode_buffer"]
+
+    /// `left_frames == pairs + Σ drops after arrival` for both sides.
+    static func balances(_ json: JSONObject) -> Bool {
+        ["left", "right"].allSatisfy { side in
+            let dropped = json["dropped"]?.object?[side]?.object
+            let afterArrival = dropped?.pairs.filter { !cameraReasons.contains($0.key) }.reduce(0) { $0 + Int($1.value.number ?? 0) } ?? -1
+            return number(json, "\(side)_frames") == number(json, "pairs") + afterArrival
+        }
+    }
+
+    /// Frames dropped as `reason` on `side`.
+    static func dropped(_ json: JSONObject, _ side: String, _ reason: String) -> Int {
+        Int(json["dropped"]?.object?[side]?.object?[reason]?.number ?? 0)
+    }
+
+    @Test("MJPG from the simulated rig and from the virtual webcams: rectified pairs, none wrong, the format reported; damaged frames dropped as corrupt_frame",
+          arguments: [["--simulated"], ["--virtual"]])
+    func mjpegStreams(source: [String]) throws {
+        let (json, result) = try Self.stream(source + ["--format", "640x480@30:MJPG", "--frames", "60"])
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(Self.number(json, "pairs") == 60 && json["mismatched_pairs"]?.number == 0)
+        #expect(json["format"]?.string == "640x480@30:MJPG")
+        // The rig encodes 4:2:0, the virtual webcams 4:2:2, as most webcams do.
+        #expect(json["images"]?.string == (source == ["--simulated"] ? "i420 640x480" : "i422 640x480"), "\(json["images"] ?? .null)")
+        #expect((json["rectify_ms_p50"]?.number ?? 0) > 0 && Self.balances(json))
+        let (damaged, run) = try Self.stream(source + ["--format", "640x480@30:MJPG", "--frames", "100", "--corrupt-frames", "5",
+                                                       "--decode", "gray8"])
+        #expect(run.status == 0, "\(run.stderr)")
+        let corrupt = ["left", "right"].map { Self.dropped(damaged, $0, "corrupt_frame") }
+        #expect(corrupt.allSatisfy { $0 >= 1 } && damaged["mismatched_pairs"]?.number == 0, "corrupt_frame \(corrupt)")
+        #expect(damaged["images"]?.string == "gray8 640x480" && Self.balances(damaged))
+    }
+
+    @Test("refused: a format the simulated rig cannot make, --size against --format, --decode or --corrupt-frames without MJPG")
+    func mjpegRefusals() throws {
+        let h264 = try ParallaxCLI.run(["stream", "--simulated", "--format", "640x480@30:H264"])
+        #expect(h264.status != 0 && h264.stderr.contains("GREY, RGB3, BGR3, YUYV or MJPG"), "\(h264.stderr)")
+        let sizes = try ParallaxCLI.run(["stream", "--simulated", "--size", "320x240", "--format", "640x480@30:MJPG"])
+        #expect(sizes.status != 0 && sizes.stderr.contains("disagree"), "\(sizes.stderr)")
+        let decode = try ParallaxCLI.run(["stream", "--simulated", "--format", "640x480@30:YUYV", "--decode", "gray8"])
+        #expect(decode.status != 0 && decode.stderr.contains("--decode is for MJPG"), "\(decode.stderr)")
+        let corrupt = try ParallaxCLI.run(["stream", "--simulated", "--corrupt-frames", "5"])
+        #expect(corrupt.status != 0 && corrupt.stderr.contains("--corrupt-frames"), "\(corrupt.stderr)")
+        let virtualSize = try ParallaxCLI.run(["stream", "--virtual", "--size", "320x240"])
+        #expect(virtualSize.status != 0 && virtualSize.stderr.contains("--size is for --simulated"), "\(virtualSize.stderr)")
+    }
 
     @Test("--simulated --json: every frame is a pair or a drop with a reason, no pair is wrong")
     func simulatedAccount() throws {
