@@ -261,6 +261,45 @@ struct CaptureCommandTests {
         #expect(written.left != frames.left && written.right != frames.right, "rectification left the images as they were")
     }
 
+    /// MJPEG: an unrectified capture keeps each frame's JPEG exactly as the camera sent it
+    /// (the simulated rig encodes its view at quality 90 with libjpeg-turbo, so the bytes are
+    /// known); with --calibration the decoded, rectified pair is written instead.
+    @Test("capture of MJPG keeps the JPEG bytes as they came; with --calibration it writes the decoded pair rectified")
+    func mjpegCaptureKeepsTheBytes() throws {
+        let size = ImageSize(width: 160, height: 120)
+        let rig = SimulatedStereoRig.example(size: size)
+        let dir = try ParallaxCLI.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let file = dir.appendingPathComponent("rig.json").path
+        try FileAccess.writeAtomically(rig.calibration.jsonText(), toPath: file)
+        let common = ["capture", "--simulated", "--format", "160x120@30:MJPG", "--frames", "2"]
+        let raw = try ParallaxCLI.run(common + ["--output", dir.appendingPathComponent("raw").path])
+        let rectified = try ParallaxCLI.run(common + ["--calibration", file, "--output", dir.appendingPathComponent("rectified").path])
+        #expect(raw.status == 0 && rectified.status == 0, "\(raw.stderr) \(rectified.stderr)")
+        func first(_ recording: String, _ camera: String) throws -> String {
+            let folder = dir.appendingPathComponent("\(recording)/\(camera)/data")
+            let name = try #require(try FileManager.default.contentsOfDirectory(atPath: folder.path).sorted().first)
+            return folder.appendingPathComponent(name).path
+        }
+        var decoded: [ImageBuffer] = []
+        for (camera, side) in [("cam0", StereoSide.left), ("cam1", StereoSide.right)] {
+            let path = try first("raw", camera)
+            #expect(path.hasSuffix(".jpg"))
+            let sent = try JPEGEncoder.encode(try rig.render(side, format: .rgb8), quality: 90)
+            let kept = try #require(FileManager.default.contents(atPath: path))
+            #expect([UInt8](kept) == sent, "\(camera): the recorded JPEG is not the one the camera sent")
+            decoded.append(try sent.withUnsafeBytes { try MJPEGDecoder().decode($0) })
+        }
+        let expected = try Rectifier(calibration: rig.calibration).rectify(left: decoded[0], right: decoded[1])
+        for (index, camera) in ["cam0", "cam1"].enumerated() {
+            let path = try first("rectified", camera)
+            #expect(path.hasSuffix(".png"))
+            let written = try ImageBuffer(contentsOfFile: path)
+            let truth = index == 0 ? expected.left : expected.right
+            #expect(written == (try truth.converted(to: .rgb8)), "\(camera): not the decoded pair rectified")
+        }
+    }
+
     @Test("capture without cameras or --simulated explains what to give")
     func captureNeedsCameras() throws {
         let result = try ParallaxCLI.run(["capture", "--frames", "5", "--output", Self.temporaryDirectory().path])

@@ -79,10 +79,11 @@ public final class EuRoCRecorder: Sendable {
         guard index >= 0 && index < count else {
             throw .recording(path: directory, reason: "camera index \(index) outside 0..<\(count)")
         }
+        // Compressed frames are kept as they came (a decoded MJPEG frame's JPEG, not its pixels).
         let compressed = frame.format.pixelFormat == nil
         let name = "\(frame.timestampNanoseconds).\(compressed ? "jpg" : imageExtension)"
         let path = Self.dataFolder(directory, index) + "/" + name
-        if let image = frame.copyImage() {
+        if !compressed, let image = frame.copyImage() {
             do { try image.write(toFile: path) } catch { throw .recording(path: path, reason: "\(error)") }
         } else {
             do { try FileAccess.writeAtomically(Array(frame.payload.bytes), toPath: path) } catch {
@@ -104,7 +105,7 @@ public final class EuRoCRecorder: Sendable {
         for side in StereoSide.allCases {
             let index = side.rawValue
             do {
-                let (path, name) = try write(pair[side], camera: index)
+                let (path, name) = try write(pair[side], camera: index, rectified: pair.isRectified)
                 written.append((index, path, (pair[side].timestampNanoseconds, name)))
             } catch {
                 for file in written { try? FileManager.default.removeItem(atPath: file.path) }
@@ -114,9 +115,11 @@ public final class EuRoCRecorder: Sendable {
         rows.withLock { rows in for file in written { rows[file.index].append(file.row) } }
     }
 
-    /// Writes one side's pixels; returns the path and the file name.
-    private func write(_ side: StereoPairSide, camera index: Int) throws(CaptureError) -> (String, String) {
-        if let image = side.image {
+    /// Writes one side's pixels (an unrectified MJPEG frame: its JPEG bytes exactly as they
+    /// came); returns the path and the file name.
+    private func write(_ side: StereoPairSide, camera index: Int, rectified: Bool) throws(CaptureError) -> (String, String) {
+        let asItCame = !rectified && side.frame.map { $0.format.pixelFormat == nil } == true
+        if !asItCame, let image = side.image {
             let name = "\(side.timestampNanoseconds).\(imageExtension)"
             let path = Self.dataFolder(directory, index) + "/" + name
             do { try ImageBuffer(copying: image).write(toFile: path) } catch { throw .recording(path: path, reason: "\(error)") }

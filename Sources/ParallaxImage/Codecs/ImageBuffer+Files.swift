@@ -38,7 +38,8 @@ extension ImageBuffer {
     /// the encoder from the path's extension.
     ///
     /// Pixels are converted to what the file format holds: PNG and PPM store
-    /// gray or RGB(A) (BGR orders are swapped, YUV is converted with BT.601),
+    /// gray or RGB(A) (BGR orders are swapped, YUV is converted with BT.601: studio
+    /// swing, or JPEG's full range for I420 and I422),
     /// PGM stores gray (only gray and YUV images, whose luma is copied), JPEG
     /// stores gray or colour (alpha is dropped).
     ///
