@@ -23,6 +23,16 @@ Formats: gray8, rgb8 (OpenCV CV_8UC3), bgra8 (CV_8UC4); yuyv and nv12 are
 compared with what an OpenCV user must do for camera frames (cvtColor to
 BGR, then remap).
 
+MJPEG rows time the job of a webcam rig's consumer: two JPEGs of a real textured scene
+(the Middlebury "aloe" stereo pair that Debian's opencv-doc ships, cropped to the size's
+aspect ratio, resized, and encoded by OpenCV at quality 90, 4:2:0) decoded and the pair
+rectified. OpenCV does cv2.imdecode of both (IMREAD_GRAYSCALE or IMREAD_COLOR) and
+cv2.remap of both; Parallax (`bench rectify --format mjpeg --jpeg L,R --output KIND`)
+decodes with libjpeg-turbo into gray8, its I420 planes (colour without colour
+conversion) or BGR, and rectifies. The gray rows compare gray with gray; the i420 and
+bgr8 rows both compare with OpenCV's colour job. Beneath each row: Parallax's decoding
+alone, its rectifying alone, and the overhead of the whole above their sum.
+
 Usage: compare_rectify.py --parallax PATH [--sizes 1920x1080,...]
        [--formats gray8,bgra8] [--threads 1,2] [--iterations 40] [--json FILE]
        [--no-maps]             (skip comparing the building of both maps, per thread count: Parallax's
@@ -35,6 +45,8 @@ Usage: compare_rectify.py --parallax PATH [--sizes 1920x1080,...]
                                 OPENCV_CPU_DISABLE=AVX512F,AVX512-SKX,AVX512-COMMON)
        [--calibration FILE]    (time this calibration at its image size instead of the rig)
        [--rounds 5]            (alternating rounds of the maps comparison; see above)
+       [--mjpeg gray8,i420,bgr8] (MJPEG rows to time, by Parallax's output; --mjpeg none skips them)
+       [--jpeg-scene DIR]      (where aloeL.jpg and aloeR.jpg are; default Debian's opencv-doc data)
 """
 import argparse, json, os, platform, subprocess, sys, tempfile, time
 from statistics import median
@@ -140,6 +152,57 @@ def opencv_maps(export, threads, iterations, direct=False):
     return time_opencv(build, threads, iterations)
 
 
+OPENCV_DATA = "/usr/share/doc/opencv-doc/examples/data"
+
+
+def scene_jpegs(folder, size, scene_dir):
+    """The aloe pair cropped to the aspect ratio of `size` (centre), resized to it, encoded by
+    OpenCV at quality 90 (4:2:0); returns the two file paths and their bytes."""
+    w, h = (int(v) for v in size.split("x"))
+    paths, blobs = [], []
+    for name in ("aloeL.jpg", "aloeR.jpg"):
+        image = cv2.imread(os.path.join(scene_dir, name), cv2.IMREAD_COLOR)
+        if image is None:
+            sys.exit(f"{os.path.join(scene_dir, name)}: cannot read it (install opencv-doc, or pass --jpeg-scene)")
+        ih, iw = image.shape[:2]
+        if iw * h > ih * w:  # wider than the target: crop the sides
+            cw = ih * w // h
+            image = image[:, (iw - cw) // 2:(iw - cw) // 2 + cw]
+        else:
+            ch = iw * h // w
+            image = image[(ih - ch) // 2:(ih - ch) // 2 + ch, :]
+        shrink = image.shape[1] > w
+        image = cv2.resize(image, (w, h), interpolation=cv2.INTER_AREA if shrink else cv2.INTER_CUBIC)
+        ok, blob = cv2.imencode(".jpg", image, [cv2.IMWRITE_JPEG_QUALITY, 90,
+                                                cv2.IMWRITE_JPEG_SAMPLING_FACTOR, cv2.IMWRITE_JPEG_SAMPLING_FACTOR_420])
+        assert ok
+        path = os.path.join(folder, name)
+        blob.tofile(path)
+        paths.append(path)
+        blobs.append(blob)
+    return paths, blobs
+
+
+def load_maps(export):
+    meta = json.load(open(os.path.join(export, "meta.json")))
+    ow, oh = meta["output_width"], meta["output_height"]
+    maps = {}
+    for side in ("left", "right"):
+        x = np.fromfile(os.path.join(export, f"{side}-x.f32"), dtype="<f4").reshape(oh, ow)
+        y = np.fromfile(os.path.join(export, f"{side}-y.f32"), dtype="<f4").reshape(oh, ow)
+        maps[side] = cv2.convertMaps(x, y, cv2.CV_16SC2)
+    return maps
+
+
+def opencv_mjpeg_pair(blobs, maps, gray):
+    """cv2.imdecode of both JPEGs, then cv2.remap of both: what an OpenCV user does per pair."""
+    mode = cv2.IMREAD_GRAYSCALE if gray else cv2.IMREAD_COLOR
+    def one(blob, side):
+        m1, m2 = maps[side]
+        return cv2.remap(cv2.imdecode(blob, mode), m1, m2, cv2.INTER_LINEAR, borderMode=cv2.BORDER_CONSTANT, borderValue=0)
+    return lambda: (one(blobs[0], "left"), one(blobs[1], "right"))
+
+
 def cpu_model():
     """The CPU's model name as the kernel reports it (x86 `model name`; arm `Model` or `Hardware`)."""
     try:
@@ -197,6 +260,9 @@ def main():
     p.add_argument("--calibration", help="time this calibration (at its image size) instead of the benchmark rig")
     p.add_argument("--rounds", type=int, default=5,
                    help="alternating rounds of Parallax and OpenCV building maps (the ratio is their median)")
+    p.add_argument("--mjpeg", default="gray8,i420,bgr8",
+                   help="MJPEG rows by Parallax's output (gray8, i420, bgr8, rgb8), or none")
+    p.add_argument("--jpeg-scene", default=OPENCV_DATA, help="folder holding aloeL.jpg and aloeR.jpg")
     a = p.parse_args()
     if a.rounds < 1:
         p.error("--rounds must be at least 1")
@@ -234,6 +300,33 @@ def main():
                     print(f"{label:>10} {fmt:>6} {threads:>7} {ours['ms_per_pair_median']:>12.2f} {theirs:>10.2f} {ratio:>6.2f}"
                           f" {ours['ms_per_pair_min']:>15.2f} {theirs_min:>7.2f} {ours['ms_per_pair_min'] / theirs_min:>7.2f}",
                           flush=True)
+            mjpeg_outputs = [] if a.mjpeg == "none" or a.calibration else a.mjpeg.split(",")
+            for output in mjpeg_outputs:
+                folder = os.path.join(tmp, f"{size}-mjpeg-{output}")
+                os.makedirs(folder, exist_ok=True)
+                paths, blobs = scene_jpegs(folder, size, a.jpeg_scene)
+                for threads in [int(t) for t in a.threads.split(",")]:
+                    export = os.path.join(folder, f"export-{threads}")
+                    args = [a.parallax, "bench", "rectify", "--size", size, "--format", "mjpeg", "--jpeg", ",".join(paths),
+                            "--output", output, "--threads", str(threads), "--iterations", str(a.iterations), "--json",
+                            "--export", export, *(["--simd", a.simd] if a.simd else [])]
+                    ours = json.loads(subprocess.run(args, check=True, capture_output=True, text=True).stdout)
+                    label = ours["size"]
+                    theirs, theirs_min = time_opencv(opencv_mjpeg_pair(blobs, load_maps(export), output == "gray8"),
+                                                     threads, a.iterations)
+                    ratio = ours["ms_per_pair_median"] / theirs
+                    name = f"mjpeg>{output}"
+                    rows.append({"size": label, "format": name, "threads": threads,
+                                 "parallax_ms_median": ours["ms_per_pair_median"], "opencv_ms_median": theirs,
+                                 "opencv_ms_min": theirs_min, "ratio": ratio, "jpeg_bytes": ours["jpeg_bytes"],
+                                 "parallax_decode_ms": ours["decode_ms_median"],
+                                 "parallax_rectify_ms": ours["rectify_ms_median"], "overhead": ours["overhead"]})
+                    print(f"{label:>10} {name:>12} {threads:>3} {ours['ms_per_pair_median']:>10.2f} {theirs:>10.2f} {ratio:>6.2f}"
+                          f"   (OpenCV min {theirs_min:.2f}; {'gray' if output == 'gray8' else 'BGR'} on OpenCV's side)",
+                          flush=True)
+                    print(f"{'':>10} {'':>12} {'':>3} Parallax: decoding {ours['decode_ms_median']:.2f} ms + rectifying "
+                          f"{ours['rectify_ms_median']:.2f} ms; overhead above their sum {100 * ours['overhead']:.1f} % "
+                          f"({ours['jpeg_bytes']} JPEG bytes)", flush=True)
             if not a.no_maps:
                 fmt = a.formats.split(',')[0]
                 export = os.path.join(tmp, f"{size}-{fmt}")
@@ -273,7 +366,11 @@ def main():
     for label in dict.fromkeys(r["size"] for r in rows):
         for threads in dict.fromkeys(r["threads"] for r in rows):
             mine = [r for r in rows if r["size"] == label and r["threads"] == threads]
-            formats = [r for r in mine if not r["format"].startswith("build-")]
+            formats = [r for r in mine if not r["format"].startswith("build-") and not r["format"].startswith("mjpeg")]
+            for r in mine:
+                if r["format"].startswith("mjpeg"):
+                    print(f"  {label} {threads} thread(s): {r['format']} {r['ratio']:.2f} "
+                          f"(overhead above decoding + rectifying {100 * r['overhead']:.1f} %)")
             maps = [r for r in mine if r["format"].startswith("build-")]
             parts = []
             if formats:

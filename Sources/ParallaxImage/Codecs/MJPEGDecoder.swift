@@ -278,3 +278,52 @@ public enum JPEGEncoder {
         return Array(UnsafeBufferPointer(start: jpeg, count: Int(size)))
     }
 }
+
+/// Decodes the two JPEGs of a stereo pair at once, on the worker threads that rectifiers
+/// with the same thread count share (so decoding and rectifying a pair keep the same,
+/// already running threads).
+public final class MJPEGPairDecoder: @unchecked Sendable {
+    private let decoders: (MJPEGDecoder, MJPEGDecoder)
+    private let pool: WorkerPool
+
+    /// A pair decoder to `output` at `scale`, on `threads` threads (`nil`: every processor;
+    /// 1 decodes the two one after the other on the caller's thread).
+    public init(output: MJPEGOutput = .ycbcr, scale: MJPEGScale = .full, threads: Int? = nil) throws(ImageError) {
+        decoders = (try MJPEGDecoder(output: output, scale: scale), try MJPEGDecoder(output: output, scale: scale))
+        pool = WorkerPool.shared(threadCount: threads ?? WorkerPool.processorCount)
+    }
+
+    /// The decoder of each side (for ``MJPEGDecoder/header(of:)`` and ``MJPEGDecoder/layout(for:)``).
+    public var left: MJPEGDecoder { decoders.0 }
+
+    /// Decodes `left` into `leftOutput` and `right` into `rightOutput` (see
+    /// ``MJPEGDecoder/decode(_:into:)``).
+    ///
+    /// - Throws: the first side's ``MJPEGDecodingError`` (left first when both fail).
+    public func decode(left: UnsafeRawBufferPointer, right: UnsafeRawBufferPointer,
+                       into leftOutput: MutableImageView, _ rightOutput: MutableImageView) throws(MJPEGDecodingError) {
+        struct Job {
+            let decoders: (MJPEGDecoder, MJPEGDecoder)
+            let inputs: (UnsafeRawBufferPointer, UnsafeRawBufferPointer)
+            let outputs: (MutableImageView, MutableImageView)
+            var failures: (MJPEGDecodingError?, MJPEGDecodingError?) = (nil, nil)
+        }
+        var job = Job(decoders: decoders, inputs: (left, right), outputs: (leftOutput, rightOutput))
+        withUnsafeMutablePointer(to: &job) { pointer in
+            pool.run(tasks: 2, context: UnsafeRawPointer(pointer)) { context, side in
+                // Each task writes only its own side's failure.
+                let job = UnsafeMutableRawPointer(mutating: context).assumingMemoryBound(to: Job.self)
+                do throws(MJPEGDecodingError) {
+                    if side == 0 {
+                        try job.pointee.decoders.0.decode(job.pointee.inputs.0, into: job.pointee.outputs.0)
+                    } else {
+                        try job.pointee.decoders.1.decode(job.pointee.inputs.1, into: job.pointee.outputs.1)
+                    }
+                } catch {
+                    if side == 0 { job.pointee.failures.0 = error } else { job.pointee.failures.1 = error }
+                }
+            }
+        }
+        if let failure = job.failures.0 ?? job.failures.1 { throw failure }
+    }
+}

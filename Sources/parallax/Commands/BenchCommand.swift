@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import ParallaxCapture
 import ParallaxGeometry
 import ParallaxImage
 
@@ -28,7 +29,7 @@ struct BenchOptions: ParsableArguments {
     @Option(name: .long, help: "Vector instructions for the kernels: \(SIMDLevel.allCases.dropLast().map(\.rawValue).joined(separator: ", ")) or \(SIMDLevel.allCases.last!.rawValue) (default: the widest this CPU has, \(SIMDLevel.supported.rawValue)).")
     var simd: SIMDLevel?
 
-    @Option(name: .long, help: "Pixel format: gray8, rgb8, bgr8, rgba8, bgra8, yuyv, uyvy or nv12.")
+    @Option(name: .long, help: "Pixel format: gray8, rgb8, bgr8, rgba8, bgra8, yuyv, uyvy, nv12, i420 or i422; for bench rectify also mjpeg (decode + rectify a JPEG pair).")
     var format: String = "gray8"
 
     @Option(name: .long, help: "Threads per pair, including the caller's (default: all processors, as rectify uses).")
@@ -45,8 +46,9 @@ struct BenchOptions: ParsableArguments {
             guard calibration == nil else { throw ValidationError("--size and --calibration exclude each other: a calibration sets its own image size") }
             guard ImageSize(parsing: size) != nil else { throw ValidationError("--size must look like 1920x1080, got '\(size)'") }
         }
-        guard let format = PixelFormat(rawValue: format) else {
-            throw ValidationError("--format must be one of \(PixelFormat.allCases.map(\.rawValue).joined(separator: ", ")), got '\(format)'")
+        guard let format = format == "mjpeg" ? .gray8 : PixelFormat(rawValue: format) else {
+            throw ValidationError("--format must be one of \(PixelFormat.allCases.map(\.rawValue).joined(separator: ", ")) "
+                                  + "(or mjpeg for bench rectify), got '\(format)'")
         }
         if let size = size.flatMap(ImageSize.init(parsing:)) {
             do { try format.validate(size) } catch { throw ValidationError("\(error)") }
@@ -64,6 +66,8 @@ struct BenchOptions: ParsableArguments {
     var threadCount: Int { threads ?? ProcessInfo.processInfo.activeProcessorCount }
 
     var pixelFormat: PixelFormat { PixelFormat(rawValue: format) ?? .gray8 }
+    /// `--format mjpeg`: a JPEG pair decoded and rectified.
+    var isMJPEG: Bool { format == "mjpeg" }
     /// `--simd`, or the widest level the CPU has.
     var simdLevel: SIMDLevel { simd ?? .supported }
 
@@ -166,7 +170,25 @@ struct BenchRectifyCommand: ParsableCommand {
     @Flag(name: .long, help: "Compact maps: no whole fixed-point maps, each pair compiles its entries a few rows at a time.")
     var compact = false
 
+    @Option(name: .long, help: "With --format mjpeg: time these JPEG files (LEFT.jpg,RIGHT.jpg) instead of the simulated scene encoded at quality 90.")
+    var jpeg: String?
+
+    @Option(name: .long, help: "With --format mjpeg: what the pair is decoded and rectified to: gray8, bgr8, rgb8, or the JPEG's own planes i420 (4:2:0) or i422 (4:2:2).")
+    var output: String?
+
+    func validate() throws {
+        if !options.isMJPEG && (jpeg != nil || output != nil) {
+            throw ValidationError("--jpeg and --output are for --format mjpeg")
+        }
+        if let output, !["gray8", "bgr8", "rgb8", "i420", "i422"].contains(output) {
+            throw ValidationError("--output must be gray8, bgr8, rgb8, i420 or i422, got '\(output)'")
+        }
+        if let jpeg, jpeg.split(separator: ",").count != 2 { throw ValidationError("--jpeg takes LEFT.jpg,RIGHT.jpg") }
+        if options.isMJPEG && compact { throw ValidationError("--compact is for uncompressed formats") }
+    }
+
     func run() throws {
+        if options.isMJPEG { return try runMJPEG() }
         let format = options.pixelFormat
         let calibration = try options.loadCalibration()
         let size = calibration.left.size
@@ -220,6 +242,99 @@ struct BenchRectifyCommand: ParsableCommand {
             print("convergence change (set the plane, apply it; no map rebuilt): median \(formatNumber(change.median)) ms, "
                 + "max \(formatNumber(changeMax)) ms; the pairs after it: median \(formatNumber(shifted.median)) ms")
         }
+    }
+}
+
+extension BenchRectifyCommand {
+    /// `--format mjpeg`: both JPEGs decoded (in parallel on two threads when there are two,
+    /// as a stereo device's cameras decode on their own threads) and the pair rectified into
+    /// reused buffers; also each step alone, so the pipeline's overhead above their sum shows.
+    func runMJPEG() throws {
+        let calibration = try options.loadCalibration()
+        let size = calibration.left.size
+        let bytes = try jpegPair(size: size)
+        let kind = output ?? "i420"
+        let decoding: MJPEGOutput = kind == "gray8" ? .gray8 : kind == "bgr8" ? .bgr8 : kind == "rgb8" ? .rgb8 : .ycbcr
+        let pairDecoder = try MJPEGPairDecoder(output: decoding, threads: options.threadCount)
+        let first = pairDecoder.left
+        let layouts = try bytes.map { jpeg in try jpeg.withUnsafeBytes { try first.layout(for: first.header(of: $0)) } }
+        guard layouts[0] == layouts[1], layouts[0].size == size else {
+            throw CLIError("the JPEGs decode to \(layouts[0].size) \(layouts[0].format.rawValue) and \(layouts[1].size) "
+                           + "\(layouts[1].format.rawValue); both must be \(size) (the calibration's size)")
+        }
+        let format = layouts[0].format
+        if decoding == .ycbcr, format.rawValue != kind {
+            throw CLIError("these JPEGs decode to \(format.rawValue) (their chroma subsampling); use --output \(format.rawValue)")
+        }
+        let rectifier = try options.rectifier(for: calibration)
+        if let export {
+            let decoded = try bytes.map { jpeg in try jpeg.withUnsafeBytes { try first.decode($0) } }
+            try BenchImages.export(to: export, calibration: calibration, rectifier: rectifier, left: decoded[0], right: decoded[1])
+        }
+        try rectifier.prepare(for: format)
+        var decodedLeft = try ImageBuffer(format: format, size: size), decodedRight = decodedLeft
+        var outLeft = try ImageBuffer(format: format, size: rectifier.outputSize), outRight = outLeft
+        // Both decoded at once on the rectifier's threads (one after the other with one thread).
+        func decodeBoth() throws {
+            try decodedLeft.withMutableView { a in
+                try decodedRight.withMutableView { b in
+                    try bytes[0].withUnsafeBytes { l in
+                        try bytes[1].withUnsafeBytes { r in try pairDecoder.decode(left: l, right: r, into: a, b) }
+                    }
+                }
+            }
+        }
+        func rectify() throws {
+            try decodedLeft.withView { l in try decodedRight.withView { r in try rectifier.rectify(left: l, right: r, into: &outLeft, &outRight) } }
+        }
+        func time(_ work: () throws -> Void) throws -> (median: Double, min: Double) {
+            try warmUp(work)
+            var samples: [Double] = []
+            samples.reserveCapacity(options.iterations)
+            for _ in 0..<options.iterations {
+                let start = monotonicSeconds()
+                try work()
+                samples.append(monotonicSeconds() - start)
+            }
+            return summarise(samples)
+        }
+        // The three timings interleave in rounds, so a slow stretch of the machine falls on all.
+        var whole: [Double] = [], decodeOnly: [Double] = [], rectifyOnly: [Double] = []
+        for _ in 0..<5 {
+            whole.append(try time { try decodeBoth(); try rectify() }.median)
+            decodeOnly.append(try time(decodeBoth).median)
+            rectifyOnly.append(try time(rectify).median)
+        }
+        func middle(_ values: [Double]) -> Double { values.sorted()[values.count / 2] }
+        let (total, decodeTime, rectifyTime) = (middle(whole), middle(decodeOnly), middle(rectifyOnly))
+        let overhead = total / (decodeTime + rectifyTime) - 1
+        let jpegBytes = bytes.map(\.count).reduce(0, +)
+        if options.json {
+            print(JSONValue.object(JSONObject([
+                ("operation", .string("decode-rectify-pair")), ("size", .string("\(size)")), ("format", .string("mjpeg")),
+                ("output", .string(format.rawValue)), ("jpeg_bytes", .number(Double(jpegBytes))),
+                ("threads", .number(Double(options.threadCount))), ("iterations", .number(Double(options.iterations))),
+                ("ms_per_pair_median", jsonNumber(total)), ("decode_ms_median", jsonNumber(decodeTime)),
+                ("rectify_ms_median", jsonNumber(rectifyTime)), ("overhead", jsonNumber(overhead)),
+            ] + options.contextFields)).serialized(indent: 0))
+        } else {
+            print("decode-rectify-pair \(size) mjpeg → \(format.rawValue), \(options.threadCount) thread(s), \(rectifier.simdLevel): "
+                + "median \(formatNumber(total)) ms per pair; decoding alone \(formatNumber(decodeTime)) ms, rectifying alone "
+                + "\(formatNumber(rectifyTime)) ms, overhead \(String(format: "%.1f", overhead * 100)) % (\(jpegBytes) JPEG bytes)")
+        }
+    }
+
+    /// The JPEG pair to time: `--jpeg`, or the simulated rig's two views at `size` encoded at quality 90.
+    private func jpegPair(size: ImageSize) throws -> [[UInt8]] {
+        if let jpeg {
+            return try jpeg.split(separator: ",").map { name in
+                let path = String(name)
+                guard let data = FileManager.default.contents(atPath: path) else { throw CLIError("\(path): cannot read it") }
+                return [UInt8](data)
+            }
+        }
+        let rig = SimulatedStereoRig.example(size: size)
+        return try [StereoSide.left, .right].map { side in try JPEGEncoder.encode(try rig.render(side, format: .rgb8), quality: 90) }
     }
 }
 
