@@ -38,10 +38,10 @@ let package = Package(
         /// (per-function `target` attributes: no compiler flags, so the package stays usable as
         /// a dependency).
         .target(name: "CRemapKernels"),
-        /// libpng and libjpeg-turbo.
+        /// libpng and libjpeg-turbo (TurboJPEG for files, its libjpeg API for MJPEG frames).
         .target(
             name: "CImageCodecs",
-            linkerSettings: [.linkedLibrary("png16"), .linkedLibrary("turbojpeg")]
+            linkerSettings: [.linkedLibrary("png16"), .linkedLibrary("turbojpeg"), .linkedLibrary("jpeg")]
         ),
 
         // MARK: Library layers

@@ -44,6 +44,13 @@ public final class HandFedCamera: CaptureDevice, @unchecked Sendable {
         Frame(image: pixels.view, payload: pixels.payload, format: format, timestampNanoseconds: timestampNanoseconds,
               timestampSource: .midExposure, sequence: sequence, source: identity, release: { _ = pixels })
     }
+
+    /// A compressed frame of this camera carrying `bytes` (an MJPEG frame: no image until a
+    /// stereo device decodes it), stamped at mid-exposure.
+    public func frame(_ bytes: SharedBytes, timestampNanoseconds: Int64, sequence: UInt64) -> Frame {
+        Frame(image: nil, payload: bytes.payload, format: format, timestampNanoseconds: timestampNanoseconds,
+              timestampSource: .midExposure, sequence: sequence, source: identity, release: { _ = bytes })
+    }
 }
 
 /// Deterministic test images: every byte from a xorshift sequence over a ramp, so that each
@@ -75,16 +82,24 @@ public final class HandFedSession: @unchecked Sendable {
     /// The session over them (started).
     public let session: StereoSession
     private let pixels: PerSide<SharedPixels>
+    /// With `mjpeg`: the two views encoded at quality 90, which the frames carry instead.
+    private let jpegs: PerSide<SharedBytes>?
     private final class Counter: Sendable { let value = Atomic<Int>(0) }
     private let deliveredPairs = Counter()
     private var next = 0
 
-    /// A started session; `onPair` sees every pair it delivers, on the session's thread.
-    public init(size: ImageSize = ImageSize(width: 160, height: 120),
+    /// A started session; `onPair` sees every pair it delivers, on the session's thread. With
+    /// `mjpeg` the cameras stream MJPG: JPEGs of the two views (quality 90, 4:2:0), which the
+    /// stereo device decodes into I420 on the feeding thread before the session rectifies them.
+    public init(size: ImageSize = ImageSize(width: 160, height: 120), mjpeg: Bool = false,
                 onPair: @escaping @Sendable (StereoPair) -> Void = { _ in }) throws {
-        format = CaptureFormat(fourCC: .grey, size: size, frameInterval: FrameInterval(numerator: 1, denominator: 30))
+        format = CaptureFormat(fourCC: mjpeg ? .mjpeg : .grey, size: size,
+                               frameInterval: FrameInterval(numerator: 1, denominator: 30))
         let rig = SimulatedStereoRig.example(size: size)
         pixels = PerSide(left: SharedPixels(try rig.render(.left)), right: SharedPixels(try rig.render(.right)))
+        jpegs = mjpeg ? PerSide(left: SharedBytes(try JPEGEncoder.encode(try rig.render(.left, format: .rgb8), quality: 90)),
+                                right: SharedBytes(try JPEGEncoder.encode(try rig.render(.right, format: .rgb8), quality: 90)))
+            : nil
         cameras = PerSide(left: HandFedCamera(name: "left", format: format), right: HandFedCamera(name: "right", format: format))
         let device = StereoDevice(left: cameras.left, right: cameras.right)
         try device.configure(StereoConfiguration(format: format))
@@ -108,8 +123,37 @@ public final class HandFedSession: @unchecked Sendable {
             defer { next += 1 }
             let t = 1_000_000_000 + Int64(next) * format.frameInterval.nanoseconds
             return PerSide { side in
-                cameras[side].frame(pixels[side], timestampNanoseconds: t + (side == .right ? 2_000_000 : 0), sequence: UInt64(next))
+                let stamp = t + (side == .right ? 2_000_000 : 0)
+                if let jpegs { return cameras[side].frame(jpegs[side], timestampNanoseconds: stamp, sequence: UInt64(next)) }
+                return cameras[side].frame(pixels[side], timestampNanoseconds: stamp, sequence: UInt64(next))
             }
+        }
+    }
+
+    /// Frames made now, to be handed over by ``run(_:timeoutSeconds:)-(FrameBatch,_)``, which lets go of
+    /// each pair as it hands it over: what a camera does, and what decoded MJPEG frames need
+    /// (each holds one of its side's pooled buffers until it is freed).
+    public final class FrameBatch: @unchecked Sendable {
+        fileprivate var pairs: [PerSide<Frame>?]
+        init(_ pairs: [PerSide<Frame>]) { self.pairs = pairs }
+        /// Pairs not handed over yet.
+        public var remaining: Int { pairs.reduce(0) { $0 + ($1 == nil ? 0 : 1) } }
+    }
+
+    /// The next `count` left/right frame pairs, made now, as a batch that is let go of pair by pair.
+    public func batch(_ count: Int) -> FrameBatch { FrameBatch(frames(count)) }
+
+    /// Hands over each pair of `batch`, letting go of it, and waits until the session delivered
+    /// one more, at most `timeoutSeconds` each (see ``run(_:timeoutSeconds:)-([PerSide<Frame>],_)``).
+    public func run(_ batch: FrameBatch, timeoutSeconds: Double = 10) {
+        for index in batch.pairs.indices {
+            guard let pair = batch.pairs[index] else { continue }
+            batch.pairs[index] = nil
+            let before = delivered
+            cameras.left.deliver(pair.left)
+            cameras.right.deliver(pair.right)
+            let deadline = ContinuousClock.now + .milliseconds(Int(timeoutSeconds * 1000))
+            while delivered == before && ContinuousClock.now < deadline { sched_yield() }
         }
     }
 

@@ -58,6 +58,47 @@ struct MJPEGDecoderTests {
         #expect(gray.format == .gray8 && gray.bytes == Array(decoded.bytes[0..<Self.size.area]))
     }
 
+    /// The planes through TurboJPEG's own YUV-planes call (another route into libjpeg-turbo),
+    /// at `size` (the frame's scaled size).
+    static func turboPlanes(_ jpeg: [UInt8], format: PixelFormat, size: ImageSize) throws -> [UInt8] {
+        let handle = tjInitDecompress()!
+        defer { tjDestroy(handle) }
+        var image = try ImageBuffer(format: format, size: size)
+        let status = image.withMutableView { view in
+            jpeg.withUnsafeBufferPointer { data in
+                var planes: [UnsafeMutablePointer<UInt8>?] = [view.plane0, view.plane1, view.plane2].map {
+                    $0?.assumingMemoryBound(to: UInt8.self)
+                }
+                var strides: [Int32] = [Int32(view.bytesPerRow0), Int32(view.bytesPerRow1), Int32(view.bytesPerRow2)]
+                return tjDecompressToYUVPlanes(handle, data.baseAddress, UInt(data.count), &planes, Int32(size.width),
+                                               &strides, Int32(size.height), 0)
+            }
+        }
+        #expect(status == 0)
+        return image.bytes
+    }
+
+    @Test("planes equal TurboJPEG's at sizes that are not whole blocks and at every DCT scale (1080 rows: half an MCU row left over)",
+          arguments: [ImageSize(width: 64, height: 48), ImageSize(width: 90, height: 38), ImageSize(width: 200, height: 108),
+                      ImageSize(width: 1920, height: 1080)])
+    func awkwardSizes(size: ImageSize) throws {
+        let image = try Self.textured(width: size.width, height: size.height)
+        for subsampling in [JPEGSubsampling.s420, .s422] {
+            let jpeg = try JPEGEncoder.encode(image, quality: 85, subsampling: subsampling)
+            for scale in MJPEGScale.allCases {
+                let decoder = try MJPEGDecoder(scale: scale)
+                let header = try jpeg.withUnsafeBytes { try decoder.header(of: $0) }
+                guard let (format, scaled) = try? decoder.layout(for: header) else { continue }  // an odd scaled size
+                let mine = try jpeg.withUnsafeBytes { try decoder.decode($0) }
+                #expect(mine.size == scaled && mine.format == format)
+                #expect(mine.bytes == (try Self.turboPlanes(jpeg, format: format, size: scaled)),
+                        "\(size) \(subsampling.rawValue) at 1/\(scale.rawValue)")
+                // A second frame through the same decoder (its arena reused) gives the same planes.
+                #expect(try jpeg.withUnsafeBytes { try decoder.decode($0) } == mine)
+            }
+        }
+    }
+
     @Test("a frame without Huffman tables decodes with the standard ones (Annex K), as webcams' MJPEG implies")
     func huffmanlessFrames() throws {
         let jpeg = try JPEGEncoder.encode(Self.textured(), quality: 80)

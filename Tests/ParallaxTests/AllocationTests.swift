@@ -117,6 +117,45 @@ struct AllocationTests {
         print("rectifier: 0 allocations per pair checked for \(PixelFormat.allCases.count) formats, whole and compact maps")
     }
 
+    @Test("an MJPEG decoder decodes frame after frame into a reused buffer without allocating, every output")
+    func mjpegDecoderAllocatesNothing() throws {
+        let size = ImageSize(width: 320, height: 240)
+        let rig = SimulatedStereoRig.example(size: size)
+        for (subsampling, output) in [(JPEGSubsampling.s420, MJPEGOutput.ycbcr), (.s422, .ycbcr), (.s420, .gray8), (.s420, .bgr8)] {
+            let jpeg = try JPEGEncoder.encode(try rig.render(.left, format: .rgb8), quality: 90, subsampling: subsampling)
+            let decoder = try MJPEGDecoder(output: output)
+            var image = try jpeg.withUnsafeBytes { try decoder.decode($0) }  // the first frame sizes the arena
+            func decode() throws {
+                try image.withMutableView { view in try jpeg.withUnsafeBytes { try decoder.decode($0, into: view) } }
+            }
+            try decode()
+            let allocations = try AllocationCounter.fewest { _ in for _ in 0..<10 { try decode() } }
+            #expect(allocations == 0, "\(subsampling.rawValue) → \(output): \(allocations) allocations over 10 frames")
+            #expect(Set(image.bytes).count > 20, "the decoded image carries the scene")
+        }
+        print("MJPEG decoder: 0 allocations per frame checked for I420, I422, gray8 and BGR output")
+    }
+
+    @Test("a session over MJPEG cameras decodes, rectifies and hands pairs over without allocating once running")
+    func mjpegSessionAllocatesNothing() throws {
+        let formats = Locked<Set<PixelFormat>>([])
+        let fixture = try HandFedSession(mjpeg: true, onPair: { pair in
+            if let image = pair.left.image, pair.isRectified { formats.withLock { _ = $0.insert(image.format) } }
+        })
+        defer { fixture.session.stop() }
+        // Batches are let go of pair by pair, as a camera lets go of its frames: each decoded
+        // frame holds a pooled buffer until it is freed.
+        fixture.run(fixture.batch(500))  // the decode pools, arenas, plans and windows reach their steady state
+        let batches = (0..<3).map { _ in fixture.batch(200) }
+        let start = fixture.delivered
+        let allocations = AllocationCounter.fewest { window in fixture.run(batches[window]) }
+        let pairs = fixture.delivered - start
+        print("MJPEG session: \(allocations) allocations over \(pairs) decoded, rectified pairs")
+        #expect(pairs >= 199, "the windows delivered \(pairs) pairs, fewer than one window's 200")
+        #expect(formats.withLock { $0 } == [.i420], "every pair decoded to I420 and rectified")
+        #expect(allocations == 0)
+    }
+
     @Test("a session hands rectified pairs to its callback without allocating once running")
     func sessionAllocatesNothing() throws {
         let unrectified = Atomic<Int>(0)

@@ -33,4 +33,61 @@ int parallax_png_encode(const uint8_t *pixels, int width, int height, int channe
 /// Releases memory returned by the PNG functions.
 void parallax_png_free(void *pointer);
 
+// MARK: Motion-JPEG (mjpeg.c)
+
+/// A libjpeg-turbo decompressor that allocates nothing per frame once it has decoded one
+/// (its per-image memory is an arena reset between frames). Use from one thread at a time.
+typedef struct parallax_mjpeg_decoder parallax_mjpeg_decoder;
+
+/// Chroma subsampling reported by parallax_mjpeg_header.
+enum {
+    PARALLAX_MJPEG_GRAY = 0,
+    PARALLAX_MJPEG_444 = 1,
+    PARALLAX_MJPEG_422 = 2,
+    PARALLAX_MJPEG_420 = 3,
+    /// Any other sampling, or components that are not YCbCr.
+    PARALLAX_MJPEG_OTHER = 4,
+};
+
+/// What parallax_mjpeg_decode writes.
+enum {
+    /// The components' own planes (Y, Cb, Cr at their subsampled sizes), no colour conversion.
+    PARALLAX_MJPEG_PLANES = 0,
+    /// Luma only.
+    PARALLAX_MJPEG_TO_GRAY = 1,
+    /// Packed red, green, blue.
+    PARALLAX_MJPEG_TO_RGB = 2,
+    /// Packed blue, green, red.
+    PARALLAX_MJPEG_TO_BGR = 3,
+};
+
+/// Failures (negative) returned by the decoder; the message says more.
+enum {
+    /// The header could not be read: not a JPEG, empty, cut inside the headers.
+    PARALLAX_MJPEG_BAD_HEADER = -1,
+    /// The data is damaged or ends early (libjpeg-turbo's warnings count).
+    PARALLAX_MJPEG_CORRUPT = -2,
+    /// The frame decodes to another size than the one asked for.
+    PARALLAX_MJPEG_WRONG_LAYOUT = -3,
+};
+
+/// A new decoder, or NULL when memory ran out.
+parallax_mjpeg_decoder *parallax_mjpeg_decoder_create(void);
+/// Frees a decoder and everything it holds.
+void parallax_mjpeg_decoder_destroy(parallax_mjpeg_decoder *decoder);
+/// The last failure's message.
+const char *parallax_mjpeg_message(const parallax_mjpeg_decoder *decoder);
+
+/// Reads the header of the JPEG in `data`: its size and subsampling (PARALLAX_MJPEG_GRAY …).
+/// Returns 0, or PARALLAX_MJPEG_BAD_HEADER.
+int parallax_mjpeg_header(parallax_mjpeg_decoder *decoder, const uint8_t *data, size_t size,
+                          int *width, int *height, int *subsampling);
+
+/// Decodes the JPEG in `data` at 1/`scale` (1, 2, 4 or 8) as `output` (PARALLAX_MJPEG_PLANES …)
+/// into `planes` (one plane for the packed outputs, one per component for the planes) with
+/// row strides `strides`; `width` × `height` is the size the frame must decode to. Returns 0,
+/// or a negative PARALLAX_MJPEG_… failure (the planes may then hold part of an image).
+int parallax_mjpeg_decode(parallax_mjpeg_decoder *decoder, const uint8_t *data, size_t size, int output, int scale,
+                          uint8_t *const planes[3], const size_t strides[3], int width, int height);
+
 #endif

@@ -61,10 +61,16 @@ public struct FramePayload: @unchecked Sendable {
 /// away, so holding frames too long starves the camera; that shows up as
 /// drop events, never as a hang. Copy the pixels (`ImageBuffer(copying:)`)
 /// to keep them longer.
-public final class Frame: Sendable {
-    /// The pixels, for uncompressed formats; `nil` for MJPEG (see ``payload``).
-    /// Valid while this frame is alive.
-    public let image: ImageView?
+public final class Frame: @unchecked Sendable {
+    /// The pixels: for uncompressed formats the driver's own, for MJPEG frames that a
+    /// ``StereoDevice`` decoded the decoded image (see ``MJPEGDecoding``); `nil` for a
+    /// compressed frame nobody decoded (see ``payload``). Valid while this frame is alive.
+    public var image: ImageView? { decoded?.view ?? delivered }
+    /// The pixels as the device delivered them.
+    private let delivered: ImageView?
+    /// A decoded image and the pooled buffer it lives in, set once by the decoding device
+    /// before anyone else sees the frame (so reading it needs no lock), given back at deinit.
+    private var decoded: (view: ImageView, pool: DecodedImagePool, memory: DecodedImagePool.Memory)?
     /// The raw bytes as delivered.
     public let payload: FramePayload
     /// The format the device was streaming.
@@ -93,7 +99,7 @@ public final class Frame: Sendable {
                 timestampSource: TimestampSource, sequence: UInt64, source: DeviceIdentity,
                 exposureNanoseconds: Int64? = nil, camera: CameraModel? = nil,
                 release: @escaping @Sendable () -> Void) {
-        self.image = image
+        self.delivered = image
         self.payload = payload
         self.format = format
         self.timestampNanoseconds = timestampNanoseconds
@@ -105,7 +111,18 @@ public final class Frame: Sendable {
         self.release = release
     }
 
-    deinit { release() }
+    deinit {
+        if let decoded { decoded.pool.give(decoded.memory) }
+        release()
+    }
+
+    /// Gives this frame its decoded image (a stereo device's MJPEG decoding, on the camera's
+    /// thread, before the frame is handed on): no second frame is made, so a decoded frame
+    /// costs no allocation. The buffer goes back to `pool` when the frame is freed.
+    func attachDecoded(_ view: ImageView, pool: DecodedImagePool, memory: DecodedImagePool.Memory) {
+        precondition(decoded == nil, "a frame is decoded once")
+        decoded = (view, pool, memory)
+    }
 
     /// The intrinsics for the active format, when a calibration is attached.
     public var intrinsics: CameraIntrinsics? { camera?.intrinsics }

@@ -55,8 +55,7 @@ final class MJPEGFrameDecoder: @unchecked Sendable {
 
     /// What became of one frame.
     enum Outcome {
-        /// The decoded frame (its pixels pooled; it keeps the JPEG frame, and so its
-        /// payload, alive).
+        /// The frame with its decoded image (pooled) attached, and the camera model.
         case decoded(Frame)
         /// Dropped; `report` is set the first time a kind of failure is seen.
         case dropped(DropReason, report: CaptureError?)
@@ -80,13 +79,8 @@ final class MJPEGFrameDecoder: @unchecked Sendable {
                 pool.give(memory)
                 throw error
             }
-            let parent = frame
-            let decoded = Frame(image: view.readOnly, payload: frame.payload, format: frame.format,
-                                timestampNanoseconds: frame.timestampNanoseconds, timestampSource: frame.timestampSource,
-                                sequence: frame.sequence, source: frame.source,
-                                exposureNanoseconds: frame.exposureNanoseconds, camera: model ?? frame.camera,
-                                release: { pool.give(memory); _ = parent })
-            return .decoded(decoded)
+            frame.attachDecoded(view.readOnly, pool: pool, memory: memory)
+            return .decoded(StereoDevice.frame(frame, with: model))
         } catch {
             let first = reported.insert(error.kind).inserted
             return .dropped(.corruptFrame, report: first ? .undecodableFrame(device: device, sequence: frame.sequence,

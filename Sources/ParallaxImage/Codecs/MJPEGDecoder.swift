@@ -107,17 +107,18 @@ public struct MJPEGDecodingError: Error, Hashable, Sendable, CustomStringConvert
 /// Decodes Motion-JPEG frames with libjpeg-turbo, into memory the caller owns.
 ///
 /// A decoder keeps one libjpeg-turbo instance; use one per thread (each camera's capture
-/// thread has its own). Frames without Huffman tables (the MJPEG habit: the standard
-/// tables of the JPEG specification's Annex K are implied, as in the AVI1 convention)
-/// decode as if the tables were there. Any warning libjpeg-turbo raises (data cut short,
-/// extraneous bytes, a corrupt entropy segment) fails the frame: a half-grey image is
-/// never passed on as good.
+/// thread has its own). Once it has decoded a frame it allocates nothing for the next ones
+/// of that size (libjpeg's per-image memory is an arena reset between frames). Frames
+/// without Huffman tables (the MJPEG habit: the standard tables of the JPEG
+/// specification's Annex K are implied, as in the AVI1 convention) decode as if the tables
+/// were there. Any warning libjpeg-turbo raises (data cut short, extraneous bytes, a
+/// corrupt entropy segment) fails the frame: a half-grey image is never passed on as good.
 public final class MJPEGDecoder: @unchecked Sendable {
     /// What frames decode to.
     public let output: MJPEGOutput
     /// How much the decoding scales down.
     public let scale: MJPEGScale
-    private let handle: tjhandle
+    private let decoder: OpaquePointer
 
     /// Frames larger than this on a side are refused before anything is allocated.
     public static let maximumSide = 1 << 15
@@ -127,34 +128,32 @@ public final class MJPEGDecoder: @unchecked Sendable {
     /// - Throws: ``ImageError/corruptFile(path:reason:)`` naming "MJPEG decoder" when
     ///   libjpeg-turbo cannot start (out of memory).
     public init(output: MJPEGOutput = .ycbcr, scale: MJPEGScale = .full) throws(ImageError) {
-        guard let handle = tjInitDecompress() else {
+        guard let decoder = parallax_mjpeg_decoder_create() else {
             throw .corruptFile(path: "MJPEG decoder", reason: "libjpeg-turbo could not start a decompressor")
         }
-        self.handle = handle
+        self.decoder = decoder
         self.output = output
         self.scale = scale
     }
 
-    deinit { tjDestroy(handle) }
+    deinit { parallax_mjpeg_decoder_destroy(decoder) }
 
     /// The header of a JPEG in memory.
     public func header(of jpeg: UnsafeRawBufferPointer) throws(MJPEGDecodingError) -> JPEGHeader {
         guard let base = jpeg.baseAddress, jpeg.count > 0 else { throw MJPEGDecodingError(.empty, "the frame has no bytes") }
-        var width: Int32 = 0, height: Int32 = 0, subsampling: Int32 = 0, colorspace: Int32 = 0
-        let status = tjDecompressHeader3(handle, base.assumingMemoryBound(to: UInt8.self), UInt(jpeg.count),
-                                         &width, &height, &subsampling, &colorspace)
+        var width: Int32 = 0, height: Int32 = 0, subsampling: Int32 = 0
+        let status = parallax_mjpeg_header(decoder, base.assumingMemoryBound(to: UInt8.self), jpeg.count,
+                                           &width, &height, &subsampling)
         guard status == 0 else { throw MJPEGDecodingError(.badHeader, message()) }
         guard width > 0, height > 0, width <= Self.maximumSide, height <= Self.maximumSide else {
             throw MJPEGDecodingError(.badHeader, "size \(width)x\(height) is not a frame size")
         }
         let kind: JPEGSubsampling
         switch subsampling {
-        case Int32(TJSAMP_444.rawValue): kind = .s444
-        case Int32(TJSAMP_422.rawValue): kind = .s422
-        case Int32(TJSAMP_420.rawValue): kind = .s420
-        case Int32(TJSAMP_GRAY.rawValue): kind = .gray
-        case Int32(TJSAMP_440.rawValue): kind = .s440
-        case Int32(TJSAMP_411.rawValue): kind = .s411
+        case Int32(PARALLAX_MJPEG_444): kind = .s444
+        case Int32(PARALLAX_MJPEG_422): kind = .s422
+        case Int32(PARALLAX_MJPEG_420): kind = .s420
+        case Int32(PARALLAX_MJPEG_GRAY): kind = .gray
         default: kind = .other
         }
         return JPEGHeader(size: ImageSize(width: Int(width), height: Int(height)), subsampling: kind)
@@ -195,36 +194,33 @@ public final class MJPEGDecoder: @unchecked Sendable {
                                      + "\(size) \(format.rawValue), not the stream's \(destination.size) "
                                      + "\(destination.format.rawValue)")
         }
-        // Warnings (premature end of data, extraneous bytes, corrupt data) fail the frame.
-        let flags = Int32(TJFLAG_STOPONWARNING)
-        let source = jpeg.baseAddress!.assumingMemoryBound(to: UInt8.self), count = UInt(jpeg.count)
-        let status: Int32
-        if format.isPlanarYCbCr, let cb = destination.plane1, let cr = destination.plane2 {
-            var planes: (UnsafeMutablePointer<UInt8>?, UnsafeMutablePointer<UInt8>?, UnsafeMutablePointer<UInt8>?) = (
-                destination.plane0.assumingMemoryBound(to: UInt8.self), cb.assumingMemoryBound(to: UInt8.self),
-                cr.assumingMemoryBound(to: UInt8.self))
-            var strides = (Int32(destination.bytesPerRow0), Int32(destination.bytesPerRow1), Int32(destination.bytesPerRow2))
-            status = withUnsafeMutablePointer(to: &planes) { planes in
-                withUnsafeMutablePointer(to: &strides) { strides in
-                    planes.withMemoryRebound(to: UnsafeMutablePointer<UInt8>?.self, capacity: 3) { p in
-                        strides.withMemoryRebound(to: Int32.self, capacity: 3) { s in
-                            tjDecompressToYUVPlanes(handle, source, count, p, Int32(size.width), s, Int32(size.height), flags)
-                        }
+        let kind: Int32
+        switch (output, format) {
+        case (.ycbcr, _): kind = Int32(PARALLAX_MJPEG_PLANES)
+        case (.gray8, _): kind = Int32(PARALLAX_MJPEG_TO_GRAY)
+        case (.rgb8, _): kind = Int32(PARALLAX_MJPEG_TO_RGB)
+        case (.bgr8, _): kind = Int32(PARALLAX_MJPEG_TO_BGR)
+        }
+        func bytes(_ plane: UnsafeMutableRawPointer?) -> UnsafeMutablePointer<UInt8>? { plane?.assumingMemoryBound(to: UInt8.self) }
+        var planes = (bytes(destination.plane0), bytes(destination.plane1), bytes(destination.plane2))
+        var strides = (destination.bytesPerRow0, destination.bytesPerRow1, destination.bytesPerRow2)
+        let source = jpeg.baseAddress!.assumingMemoryBound(to: UInt8.self)
+        let status = withUnsafePointer(to: &planes) { planes in
+            withUnsafePointer(to: &strides) { strides in
+                planes.withMemoryRebound(to: UnsafeMutablePointer<UInt8>?.self, capacity: 3) { p in
+                    strides.withMemoryRebound(to: Int.self, capacity: 3) { s in
+                        parallax_mjpeg_decode(decoder, source, jpeg.count, kind, Int32(scale.rawValue), p, s,
+                                              Int32(size.width), Int32(size.height))
                     }
                 }
             }
-        } else {
-            let pixel: TJPF
-            switch format {
-            case .bgr8: pixel = TJPF_BGR
-            case .rgb8: pixel = TJPF_RGB
-            default: pixel = TJPF_GRAY
-            }
-            status = tjDecompress2(handle, source, count, destination.plane0.assumingMemoryBound(to: UInt8.self),
-                                   Int32(size.width), Int32(destination.bytesPerRow0), Int32(size.height),
-                                   Int32(pixel.rawValue), flags)
         }
-        guard status == 0 else { throw MJPEGDecodingError(.corrupt, message()) }
+        switch status {
+        case 0: return
+        case Int32(PARALLAX_MJPEG_BAD_HEADER): throw MJPEGDecodingError(.badHeader, message())
+        case Int32(PARALLAX_MJPEG_WRONG_LAYOUT): throw MJPEGDecodingError(.unexpectedLayout, message())
+        default: throw MJPEGDecodingError(.corrupt, message())
+        }
     }
 
     /// Decodes one frame into a new image (convenient; allocates it).
@@ -242,10 +238,7 @@ public final class MJPEGDecoder: @unchecked Sendable {
         return image
     }
 
-    private func message() -> String {
-        guard let text = tjGetErrorStr2(handle) else { return "unknown libjpeg-turbo error" }
-        return String(cString: text)
-    }
+    private func message() -> String { String(cString: parallax_mjpeg_message(decoder)) }
 }
 
 /// Encodes images as baseline JPEG with libjpeg-turbo (the test sources' MJPEG frames).

@@ -236,29 +236,52 @@ public enum VirtualCameraFault: Hashable, Sendable {
 
 /// The pictures a virtual webcam's MJPEG frames carry: JPEG images, made on first use for
 /// each frame size by `render` (for the simulated rig's view from one of its cameras),
-/// encoded at ``quality`` with 4:2:2 chroma as most webcams send. Compared by identity.
+/// encoded at ``quality`` with 4:2:2 chroma as most webcams send. Several views (a board
+/// moving from pose to pose) are picked by the frame's due time. Compared by identity.
 public final class VirtualPictures: Hashable, @unchecked Sendable {
     /// The JPEG quality (libjpeg's scale, 1…100).
     public let quality: Int
-    private let render: @Sendable (ImageSize) -> ImageBuffer?
+    /// How many views there are.
+    public let viewCount: Int
+    private let viewAt: @Sendable (Int64) -> Int
+    private let render: @Sendable (ImageSize, Int) -> ImageBuffer?
     private let lock = NSLock()
-    private var encoded: [ImageSize: [UInt8]] = [:]
+    private var encoded: [ImageSize: [Int: [UInt8]]] = [:]
 
-    /// Pictures rendered by `render` (an RGB or gray image of the size asked for, or `nil`).
-    public init(quality: Int = 90, render: @escaping @Sendable (ImageSize) -> ImageBuffer?) {
+    /// One picture, rendered by `render` (an RGB or gray image of the size asked for, or `nil`).
+    public convenience init(quality: Int = 90, render: @escaping @Sendable (ImageSize) -> ImageBuffer?) {
+        self.init(quality: quality, viewCount: 1, viewAt: { _ in 0 }, render: { size, _ in render(size) })
+    }
+
+    /// `viewCount` pictures: `render(size, view)` makes view `view`, and a frame due at
+    /// `nanoseconds` (the driver's clock) shows view `viewAt(nanoseconds)`.
+    public init(quality: Int = 90, viewCount: Int, viewAt: @escaping @Sendable (Int64) -> Int,
+                render: @escaping @Sendable (ImageSize, Int) -> ImageBuffer?) {
         self.quality = quality
+        self.viewCount = max(1, viewCount)
+        self.viewAt = viewAt
         self.render = render
     }
 
-    /// The JPEG for frames of `size`, or `nil` when nothing can be rendered at that size.
-    public func jpeg(for size: ImageSize) -> [UInt8]? {
-        lock.lock()
-        defer { lock.unlock() }
-        if let bytes = encoded[size] { return bytes }
-        guard let image = render(size), let bytes = try? JPEGEncoder.encode(image, quality: quality, subsampling: .s422) else {
+    /// The JPEG of view 0 for frames of `size`, or `nil` when nothing can be rendered at that size.
+    public func jpeg(for size: ImageSize) -> [UInt8]? { jpeg(for: size, view: 0) }
+
+    /// The JPEG for a frame of `size` due at `nanoseconds`.
+    public func jpeg(for size: ImageSize, dueNanoseconds: Int64) -> [UInt8]? {
+        jpeg(for: size, view: min(max(0, viewAt(dueNanoseconds)), viewCount - 1))
+    }
+
+    /// Renders and encodes every view at `size` now (two at a time), so that no frame waits for one.
+    public func prepare(size: ImageSize) {
+        DispatchQueue.concurrentPerform(iterations: viewCount) { view in _ = jpeg(for: size, view: view) }
+    }
+
+    private func jpeg(for size: ImageSize, view: Int) -> [UInt8]? {
+        if let bytes = lock.withLock({ encoded[size]?[view] }) { return bytes }
+        guard let image = render(size, view), let bytes = try? JPEGEncoder.encode(image, quality: quality, subsampling: .s422) else {
             return nil
         }
-        encoded[size] = bytes
+        lock.withLock { encoded[size, default: [:]][view] = bytes }
         return bytes
     }
 

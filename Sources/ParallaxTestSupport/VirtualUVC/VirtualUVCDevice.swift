@@ -388,7 +388,7 @@ final class Device {
                 pendingErrorFlags -= 1
                 buffer.flags = UInt32(V4L2_BUF_FLAG_ERROR)
             }
-            fill(buffer)
+            fill(buffer, due: due)
             buffer.state = .done
             done.append(Int(buffer.index))
             sequence &+= 1
@@ -404,8 +404,8 @@ final class Device {
         dueTimes = dueTimes.filter { current &- $0.key < 1024 }
     }
 
-    private func fill(_ buffer: Buffer) {
-        if format.isCompressed, let jpeg = spec.pictures?.jpeg(for: size) {
+    private func fill(_ buffer: Buffer, due: Int64) {
+        if format.isCompressed, let jpeg = spec.pictures?.jpeg(for: size, dueNanoseconds: due) {
             // A real JPEG (the bytes a webcam sends), damaged now and then if asked.
             var used = min(buffer.length, jpeg.count)
             jpeg.withUnsafeBytes { buffer.memory.copyMemory(from: $0.baseAddress!, byteCount: used) }

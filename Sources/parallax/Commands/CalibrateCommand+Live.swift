@@ -64,7 +64,8 @@ extension CalibrateCommand {
         if let device = left.first { arguments += ["--left", device] }
         if let device = right.first { arguments += ["--right", device] }
         if let format = liveFormat { arguments += ["--format", format] }
-        arguments += ["--size", size]
+        // The simulated rig's size; other sources take theirs from --format.
+        if simulated, let size { arguments += ["--size", size] }
         if realTime { arguments.append("--real-time") }
         do {
             return try StereoSourceArguments.parse(arguments)

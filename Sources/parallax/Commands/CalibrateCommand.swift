@@ -79,8 +79,8 @@ struct CalibrateCommand: AsyncParsableCommand {
     @Option(name: .customLong("format"), help: "With --live: the format WxH@FPS:FOURCC (default: the largest shared format at 25 fps or more).")
     var liveFormat: String?
 
-    @Option(name: .long, help: "With --live --simulated: the image size WxH.")
-    var size = "640x480"
+    @Option(name: .long, help: "With --live --simulated: the image size WxH (default: the --format's, else 640x480).")
+    var size: String?
 
     @Flag(name: .customLong("real-time"), help: "With --live --simulated: frames at their real times instead of as fast as they are used.")
     var realTime = false
@@ -154,8 +154,8 @@ struct CalibrateCommand: AsyncParsableCommand {
 
     func validate() throws {
         if live { return try validateLive() }
-        if simulated || virtual || liveFormat != nil || pairLimit != nil || savePairs != nil || realTime {
-            throw ValidationError("--simulated, --virtual, --format, --pairs, --save-pairs and --real-time are for --live")
+        if simulated || virtual || liveFormat != nil || pairLimit != nil || savePairs != nil || realTime || size != nil {
+            throw ValidationError("--simulated, --virtual, --format, --size, --pairs, --save-pairs and --real-time are for --live")
         }
         if board == nil || square == nil { throw ValidationError("give --board COLUMNSxROWS and --square SIZE (e.g. --board 9x6 --square 25mm)") }
         if images.isEmpty && (left.isEmpty || right.isEmpty) {

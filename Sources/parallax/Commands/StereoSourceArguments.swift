@@ -157,14 +157,27 @@ struct StereoSourceArguments: ParsableArguments {
             var specs = Self.virtualCameras
             var known: StereoCalibration?
             if let requested, requested.fourCC == .mjpeg {
+                // With a moving board, the board holds each pose of the calibration sweep in
+                // turn (and jumps to the next when the sweep moves on).
+                let geometry = SimulatedStereoRig.example(size: requested.size)
+                let sweep = movingBoard ? BoardTrajectory.calibrationSweep(for: geometry) : nil
+                let epoch = monotonicNanoseconds()
                 for (index, side) in [(0, StereoSide.left), (1, StereoSide.right)] where index < specs.count {
-                    let pictures = VirtualPictures { size in try? SimulatedStereoRig.example(size: size).render(side, format: .rgb8) }
-                    // Rendered now, not by the driver's first frame (which would stall the stream).
-                    _ = pictures.jpeg(for: requested.size)
+                    let pictures = VirtualPictures(viewCount: sweep?.poses.count ?? 1, viewAt: { due in
+                        guard let sweep else { return 0 }
+                        let seconds = Double(due - epoch) / 1e9
+                        return Int((seconds / (sweep.holdSeconds + sweep.moveSeconds)).rounded(.down)) % sweep.poses.count
+                    }, render: { size, view in
+                        var rig = SimulatedStereoRig.example(size: size)
+                        if let sweep { rig.scene.target?.pose = sweep.poses[view] }
+                        return try? rig.render(side, format: .rgb8)
+                    })
+                    // Rendered now, not by the driver's first frames (which would stall the stream).
+                    pictures.prepare(size: requested.size)
                     specs[index].pictures = pictures
                     specs[index].corruptFrameProbability = corrupt
                 }
-                known = SimulatedStereoRig.example(size: requested.size).calibration
+                known = geometry.calibration
             }
             let driver = VirtualUVCDriver(cameras: specs)
             source = Source(device: StereoDevice(left: try driver.camera(at: "/dev/video0"), right: try driver.camera(at: "/dev/video2")),

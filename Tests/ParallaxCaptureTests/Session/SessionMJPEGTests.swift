@@ -131,3 +131,38 @@ struct SessionMJPEGTests {
         for side in StereoSide.allCases { #expect(stats.accountsForEveryFrame(side)) }
     }
 }
+
+extension SessionMJPEGTests {
+    /// More frames than a side's decode pool holds (32): each decoded frame gives its buffer
+    /// back when it is freed, so the pool never runs dry while frames are let go of.
+    @Test("hand-fed MJPEG frames are decoded by the stereo device and paired, rectified, as I420, past the pool's size")
+    func handFedMJPEG() throws {
+        let formats = Locked<[PixelFormat]>([])
+        let fixture = try HandFedSession(mjpeg: true, onPair: { pair in
+            if let image = pair.left.image { formats.withLock { $0.append(image.format) } }
+        })
+        defer { fixture.session.stop() }
+        fixture.run(fixture.batch(100), timeoutSeconds: 2)
+        print("hand-fed MJPEG: \(fixture.delivered) pairs, \(fixture.session.statistics.events.map(\.description))")
+        #expect(fixture.delivered >= 99 && formats.withLock { $0 }.allSatisfy { $0 == .i420 })
+    }
+}
+
+extension SessionMJPEGTests {
+    /// A consumer (here the test, holding every frame it made) that keeps every decoded frame
+    /// holds every buffer of its side's pool (32): the frames after are dropped as
+    /// no_decode_buffer, counted, never a hang or a pair of stale pixels.
+    @Test("frames held past the decode pool's 32 buffers are dropped as no_decode_buffer, and the account balances")
+    func heldFramesExhaustThePool() throws {
+        let fixture = try HandFedSession(mjpeg: true)
+        defer { fixture.session.stop() }
+        let held = fixture.frames(40)  // all alive until the test ends
+        fixture.run(held, timeoutSeconds: 0.2)
+        let stats = fixture.session.statistics
+        let dropped = StereoSide.allCases.map { stats.cameraDrops[$0][.noDecodeBuffer, default: 0] }
+        print("held MJPEG frames: \(fixture.delivered) pairs, no_decode_buffer \(dropped)")
+        #expect(fixture.delivered == 32 && dropped == [8, 8], "\(fixture.delivered) pairs, \(dropped)")
+        fixture.session.stop()
+        for side in StereoSide.allCases { #expect(fixture.session.statistics.accountsForEveryFrame(side)) }
+    }
+}
