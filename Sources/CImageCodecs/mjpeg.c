@@ -320,17 +320,30 @@ int parallax_mjpeg_decode(parallax_mjpeg_decoder *d, const uint8_t *data, size_t
     } else {
         // Raw planes: per call, each component's v_samp_factor × DCT_scaled_size rows of whole
         // blocks. Rows past a plane's height, and every row of a plane narrower than its block
-        // rows, go to scratch; the narrow ones are copied out after each call.
+        // rows, go to scratch; the narrow ones are copied out after each call. When scaling,
+        // libjpeg gives the chroma twice its share of the scale (it scales chroma up with its
+        // IDCT instead of upsampling: jdmaster.c), so those planes come out at twice the
+        // size asked for and are averaged down, 2×2 (4:2:0) or 2×1 (4:2:2).
         int components = c->num_components;
-        int groupRows[3], planeWidth[3], planeHeight[3], direct[3];
+        int groupRows[3], planeWidth[3], planeHeight[3], direct[3], factorX[3], factorY[3];
         size_t blockWidth[3], scratchOffset[3], scratchTotal = 0, rowTotal = 0;
         for (int i = 0; i < components; i++) {
             const jpeg_component_info *k = &c->comp_info[i];
+            int wantedWidth = (width * k->h_samp_factor + c->max_h_samp_factor - 1) / c->max_h_samp_factor;
+            int wantedHeight = (height * k->v_samp_factor + c->max_v_samp_factor - 1) / c->max_v_samp_factor;
             groupRows[i] = k->v_samp_factor * k->DCT_scaled_size;
             blockWidth[i] = (size_t)k->width_in_blocks * (size_t)k->DCT_scaled_size;
             planeWidth[i] = (int)k->downsampled_width;
             planeHeight[i] = (int)k->downsampled_height;
-            direct[i] = strides[i] >= blockWidth[i];
+            factorX[i] = planeWidth[i] == wantedWidth ? 1 : planeWidth[i] == 2 * wantedWidth ? 2 : 0;
+            factorY[i] = planeHeight[i] == wantedHeight ? 1 : planeHeight[i] == 2 * wantedHeight ? 2 : 0;
+            if (!factorX[i] || !factorY[i] || groupRows[i] % factorY[i]) {
+                snprintf(d->message, sizeof d->message, "component %d decodes to %dx%d, not %dx%d", i, planeWidth[i],
+                         planeHeight[i], wantedWidth, wantedHeight);
+                jpeg_abort_decompress(c);
+                return PARALLAX_MJPEG_WRONG_LAYOUT;
+            }
+            direct[i] = factorX[i] == 1 && factorY[i] == 1 && strides[i] >= blockWidth[i];
             scratchOffset[i] = scratchTotal;
             scratchTotal += ((blockWidth[i] + 63) & ~(size_t)63) * (size_t)groupRows[i];
             rowTotal += (size_t)groupRows[i];
@@ -357,9 +370,22 @@ int parallax_mjpeg_decode(parallax_mjpeg_decoder *d, const uint8_t *data, size_t
             if (read == 0) ERREXIT(c, JERR_INPUT_EMPTY);
             for (int i = 0; i < components; i++) {
                 if (direct[i]) continue;
-                for (int r = 0; r < groupRows[i]; r++) {
+                int fx = factorX[i], fy = factorY[i], outWidth = planeWidth[i] / fx;
+                for (int r = 0; r < groupRows[i]; r += fy) {
                     int y = group * groupRows[i] + r;
-                    if (y < planeHeight[i]) memcpy(planes[i] + (size_t)y * strides[i], groups[i][r], (size_t)planeWidth[i]);
+                    if (y >= planeHeight[i]) break;
+                    uint8_t *out = planes[i] + (size_t)(y / fy) * strides[i];
+                    const JSAMPLE *a = groups[i][r], *b = groups[i][r + fy - 1];
+                    if (fx == 1 && fy == 1) {
+                        memcpy(out, a, (size_t)outWidth);
+                    } else if (fx == 2 && fy == 2) {
+                        for (int x = 0; x < outWidth; x++)
+                            out[x] = (uint8_t)((a[2 * x] + a[2 * x + 1] + b[2 * x] + b[2 * x + 1] + 2) >> 2);
+                    } else if (fx == 2) {
+                        for (int x = 0; x < outWidth; x++) out[x] = (uint8_t)((a[2 * x] + a[2 * x + 1] + 1) >> 1);
+                    } else {
+                        for (int x = 0; x < outWidth; x++) out[x] = (uint8_t)((a[x] + b[x] + 1) >> 1);
+                    }
                 }
             }
         }
