@@ -75,7 +75,7 @@ struct StereoSessionTests {
     }
 
     /// The calibration follows the active format before the first pair: scaled for the same
-    /// aspect ratio, centre-cropped for another, refused for compressed frames.
+    /// aspect ratio, centre-cropped for another, refused for compressed frames other than MJPEG.
     @Test func theCalibrationIsAdaptedToTheActiveFormatOrRefused() throws {
         let calibration = SimulatedStereoRig.example(size: ImageSize(width: 640, height: 480)).calibration
         let (_, device) = SessionFixtures.simulated(size: ImageSize(width: 320, height: 240), drops: 0)
@@ -88,9 +88,14 @@ struct StereoSessionTests {
         let cropped = try #require(try StereoSession(device: StereoDevice(simulated: wide), calibration: calibration).activeCalibration)
         #expect(cropped.left.size == ImageSize(width: 320, height: 180))
         #expect(abs(cropped.left.intrinsics.cy - (calibration.left.intrinsics.cy - 60) / 2) < 0.5)
-        // Compressed frames cannot be rectified: refused with the reason before streaming.
+        // MJPEG decodes, so it is adapted like any format; another compressed format cannot be
+        // rectified: refused with the reason before streaming.
         let mjpeg = CaptureFormat(fourCC: .mjpeg, size: ImageSize(width: 320, height: 240), frameInterval: SessionFixtures.interval)
-        #expect(throws: StereoSessionError.self) { _ = try StereoSession.adapt(calibration, to: mjpeg) }
+        #expect(try StereoSession.adapt(calibration, to: mjpeg).left.size == ImageSize(width: 320, height: 240))
+        let h264 = CaptureFormat(fourCC: "H264", size: ImageSize(width: 320, height: 240), frameInterval: SessionFixtures.interval)
+        #expect {
+            _ = try StereoSession.adapt(calibration, to: h264)
+        } throws: { error in "\(error)".contains("H264 frames are compressed in a way Parallax does not decode") }
         // A crop that would keep under half of the calibrated image is refused too.
         let sliver = CaptureFormat(fourCC: .grey, size: ImageSize(width: 640, height: 120), frameInterval: SessionFixtures.interval)
         #expect(throws: StereoSessionError.self) { _ = try StereoSession.adapt(calibration, to: sliver) }
