@@ -234,10 +234,12 @@ public enum VirtualCameraFault: Hashable, Sendable {
     case stall(nanoseconds: Int64?)
 }
 
-/// The pictures a virtual webcam's MJPEG frames carry: JPEG images, made on first use for
-/// each frame size by `render` (for the simulated rig's view from one of its cameras),
-/// encoded at ``quality`` with 4:2:2 chroma as most webcams send. Several views (a board
-/// moving from pose to pose) are picked by the frame's due time. Compared by identity.
+/// The pictures a virtual webcam's frames carry: MJPEG frames as JPEG images, encoded at
+/// ``quality`` with 4:2:2 chroma as most webcams send, and uncompressed frames as the same
+/// view converted to their pixel format; each made on first use (or by ``prepare(size:format:)``)
+/// for each frame size by `render` (for the simulated rig's view from one of its cameras).
+/// Several views (a board moving from pose to pose) are picked by the frame's due time.
+/// Compared by identity.
 public final class VirtualPictures: Hashable, @unchecked Sendable {
     /// The JPEG quality (libjpeg's scale, 1…100).
     public let quality: Int
@@ -246,7 +248,8 @@ public final class VirtualPictures: Hashable, @unchecked Sendable {
     private let viewAt: @Sendable (Int64) -> Int
     private let render: @Sendable (ImageSize, Int) -> ImageBuffer?
     private let lock = NSLock()
-    private var encoded: [ImageSize: [Int: [UInt8]]] = [:]
+    /// Made views by key (`size`, what, view): JPEG bytes or packed pixels.
+    private var made: [String: [UInt8]] = [:]
 
     /// One picture, rendered by `render` (an RGB or gray image of the size asked for, or `nil`).
     public convenience init(quality: Int = 90, render: @escaping @Sendable (ImageSize) -> ImageBuffer?) {
@@ -264,24 +267,38 @@ public final class VirtualPictures: Hashable, @unchecked Sendable {
     }
 
     /// The JPEG of view 0 for frames of `size`, or `nil` when nothing can be rendered at that size.
-    public func jpeg(for size: ImageSize) -> [UInt8]? { jpeg(for: size, view: 0) }
+    public func jpeg(for size: ImageSize) -> [UInt8]? { bytes(size, nil, view: 0) }
 
     /// The JPEG for a frame of `size` due at `nanoseconds`.
-    public func jpeg(for size: ImageSize, dueNanoseconds: Int64) -> [UInt8]? {
-        jpeg(for: size, view: min(max(0, viewAt(dueNanoseconds)), viewCount - 1))
+    public func jpeg(for size: ImageSize, dueNanoseconds: Int64) -> [UInt8]? { bytes(size, nil, view: view(at: dueNanoseconds)) }
+
+    /// The packed pixels (rows without padding) of an uncompressed frame of `size` in
+    /// `format` due at `nanoseconds`, or `nil` when they cannot be made.
+    public func pixels(for size: ImageSize, format: PixelFormat, dueNanoseconds: Int64) -> [UInt8]? {
+        bytes(size, format, view: view(at: dueNanoseconds))
     }
 
-    /// Renders and encodes every view at `size` now (two at a time), so that no frame waits for one.
-    public func prepare(size: ImageSize) {
-        DispatchQueue.concurrentPerform(iterations: viewCount) { view in _ = jpeg(for: size, view: view) }
+    /// Makes every view at `size` now (two at a time): JPEGs, or with `format` that format's
+    /// pixels, so that no frame waits for one.
+    public func prepare(size: ImageSize, format: PixelFormat? = nil) {
+        DispatchQueue.concurrentPerform(iterations: viewCount) { view in _ = bytes(size, format, view: view) }
     }
 
-    private func jpeg(for size: ImageSize, view: Int) -> [UInt8]? {
-        if let bytes = lock.withLock({ encoded[size]?[view] }) { return bytes }
-        guard let image = render(size, view), let bytes = try? JPEGEncoder.encode(image, quality: quality, subsampling: .s422) else {
-            return nil
+    private func view(at nanoseconds: Int64) -> Int { min(max(0, viewAt(nanoseconds)), viewCount - 1) }
+
+    /// View `view` at `size`: encoded (`format` nil) or converted to `format`, made once.
+    private func bytes(_ size: ImageSize, _ format: PixelFormat?, view: Int) -> [UInt8]? {
+        let key = "\(size) \(format?.rawValue ?? "jpeg") \(view)"
+        if let bytes = lock.withLock({ made[key] }) { return bytes }
+        guard let image = render(size, view) else { return nil }
+        let bytes: [UInt8]?
+        if let format {
+            bytes = (try? image.converted(to: format))?.bytes
+        } else {
+            bytes = try? JPEGEncoder.encode(image, quality: quality, subsampling: .s422)
         }
-        lock.withLock { encoded[size, default: [:]][view] = bytes }
+        guard let bytes else { return nil }
+        lock.withLock { made[key] = bytes }
         return bytes
     }
 

@@ -420,6 +420,18 @@ final class Device {
             buffer.bytesUsed = used
             return
         }
+        if !format.isCompressed, let pictures = spec.pictures, let pixel = CaptureFormat.pixelFormat(of: format.fourCC),
+           let pixels = pictures.pixels(for: size, format: pixel, dueNanoseconds: due) {
+            // The view in this format, row by row into the driver's stride (padding left as it was).
+            let rowBytes = pixel.minimumBytesPerRow(width: size.width)
+            pixels.withUnsafeBytes { source in
+                for row in 0..<min(size.height, pixels.count / max(1, rowBytes)) {
+                    (buffer.memory + row * bytesPerRow).copyMemory(from: source.baseAddress! + row * rowBytes, byteCount: rowBytes)
+                }
+            }
+            buffer.bytesUsed = imageSize
+            return
+        }
         let used = format.isCompressed ? min(buffer.length, 4096 + Int(sequence % 512)) : imageSize
         buffer.memory.initializeMemory(as: UInt8.self, repeating: UInt8(truncatingIfNeeded: sequence), count: used)
         buffer.memory.storeBytes(of: UInt64(sequence).littleEndian, as: UInt64.self)

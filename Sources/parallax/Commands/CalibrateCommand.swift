@@ -34,13 +34,16 @@ struct CalibrateCommand: AsyncParsableCommand {
             stops when coverage, at least 12 pairs and --uncertainty-target are reached, after --pairs N \
             pairs, at --time-limit, or on Enter / Ctrl-C; the pairs are saved (--save-pairs, with their \
             corners) and calibrated as files would be. The simulated rig's board moves through a sweep by \
-            itself, and --json then compares the result with the rig's truth (truth_errors).
+            itself (the virtual webcams show the same rig, the board held at the sweep's poses in turn, in \
+            any format they offer, MJPG included), and --json then compares the result with the rig's truth \
+            (truth_errors).
 
             Examples:
               parallax calibrate --left 'left*.jpg' --right 'right*.jpg' --board 9x6 --square 25mm --output rig.json
               parallax calibrate --left 'left*.jpg' --right 'right*.jpg' --board 9x6 --square 25mm --output rig.json --opencv-yaml rig.yml --ros-dir ros --report report
               parallax calibrate --images 'cam*.png' --board 9x6 --square 25mm --output camera.json
               parallax calibrate --live --simulated --output rig.json --json
+              parallax calibrate --live --virtual --format 1280x720@30:MJPG --output rig.json --json
               parallax calibrate --live --left /dev/video0 --right /dev/video2 --board 9x6 --square 25mm
             """)
 
@@ -61,10 +64,10 @@ struct CalibrateCommand: AsyncParsableCommand {
     var skipUnpaired = false
 
     @Option(name: [.customLong("target"), .customLong("board")],
-            help: "The target: chessboard:COLSxROWS (inner corners; 9x6 alone is a chessboard), circles:COLSxROWS or acircles:COLSxROWS (circles per row × rows, OpenCV's grids); --board is the same option (with --live --simulated: the rig's 9x6 by default).")
+            help: "The target: chessboard:COLSxROWS (inner corners; 9x6 alone is a chessboard), circles:COLSxROWS or acircles:COLSxROWS (circles per row × rows, OpenCV's grids); --board is the same option (with --live --simulated or --virtual: the rig's 9x6 by default).")
     var board: String?
 
-    @Option(name: .long, parsing: .unconditional, help: "Square size (a circle grid's spacing), with an optional unit (25mm, 2.5cm, 0.025m, 1in); translations come out in this unit (with --live --simulated: 25mm by default).")
+    @Option(name: .long, parsing: .unconditional, help: "Square size (a circle grid's spacing), with an optional unit (25mm, 2.5cm, 0.025m, 1in); translations come out in this unit (with --live --simulated or --virtual: 25mm by default).")
     var square: String?
 
     @Flag(name: .long, help: "Capture the pairs from a running stereo device (--simulated, --virtual, or --left DEV --right DEV) instead of files.")
@@ -188,7 +191,8 @@ struct CalibrateCommand: AsyncParsableCommand {
                 throw ValidationError("with --live, --left and --right each name one camera (a device node or a stable identity)")
             }
         }
-        if !simulated && (board == nil || square == nil) {
+        // The simulated rig and the virtual webcams show the rig's own board.
+        if !simulated && !virtual && (board == nil || square == nil) {
             throw ValidationError("give --board COLUMNSxROWS and --square SIZE for the board you will show the cameras")
         }
         if !images.isEmpty || cornersIn != nil {

@@ -151,19 +151,19 @@ struct StereoSourceArguments: ParsableArguments {
             try source.device.configure(StereoConfiguration(format: format, maximumFramesPerSecond: maxFPS))
             return source
         }
+        var pictures: [VirtualPictures] = []
         if virtual {
-            // MJPEG frames carry the simulated rig's two views, so they decode, rectify and
-            // pair as a real rig's would (the rig at the format's size is the ground truth).
+            // MJPEG frames, and every frame of a live calibration, show the simulated rig's
+            // views, so they decode, rectify and pair as a real rig's would (the rig at the
+            // format's size is the ground truth); other frames carry their sequence numbers,
+            // which is all timing needs. With a moving board, the board holds each pose of
+            // the calibration sweep in turn (and jumps to the next when the sweep moves on).
             var specs = Self.virtualCameras
-            var known: StereoCalibration?
-            if let requested, requested.fourCC == .mjpeg {
-                // With a moving board, the board holds each pose of the calibration sweep in
-                // turn (and jumps to the next when the sweep moves on).
-                let geometry = SimulatedStereoRig.example(size: requested.size)
-                let sweep = movingBoard ? BoardTrajectory.calibrationSweep(for: geometry) : nil
+            if requested?.fourCC == .mjpeg || movingBoard {
+                let sweep = movingBoard ? BoardTrajectory.calibrationSweep(for: SimulatedStereoRig.example()) : nil
                 let epoch = monotonicNanoseconds()
                 for (index, side) in [(0, StereoSide.left), (1, StereoSide.right)] where index < specs.count {
-                    let pictures = VirtualPictures(viewCount: sweep?.poses.count ?? 1, viewAt: { due in
+                    let views = VirtualPictures(viewCount: sweep?.poses.count ?? 1, viewAt: { due in
                         guard let sweep else { return 0 }
                         let seconds = Double(due - epoch) / 1e9
                         return Int((seconds / (sweep.holdSeconds + sweep.moveSeconds)).rounded(.down)) % sweep.poses.count
@@ -172,16 +172,14 @@ struct StereoSourceArguments: ParsableArguments {
                         if let sweep { rig.scene.target?.pose = sweep.poses[view] }
                         return try? rig.render(side, format: .rgb8)
                     })
-                    // Rendered now, not by the driver's first frames (which would stall the stream).
-                    pictures.prepare(size: requested.size)
-                    specs[index].pictures = pictures
+                    specs[index].pictures = views
                     specs[index].corruptFrameProbability = corrupt
+                    pictures.append(views)
                 }
-                known = geometry.calibration
             }
             let driver = VirtualUVCDriver(cameras: specs)
             source = Source(device: StereoDevice(left: try driver.camera(at: "/dev/video0"), right: try driver.camera(at: "/dev/video2")),
-                            driver: driver, knownCalibration: known)
+                            driver: driver)
         } else {
             source = Source(device: StereoDevice(left: try Self.openCamera(left ?? ""), right: try Self.openCamera(right ?? "")))
         }
@@ -204,6 +202,12 @@ struct StereoSourceArguments: ParsableArguments {
             print("hardware cost \(String(format: "%.3f", cost.cost)) (\(cost.explanation))")
         }
         if !quiet, configured.format != chosen { print("drivers set \(configured)") }
+        if !pictures.isEmpty {
+            // Made now, not by the driver's first frames (which would stall the stream).
+            let format = configured.format
+            for views in pictures { views.prepare(size: format.size, format: format.pixelFormat) }
+            source.knownCalibration = SimulatedStereoRig.example(size: format.size).calibration
+        }
         return source
     }
 
