@@ -35,6 +35,24 @@ struct ConversionTests {
         }
     }
 
+    @Test("I420 and I422 to RGB, BGR, RGBA and BGRA: libjpeg-turbo's vectorised conversion gives the pixel-by-pixel values",
+          arguments: [PixelFormat.i420, .i422])
+    func planarToColourIsThePixelByPixelConversion(format: PixelFormat) throws {
+        // Every byte of every plane varies, so any chroma misplaced or any rounding off shows.
+        let source = TestImages.pattern(format, width: 98, height: 54, seed: 5)
+        for target in [PixelFormat.rgb8, .bgr8, .rgba8, .bgra8] {
+            var fast = try ImageBuffer(format: target, size: source.size), slow = fast
+            var used = false
+            source.withView { view in
+                fast.withMutableView { used = PlanarYCbCrConversion.convert(view, into: $0) }
+                slow.withMutableView { PixelConversion.convertPixelByPixel(view, into: $0) }
+            }
+            #expect(used, "\(format) → \(target) took the fast path")
+            #expect(fast == slow, "\(format) → \(target)")
+            #expect(try source.converted(to: target) == slow)
+        }
+    }
+
     @Test("BGR and RGB orders swap; alpha is 255 when added", arguments: [PixelFormat.bgr8, .bgra8, .rgba8])
     func channelOrder(format: PixelFormat) throws {
         let image = try ImageBuffer(format: .rgb8, size: ImageSize(width: 1, height: 1), bytes: [10, 20, 30])

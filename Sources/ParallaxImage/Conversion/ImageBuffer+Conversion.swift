@@ -40,13 +40,23 @@ extension ImageBuffer {
 ///
 /// These serve files, previews and tests, not the per-frame path (the
 /// rectifier reads camera formats directly), so they favour clarity: every
-/// conversion goes through one of two pivots, RGBA or YCbCr 4:4:4 rows.
+/// conversion goes through one of two pivots, RGBA or YCbCr 4:4:4 rows. The one
+/// exception is I420 or I422 (decoded MJPEG) to RGB or BGR orders, which consumers of
+/// rectified webcam pairs ask for per pair: libjpeg-turbo's vectorised conversion, giving
+/// the same values.
 public enum PixelConversion {
     /// Converts `source` into `destination`, which must have the same size.
     ///
     /// - Precondition: equal sizes (a programmer error otherwise).
     public static func convert(_ source: ImageView, into destination: MutableImageView) {
         precondition(source.size == destination.size, "conversion needs equal sizes")
+        // Decoded MJPEG to colour: libjpeg-turbo's vectorised conversion, the same values.
+        if source.format.isPlanarYCbCr, PlanarYCbCrConversion.convert(source, into: destination) { return }
+        convertPixelByPixel(source, into: destination)
+    }
+
+    /// ``convert(_:into:)`` one pixel at a time, through the pivots.
+    static func convertPixelByPixel(_ source: ImageView, into destination: MutableImageView) {
         let width = source.size.width
         // Studio-swing (packed, NV12) and full-range (planar, JPEG's) YCbCr meet through RGB.
         let sameRange = source.format.isPlanarYCbCr == destination.format.isPlanarYCbCr
