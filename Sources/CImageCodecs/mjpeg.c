@@ -42,6 +42,11 @@ struct parallax_mjpeg_decoder {
     /// Bytes the image pool needed last time (the next reset makes one chunk this large).
     size_t needed;
 
+    /// The JPEG specification's standard Huffman tables (Annex K: DC and AC, luma and
+    /// chroma), as libjpeg's compressor sets them by default. Before every frame the
+    /// decoder's tables 0 and 1 are reset to these, so a frame without tables (MJPEG) is read
+    /// with the standard ones, never with tables an earlier frame carried.
+    JHUFF_TBL standardDC[2], standardAC[2];
     /// Row pointers handed to libjpeg, and scratch rows for rows past an image's edge or
     /// narrower than a block row.
     JSAMPROW *rows;
@@ -191,12 +196,61 @@ static void pool_free(j_common_ptr cinfo, int pool) {
 
 // MARK: Life cycle
 
+/// A compressor's fatal error while the standard tables are read: back to the decoder's
+/// jump point (the compressor's `client_data` is the decoder).
+static void standard_tables_error_exit(j_common_ptr cinfo) {
+    parallax_mjpeg_decoder *d = (parallax_mjpeg_decoder *)cinfo->client_data;
+    longjmp(d->jump, 1);
+}
+
+/// Copies the compressor's default (standard) Huffman tables into `d`.
+static int load_standard_tables(parallax_mjpeg_decoder *d) {
+    struct jpeg_compress_struct compressor;
+    struct jpeg_error_mgr errors;
+    compressor.err = jpeg_std_error(&errors);
+    errors.error_exit = standard_tables_error_exit;
+    compressor.client_data = d;
+    jpeg_create_compress(&compressor);
+    compressor.in_color_space = JCS_YCbCr;
+    compressor.input_components = 3;
+    jpeg_set_defaults(&compressor);
+    for (int i = 0; i < 2; i++) {
+        if (!compressor.dc_huff_tbl_ptrs[i] || !compressor.ac_huff_tbl_ptrs[i]) {
+            jpeg_destroy_compress(&compressor);
+            return 0;
+        }
+        d->standardDC[i] = *compressor.dc_huff_tbl_ptrs[i];
+        d->standardAC[i] = *compressor.ac_huff_tbl_ptrs[i];
+    }
+    jpeg_destroy_compress(&compressor);
+    return 1;
+}
+
+/// Resets the decoder's Huffman tables 0 and 1 that exist to the standard ones (tables not
+/// made yet are made standard by libjpeg itself when a frame needs them).
+static void reset_huffman_tables(parallax_mjpeg_decoder *d) {
+    for (int i = 0; i < 2; i++) {
+        if (d->cinfo.dc_huff_tbl_ptrs[i]) *d->cinfo.dc_huff_tbl_ptrs[i] = d->standardDC[i];
+        if (d->cinfo.ac_huff_tbl_ptrs[i]) *d->cinfo.ac_huff_tbl_ptrs[i] = d->standardAC[i];
+    }
+}
+
 parallax_mjpeg_decoder *parallax_mjpeg_decoder_create(void) {
     parallax_mjpeg_decoder *d = calloc(1, sizeof *d);
     if (!d) return NULL;
     d->cinfo.err = jpeg_std_error(&d->errors);
     d->errors.error_exit = parallax_error_exit;
     d->errors.emit_message = parallax_emit_message;
+    // A compressor lends its standard tables (it fails only when memory runs out; what it
+    // holds then is lost with the process's memory anyway).
+    if (setjmp(d->jump)) {
+        free(d);
+        return NULL;
+    }
+    if (!load_standard_tables(d)) {
+        free(d);
+        return NULL;
+    }
     if (setjmp(d->jump)) {
         jpeg_destroy_decompress(&d->cinfo);
         free(d);
@@ -293,6 +347,7 @@ int parallax_mjpeg_decode(parallax_mjpeg_decoder *d, const uint8_t *data, size_t
         return d->readingHeader ? PARALLAX_MJPEG_BAD_HEADER : PARALLAX_MJPEG_CORRUPT;
     }
     set_input(d, data, size);
+    reset_huffman_tables(d);
     jpeg_read_header(c, TRUE);
     d->readingHeader = 0;
     c->scale_num = 1;
@@ -301,8 +356,9 @@ int parallax_mjpeg_decode(parallax_mjpeg_decoder *d, const uint8_t *data, size_t
     switch (output) {
     case PARALLAX_MJPEG_PLANES: c->raw_data_out = TRUE; break;
     case PARALLAX_MJPEG_TO_GRAY: c->out_color_space = JCS_GRAYSCALE; break;
-    case PARALLAX_MJPEG_TO_RGB: c->out_color_space = c->num_components == 1 ? JCS_GRAYSCALE : JCS_EXT_RGB; break;
-    default: c->out_color_space = c->num_components == 1 ? JCS_GRAYSCALE : JCS_EXT_BGR; break;
+    // (A gray JPEG is expanded to three equal channels by libjpeg-turbo's own conversion.)
+    case PARALLAX_MJPEG_TO_RGB: c->out_color_space = JCS_EXT_RGB; break;
+    default: c->out_color_space = JCS_EXT_BGR; break;
     }
     jpeg_start_decompress(c);
     if ((int)c->output_width != width || (int)c->output_height != height) {

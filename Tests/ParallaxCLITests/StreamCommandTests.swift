@@ -65,6 +65,15 @@ struct StreamCommandTests {
         #expect(decode.status != 0 && decode.stderr.contains("--decode is for MJPG"), "\(decode.stderr)")
         let corrupt = try ParallaxCLI.run(["stream", "--simulated", "--corrupt-frames", "5"])
         #expect(corrupt.status != 0 && corrupt.stderr.contains("--corrupt-frames"), "\(corrupt.stderr)")
+        let defaultDecode = try ParallaxCLI.run(["stream", "--simulated", "--decode", "bgr8"])
+        #expect(defaultDecode.status != 0 && defaultDecode.stderr.contains("--decode is for MJPG"), "\(defaultDecode.stderr)")
+        let chosenDecode = try ParallaxCLI.run(["stream", "--virtual", "--decode", "bgr8"])
+        #expect(chosenDecode.status != 0 && chosenDecode.stderr.contains("--decode is for MJPG formats; the cameras run"),
+                "\(chosenDecode.stderr)")
+        let maps = try ParallaxCLI.run(["bench", "maps", "--format", "mjpeg"])
+        #expect(maps.status != 0 && maps.stderr.contains("--format mjpeg is for bench rectify"), "\(maps.stderr)")
+        let liveSize = try ParallaxCLI.run(["calibrate", "--live", "--virtual", "--size", "320x240"])
+        #expect(liveSize.status != 0 && liveSize.stderr.contains("--size is for --live --simulated"), "\(liveSize.stderr)")
         let virtualSize = try ParallaxCLI.run(["stream", "--virtual", "--size", "320x240"])
         #expect(virtualSize.status != 0 && virtualSize.stderr.contains("--size is for --simulated"), "\(virtualSize.stderr)")
     }

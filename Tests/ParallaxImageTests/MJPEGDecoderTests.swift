@@ -145,6 +145,81 @@ struct MJPEGDecoderTests {
         #expect(try Self.decode(stripped) == Self.decode(jpeg))
     }
 
+    @Test("a gray JPEG asked for in BGR gives three equal channels, the gray decode")
+    func grayJPEGToColour() throws {
+        let gray = try Self.textured().converted(to: .gray8)
+        let jpeg = try JPEGEncoder.encode(gray, quality: 90)
+        let luma = try Self.decode(jpeg, .gray8), bgr = try Self.decode(jpeg, .bgr8)
+        #expect(bgr.format == .bgr8 && bgr.bytes == luma.bytes.flatMap { [$0, $0, $0] })
+    }
+
+    /// libjpeg keeps a decoder's Huffman tables from frame to frame; a frame without tables
+    /// must still be read with the standard ones, not with those an earlier frame carried (a
+    /// progressive JPEG's optimised tables here).
+    @Test("a frame without Huffman tables after one with its own tables is read with the standard tables")
+    func standardTablesAfterCustomOnes() throws {
+        let image = try Self.textured()
+        let baseline = try JPEGEncoder.encode(image, quality: 80)
+        let progressive = try Self.progressive(image, quality: 80)
+        let stripped = Self.withoutHuffmanTables(baseline)
+        let decoder = try MJPEGDecoder()
+        let first = try progressive.withUnsafeBytes { try decoder.decode($0) }
+        #expect(first.bytes == (try Self.turboPlanes(progressive, format: .i420, size: Self.size)), "the progressive frame")
+        let second = try stripped.withUnsafeBytes { try decoder.decode($0) }
+        #expect(second == (try Self.decode(baseline)))
+    }
+
+    /// A progressive JPEG (TurboJPEG writes optimised Huffman tables for it).
+    static func progressive(_ image: ImageBuffer, quality: Int) throws -> [UInt8] {
+        let handle = tjInitCompress()!
+        defer { tjDestroy(handle) }
+        var jpeg: UnsafeMutablePointer<UInt8>?
+        var size: UInt = 0
+        let status = image.withView { view in
+            tjCompress2(handle, view.plane0.baseAddress.assumingMemoryBound(to: UInt8.self), Int32(image.size.width), 0,
+                        Int32(image.size.height), Int32(TJPF_RGB.rawValue), &jpeg, &size, Int32(TJSAMP_420.rawValue),
+                        Int32(quality), Int32(TJFLAG_PROGRESSIVE))
+        }
+        defer { tjFree(jpeg) }
+        #expect(status == 0)
+        return Array(UnsafeBufferPointer(start: jpeg, count: Int(size)))
+    }
+
+    /// `jpeg` with every DHT segment taken out (the standard tables it was written with are
+    /// then implied).
+    static func withoutHuffmanTables(_ jpeg: [UInt8]) -> [UInt8] {
+        var stripped: [UInt8] = [], i = 0
+        while i < jpeg.count {
+            if jpeg[i] == 0xFF, i + 3 < jpeg.count, jpeg[i + 1] == 0xC4 {
+                i += 2 + (Int(jpeg[i + 2]) << 8 | Int(jpeg[i + 3]))
+                continue
+            }
+            if jpeg[i] == 0xFF, i + 1 < jpeg.count, jpeg[i + 1] == 0xDA {
+                stripped += jpeg[i...]
+                break
+            }
+            stripped.append(jpeg[i])
+            i += 1
+        }
+        return stripped
+    }
+
+    @Test("a destination without a plane the format has is refused, never written through")
+    func missingPlaneIsRefused() throws {
+        let jpeg = try JPEGEncoder.encode(Self.textured(), quality: 90)
+        var image = try ImageBuffer(format: .i420, size: Self.size)
+        let decoder = try MJPEGDecoder()
+        let error = image.withMutableView { full -> MJPEGDecodingError? in
+            let noCr = MutableImageView(unchecked: .i420, size: full.size, plane0: full.plane0, bytesPerRow0: full.bytesPerRow0,
+                                        plane1: full.plane1, bytesPerRow1: full.bytesPerRow1)
+            return jpeg.withUnsafeBytes { bytes -> MJPEGDecodingError? in
+                do throws(MJPEGDecodingError) { try decoder.decode(bytes, into: noCr) } catch { return error }
+                return nil
+            }
+        }
+        #expect(error?.kind == .unexpectedLayout && error?.reason.contains("plane 2") == true, "\(String(describing: error))")
+    }
+
     @Test("truncated, unterminated, zeroed, empty and damaged frames are errors, never images")
     func badFrames() throws {
         let jpeg = try JPEGEncoder.encode(Self.textured(), quality: 90)
@@ -190,6 +265,9 @@ struct MJPEGDecoderTests {
                                             covering: ImageSize(width: 480, height: 270)) == .quarter)
         #expect(MJPEGScale.largestReduction(from: ImageSize(width: 1280, height: 720),
                                             covering: ImageSize(width: 1280, height: 720)) == .full)
+        // 1366 / 2 = 683: odd, which no 4:2:0 plane set can be.
+        #expect(MJPEGScale.largestReduction(from: ImageSize(width: 1366, height: 768),
+                                            covering: ImageSize(width: 640, height: 360)) == .full)
     }
 
     @Test("a frame of another size than the stream's, or a subsampling with no planar format, is refused by name")

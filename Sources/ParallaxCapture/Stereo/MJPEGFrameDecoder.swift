@@ -43,9 +43,14 @@ final class MJPEGFrameDecoder: @unchecked Sendable {
     /// bound what is in flight long before this).
     static let poolLimit = 32
 
-    init(decoding: MJPEGDecoding, device: String) throws(CaptureError) {
+    /// The size every frame of the stream has (the format's): a frame whose header says
+    /// otherwise is damaged, and is dropped before anything is set aside for it.
+    private let frameSize: ImageSize
+
+    init(decoding: MJPEGDecoding, device: String, frameSize: ImageSize) throws(CaptureError) {
         self.decoding = decoding
         self.device = device
+        self.frameSize = frameSize
         do {
             decoder = try MJPEGDecoder(output: decoding.output, scale: decoding.scale)
         } catch {
@@ -65,6 +70,9 @@ final class MJPEGFrameDecoder: @unchecked Sendable {
     func decode(_ frame: Frame, model: CameraModel?) -> Outcome {
         do throws(MJPEGDecodingError) {
             let header = try decoder.header(of: frame.payload.bytes)
+            guard header.size == frameSize else {
+                throw MJPEGDecodingError(.unexpectedLayout, "its header says \(header.size) in a \(frameSize) stream")
+            }
             let (format, size) = try decoder.layout(for: header)
             if pool == nil || pool?.format != format || pool?.size != size {
                 // The first frame, or a camera that changed its JPEGs' layout mid-stream:

@@ -37,7 +37,10 @@ extension StereoDevice {
         if active.left.fourCC == .mjpeg {
             let decoding = state.withLock { $0.decoding }
             for side in StereoSide.allCases {
-                do { decoders[side] = try MJPEGFrameDecoder(decoding: decoding, device: constituents[side].identity.name) } catch {
+                do {
+                    decoders[side] = try MJPEGFrameDecoder(decoding: decoding, device: constituents[side].identity.name,
+                                                           frameSize: active[side].size)
+                } catch {
                     throw .capture(error, side: side)
                 }
             }
@@ -58,6 +61,7 @@ extension StereoDevice {
                 state.withLock { s in
                     s.streaming = false
                     s.handler = nil
+                    s.decoders = PerSide(repeating: nil)
                 }
                 throw failure(error, side: side, format: active[side], estimate: estimate)
             }

@@ -34,10 +34,12 @@ public enum MJPEGScale: Int, CaseIterable, Hashable, Sendable, Comparable {
     /// The smallest scale at which a `source` frame still covers `target` in both
     /// directions (a rectified output that much smaller needs no more pixels).
     public static func largestReduction(from source: ImageSize, covering target: ImageSize) -> MJPEGScale {
+        // Whole divisions to even sizes only: planar 4:2:0 needs both even.
         allCases.last { scale in
             let s = scale.scaled(source)
             return s.width >= target.width && s.height >= target.height
                 && source.width % scale.rawValue == 0 && source.height % scale.rawValue == 0
+                && s.width % 2 == 0 && s.height % 2 == 0
         } ?? .full
     }
 
@@ -193,6 +195,14 @@ public final class MJPEGDecoder: @unchecked Sendable {
             throw MJPEGDecodingError(.unexpectedLayout, "a \(header.size) \(header.subsampling.rawValue) frame decodes to "
                                      + "\(size) \(format.rawValue), not the stream's \(destination.size) "
                                      + "\(destination.format.rawValue)")
+        }
+        // Every plane the format has, each with room for its rows (the C side trusts them).
+        for index in 0..<format.planeCount {
+            guard let plane = destination.plane(index),
+                  plane.bytesPerRow >= format.minimumBytesPerRow(width: size.width, plane: index) else {
+                throw MJPEGDecodingError(.unexpectedLayout, "the destination's plane \(index) is missing or its rows are "
+                                         + "narrower than \(format.minimumBytesPerRow(width: size.width, plane: index)) bytes")
+            }
         }
         let kind: Int32
         switch (output, format) {

@@ -346,6 +346,10 @@ struct BenchMapsCommand: ParsableCommand {
 
     @OptionGroup var options: BenchOptions
 
+    func validate() throws {
+        if options.isMJPEG { throw ValidationError("--format mjpeg is for bench rectify; maps are built for pixel formats") }
+    }
+
     func run() throws {
         let format = options.pixelFormat
         let calibration = try options.loadCalibration()

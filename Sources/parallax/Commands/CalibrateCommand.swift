@@ -191,6 +191,9 @@ struct CalibrateCommand: AsyncParsableCommand {
                 throw ValidationError("with --live, --left and --right each name one camera (a device node or a stable identity)")
             }
         }
+        if size != nil && !simulated {
+            throw ValidationError("--size is for --live --simulated; other sources take their size from --format")
+        }
         // The simulated rig and the virtual webcams show the rig's own board.
         if !simulated && !virtual && (board == nil || square == nil) {
             throw ValidationError("give --board COLUMNSxROWS and --square SIZE for the board you will show the cameras")

@@ -53,8 +53,8 @@ struct StereoSourceArguments: ParsableArguments {
         }
         if let maxFPS, !(maxFPS > 0 && maxFPS.isFinite) { throw ValidationError("--max-fps must be a positive number") }
         let mjpeg = format?.format.fourCC == .mjpeg
-        if decode != nil && format != nil && !mjpeg {
-            throw ValidationError("--decode is for MJPG formats; \(format?.format.fourCC.description ?? "") frames are not decoded")
+        if decode != nil && (format != nil || simulated) && !mjpeg {
+            throw ValidationError("--decode is for MJPG formats; \(format?.format.fourCC.description ?? "GREY") frames are not decoded")
         }
         if let corruptFramesPercent {
             guard corruptFramesPercent >= 0, corruptFramesPercent <= 100 else {
@@ -196,7 +196,13 @@ struct StereoSourceArguments: ParsableArguments {
             throw ValidationError("the two cameras share no uncompressed format that fits the USB bandwidth; "
                                   + "see `parallax devices --pairs` and pass --format")
         }
-        if let decode { try source.device.setMJPEGDecoding(MJPEGDecoding(output: decode)) }
+        if let decode {
+            // A format chosen for the cameras that is not MJPEG has nothing to decode: refused, not ignored.
+            guard chosen.fourCC == .mjpeg else {
+                throw ValidationError("--decode is for MJPG formats; the cameras run \(chosen) (pass --format WxH@FPS:MJPG)")
+            }
+            try source.device.setMJPEGDecoding(MJPEGDecoding(output: decode))
+        }
         let configured = try source.device.configure(StereoConfiguration(format: chosen, maximumFramesPerSecond: maxFPS))
         if !quiet, let cost = source.device.hardwareCost, !cost.streams.isEmpty {
             print("hardware cost \(String(format: "%.3f", cost.cost)) (\(cost.explanation))")

@@ -166,3 +166,25 @@ extension SessionMJPEGTests {
         for side in StereoSide.allCases { #expect(fixture.session.statistics.accountsForEveryFrame(side)) }
     }
 }
+
+extension SessionMJPEGTests {
+    /// A damaged header can claim any size (up to 32768²); a frame whose header disagrees with
+    /// the stream's format is dropped before any buffer is set aside for it, and said so once.
+    @Test("a frame whose header claims another size than the stream's is a corrupt_frame drop, reported, with nothing allocated for it")
+    func aFrameOfAnotherSizeIsDropped() throws {
+        let decoder = try MJPEGFrameDecoder(decoding: MJPEGDecoding(), device: "left", frameSize: Self.size)
+        let other = try JPEGEncoder.encode(SimulatedStereoRig.example(size: ImageSize(width: 320, height: 240)).render(.left, format: .rgb8),
+                                           quality: 90)
+        let camera = HandFedCamera(name: "left", format: CaptureFormat(fourCC: .mjpeg, size: Self.size,
+                                                                          frameInterval: FrameInterval(numerator: 1, denominator: 30)))
+        let frame = camera.frame(SharedBytes(other), timestampNanoseconds: 1, sequence: 7)
+        guard case .dropped(let reason, let report) = decoder.decode(frame, model: nil) else {
+            Issue.record("the 320x240 frame was decoded in a 640x480 stream")
+            return
+        }
+        #expect(reason == .corruptFrame)
+        #expect("\(report.map { "\($0)" } ?? "")".contains("frame 7 did not decode (unexpectedLayout: its header says 320x240 in a 640x480 stream)"),
+                "\(String(describing: report))")
+        #expect(frame.image == nil)
+    }
+}
