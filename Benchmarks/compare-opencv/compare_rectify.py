@@ -78,12 +78,7 @@ def parallax_bench(binary, size, fmt, threads, iterations, export, simd=None, ca
 def load(export):
     meta = json.load(open(os.path.join(export, "meta.json")))
     w, h = meta["width"], meta["height"]
-    ow, oh = meta["output_width"], meta["output_height"]
-    maps = {}
-    for side in ("left", "right"):
-        x = np.fromfile(os.path.join(export, f"{side}-x.f32"), dtype="<f4").reshape(oh, ow)
-        y = np.fromfile(os.path.join(export, f"{side}-y.f32"), dtype="<f4").reshape(oh, ow)
-        maps[side] = cv2.convertMaps(x, y, cv2.CV_16SC2)
+    maps = load_maps(export)
     images = {}
     fmt = meta["format"]
     for side in ("left", "right"):
