@@ -456,7 +456,7 @@ struct CalibrateCommandTests {
         #expect(try fm.contentsOfDirectory(atPath: dir.path) == ["x.yml"], "nothing else was written")
     }
 
-    /// README: "Every `--calibration` (and `calibrate --intrinsics`) reads what the CLI writes":
+    /// Calibration/GUIDE.md: "Every `--calibration` (and `calibrate --intrinsics`) reads what the CLI writes":
     /// `--intrinsics` given an OpenCV YAML file. With `--fix both` both cameras come out exactly as
     /// the file gives them (the right camera's fx moved 1 %, so the fit could not arrive there on
     /// its own). The sample calibration has eight distortion coefficients, hence brown8.

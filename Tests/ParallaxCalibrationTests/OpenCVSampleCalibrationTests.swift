@@ -57,7 +57,7 @@ struct OpenCVSampleCalibrationTests {
         }
         for (side, p) in [("left", u.leftProjection), ("right", u.rightProjection)] {
             print("projection uncertainty \(side): centre \(p.center) px, corners \(p.corners) px")
-            // The README: "0.41 px (left) and 0.43 px (right) at the image centres".
+            // Calibration/GUIDE.md: "0.41 px (left) and 0.43 px (right) at the image centres".
             #expect(abs(p.center - (side == "left" ? 0.41 : 0.43)) <= 0.005, "\(side) centre \(p.center)")
             #expect(p.corners.count == 4 && p.corners.allSatisfy { $0.isFinite && $0 > p.center }, "\(side) corners \(p.corners)")
         }

@@ -109,7 +109,7 @@ struct StereoCalibratorTests {
         #expect(rig.target.unit == "mm" && result.calibration.translationUnit == .millimetre)
     }
 
-    /// README: the stereo solve gives "E, F". On noise-free corners the rig is recovered to
+    /// Calibration/GUIDE.md: the stereo solve gives "E, F". On noise-free corners the rig is recovered to
     /// rounding (``expectExactRecovery(_:_:_:distortion:)``: rotation within 3e-15 rad, translation
     /// within 2e-14 relative, focal lengths 2e-15 relative, principal points 5e-13 px). So:
     /// - E is [T]× R of the true rig, built here from its R and T, up to scale and sign: the two,
