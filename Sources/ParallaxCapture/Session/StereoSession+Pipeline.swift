@@ -79,8 +79,22 @@ extension StereoSession {
         var lastRateChange: Int64 = 0
         /// The camera's rate, and the session's own cap on pairs per second (`nil`: none).
         let cameraFramesPerSecond: Double
-        var capFramesPerSecond: Double?
-        var capDue: Int64?
+        var capFramesPerSecond: Double? {
+            didSet {
+                guard let rate = capFramesPerSecond else {
+                    cap = nil
+                    return
+                }
+                let interval = Int64(1e9 / rate)
+                if cap == nil {
+                    cap = FrameRateCap(intervalNanoseconds: interval, cameraIntervalNanoseconds: Int64(1e9 / cameraFramesPerSecond))
+                } else {
+                    cap?.intervalNanoseconds = interval
+                }
+            }
+        }
+        /// The grid of ``capFramesPerSecond``, kept across rate changes.
+        var cap: FrameRateCap?
 
         var events: [SessionEvent] = []
         var stills: [StillRequest] = []
@@ -478,20 +492,12 @@ extension StereoSession {
 
     // MARK: Frame-rate cap
 
-    /// The session's own cap on pairs per second, applied on the left timestamps: a grid
-    /// of due times one cap interval apart, a pair passing when at most half a camera
-    /// interval early (as ``StereoDevice`` decimates frames).
+    /// The session's own cap on pairs per second, applied on the left timestamps (see
+    /// ``FrameRateCap``, the rule ``StereoDevice`` decimates frames with).
     private func passesFrameRateCap(_ timestamp: Int64) -> Bool {
         state.withLock { s -> Bool in
-            guard let cap = s.capFramesPerSecond, cap < s.cameraFramesPerSecond else { return true }
-            let capInterval = Int64(1e9 / cap), tolerance = Int64(0.5e9 / s.cameraFramesPerSecond)
-            guard let due = s.capDue else {
-                s.capDue = timestamp + capInterval
-                return true
-            }
-            guard timestamp >= due - tolerance else { return false }
-            s.capDue = timestamp > due + capInterval ? timestamp + capInterval : due + capInterval
-            return true
+            guard let rate = s.capFramesPerSecond, rate < s.cameraFramesPerSecond else { return true }
+            return s.cap?.admits(timestamp) ?? true
         }
     }
 

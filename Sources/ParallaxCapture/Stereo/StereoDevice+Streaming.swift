@@ -1,5 +1,16 @@
 import ParallaxGeometry
 
+extension StereoDevice.State {
+    /// A new grid for `side`'s cap (see ``FrameRateCap``), or none when the cameras do not
+    /// stream faster than the configuration's cap.
+    mutating func restartCap(_ side: StereoSide) {
+        caps[side] = nil
+        guard let cap = configuration?.minimumFrameInterval, let camera = active?[side].frameInterval,
+              camera < cap else { return }
+        caps[side] = FrameRateCap(intervalNanoseconds: cap.nanoseconds, cameraIntervalNanoseconds: camera.nanoseconds)
+    }
+}
+
 extension StereoDevice {
     /// Starts both enabled sides streaming into `handler`.
     ///
@@ -48,7 +59,7 @@ extension StereoDevice {
         state.withLock { s in
             s.streaming = true
             s.handler = OutputHandler(handler)
-            s.capGrid = PerSide(repeating: CapGrid())
+            for side in StereoSide.allCases { s.restartCap(side) }
             s.decoders = decoders
         }
         var started: [StereoSide] = []
@@ -113,7 +124,7 @@ extension StereoDevice {
             constituents[side].stop()
             return
         }
-        state.withLock { $0.capGrid[side] = CapGrid() }
+        state.withLock { $0.restartCap(side) }
         handler(.enabled(side))
         do {
             try startConstituent(side)
@@ -157,7 +168,7 @@ extension StereoDevice {
             }
         }
         guard streaming, enabled else { return }
-        state.withLock { $0.capGrid[side] = CapGrid() }
+        state.withLock { $0.restartCap(side) }
         do { try startConstituent(side) } catch {
             throw failure(error, side: side, format: active?[side],
                           estimate: active.map { cost(streaming: $0[side], enabled: PerSide(repeating: true)) })
@@ -188,7 +199,7 @@ extension StereoDevice {
             handler?.call(.event(event, side))
         case .frame(let frame):
             let (handler, model, keep, decoder) = state.withLock { s -> (OutputHandler?, CameraModel?, Bool, MJPEGFrameDecoder?) in
-                (s.handler, s.models?[side], Self.passesCap(frame.timestampNanoseconds, side: side, state: &s), s.decoders[side])
+                (s.handler, s.models?[side], s.caps[side]?.admits(frame.timestampNanoseconds) ?? true, s.decoders[side])
             }
             guard let handler else { return }
             guard keep else {
@@ -208,25 +219,6 @@ extension StereoDevice {
                 handler.call(.event(.dropped(count: 1, reason: reason), side))
             }
         }
-    }
-
-    /// Decimation to the cap on a grid of due times spaced exactly one cap interval: a
-    /// frame passes when it is at most half a camera interval before its due time, and the
-    /// due time then advances by one cap interval, so over any run of delivered frames the
-    /// mean spacing is never below the cap. A side that fell far behind restarts its grid.
-    static func passesCap(_ timestamp: Int64, side: StereoSide, state s: inout State) -> Bool {
-        // Decimate only when the cameras stream faster than the cap.
-        guard let capInterval = s.configuration?.minimumFrameInterval, let camera = s.active?[side].frameInterval,
-              camera < capInterval else { return true }
-        let cap = capInterval.nanoseconds
-        let tolerance = camera.nanoseconds / 2
-        guard let due = s.capGrid[side].nextDueNanoseconds else {
-            s.capGrid[side].nextDueNanoseconds = timestamp + cap
-            return true
-        }
-        guard timestamp >= due - tolerance else { return false }
-        s.capGrid[side].nextDueNanoseconds = timestamp > due + cap ? timestamp + cap : due + cap
-        return true
     }
 
     /// The frame with `model` attached (a view of the same pixels that keeps the original,

@@ -53,7 +53,9 @@ public final class StereoDevice: Sendable {
         var handler: OutputHandler?
         var calibration: StereoCalibration?
         var models: PerSide<CameraModel>?
-        var capGrid: PerSide<CapGrid> = PerSide(repeating: CapGrid())
+        /// Each side's decimation to the configuration's cap, while the cameras stream
+        /// faster than it (`nil` otherwise); a new grid at every start of a side.
+        var caps: PerSide<FrameRateCap?> = PerSide(repeating: nil)
         /// How MJPEG frames are decoded, and each side's decoder while an MJPEG format streams.
         var decoding = MJPEGDecoding()
         var decoders: PerSide<MJPEGFrameDecoder?> = PerSide(repeating: nil)
@@ -65,11 +67,6 @@ public final class StereoDevice: Sendable {
     final class OutputHandler: Sendable {
         let call: @Sendable (StereoOutput) -> Void
         init(_ call: @escaping @Sendable (StereoOutput) -> Void) { self.call = call }
-    }
-
-    /// Where the next frame of a decimated side is due.
-    struct CapGrid {
-        var nextDueNanoseconds: Int64?
     }
 
     init(constituents: PerSide<any CaptureDevice>, kind: Kind, sideBySideSource: (any CaptureDevice)? = nil) {
