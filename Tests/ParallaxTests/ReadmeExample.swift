@@ -14,5 +14,5 @@ func viewRig() async throws {
         if pair.number >= 299 { break }
     }
     session.stop()
-    print(session.statistics.drops(.left), session.statistics.drops(.right))
+    print(session.statistics.dropped(.left), session.statistics.dropped(.right))
 }

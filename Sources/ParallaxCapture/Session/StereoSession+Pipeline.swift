@@ -60,7 +60,7 @@ extension StereoSession {
         /// When each side last pushed a frame (monotonic nanoseconds), or was last held in ``waitForRoom(_:)`` for the consumer.
         var lastPush = PerSide<Int64>(repeating: 0)
         var decided = PerSide(repeating: 0)
-        var cameraDrops = PerSide<[DropReason: Int]>(repeating: [:])
+        var lostByCamera = PerSide<[DropReason: Int]>(repeating: [:])
         var sessionDrops: [SessionDropReason: Int] = [:]
         var delivered = 0
         var pool: PairStoragePool
@@ -77,7 +77,8 @@ extension StereoSession {
         var tracker: PressureTracker
         var nominalSince: Int64?
         var lastRateChange: Int64 = 0
-        /// The camera's rate, and the session's own cap on pairs per second (`nil`: none).
+        /// The rate frames reach the session (the cameras', or a device's fixed cap below it),
+        /// and the session's own cap on pairs per second (`nil`: none).
         let cameraFramesPerSecond: Double
         var capFramesPerSecond: Double? {
             didSet {
@@ -111,7 +112,7 @@ extension StereoSession {
         /// session meant to drop it (its own frame-rate cap, or the end).
         mutating func countDrop(_ reason: SessionDropReason) {
             sessionDrops[reason, default: 0] += 1
-            if reason != .frameRateCap && reason != .sessionStopped { window.sessionLosses += 2 }
+            if reason != .adaptiveFrameRateCap && reason != .sessionStopped { window.sessionLosses += 2 }
         }
 
         var currentFramesPerSecond: Double { min(cameraFramesPerSecond, capFramesPerSecond ?? cameraFramesPerSecond) }
@@ -135,7 +136,7 @@ extension StereoSession {
             synchronizer.push(frame, from: side)
         case .event(.dropped(let count, let reason), let side):
             state.withLock { s in
-                s.cameraDrops[side][reason, default: 0] += count
+                s.lostByCamera[side][reason, default: 0] += count
                 if reason != .frameRateCap { s.window.cameraLosses += count }
             }
         case .event(.stalled, let side): emit(.stalled, side: side)
@@ -359,7 +360,7 @@ extension StereoSession {
         let pair = incoming.pair
         let started = monotonicNanoseconds()
         guard passesFrameRateCap(pair.left.timestampNanoseconds) else {
-            drop(.frameRateCap)
+            drop(.adaptiveFrameRateCap)
             return
         }
         var storage: PairStorage?

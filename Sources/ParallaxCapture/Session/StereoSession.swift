@@ -140,8 +140,11 @@ public final class StereoSession: Sendable {
         let settings = options.synchronizer ?? SynchronizerConfiguration(
             policy: .approximate, frameIntervalNanoseconds: interval, timestampJitterNanoseconds: 2_000_000,
             maximumLatencyNanoseconds: waits ? Int64.max / 4 : 100_000_000)
+        // The rate frames reach the session: the cameras', or a device's cap below it (its
+        // adaptive cap starts from there).
+        let delivered = min(1e9 / Double(max(1, interval)), device.configuration?.maximumFramesPerSecond ?? .infinity)
         var initial = State(policy: options.pressure, poolLimit: backPressure.queuedPairs + 3,
-                            incomingCapacity: waits ? 64 : 2, cameraFramesPerSecond: 1e9 / Double(max(1, interval)))
+                            incomingCapacity: waits ? 64 : 2, cameraFramesPerSecond: delivered)
         initial.sides = PerSide(repeating: device.enabledSides.left ? .running : .disabled)
         initial.sides.right = device.enabledSides.right ? .running : .disabled
         state = Locked(initial)
@@ -284,13 +287,13 @@ public final class StereoSession: Sendable {
         // The session's counts first, then the synchronizer's: pairs it made since are in
         // flight (made, not yet delivered or dropped), never missing.
         let s = state.withLock { s in
-            (cameraDrops: s.cameraDrops, sessionDrops: s.sessionDrops, delivered: s.delivered, pairsPerSecond: s.pairsPerSecond,
+            (lostByCamera: s.lostByCamera, sessionDrops: s.sessionDrops, delivered: s.delivered, pairsPerSecond: s.pairsPerSecond,
              rectification: s.rectifyTimes.summary, consumer: s.consumerTimes.summary, pressure: s.tracker.level,
              framesPerSecond: s.currentFramesPerSecond, pooled: s.pool.count, events: s.events)
         }
         let paired = synchronizer.statistics
         return StereoSessionStatistics(
-            synchronizer: paired, cameraDrops: s.cameraDrops, sessionDrops: s.sessionDrops, pairsDelivered: s.delivered,
+            synchronizer: paired, lostByCamera: s.lostByCamera, sessionDrops: s.sessionDrops, pairsDelivered: s.delivered,
             pairsInFlight: max(0, paired.pairs - s.delivered - s.sessionDrops.values.reduce(0, +)),
             pairsPerSecond: s.pairsPerSecond, rectification: s.rectification, consumer: s.consumer, pressure: s.pressure,
             framesPerSecond: s.framesPerSecond, pooledBuffers: s.pooled, events: s.events)

@@ -1,4 +1,6 @@
-/// Why a session dropped a pair after the synchronizer made it (both frames count).
+/// Why a session dropped a pair after the synchronizer made it (both frames count): the
+/// third stage of the frame account (see ``DropReason`` for the three). The raw value is
+/// the reason's stable snake_case name.
 public enum SessionDropReason: String, Hashable, Sendable, CaseIterable {
     /// The consumer was behind: the pair queue was full and the newest pair won.
     case consumerBehind = "consumer_behind"
@@ -8,27 +10,40 @@ public enum SessionDropReason: String, Hashable, Sendable, CaseIterable {
     case rectificationFailed = "rectification_failed"
     /// The session stopped before the consumer read the pair.
     case sessionStopped = "session_stopped"
-    /// Held back by the session's frame-rate cap (lowered under pressure, see
-    /// ``PressurePolicy/adaptsFrameRate``): not a loss.
-    case frameRateCap = "frame_rate_cap"
+    /// Held back by the session's own adaptive frame-rate cap (lowered under pressure, see
+    /// ``PressurePolicy/adaptsFrameRate``): not a loss. A device's fixed cap holds frames
+    /// back before they reach the session (``DropReason/frameRateCap``).
+    case adaptiveFrameRateCap = "adaptive_frame_rate_cap"
 }
 
-/// One account of a session: every frame that reached it ends in a delivered pair or a
-/// drop with a reason, and frames the cameras lost before they reached it are counted
-/// beside them.
+/// One account of a session, in two parts a user can check from outside.
+///
+/// **Lost by the camera** (``lostByCamera``, by ``DropReason``): frames that never reached
+/// the session, so they are not among its frames: sequence gaps, damaged buffers and
+/// undecodable JPEGs, time going backwards, a restart of the stream, simulated losses, and
+/// frames a device's fixed frame-rate cap held back (`frame_rate_cap`).
+///
+/// **Dropped** (``dropped(_:)``, by name): frames that reached the session and were not
+/// handed on in a pair, either because the synchronizer could not pair them
+/// (``FrameDropReason``) or because the session dropped the pair it made
+/// (``SessionDropReason``: the consumer behind, no free buffer, its own adaptive cap
+/// `adaptive_frame_rate_cap`, the end).
 ///
 /// For each side, once the session has stopped (``StereoSession/stop()``, or its end and
-/// the consumer has read every pair): `frames(side) == pairsDelivered + pairingDrops(side)
-/// + sessionDrops(side)`. While it runs, ``pairsInFlight`` pairs are on their way and
-/// frames waiting in the synchronizer for a partner are not decided yet.
+/// the consumer has read every pair), exactly:
+///
+///     frames(side) == pairsDelivered + Σ dropped(side)
+///
+/// (``accountsForEveryFrame(_:)``). While it runs, ``pairsInFlight`` pairs are on their
+/// way and frames waiting in the synchronizer for a partner are not decided yet. The three
+/// stages' reason names are distinct, so every name says which part it belongs to.
 public struct StereoSessionStatistics: Sendable {
     /// The synchronizer's account: frames in, pairs made, pairing drops by side and reason,
     /// skew and latency distributions, the clock estimate.
     public var synchronizer: SynchronizerStatistics
-    /// Frames each camera lost before they reached the session, by reason (sequence gaps,
-    /// corrupt buffers, time going backwards, simulated losses) and frames a frame-rate cap
-    /// held back (``DropReason/frameRateCap``).
-    public var cameraDrops: PerSide<[DropReason: Int]>
+    /// Frames each camera lost before they reached the session, by reason; not among
+    /// ``frames(_:)``.
+    public var lostByCamera: PerSide<[DropReason: Int]>
     /// Pairs the session dropped after the synchronizer made them, by reason (each counts
     /// one frame on each side).
     public var sessionDrops: [SessionDropReason: Int]
@@ -59,43 +74,36 @@ public struct StereoSessionStatistics: Sendable {
     public func pairingDrops(_ side: StereoSide) -> Int { synchronizer.drops(side) }
     /// Frames of `side` in pairs the session dropped (all reasons; equal on both sides).
     public func sessionDrops(_ side: StereoSide) -> Int { sessionDrops.values.reduce(0, +) }
-    /// Frames `side` lost before the session (all reasons).
-    public func cameraDrops(_ side: StereoSide) -> Int { cameraDrops[side].values.reduce(0, +) }
+    /// Frames of `side` that reached the session and were dropped (pairing and session
+    /// drops together).
+    public func droppedFrames(_ side: StereoSide) -> Int { pairingDrops(side) + sessionDrops(side) }
+    /// Frames `side`'s camera lost before the session (all reasons).
+    public func lostByCamera(_ side: StereoSide) -> Int { lostByCamera[side].values.reduce(0, +) }
 
     /// Every frame of `side` that reached the session is in a delivered pair, dropped with
     /// a reason, or in a pair in flight (exact once the session has stopped).
     public func accountsForEveryFrame(_ side: StereoSide) -> Bool {
-        frames(side) == pairsDelivered + pairingDrops(side) + sessionDrops(side) + pairsInFlight
+        frames(side) == pairsDelivered + droppedFrames(side) + pairsInFlight
     }
 
-    /// Every drop of `side` by a snake_case reason name: the cameras' (`sequence_gap`,
-    /// `corrupt_buffer`, `frame_rate_cap`, …), the synchronizer's (`superseded`,
-    /// `constituent_disabled`, …) and the session's (`consumer_behind`, …); zeros omitted.
-    public func drops(_ side: StereoSide) -> [String: Int] {
+    /// The frames of `side` that reached the session and were dropped, by snake_case reason
+    /// name: the synchronizer's (`superseded`, `constituent_disabled`, …) and the session's
+    /// (`consumer_behind`, `adaptive_frame_rate_cap`, …); zeros omitted.
+    public func dropped(_ side: StereoSide) -> [String: Int] {
         var all: [String: Int] = [:]
-        for (reason, count) in cameraDrops[side] where count > 0 { all[reason.snakeCaseName, default: 0] += count }
         for reason in FrameDropReason.allCases {
             let count = synchronizer.drops(side, reason: reason)
-            if count > 0 { all[reason.description, default: 0] += count }
+            if count > 0 { all[reason.rawValue, default: 0] += count }
         }
         for (reason, count) in sessionDrops where count > 0 { all[reason.rawValue, default: 0] += count }
         return all
     }
-}
 
-extension DropReason {
-    /// `corrupt_buffer`, `sequence_gap`, `timestamp_went_backwards`, `stream_restarted`, `simulated`,
-    /// `frame_rate_cap`, `corrupt_frame`, `no_decode_buffer`.
-    public var snakeCaseName: String {
-        switch self {
-        case .corruptBuffer: "corrupt_buffer"
-        case .sequenceGap: "sequence_gap"
-        case .timestampWentBackwards: "timestamp_went_backwards"
-        case .streamRestarted: "stream_restarted"
-        case .simulated: "simulated"
-        case .frameRateCap: "frame_rate_cap"
-        case .corruptFrame: "corrupt_frame"
-        case .noDecodeBuffer: "no_decode_buffer"
-        }
+    /// The frames `side`'s camera lost, by snake_case reason name (`sequence_gap`,
+    /// `corrupt_frame`, `frame_rate_cap`, …); zeros omitted.
+    public func lostByCameraByName(_ side: StereoSide) -> [String: Int] {
+        var all: [String: Int] = [:]
+        for (reason, count) in lostByCamera[side] where count > 0 { all[reason.rawValue, default: 0] += count }
+        return all
     }
 }

@@ -1,41 +1,46 @@
-/// Why a frame did not end up in a synchronized pair.
+/// Why a frame did not end up in a synchronized pair: the second stage of the frame
+/// account (see ``DropReason`` for the three).
 ///
 /// Every frame handed to a synchronizer ends in exactly one pair or exactly one drop
-/// with one of these reasons.
-public enum FrameDropReason: Int, Sendable, Hashable, CaseIterable, CustomStringConvertible {
+/// with one of these reasons. The raw value is the reason's stable snake_case name.
+public enum FrameDropReason: String, Sendable, Hashable, CaseIterable, CustomStringConvertible {
     /// No frame of the other camera can pair with it within the maximum skew (for the
     /// exact policy: no frame with an equal timestamp or sequence number; for the epsilon
     /// policy: none within epsilon).
-    case noMatchWithinSkew = 0
+    case noMatchWithinSkew = "no_match_within_skew"
     /// A frame of the same camera that is closer in time to the other camera's frame took
     /// its place (this frame was within the maximum skew of that frame, but farther).
-    case superseded = 1
+    case superseded = "superseded"
     /// A bounded queue was full: a side's pending-frame queue (the other camera is silent
     /// and nothing can be proven), or the output queue (the consumer reads pairs more
     /// slowly than they are made; the oldest pair gives way to the newest).
-    case queueOverflow = 2
+    case queueOverflow = "queue_overflow"
     /// The frame arrived, or was waiting, while one of the two cameras was disabled.
-    case constituentDisabled = 3
+    case constituentDisabled = "constituent_disabled"
     /// Time went backwards (or the stream was reset) on one camera: every waiting frame is
     /// flushed, because timestamps before and after a jump cannot be compared.
-    case discontinuity = 4
+    case discontinuity = "discontinuity"
     /// The capture layer reported the frame as damaged (for example V4L2's error flag).
-    case deviceError = 5
+    case deviceError = "device_error"
 
     /// Number of reasons (``allCases`` builds an array on every use; counters index with this).
     @usableFromInline static let caseCount = 6
 
-    /// A stable snake_case name, used in reports and JSON (`no_match_within_skew`, ...).
-    public var description: String {
+    /// The reason's position among ``allCases``, for counters kept in flat arrays
+    /// (``allCases`` builds an array on every use).
+    @inlinable var index: Int {
         switch self {
-        case .noMatchWithinSkew: "no_match_within_skew"
-        case .superseded: "superseded"
-        case .queueOverflow: "queue_overflow"
-        case .constituentDisabled: "constituent_disabled"
-        case .discontinuity: "discontinuity"
-        case .deviceError: "device_error"
+        case .noMatchWithinSkew: 0
+        case .superseded: 1
+        case .queueOverflow: 2
+        case .constituentDisabled: 3
+        case .discontinuity: 4
+        case .deviceError: 5
         }
     }
+
+    /// The snake_case name (the raw value).
+    public var description: String { rawValue }
 }
 
 /// A frame that was not paired, and why.

@@ -391,7 +391,7 @@ struct SynchronizerEngine {
     }
 
     private mutating func count(_ side: StereoSide, _ reason: FrameDropReason) {
-        dropCounts[side.rawValue * FrameDropReason.caseCount + reason.rawValue] += 1
+        dropCounts[side.rawValue * FrameDropReason.caseCount + reason.index] += 1
     }
 
     private mutating func flushWaiting(reason: FrameDropReason) {

@@ -10,7 +10,7 @@ public struct SynchronizerStatistics: Sendable, Hashable, CustomStringConvertibl
     public var framesLeft: Int
     /// Frames the right camera handed in.
     public var framesRight: Int
-    /// Drop counters, indexed `side.rawValue * 6 + reason.rawValue`; read with ``drops(_:reason:)``.
+    /// Drop counters, indexed `side.rawValue * 6 + reason.index`; read with ``drops(_:reason:)``.
     private var dropCounts: [Int]
     /// Times the streams were flushed because time went backwards or a sequence reset.
     public var discontinuities: Int
@@ -22,7 +22,7 @@ public struct SynchronizerStatistics: Sendable, Hashable, CustomStringConvertibl
     /// The clock offset and drift estimate, when estimation is on and a pair was matched.
     public var clock: ClockEstimate?
 
-    /// Creates statistics; `dropCounts` has 12 entries indexed `side.rawValue * 6 + reason.rawValue`.
+    /// Creates statistics; `dropCounts` has 12 entries indexed `side.rawValue * 6 + reason.index`.
     public init(
         pairs: Int, pairsReleasedOnDeadline: Int, framesLeft: Int, framesRight: Int, dropCounts: [Int],
         discontinuities: Int, skew: DurationSummary, latency: DurationSummary, clock: ClockEstimate?
@@ -42,7 +42,7 @@ public struct SynchronizerStatistics: Sendable, Hashable, CustomStringConvertibl
     /// Frames of `side` dropped with `reason`, or for any reason when `reason` is `nil`.
     public func drops(_ side: StereoSide, reason: FrameDropReason? = nil) -> Int {
         let base = side.rawValue * FrameDropReason.caseCount
-        if let reason { return dropCounts[base + reason.rawValue] }
+        if let reason { return dropCounts[base + reason.index] }
         return dropCounts[base..<(base + FrameDropReason.caseCount)].reduce(0, +)
     }
 
@@ -55,7 +55,7 @@ public struct SynchronizerStatistics: Sendable, Hashable, CustomStringConvertibl
     /// Adds `count` drops of `side` with `reason` (for drops decided outside the core, such as
     /// output overflow in ``OutputSynchronizer``).
     mutating func addDrops(_ side: StereoSide, _ reason: FrameDropReason, _ count: Int) {
-        dropCounts[side.rawValue * FrameDropReason.caseCount + reason.rawValue] += count
+        dropCounts[side.rawValue * FrameDropReason.caseCount + reason.index] += count
     }
 
     /// A multi-line report: frames, pairs, drops by reason and camera, skew, latency, clock.

@@ -13,7 +13,11 @@ struct StreamCommand: AsyncParsableCommand {
         discussion: """
             Prints a live status line to stderr (pairs per second, skew, drops, pressure) and a \
             summary at the end; with --json, one JSON object on stdout instead of the summary. \
-            Every frame is accounted for: a pair, or a drop with its reason (`dropped`). \
+            Every frame is accounted for. `lost_by_camera` counts frames a camera never \
+            delivered (sequence gaps, damaged or undecodable frames, a device's frame-rate cap); \
+            they are not among `left_frames`/`right_frames`. Every frame that arrived is in a \
+            pair or in `dropped` with its reason, so left_frames = pairs + the sum of \
+            dropped.left, and the same for the right. \
             `mismatched_pairs` counts pairs whose two frames were not exposed at the same moment; \
             the simulated and virtual sources know it, real cameras do not (null). Exits with \
             status 1 when a pair is wrong or the session ended before --frames pairs. `format` is \
@@ -200,8 +204,8 @@ struct StreamCommand: AsyncParsableCommand {
                      Double(pairs) / max(seconds, 1e-9), Double(skew.p50Nanoseconds) / 1e6, Double(skew.p99Nanoseconds) / 1e6))
         print("frames: left \(stats.frames(.left)), right \(stats.frames(.right)); pairs made \(stats.pairsMade), delivered \(stats.pairsDelivered)")
         for side in StereoSide.allCases {
-            let drops = stats.drops(side)
-            print("\(side) dropped: " + dropList(drops))
+            print("\(side) lost by the camera: " + dropList(stats.lostByCameraByName(side)))
+            print("\(side) dropped: " + dropList(stats.dropped(side)))
         }
         if stats.rectification.count > 0 { print("rectification: \(stats.rectification)") }
         if stats.consumer.count > 0 { print("consumer: \(stats.consumer)") }
@@ -212,8 +216,8 @@ struct StreamCommand: AsyncParsableCommand {
     /// The JSON report (see the discussion).
     static func report(_ stats: StereoSessionStatistics, pairs: Int, mismatched: Int?, format: CaptureFormat? = nil,
                        images: String? = nil) -> JSONValue {
-        func drops(_ side: StereoSide) -> JSONValue {
-            .object(JSONObject(stats.drops(side).sorted { $0.key < $1.key }.map { ($0.key, .number(Double($0.value))) }))
+        func counts(_ byName: [String: Int]) -> JSONValue {
+            .object(JSONObject(byName.sorted { $0.key < $1.key }.map { ($0.key, .number(Double($0.value))) }))
         }
         func ms(_ ns: Int64) -> JSONValue { jsonNumber(Double(ns) / 1e6) }
         var levels: [JSONValue] = []
@@ -238,7 +242,9 @@ struct StreamCommand: AsyncParsableCommand {
             ("pairs", .number(Double(pairs))),
             ("left_frames", .number(Double(stats.frames(.left)))),
             ("right_frames", .number(Double(stats.frames(.right)))),
-            ("dropped", .object(JSONObject([("left", drops(.left)), ("right", drops(.right))]))),
+            ("lost_by_camera", .object(JSONObject([("left", counts(stats.lostByCameraByName(.left))),
+                                                   ("right", counts(stats.lostByCameraByName(.right)))]))),
+            ("dropped", .object(JSONObject([("left", counts(stats.dropped(.left))), ("right", counts(stats.dropped(.right)))]))),
             ("skew_ns_p50", .number(Double(stats.synchronizer.skew.p50Nanoseconds))),
             ("skew_ns_p99", .number(Double(stats.synchronizer.skew.p99Nanoseconds))),
             ("rectify_ms_p50", stats.rectification.count > 0 ? ms(stats.rectification.p50Nanoseconds) : .null),
@@ -323,10 +329,10 @@ final class StatusLine: @unchecked Sendable {
                 ticks += 1
                 guard terminal || ticks % 8 == 0 else { continue }
                 let s = session.statistics
-                let drops = StereoSide.allCases.map { side in s.cameraDrops(side) + s.pairingDrops(side) + s.sessionDrops(side) }
-                let line = String(format: "%6d pairs  %5.1f/s  skew p50 %.2f ms  drops L %d R %d  pressure %@  %.1f fps",
+                let line = String(format: "%6d pairs  %5.1f/s  skew p50 %.2f ms  dropped L %d R %d  lost L %d R %d  pressure %@  %.1f fps",
                                   s.pairsDelivered, s.pairsPerSecond, Double(s.synchronizer.skew.p50Nanoseconds) / 1e6,
-                                  drops[0], drops[1], s.pressure.description, s.framesPerSecond ?? 0)
+                                  s.droppedFrames(.left), s.droppedFrames(.right), s.lostByCamera(.left), s.lostByCamera(.right),
+                                  s.pressure.description, s.framesPerSecond ?? 0)
                 FileHandle.standardError.write(Data((terminal ? "\r" + line : line + "\n").utf8))
             }
         }

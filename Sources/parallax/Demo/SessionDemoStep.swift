@@ -54,7 +54,9 @@ struct SessionDemoStep: DemoStep {
         print("   right camera: 3 ms offset, 40 ppm drift, ±0.5 ms jitter; 1 % drops on each side")
         print("   \(stats.pairsDelivered) pairs; frames left \(stats.frames(.left)), right \(stats.frames(.right)); "
               + "every frame a pair or a drop with a reason: \(stats.accountsForEveryFrame(.left) && stats.accountsForEveryFrame(.right))")
-        print("   dropped left: \(dropList(stats.drops(.left))); right: \(dropList(stats.drops(.right)))")
+        print("   lost by the cameras left: \(dropList(stats.lostByCameraByName(.left))); "
+              + "right: \(dropList(stats.lostByCameraByName(.right)))")
+        print("   dropped left: \(dropList(stats.dropped(.left))); right: \(dropList(stats.dropped(.right)))")
         print(String(format: "   skew p50 %.2f ms, max %.2f ms; rectification p50 %.2f ms, p99 %.2f ms per pair",
                      Double(skew.p50Nanoseconds) / 1e6, Double(skew.maxNanoseconds) / 1e6,
                      Double(stats.rectification.p50Nanoseconds) / 1e6, Double(stats.rectification.p99Nanoseconds) / 1e6))

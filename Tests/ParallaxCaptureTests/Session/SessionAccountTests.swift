@@ -68,7 +68,7 @@ struct SessionAccountTests {
         let stats = session.statistics
         #expect(read == [8, 9], "the consumer read \(read)")
         #expect(stats.sessionDrops[.consumerBehind, default: 0] == 8 && stats.pairsDelivered == 2)
-        for side in StereoSide.allCases { #expect(stats.accountsForEveryFrame(side), "\(side): \(stats.drops(side))") }
+        for side in StereoSide.allCases { #expect(stats.accountsForEveryFrame(side), "\(side): \(stats.dropped(side))") }
         var events = session.events.makeAsyncIterator()
         #expect(await events.next()?.kind == .started)
         #expect(stats.events.first?.kind == .started && stats.events.last?.name == "stopped")
@@ -102,7 +102,7 @@ struct SessionAccountTests {
         #expect(session.statistics.pairsDelivered == 8)
         session.stop()
         let stats = session.statistics
-        for side in StereoSide.allCases { #expect(stats.accountsForEveryFrame(side), "\(side): \(stats.drops(side))") }
+        for side in StereoSide.allCases { #expect(stats.accountsForEveryFrame(side), "\(side): \(stats.dropped(side))") }
         #expect(stats.pooledBuffers == 5)
     }
 
@@ -133,6 +133,6 @@ struct SessionAccountTests {
         #expect(delivered.withLock { $0 } == [0, 1, 2, 4, 5, 6])
         let errors = stats.events.compactMap { if case .deviceError(let message) = $0.kind { return message }; return nil }
         #expect(errors.count == 1 && errors.first?.contains("pair 3 could not be rectified") == true, "\(errors)")
-        for side in StereoSide.allCases { #expect(stats.accountsForEveryFrame(side), "\(side): \(stats.drops(side))") }
+        for side in StereoSide.allCases { #expect(stats.accountsForEveryFrame(side), "\(side): \(stats.dropped(side))") }
     }
 }

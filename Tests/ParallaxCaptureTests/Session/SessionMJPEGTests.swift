@@ -123,7 +123,7 @@ struct SessionMJPEGTests {
         }
         session.stop()
         let stats = session.statistics
-        let corrupt = StereoSide.allCases.map { stats.cameraDrops[$0][.corruptFrame, default: 0] }
+        let corrupt = StereoSide.allCases.map { stats.lostByCamera[$0][.corruptFrame, default: 0] }
         print("MJPEG with 5 % damaged: \(pairs) pairs, corrupt_frame left \(corrupt[0]), right \(corrupt[1]), wrong pairs \(wrong)")
         // 5 % of about 210 frames a side: the binomial's mean 10.5, σ 3.2; at least one each.
         #expect(corrupt.allSatisfy { $0 >= 1 } && wrong == 0 && pairs == 200)
@@ -159,7 +159,7 @@ extension SessionMJPEGTests {
         let held = fixture.frames(40)  // all alive until the test ends
         fixture.run(held, timeoutSeconds: 0.2)
         let stats = fixture.session.statistics
-        let dropped = StereoSide.allCases.map { stats.cameraDrops[$0][.noDecodeBuffer, default: 0] }
+        let dropped = StereoSide.allCases.map { stats.lostByCamera[$0][.noDecodeBuffer, default: 0] }
         print("held MJPEG frames: \(fixture.delivered) pairs, no_decode_buffer \(dropped)")
         #expect(fixture.delivered == 32 && dropped == [8, 8], "\(fixture.delivered) pairs, \(dropped)")
         fixture.session.stop()

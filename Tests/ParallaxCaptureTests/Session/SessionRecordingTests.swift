@@ -54,7 +54,7 @@ struct SessionRecordingTests {
             usleep(5_000)  // slower than the folders are read
         }
         let stats = playback.statistics
-        print("playback: \(played.count) pairs; drops left \(stats.drops(.left)), right \(stats.drops(.right)); "
+        print("playback: \(played.count) pairs; drops left \(stats.dropped(.left)), right \(stats.dropped(.right)); "
               + "events \(stats.events.map(\.description))")
         // The sequence ended by itself at the end of the recording, with every pair.
         #expect(played == (try Self.stamps(directory, 0)))
@@ -110,7 +110,7 @@ struct SessionRecordingTests {
         print("slow disk: \(summary.pairsWritten) pairs written, \(skipped) skipped by the writer (consumer_behind), "
               + "\(stats.pairsMade) made")
         #expect(skipped > 0)
-        for side in StereoSide.allCases { #expect(stats.accountsForEveryFrame(side), "\(side): \(stats.drops(side))") }
+        for side in StereoSide.allCases { #expect(stats.accountsForEveryFrame(side), "\(side): \(stats.dropped(side))") }
         #expect(stats.pairsInFlight == 0)
         // The files hold exactly the pairs written, both sides, and the CSV rows name them.
         for camera in 0...1 {

@@ -27,14 +27,14 @@ struct StereoSessionTests {
         session.stop()
         let stats = session.statistics
         print("session account: frames \(stats.frames(.left))/\(stats.frames(.right)), delivered \(stats.pairsDelivered), "
-              + "drops left \(stats.drops(.left)), right \(stats.drops(.right)), in flight \(stats.pairsInFlight)")
+              + "drops left \(stats.dropped(.left)), right \(stats.dropped(.right)), in flight \(stats.pairsInFlight)")
         #expect(sequences.count == 300)
         #expect(stats.pairsDelivered == 300)
         #expect(stats.pairsInFlight == 0)
         for side in StereoSide.allCases {
             #expect(stats.accountsForEveryFrame(side))
             #expect(stats.frames(side) == stats.pairsDelivered + stats.pairingDrops(side) + stats.sessionDrops(side))
-            #expect(stats.cameraDrops[side][.simulated, default: 0] > 0)
+            #expect(stats.lostByCamera[side][.simulated, default: 0] > 0)
         }
         // Waiting for the consumer loses nothing to it.
         #expect(stats.sessionDrops[.consumerBehind, default: 0] == 0)
@@ -43,7 +43,7 @@ struct StereoSessionTests {
         // A frame is left unpaired only when its partner was lost, or at the ends of the
         // streams (a camera that joins or stops a frame or two before the other).
         let unpaired = stats.synchronizer.drops(reason: .noMatchWithinSkew) + stats.synchronizer.drops(reason: .superseded)
-        #expect(unpaired <= stats.cameraDrops(.left) + stats.cameraDrops(.right) + 4)
+        #expect(unpaired <= stats.lostByCamera(.left) + stats.lostByCamera(.right) + 4)
     }
 
     /// The session rectifies each pair once, exactly as a rectifier given the same frames
@@ -262,7 +262,7 @@ struct StereoSessionTests {
         #expect(lowered && pressed && restored)
         #expect(rates.contains { $0 < 20 } && abs((rates.last ?? 0) - 30) < 0.01)
         for side in StereoSide.allCases { #expect(stats.accountsForEveryFrame(side) && stats.pairsInFlight == 0) }
-        #expect(stats.sessionDrops[.frameRateCap, default: 0] > 0)
+        #expect(stats.sessionDrops[.adaptiveFrameRateCap, default: 0] > 0)
     }
 
     /// One side switched off and on while streaming: pairs stop, the other side's frames

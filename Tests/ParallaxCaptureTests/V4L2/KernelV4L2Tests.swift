@@ -115,7 +115,7 @@ struct KernelV4L2Tests {
         // for it: that is the behaviour under test, not a length of time), then on again: pairs resume.
         try session.setEnabled(false, .right)
         let deadline = Date(timeIntervalSinceNow: 20)
-        while session.statistics.drops(.left)["constituent_disabled", default: 0] == 0 && Date() < deadline {
+        while session.statistics.dropped(.left)["constituent_disabled", default: 0] == 0 && Date() < deadline {
             try await Task.sleep(nanoseconds: 10_000_000)
         }
         try session.setEnabled(true, .right)
@@ -126,9 +126,9 @@ struct KernelV4L2Tests {
         session.stop()
         let stats = session.statistics
         print("kernel: session \(stats.pairsDelivered) pairs, frames \(stats.frames(.left))/\(stats.frames(.right)), "
-              + "drops \(stats.drops(.left))/\(stats.drops(.right))")
+              + "drops \(stats.dropped(.left))/\(stats.dropped(.right))")
         #expect(pairs == 40)
-        #expect(stats.drops(.left)["constituent_disabled", default: 0] > 0, "frames of the running side while the other was off")
+        #expect(stats.dropped(.left)["constituent_disabled", default: 0] > 0, "frames of the running side while the other was off")
         // Stopped, nothing is in flight, so the account is exact: every frame paired or dropped.
         #expect(stats.pairsInFlight == 0)
         for side in StereoSide.allCases {
@@ -217,14 +217,14 @@ extension KernelV4L2Tests {
         let gaps = zip(records, records.dropFirst()).filter { $1.sequence > $0.sequence + 1 }.count
         print("kernel: dropped buffers: \(records.count) frames, \(gaps) sequence gaps, events \(Set(events))")
         #expect(gaps > 0)
-        #expect(events.contains { $0.contains("sequenceGap") }, "\(events)")
+        #expect(events.contains { $0.contains("sequence_gap") }, "\(events)")
     }
 
     @Test("fault: a buffer vivid flags as an error (V4L2_BUF_FLAG_ERROR) is dropped as corruptBuffer and streaming goes on")
     func errorFlaggedBuffer() throws {
         let (records, events) = try Self.stream(frames: 15, pressing: "Inject V4L2_BUF_FLAG_ERROR")
         print("kernel: flagged buffer: \(records.count) frames, events \(events)")
-        #expect(events.contains { $0.contains("corruptBuffer") }, "\(events)")
+        #expect(events.contains { $0.contains("corrupt_buffer") }, "\(events)")
         #expect(records.count >= 15)
     }
 
@@ -312,7 +312,7 @@ extension KernelV4L2Tests {
         print("kernel: stall: events \(events.all), sequences \(sequences.first ?? 0)…\(sequences.last ?? 0) in \(sequences.count) frames")
         #expect(stalled != nil && resumed != nil)
         // vivid counts the frames it dropped: they arrive as a gap, so every frame is accounted for.
-        #expect(events.all.contains { $0.contains("sequenceGap") }, "\(events.all)")
+        #expect(events.all.contains { $0.contains("sequence_gap") }, "\(events.all)")
         #expect(zip(sequences, sequences.dropFirst()).allSatisfy { $1 > $0 })
     }
 
