@@ -6,10 +6,10 @@ extension StereoSession {
     /// Where the session is in its life.
     enum Phase: Sendable { case idle, running, ending, stopped }
 
-    /// What one side is doing.
+    /// Whether one side's camera is there. Whether it is switched on is the device's to say
+    /// (``StereoDevice/enabledSides``), not stored here.
     enum SideState: Sendable, Equatable {
-        case running
-        case disabled
+        case present
         /// Unplugged at this monotonic time; looked for since.
         case disconnected(since: Int64, lastAttempt: Int64)
         /// Its stream ended (the end of a recording).
@@ -50,7 +50,7 @@ extension StereoSession {
         var handler: PairHandler?
         var worker: CaptureThread?
         var startedAt: Int64 = 0
-        var sides = PerSide(repeating: SideState.running)
+        var sides = PerSide(repeating: SideState.present)
 
         /// Pairs waiting for the session thread: two for live cameras (newest wins), more
         /// for sources that wait (their cameras are held back before this fills).
@@ -117,15 +117,18 @@ extension StereoSession {
 
         var currentFramesPerSecond: Double { min(cameraFramesPerSecond, capFramesPerSecond ?? cameraFramesPerSecond) }
 
-        func isActive(_ side: StereoSide) -> Bool { sides[side] == .running }
+        /// Whether `side` delivers frames: its camera is there and switched on (`enabled`, the
+        /// device's ``StereoDevice/enabledSides``, read before the lock).
+        func isActive(_ side: StereoSide, enabled: PerSide<Bool>) -> Bool { sides[side] == .present && enabled[side] }
     }
 
     // MARK: Camera threads
 
-    /// One output of the device, on a camera's thread.
+    /// One output of the device, on a camera's thread (or the session thread, for a
+    /// reconnection): the session's own bookkeeping, then the one route into the
+    /// synchronizer (``OutputSynchronizer/push(_:)``), then the event.
     func receive(_ output: StereoOutput) {
-        switch output {
-        case .frame(let frame, let side):
+        if case .frame(_, let side) = output {
             if case .waitForConsumer = backPressure { waitForRoom(side) }
             let now = monotonicNanoseconds()
             state.withLock { s in
@@ -133,41 +136,46 @@ extension StereoSession {
                 s.lastPush[side] = now
                 s.window.framesArrived += 1
             }
-            synchronizer.push(frame, from: side)
+            synchronizer.push(output)
+            return
+        }
+        var event: (kind: SessionEvent.Kind, side: StereoSide)?
+        var endReason: String?
+        switch output {
+        case .frame: return
         case .event(.dropped(let count, let reason), let side):
             state.withLock { s in
                 s.lostByCamera[side][reason, default: 0] += count
                 if reason != .frameRateCap { s.window.cameraLosses += count }
             }
-        case .event(.stalled, let side): emit(.stalled, side: side)
-        case .event(.resumed, let side): emit(.resumed, side: side)
-        case .event(.recoverableError(let error), let side): emit(.deviceError("\(error)"), side: side)
+        case .event(.stalled, let side): event = (.stalled, side)
+        case .event(.resumed, let side): event = (.resumed, side)
+        case .event(.recoverableError(let error), let side): event = (.deviceError("\(error)"), side)
         case .event(.disconnected, let side):
-            let reconnectable = options.reconnects && device.constituents[side] is any ReconnectableCaptureDevice
             let now = monotonicNanoseconds()
             state.withLock { $0.sides[side] = .disconnected(since: now, lastAttempt: now) }
-            synchronizer.setEnabled(false, for: side)
-            emit(.disconnected, side: side)
-            if !reconnectable { requestEnd("the \(side) camera (\(device.identities[side].name)) disconnected") }
-            wake()
+            event = (.disconnected, side)
+            if !(options.reconnects && device.constituents[side] is any ReconnectableCaptureDevice) {
+                endReason = "the \(side) camera (\(device.identities[side].name)) disconnected"
+            }
         case .event(.stopped, let side):
+            let enabled = device.enabledSides
             let bothEnded = state.withLock { s -> Bool in
                 guard s.phase == .running else { return false }
                 s.sides[side] = .ended
-                return s.sides[side.opposite] != .running
+                return !s.isActive(side.opposite, enabled: enabled)
             }
-            if bothEnded { requestEnd("end of stream") }
-            wake()
-        case .disabled(let side):
-            state.withLock { $0.sides[side] = .disabled }
-            synchronizer.setEnabled(false, for: side)
-            emit(.disabled, side: side)
-            wake()
-        case .enabled(let side):
-            state.withLock { $0.sides[side] = .running }
-            synchronizer.setEnabled(true, for: side)
-            emit(.enabled, side: side)
+            if bothEnded { endReason = "end of stream" }
+        case .disabled(let side): event = (.disabled, side)
+        case .enabled(let side): event = (.enabled, side)
+        case .reconnected(let side, _):
+            state.withLock { $0.sides[side] = .present }
+            event = (.reconnected, side)
         }
+        synchronizer.push(output)
+        if let event { emit(event.kind, side: event.side) }
+        if let endReason { requestEnd(endReason) }
+        wake()
     }
 
     /// How long a side of a source that can wait (a recording, the simulated rig) may push
@@ -188,11 +196,12 @@ extension StereoSession {
         defer { signal.unlock() }
         while true {
             let now = monotonicNanoseconds()
+            let enabled = device.enabledSides
             let (full, ahead) = state.withLock { s -> (Bool, Bool) in
                 // A side being switched off or gone never waits: its camera is being stopped
                 // (maybe from the session's own thread, which this wait would hold up).
-                guard s.phase == .running, s.sides[side] == .running else { return (false, false) }
-                let otherProgresses = s.isActive(side.opposite)
+                guard s.phase == .running, s.isActive(side, enabled: enabled) else { return (false, false) }
+                let otherProgresses = s.isActive(side.opposite, enabled: enabled)
                     && now - s.lastPush[side.opposite] < Self.waitableSourceStallNanoseconds
                 let full = s.incoming.count + pairQueue.count >= 2
                 // Held here for the consumer, this side is alive, not stalled: the other side
@@ -586,7 +595,9 @@ extension StereoSession {
 
     // MARK: Hot-plug
 
-    /// Tries to bring back every vanished side whose retry is due.
+    /// Tries to bring back every vanished side whose retry is due. A camera that comes
+    /// back announces itself through the device (``StereoOutput/reconnected(_:isEnabled:)``,
+    /// see ``receive(_:)``), before its first frame.
     private func reconnectIfDue(now: Int64) {
         let interval = Int64(options.reconnectIntervalSeconds * 1e9)
         for side in StereoSide.allCases {
@@ -595,17 +606,6 @@ extension StereoSession {
             state.withLock { $0.sides[side] = .disconnected(since: since, lastAttempt: now) }
             do {
                 try device.reconnect(side)
-                // Back, unless it vanished again on its new thread meanwhile (then its new
-                // disconnection stands and is retried like the first).
-                let enabled = device.enabledSides[side]
-                let back = state.withLock { s -> Bool in
-                    guard case .disconnected(let current, _) = s.sides[side], current == since else { return false }
-                    s.sides[side] = enabled ? .running : .disabled
-                    return true
-                }
-                guard back else { continue }
-                synchronizer.setEnabled(enabled, for: side)
-                emit(.reconnected, side: side)
             } catch {
                 if let timeout = options.reconnectTimeoutSeconds, Double(now - since) / 1e9 >= timeout {
                     requestEnd("the \(side) camera (\(device.identities[side].name)) did not come back within "

@@ -145,8 +145,6 @@ public final class StereoSession: Sendable {
         let delivered = min(1e9 / Double(max(1, interval)), device.configuration?.maximumFramesPerSecond ?? .infinity)
         var initial = State(policy: options.pressure, poolLimit: backPressure.queuedPairs + 3,
                             incomingCapacity: waits ? 64 : 2, cameraFramesPerSecond: delivered)
-        initial.sides = PerSide(repeating: device.enabledSides.left ? .running : .disabled)
-        initial.sides.right = device.enabledSides.right ? .running : .disabled
         state = Locked(initial)
         let box = WeakSession()
         synchronizer = OutputSynchronizer(configuration: settings, pairHandler: { pair in

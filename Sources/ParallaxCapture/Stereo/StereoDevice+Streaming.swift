@@ -148,7 +148,8 @@ extension StereoDevice {
 
     /// Brings a constituent back after it disconnected: opens it again (it must be the same
     /// camera, see ``ReconnectableCaptureDevice``), sets the active format, and, while the
-    /// device streams and the side is switched on, starts it into the same handler.
+    /// device streams, hands ``StereoOutput/reconnected(_:isEnabled:)`` to the handler and,
+    /// when the side is switched on, starts it into the same handler.
     ///
     /// - Throws: ``StereoDeviceError/capture(_:side:)`` while the camera is still absent or
     ///   when another camera answers; ``StereoDeviceError/driversDisagree(requested:left:right:)``
@@ -167,9 +168,13 @@ extension StereoDevice {
                 throw .driversDisagree(requested: format, left: side == .left ? set : format, right: side == .right ? set : format)
             }
         }
-        guard streaming, enabled else { return }
+        guard streaming, let handler = state.withLock({ $0.handler }) else { return }
+        handler.call(.reconnected(side, isEnabled: enabled))
+        guard enabled else { return }
         state.withLock { $0.restartCap(side) }
         do { try startConstituent(side) } catch {
+            // Back, but it cannot stream: to the handler it is gone again.
+            handler.call(.event(.disconnected, side))
             throw failure(error, side: side, format: active?[side],
                           estimate: active.map { cost(streaming: $0[side], enabled: PerSide(repeating: true)) })
         }

@@ -10,18 +10,28 @@ public enum StereoOutput: Sendable {
     case disabled(StereoSide)
     /// The side was switched on again.
     case enabled(StereoSide)
+    /// The side's camera came back after ``CaptureEvent/disconnected``
+    /// (``StereoDevice/reconnect(_:)``), before its first frame; `isEnabled` false when it
+    /// was switched off meanwhile (it then stays off until ``enabled(_:)``).
+    case reconnected(StereoSide, isEnabled: Bool)
 }
 
 extension OutputSynchronizer where Payload == Frame {
-    /// Feeds one output of a ``StereoDevice``: frames are pushed, a side switched off or on
-    /// is disabled or enabled, a damaged-buffer drop is counted, and a disconnect flushes
-    /// what was waiting as `device_error`.
+    /// Feeds one output of a ``StereoDevice``: the one route from a device to a
+    /// synchronizer, which a ``StereoSession`` takes too.
+    ///
+    /// Frames are pushed. A side switched off, or unplugged, is disabled: what was waiting,
+    /// and the other side's frames until it is back, are dropped as `constituent_disabled`
+    /// or `disconnected`. A side switched on, or plugged back, is enabled. Other events
+    /// (the cameras' own losses, stalls, errors) are not frames of the account.
     public func push(_ output: StereoOutput) {
         switch output {
         case .frame(let frame, let side): push(frame, from: side)
-        case .disabled(let side): setEnabled(false, for: side)
+        case .disabled(let side): setEnabled(false, for: side, dropping: .constituentDisabled)
         case .enabled(let side): setEnabled(true, for: side)
-        case .event(.disconnected, _): flush(reason: .deviceError)
+        case .event(.disconnected, let side): setEnabled(false, for: side, dropping: .disconnected)
+        case .reconnected(let side, let isEnabled):
+            setEnabled(isEnabled, for: side, dropping: .constituentDisabled)
         case .event: break
         }
     }

@@ -22,9 +22,12 @@ public enum FrameDropReason: String, Sendable, Hashable, CaseIterable, CustomStr
     case discontinuity = "discontinuity"
     /// The capture layer reported the frame as damaged (for example V4L2's error flag).
     case deviceError = "device_error"
+    /// The frame was waiting, or arrived, while one of the two cameras was disconnected
+    /// (unplugged), until it came back.
+    case disconnected = "disconnected"
 
     /// Number of reasons (``allCases`` builds an array on every use; counters index with this).
-    @usableFromInline static let caseCount = 6
+    @usableFromInline static let caseCount = 7
 
     /// The reason's position among ``allCases``, for counters kept in flat arrays
     /// (``allCases`` builds an array on every use).
@@ -36,6 +39,7 @@ public enum FrameDropReason: String, Sendable, Hashable, CaseIterable, CustomStr
         case .constituentDisabled: 3
         case .discontinuity: 4
         case .deviceError: 5
+        case .disconnected: 6
         }
     }
 

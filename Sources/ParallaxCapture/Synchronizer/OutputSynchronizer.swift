@@ -117,9 +117,9 @@ public final class OutputSynchronizer<Payload: Sendable>: Sendable {
         } afterFinish: { _, _ in }
     }
 
-    /// Enables or disables one camera (see ``SynchronizerCore/setEnabled(_:for:emit:)``).
-    public func setEnabled(_ isEnabled: Bool, for side: StereoSide) {
-        perform { core, _, emit in core.setEnabled(isEnabled, for: side, emit: emit) } afterFinish: { _, _ in }
+    /// Enables or disables one camera (see ``SynchronizerCore/setEnabled(_:for:dropping:emit:)``).
+    public func setEnabled(_ isEnabled: Bool, for side: StereoSide, dropping reason: FrameDropReason = .constituentDisabled) {
+        perform { core, _, emit in core.setEnabled(isEnabled, for: side, dropping: reason, emit: emit) } afterFinish: { _, _ in }
     }
 
     /// Drops every waiting frame with `reason`, for example ``FrameDropReason/deviceError``

@@ -68,7 +68,7 @@ public final class SynchronizerCore<Payload> {
     /// Frames waiting for a partner on `side`.
     public func waitingFrameCount(_ side: StereoSide) -> Int { state.engine.waitingFrameCount(side) }
 
-    /// Whether `side` is enabled (see ``setEnabled(_:for:emit:)``).
+    /// Whether `side` is enabled (see ``setEnabled(_:for:dropping:emit:)``).
     public func isEnabled(_ side: StereoSide) -> Bool { state.engine.isEnabled(side) }
 
     // MARK: Input
@@ -125,13 +125,16 @@ public final class SynchronizerCore<Payload> {
         deliver(emit)
     }
 
-    /// Enables or disables one camera. While either camera is disabled no pair can be made:
-    /// disabling drops every waiting frame, and frames pushed meanwhile, with
-    /// ``FrameDropReason/constituentDisabled``. Enabling again starts afresh (the spacing
-    /// bound forgets the old frames; the clock estimate is kept).
+    /// Enables or disables one camera. While either camera is off no pair can be made:
+    /// disabling drops every waiting frame, and frames pushed meanwhile, with `reason`
+    /// (``FrameDropReason/constituentDisabled`` for a camera switched off,
+    /// ``FrameDropReason/disconnected`` for one unplugged; disabling a camera already off
+    /// only changes the reason). Enabling again starts afresh (the spacing bound forgets the
+    /// old frames; the clock estimate is kept).
     @inlinable
-    public func setEnabled(_ isEnabled: Bool, for side: StereoSide, emit: Emit) {
-        state.engine.setEnabled(isEnabled, for: side)
+    public func setEnabled(_ isEnabled: Bool, for side: StereoSide, dropping reason: FrameDropReason = .constituentDisabled,
+                           emit: Emit) {
+        state.engine.setEnabled(isEnabled, for: side, dropping: reason)
         deliver(emit)
     }
 
@@ -213,7 +216,9 @@ struct CoreState<Payload> {
     }
 
     @inlinable
-    mutating func setEnabled(_ isEnabled: Bool, for side: StereoSide) { engine.setEnabled(isEnabled, for: side) }
+    mutating func setEnabled(_ isEnabled: Bool, for side: StereoSide, dropping reason: FrameDropReason) {
+        engine.setEnabled(isEnabled, for: side, dropping: reason)
+    }
     @inlinable
     mutating func advance(to now: Int64) { engine.advance(to: now) }
     @inlinable

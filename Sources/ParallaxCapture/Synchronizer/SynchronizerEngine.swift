@@ -47,7 +47,8 @@ struct SynchronizerEngine {
     /// Latest mid-exposure timestamp per side, to detect time going backwards.
     private var lastMidExposure = PerSide<Int64?>(repeating: nil)
     private var lastSequence = PerSide<UInt64?>(repeating: nil)
-    private var enabled = PerSide(repeating: true)
+    /// Why each side is off (switched off, or disconnected), or `nil` while it is on.
+    private var off = PerSide<FrameDropReason?>(repeating: nil)
     private let spacing: Int64
     private let estimatesClock: Bool
     private let appliesClock: Bool
@@ -80,7 +81,7 @@ struct SynchronizerEngine {
     }
 
     @usableFromInline func waitingFrameCount(_ side: StereoSide) -> Int { side == .left ? leftQueue.count : rightQueue.count }
-    @usableFromInline func isEnabled(_ side: StereoSide) -> Bool { enabled[side] }
+    @usableFromInline func isEnabled(_ side: StereoSide) -> Bool { off[side] == nil }
 
     // MARK: Input
 
@@ -94,9 +95,11 @@ struct SynchronizerEngine {
         var frame = EngineFrame(
             timestamp: timestamp, midExposure: mid, pairing: mid, sequence: sequence, exposure: exposure, arrival: now,
             slot: slot)
-        guard enabled.left && enabled.right else {
-            events.append(.drop(side: side, frame: frame, reason: .constituentDisabled))
-            count(side, .constituentDisabled)
+        // While either side is off nothing can pair; the frame is dropped for why its partner
+        // is missing.
+        if let reason = off[side.opposite] ?? off[side] {
+            events.append(.drop(side: side, frame: frame, reason: reason))
+            count(side, reason)
             return
         }
         var sequenceWentBack = false
@@ -183,10 +186,20 @@ struct SynchronizerEngine {
     }
 
     @usableFromInline
-    mutating func setEnabled(_ isEnabled: Bool, for side: StereoSide) {
-        guard enabled[side] != isEnabled else { return }
-        enabled[side] = isEnabled
-        if !isEnabled { flushWaiting(reason: .constituentDisabled) }
+    mutating func setEnabled(_ isEnabled: Bool, for side: StereoSide, dropping reason: FrameDropReason) {
+        guard isEnabled else {
+            // Already off: only the reason changes (a camera switched off while unplugged).
+            if off[side] != nil {
+                off[side] = reason
+                return
+            }
+            off[side] = reason
+            flushWaiting(reason: reason)
+            forgetHistory()
+            return
+        }
+        guard off[side] != nil else { return }
+        off[side] = nil
         forgetHistory()
     }
 

@@ -10,7 +10,7 @@ public struct SynchronizerStatistics: Sendable, Hashable, CustomStringConvertibl
     public var framesLeft: Int
     /// Frames the right camera handed in.
     public var framesRight: Int
-    /// Drop counters, indexed `side.rawValue * 6 + reason.index`; read with ``drops(_:reason:)``.
+    /// Drop counters, indexed `side.rawValue * caseCount + reason.index`; read with ``drops(_:reason:)``.
     private var dropCounts: [Int]
     /// Times the streams were flushed because time went backwards or a sequence reset.
     public var discontinuities: Int
@@ -22,7 +22,7 @@ public struct SynchronizerStatistics: Sendable, Hashable, CustomStringConvertibl
     /// The clock offset and drift estimate, when estimation is on and a pair was matched.
     public var clock: ClockEstimate?
 
-    /// Creates statistics; `dropCounts` has 12 entries indexed `side.rawValue * 6 + reason.index`.
+    /// Creates statistics; `dropCounts` has `2 × FrameDropReason.caseCount` entries indexed `side.rawValue * caseCount + reason.index`.
     public init(
         pairs: Int, pairsReleasedOnDeadline: Int, framesLeft: Int, framesRight: Int, dropCounts: [Int],
         discontinuities: Int, skew: DurationSummary, latency: DurationSummary, clock: ClockEstimate?

@@ -301,8 +301,8 @@ struct StereoSessionTests {
         driver.unplug("/dev/video2")
         #expect(eventually { session.statistics.events.contains { $0.name == "disconnected" } })
         let during = log.count
-        // Left frames keep coming and are dropped as constituent_disabled, unpaired.
-        let disabledDrops = { session.statistics.synchronizer.drops(.left, reason: .constituentDisabled) }
+        // Left frames keep coming and are dropped as disconnected (their partner is gone), unpaired.
+        let disabledDrops = { session.statistics.synchronizer.drops(.left, reason: .disconnected) }
         let dropsAtUnplug = disabledDrops()
         #expect(eventually { disabledDrops() >= dropsAtUnplug + 5 })
         #expect(log.count <= during + 1)
@@ -316,7 +316,7 @@ struct StereoSessionTests {
         #expect(events.map(\.side) == [.right, .right])
         #expect(events.allSatisfy { $0.stableID == device.identities.right.stableID })
         #expect(log.stableIDs.last?.right == device.identities.right.stableID)
-        #expect(stats.synchronizer.drops(.left, reason: .constituentDisabled) > 0)
+        #expect(stats.synchronizer.drops(.left, reason: .disconnected) > 0)
         for side in StereoSide.allCases { #expect(stats.accountsForEveryFrame(side) && stats.pairsInFlight == 0) }
     }
 

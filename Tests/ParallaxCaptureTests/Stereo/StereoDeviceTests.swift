@@ -62,6 +62,7 @@ struct StereoDeviceTests {
                 case .event(let event, let side): events.append((event, side))
                 case .disabled(let side): markers.append("disabled \(side)")
                 case .enabled(let side): markers.append("enabled \(side)")
+                case .reconnected(let side, let isEnabled): markers.append("reconnected \(side)\(isEnabled ? "" : " (off)")")
                 }
             }
         }
