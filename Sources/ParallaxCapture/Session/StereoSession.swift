@@ -53,6 +53,125 @@ public final class StereoSession: Sendable {
     /// Thermal zones and CPU frequency limits, where the pressure policy says to read them.
     var machine: MachineState { MachineState(sysRoot: options.pressure.machineStateRoot) }
 
+    /// Where the session is in its life.
+    enum Phase: Sendable { case idle, running, ending, stopped }
+
+    /// Whether one side's camera is there. Whether it is switched on is the device's to say
+    /// (``StereoDevice/enabledSides``), not stored here.
+    enum SideState: Sendable, Equatable {
+        case present
+        /// Unplugged at this monotonic time; looked for since.
+        case disconnected(since: Int64, lastAttempt: Int64)
+        /// Its stream ended (the end of a recording).
+        case ended
+    }
+
+    /// The consumer's callback.
+    final class PairHandler: Sendable {
+        let call: @Sendable (StereoPair) -> Void
+        init(_ call: @escaping @Sendable (StereoPair) -> Void) { self.call = call }
+    }
+
+    /// A pair from the synchronizer on its way to the session thread.
+    struct Incoming: Sendable {
+        var pair: SynchronizedPair<Frame>
+        var number: Int
+    }
+
+    /// Counters of one pressure window.
+    struct Window: Sendable {
+        var pairsProcessed = 0
+        var rectifyNanoseconds: Int64 = 0
+        var consumerPairs = 0
+        var consumerNanoseconds: Int64 = 0
+        var delivered = 0
+        var framesArrived = 0
+        var cameraLosses = 0
+        var sessionLosses = 0
+    }
+
+    /// Everything the session's threads share, under one lock.
+    struct State {
+        var phase = Phase.idle
+        var endReason: String?
+        var discardOnEnd = false
+        /// The pair callback, held by reference (reading a closure out of the lock would
+        /// re-wrap it, one allocation per pair).
+        var handler: PairHandler?
+        var worker: CaptureThread?
+        var startedAt: Int64 = 0
+        var sides = PerSide(repeating: SideState.present)
+
+        /// Pairs waiting for the session thread: two for live cameras (newest wins), more
+        /// for sources that wait (their cameras are held back before this fills).
+        var incoming: Ring<Incoming>
+        var pairsMade = 0
+        var pushed = PerSide(repeating: 0)
+        /// When each side last pushed a frame (monotonic nanoseconds), or was last held in ``waitForRoom(_:)`` for the consumer.
+        var lastPush = PerSide<Int64>(repeating: 0)
+        var decided = PerSide(repeating: 0)
+        var lostByCamera = PerSide<[DropReason: Int]>(repeating: [:])
+        var sessionDrops: [SessionDropReason: Int] = [:]
+        var delivered = 0
+        var pool: PairStoragePool
+        var rectifyTimes = DurationHistogram()
+        var consumerTimes = DurationHistogram()
+        /// When the consumer of ``pairs`` got its last pair (to time how long it took).
+        var handedOverAt: Int64?
+
+        var window = Window()
+        var windowStart: Int64 = 0
+        /// Frames arrived and lost in the last windows (for the loss rate's longer view).
+        var lossHistory: [(arrived: Int, lost: Int)] = []
+        var pairsPerSecond = 0.0
+        var tracker: PressureTracker
+        var nominalSince: Int64?
+        var lastRateChange: Int64 = 0
+        /// The rate frames reach the session (the cameras', or a device's fixed cap below it),
+        /// and the session's own cap on pairs per second (`nil`: none).
+        let cameraFramesPerSecond: Double
+        var capFramesPerSecond: Double? {
+            didSet {
+                guard let rate = capFramesPerSecond else {
+                    cap = nil
+                    return
+                }
+                let interval = Int64(1e9 / rate)
+                if cap == nil {
+                    cap = FrameRateCap(intervalNanoseconds: interval, cameraIntervalNanoseconds: Int64(1e9 / cameraFramesPerSecond))
+                } else {
+                    cap?.intervalNanoseconds = interval
+                }
+            }
+        }
+        /// The grid of ``capFramesPerSecond``, kept across rate changes.
+        var cap: FrameRateCap?
+
+        var events: [SessionEvent] = []
+        var stills: [StillRequest] = []
+
+        init(policy: PressurePolicy, poolLimit: Int, incomingCapacity: Int, cameraFramesPerSecond: Double) {
+            incoming = Ring(capacity: max(1, incomingCapacity))
+            tracker = PressureTracker(policy: policy)
+            lossHistory.reserveCapacity(policy.lossHorizonWindows + 1)
+            pool = PairStoragePool(limit: poolLimit)
+            self.cameraFramesPerSecond = cameraFramesPerSecond
+        }
+
+        /// Counts a dropped pair; its two frames are losses in the pressure window unless the
+        /// session meant to drop it (its own frame-rate cap, or the end).
+        mutating func countDrop(_ reason: SessionDropReason) {
+            sessionDrops[reason, default: 0] += 1
+            if reason != .adaptiveFrameRateCap && reason != .sessionStopped { window.sessionLosses += 2 }
+        }
+
+        var currentFramesPerSecond: Double { min(cameraFramesPerSecond, capFramesPerSecond ?? cameraFramesPerSecond) }
+
+        /// Whether `side` delivers frames: its camera is there and switched on (`enabled`, the
+        /// device's ``StereoDevice/enabledSides``, read before the lock).
+        func isActive(_ side: StereoSide, enabled: PerSide<Bool>) -> Bool { sides[side] == .present && enabled[side] }
+    }
+
     /// Creates a session over a device. A device that is not configured yet is configured
     /// with its ``StereoDevice/preferredFormat()``.
     ///
@@ -143,9 +262,8 @@ public final class StereoSession: Sendable {
         // The rate frames reach the session: the cameras', or a device's cap below it (its
         // adaptive cap starts from there).
         let delivered = min(1e9 / Double(max(1, interval)), device.configuration?.maximumFramesPerSecond ?? .infinity)
-        var initial = State(policy: options.pressure, poolLimit: backPressure.queuedPairs + 3,
-                            incomingCapacity: waits ? 64 : 2, cameraFramesPerSecond: delivered)
-        state = Locked(initial)
+        state = Locked(State(policy: options.pressure, poolLimit: backPressure.queuedPairs + 3,
+                             incomingCapacity: waits ? 64 : 2, cameraFramesPerSecond: delivered))
         let box = WeakSession()
         synchronizer = OutputSynchronizer(configuration: settings, pairHandler: { pair in
             box.session?.received(pair)

@@ -1,0 +1,198 @@
+import Foundation
+import ParallaxGeometry
+import ParallaxImage
+
+// The session thread: takes pairs, holds the adaptive frame-rate cap, rectifies and
+// delivers them to the callback or the `pairs` queue.
+
+extension StereoSession {
+    // MARK: Session thread
+
+    /// The session thread: takes pairs, rectifies and delivers them, ticks the
+    /// synchronizer's deadline, measures pressure and looks for vanished cameras. It holds
+    /// the session only for one step at a time, so a session nobody holds goes away.
+    static func run(_ session: WeakSession, thread: CaptureThread) {
+        while let current = session.session, current.step(thread) {}
+    }
+
+    /// One step of the session thread; false once the session has finished.
+    func step(_ thread: CaptureThread) -> Bool {
+        if state.withLock({ $0.phase != .running }) || thread.shouldStop {
+            finishSession(thread)
+            return false
+        }
+        if let next = takeIncoming() {
+            process(next, thread: thread, ending: false)
+        } else {
+            let tick = min(0.02, max(0.002, 0.5 / state.withLock { $0.currentFramesPerSecond }))
+            signal.lock()
+            if state.withLock({ $0.incoming.isEmpty && $0.phase == .running }) {
+                _ = signal.wait(until: Date(timeIntervalSinceNow: tick))
+            }
+            signal.unlock()
+            synchronizer.releaseExpired()
+        }
+        let now = monotonicNanoseconds()
+        evaluatePressureIfDue(now: now)
+        reconnectIfDue(now: now)
+        return true
+    }
+
+    func takeIncoming() -> Incoming? {
+        let next = state.withLock { $0.incoming.popFirst() }
+        if next != nil { wake() }
+        return next
+    }
+
+    /// Counts a pair the session dropped (see ``State/countDrop(_:)``).
+    func drop(_ reason: SessionDropReason) {
+        state.withLock { $0.countDrop(reason) }
+    }
+
+    /// Rectifies and delivers one pair on the session thread.
+    func process(_ incoming: Incoming, thread: CaptureThread, ending: Bool) {
+        let pair = incoming.pair
+        let started = monotonicNanoseconds()
+        guard passesFrameRateCap(pair.left.timestampNanoseconds) else {
+            drop(.adaptiveFrameRateCap)
+            return
+        }
+        var storage: PairStorage?
+        var rectifyNanoseconds: Int64 = 0
+        var rectification: StereoRectification?
+        if let rectifier, let leftImage = pair.left.payload.image, let rightImage = pair.right.payload.image {
+            // The frames' own layout: for MJPEG, what the JPEGs decoded to.
+            storage = takeStorage(format: leftImage.format, size: rectifier.outputSize, ending: ending)
+            guard let storage else {
+                drop(.noFreeBuffer)
+                return
+            }
+            do {
+                rectification = try rectifier.rectify(left: leftImage, right: rightImage,
+                                                      into: storage.mutableView(.left), storage.mutableView(.right))
+            } catch {
+                drop(.rectificationFailed)
+                emit(.deviceError("pair \(incoming.number) could not be rectified: \(error)"))
+                return
+            }
+            rectifyNanoseconds = monotonicNanoseconds() - started
+        } else if rectifier != nil {
+            drop(.rectificationFailed)
+            emit(.deviceError("pair \(incoming.number) has no pixels to rectify (\(format.fourCC))"))
+            return
+        }
+        let keepFrames = storage == nil || options.keepsRawFrames
+        func side(_ frame: SynchronizedFrame<Frame>, _ s: StereoSide) -> StereoPairSide {
+            StereoPairSide(timestampNanoseconds: frame.payload.timestampNanoseconds, sequence: frame.payload.sequence,
+                           exposureNanoseconds: frame.payload.exposureNanoseconds, source: frame.payload.source,
+                           camera: models?[s] ?? frame.payload.camera,
+                           image: storage.map { $0.view(s) } ?? frame.payload.image,
+                           frame: keepFrames ? frame.payload : nil)
+        }
+        let stereoPair = StereoPair(
+            number: incoming.number, left: side(pair.left, .left), right: side(pair.right, .right),
+            skewNanoseconds: pair.skewNanoseconds, isRectified: storage != nil, rectification: rectification,
+            pairingLatencyNanoseconds: pair.latencyNanoseconds, queuedNanoseconds: max(0, started - pair.releaseNanoseconds),
+            rectifyNanoseconds: rectifyNanoseconds, storage: storage)
+        state.withLock { s in
+            s.window.pairsProcessed += 1
+            s.window.rectifyNanoseconds += rectifyNanoseconds
+            if storage != nil { s.rectifyTimes.record(rectifyNanoseconds) }
+        }
+        feedStills(stereoPair)
+        deliver(stereoPair, thread: thread, ending: ending)
+    }
+
+    /// A free pooled storage; sources that can wait wait (up to two seconds) for the
+    /// consumer to let go of a pair.
+    func takeStorage(format pixel: PixelFormat, size: ImageSize, ending: Bool) -> PairStorage? {
+        let deadline = monotonicNanoseconds() + 2_000_000_000
+        while true {
+            if let storage = state.withLock({ $0.pool.take(format: pixel, size: size) }) { return storage }
+            guard case .waitForConsumer = backPressure, monotonicNanoseconds() < deadline,
+                  state.withLock({ !$0.discardOnEnd }) else { return nil }
+            usleep(1000)
+        }
+    }
+
+    /// Hands a pair to the callback or the queue.
+    func deliver(_ pair: StereoPair, thread: CaptureThread, ending: Bool) {
+        if let handler = state.withLock({ $0.handler }) {
+            let started = monotonicNanoseconds()
+            handler.call(pair)
+            let took = monotonicNanoseconds() - started
+            state.withLock { s in
+                s.delivered += 1
+                s.window.delivered += 1
+                s.window.consumerPairs += 1
+                s.window.consumerNanoseconds += took
+                s.consumerTimes.record(took)
+            }
+            return
+        }
+        if case .waitForConsumer = backPressure {
+            // Wait for room; a consumer that takes nothing for five seconds while the session
+            // ends has gone away, and what is left is dropped.
+            var lastProgress = monotonicNanoseconds()
+            var lastDelivered = state.withLock { $0.delivered }
+            signal.lock()
+            while pairQueue.isFull {
+                // Stopped, or told to drop what is left: stop waiting.
+                if thread.shouldStop || state.withLock({ $0.discardOnEnd }) { break }
+                // An end that arrives while this pair waits (a recording's last frames) is an
+                // end like any other: the pair waits for the consumer as the rest will, instead
+                // of being pushed over the oldest queued pair.
+                let endingNow = ending || state.withLock { $0.phase != .running }
+                let delivered = state.withLock { $0.delivered }
+                if delivered != lastDelivered {
+                    lastDelivered = delivered
+                    lastProgress = monotonicNanoseconds()
+                } else if endingNow && monotonicNanoseconds() - lastProgress > 5_000_000_000 {
+                    break
+                }
+                _ = signal.wait(until: Date(timeIntervalSinceNow: 0.02))
+            }
+            signal.unlock()
+        }
+        if pairQueue.push(pair) != nil {
+            let stopping = ending || state.withLock { $0.discardOnEnd || $0.phase != .running }
+            drop(stopping ? .sessionStopped : .consumerBehind)
+        }
+    }
+
+    /// The next pair for the ``pairs`` consumer.
+    func nextPair() async -> StereoPair? {
+        let now = monotonicNanoseconds()
+        state.withLock { s in
+            if let handed = s.handedOverAt {
+                let took = now - handed
+                s.window.consumerPairs += 1
+                s.window.consumerNanoseconds += took
+                s.consumerTimes.record(took)
+                s.handedOverAt = nil
+            }
+        }
+        let pair = await pairQueue.next()
+        if pair != nil {
+            let at = monotonicNanoseconds()
+            state.withLock { s in
+                s.delivered += 1
+                s.window.delivered += 1
+                s.handedOverAt = at
+            }
+        }
+        wake()
+        return pair
+    }
+
+    // MARK: Frame-rate cap
+
+    /// The session's own cap on pairs per second, applied on the left timestamps (see
+    /// ``FrameRateCap``, the rule ``StereoDevice`` decimates frames with).
+    func passesFrameRateCap(_ timestamp: Int64) -> Bool {
+        state.withLock { s -> Bool in
+            guard let rate = s.capFramesPerSecond, rate < s.cameraFramesPerSecond else { return true }
+            return s.cap?.admits(timestamp) ?? true
+        }
+    }
+}
