@@ -27,7 +27,7 @@ let package = Package(
         /// libv4l2: fixed-argument wrappers for the variadic calls and the VIDIOC_* request values.
         .target(
             name: "CV4L2",
-            linkerSettings: [.linkedLibrary("v4l2")]
+            linkerSettings: [.linkedLibrary("v4l2"), .linkedLibrary("udev")]
         ),
         /// LAPACKE over OpenBLAS.
         .target(

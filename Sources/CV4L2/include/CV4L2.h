@@ -3,7 +3,8 @@
 // Swift cannot call variadic C functions (v4l2_open, v4l2_ioctl) and does not
 // import function-like macros (the VIDIOC_* request numbers are _IOWR(...)
 // expressions), so this header re-exports both as plain functions and
-// constants. Nothing else belongs here: all logic lives in Swift.
+// constants. It also brings in libudev (plain C, imported as is) for the
+// hot-plug monitor. Nothing else belongs here: all logic lives in Swift.
 
 #ifndef PARALLAX_CV4L2_H
 #define PARALLAX_CV4L2_H
@@ -12,6 +13,7 @@
 #include <stddef.h>
 #include <sys/types.h>
 #include <linux/videodev2.h>
+#include <libudev.h>
 
 #ifdef __cplusplus
 extern "C" {

@@ -149,6 +149,16 @@ public protocol ReconnectableCaptureDevice: CaptureDevice {
     /// - Throws: ``CaptureError/cannotOpen(device:errno:)`` while it is still absent, or
     ///   ``CaptureError/invalidState(device:reason:)`` naming the other camera found instead.
     func reconnect() throws(CaptureError)
+
+    /// Calls `arrived` (on any thread) whenever this device may have come back, so that a
+    /// ``reconnect()`` is worth trying now, until the watch is cancelled; `nil` when the
+    /// device cannot be watched (its owner then tries now and then).
+    func watchArrivals(_ arrived: @escaping @Sendable () -> Void) -> HotplugWatch?
+}
+
+extension ReconnectableCaptureDevice {
+    /// No watch: the owner tries ``reconnect()`` now and then.
+    public func watchArrivals(_ arrived: @escaping @Sendable () -> Void) -> HotplugWatch? { nil }
 }
 
 /// A device whose streaming thread can be asked to stop without waiting for it, so several

@@ -1,87 +1,56 @@
-import ParallaxGeometry
+import CV4L2
 import Foundation
+import ParallaxGeometry
 
-/// A camera arriving or leaving.
-public enum HotplugEvent: Hashable, Sendable {
-    /// A camera whose identity was not present before.
-    case arrived(DiscoveredCamera)
-    /// A camera that is no longer present.
-    case left(DiscoveredCamera)
-}
-
-/// Notices cameras arriving and leaving, by watching the video nodes.
+/// Announces V4L2 cameras arriving and departing, as udev sees them.
 ///
-/// Mechanism: inotify on the device directory (`/dev`) for `video*` nodes
-/// being created, removed or having their attributes changed, then a
-/// re-scan of sysfs (``V4L2Discovery``) compared with the previous scan by
-/// stable identity. Chosen over a libudev monitor because it needs no
-/// library or running udev daemon (containers and minimal systems often
-/// have neither), and a node in `/dev` is exactly what can be opened. A
-/// plug-in produces a burst (the node, its metadata sibling, udev's
-/// permission changes and by-id links), so events are *debounced*: the scan
-/// runs once no change has been seen for ``debounceNanoseconds``. Where
-/// inotify is unavailable the monitor re-scans every ``debounceNanoseconds`` × 4.
+/// A libudev monitor on the netlink socket, filtered to the `video4linux` subsystem: the
+/// processed events of the udev daemon when one runs (the node then has its permissions),
+/// the kernel's own uevents otherwise (containers and minimal systems; `devtmpfs` has made
+/// the node before the kernel sends the event). An added node is looked up in sysfs
+/// (``V4L2Discovery``) for its identity; a removed one is named from what was known of it.
+/// Only capture nodes count (UVC's metadata nodes do not), and each camera is announced
+/// once per plug, with the node it has now.
 ///
-/// Reconnect by identity: on `.arrived` with a known `stableID`, open it
-/// again with ``V4L2Camera/open(stableID:discovery:syscalls:options:)``.
+/// Reconnect by identity: on `.arrived` with a known `stableID`, open it again with
+/// ``V4L2Camera/open(stableID:discovery:syscalls:options:)``; a ``StereoSession``
+/// subscribes for its cameras itself.
 public final class HotplugMonitor: Sendable {
-    /// Where cameras are looked for.
+    /// Where arrived cameras are looked up.
     public let discovery: V4L2Discovery
-    /// Quiet time before a burst of changes is scanned.
-    public let debounceNanoseconds: Int64
     private let thread: Locked<CaptureThread?> = Locked(nil)
+    private let tracker: Locked<NodeTracker>
 
     /// A monitor; call ``start(_:)`` to begin watching.
-    public init(discovery: V4L2Discovery = V4L2Discovery(), debounceNanoseconds: Int64 = 250_000_000) {
+    public init(discovery: V4L2Discovery = V4L2Discovery()) {
         self.discovery = discovery
-        self.debounceNanoseconds = debounceNanoseconds
+        tracker = Locked(NodeTracker(discovery: discovery))
     }
 
     deinit { stop() }
 
     /// Starts watching; `handler` gets every arrival and departure on the monitor's thread.
     /// The cameras present at the start are the baseline (not reported).
-    public func start(_ handler: @escaping @Sendable (HotplugEvent) -> Void) {
+    ///
+    /// - Returns: false when no udev monitor can be made here (no netlink socket); nothing
+    ///   is then reported.
+    @discardableResult
+    public func start(_ handler: @escaping @Sendable (HotplugEvent) -> Void) -> Bool {
         stop()
-        let discovery = self.discovery, debounce = debounceNanoseconds
-        let devRoot = discovery.devRoot
-        // The watch is in place before the baseline scan, so nothing arriving after
-        // start() returns can slip between the two.
-        let fd = inotify_init1(Int32(IN_NONBLOCK | IN_CLOEXEC))
-        let watch = fd >= 0 ? inotify_add_watch(fd, devRoot, UInt32(IN_CREATE | IN_DELETE | IN_ATTRIB | IN_MOVED_TO | IN_MOVED_FROM)) : -1
-        let baseline = Dictionary(discovery.cameras().map { ($0.identity.stableID, $0) }, uniquingKeysWith: { a, _ in a })
-        let worker = CaptureThread(name: "parallax.hotplug") { thread in
-            var known = baseline
-            defer { if fd >= 0 { close(fd) } }
-            var pendingSince: Int64?
-            var lastChange: Int64 = 0
-            var buffer = [UInt8](repeating: 0, count: 4096)
+        // Receiving before the baseline is read: nothing arriving after start() returns can
+        // slip between the two.
+        guard let connection = UdevConnection() else { return false }
+        tracker.withLock { $0.rescan() }
+        let worker = CaptureThread(name: "parallax.hotplug") { [tracker] thread in
             while !thread.shouldStop {
-                if fd >= 0 && watch >= 0 {
-                    var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-                    if poll(&p, 1, 50) > 0 {
-                        let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-                        if n > 0 && Self.mentionsVideoNode(buffer, count: n) {
-                            lastChange = monotonicNanoseconds()
-                            if pendingSince == nil { pendingSince = lastChange }
-                        }
-                    }
-                } else {
-                    usleep(50_000)
-                    if pendingSince == nil && monotonicNanoseconds() - lastChange > 4 * debounce {
-                        lastChange = monotonicNanoseconds()
-                        pendingSince = lastChange
-                    }
+                guard connection.wait(milliseconds: 100) else { continue }
+                while let (action, node) = connection.receive() {
+                    for event in tracker.withLock({ $0.apply(action: action, node: node) }) { handler(event) }
                 }
-                guard pendingSince != nil, monotonicNanoseconds() - lastChange >= debounce else { continue }
-                pendingSince = nil
-                let now = Dictionary(discovery.cameras().map { ($0.identity.stableID, $0) }, uniquingKeysWith: { a, _ in a })
-                for (id, camera) in known where now[id] == nil { handler(.left(camera)) }
-                for (id, camera) in now where known[id] == nil { handler(.arrived(camera)) }
-                known = now
             }
         }
         thread.withLock { $0 = worker }
+        return true
     }
 
     /// Stops watching (waits for the monitor's thread, with a deadline).
@@ -90,18 +59,91 @@ public final class HotplugMonitor: Sendable {
         worker?.stopAndJoin()
     }
 
-    /// True when the inotify records in `buffer` name a `video*` entry.
-    private static func mentionsVideoNode(_ buffer: [UInt8], count: Int) -> Bool {
-        var offset = 0
-        let header = MemoryLayout<inotify_event>.size
-        while offset + header <= count {
-            let length = buffer.withUnsafeBytes { Int($0.load(fromByteOffset: offset + 12, as: UInt32.self)) }
-            let nameStart = offset + header
-            let nameEnd = min(nameStart + length, count)
-            let name = String(decoding: buffer[nameStart..<nameEnd].prefix(while: { $0 != 0 }), as: UTF8.self)
-            if name.hasPrefix("video") { return true }
-            offset = nameEnd
+    /// Feeds one uevent by hand (`action` as udev names it, `node` the device's name such
+    /// as `video2`), as the monitor's thread does for each it receives; returns what it
+    /// announces. Tests drive the monitor over a fake sysfs tree with this.
+    package func apply(action: String, node: String) -> [HotplugEvent] {
+        tracker.withLock { $0.apply(action: action, node: node) }
+    }
+
+    /// Reads the baseline again (what ``start(_:)`` does first).
+    package func rescan() { tracker.withLock { $0.rescan() } }
+}
+
+/// The capture nodes known to be present, kept in step with the uevents.
+struct NodeTracker {
+    let discovery: V4L2Discovery
+    private(set) var known: [String: DiscoveredCamera] = [:]
+
+    init(discovery: V4L2Discovery) { self.discovery = discovery }
+
+    mutating func rescan() {
+        known = Dictionary(discovery.cameras().map { ($0.devicePath, $0) }, uniquingKeysWith: { first, _ in first })
+    }
+
+    /// The events one uevent on `node` (`video2`) means.
+    mutating func apply(action: String, node: String) -> [HotplugEvent] {
+        let path = discovery.devRoot + "/" + node
+        switch action {
+        case "remove":
+            return known.removeValue(forKey: path).map { [.departed($0)] } ?? []
+        case "add", "change", "bind", "move":
+            // A metadata node, or one not ready in sysfs yet, is no camera.
+            guard let camera = discovery.cameras().first(where: { $0.devicePath == path }) else { return [] }
+            let before = known[path]
+            guard before?.identity != camera.identity else { return [] }
+            known[path] = camera
+            return (before.map { [HotplugEvent.departed($0)] } ?? []) + [.arrived(camera)]
+        default:
+            return []
         }
-        return false
+    }
+}
+
+/// A libudev netlink monitor for `video4linux`: the unsafe C handles, fenced here.
+private final class UdevConnection: @unchecked Sendable {
+    private let udev: OpaquePointer
+    private let monitor: OpaquePointer
+    private let fd: Int32
+
+    init?() {
+        guard let udev = udev_new() else { return nil }
+        // The daemon's processed events when it runs, the kernel's otherwise.
+        let source = FileManager.default.fileExists(atPath: "/run/udev/control") ? "udev" : "kernel"
+        guard let monitor = udev_monitor_new_from_netlink(udev, source) else {
+            udev_unref(udev)
+            return nil
+        }
+        guard udev_monitor_filter_add_match_subsystem_devtype(monitor, "video4linux", nil) >= 0,
+              udev_monitor_enable_receiving(monitor) >= 0 else {
+            udev_monitor_unref(monitor)
+            udev_unref(udev)
+            return nil
+        }
+        self.udev = udev
+        self.monitor = monitor
+        fd = udev_monitor_get_fd(monitor)
+    }
+
+    deinit {
+        udev_monitor_unref(monitor)
+        udev_unref(udev)
+    }
+
+    /// Whether an event is waiting, after up to `milliseconds`.
+    func wait(milliseconds: Int32) -> Bool {
+        var descriptor = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+        return poll(&descriptor, 1, milliseconds) > 0
+    }
+
+    /// The next waiting event's action and device name (`video2`), or nil when none waits
+    /// (the socket is non-blocking).
+    func receive() -> (action: String, node: String)? {
+        while let device = udev_monitor_receive_device(monitor) {
+            defer { udev_device_unref(device) }
+            guard let action = udev_device_get_action(device), let name = udev_device_get_sysname(device) else { continue }
+            return (String(cString: action), String(cString: name))
+        }
+        return nil
     }
 }

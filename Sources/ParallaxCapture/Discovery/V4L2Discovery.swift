@@ -14,6 +14,17 @@ public struct DiscoveredCamera: Hashable, Sendable, Codable {
     public var usb: USBLocation?
     /// The stable identity (serial when unique, else port path; see ``DeviceIdentity``).
     public var identity: DeviceIdentity
+
+    /// A node as discovery lists it (a virtual driver lists its cameras with this).
+    public init(devicePath: String, name: String, driver: String?, nodeIndex: Int, usb: USBLocation?,
+                identity: DeviceIdentity) {
+        self.devicePath = devicePath
+        self.name = name
+        self.driver = driver
+        self.nodeIndex = nodeIndex
+        self.usb = usb
+        self.identity = identity
+    }
 }
 
 /// Finds V4L2 video nodes through sysfs (`/sys/class/video4linux`), without
@@ -58,15 +69,7 @@ public struct V4L2Discovery: Sendable {
                                           identity: DeviceIdentity(stableID: usb?.portIdentity ?? fallback, name: name,
                                                                    path: devicePath, usb: usb)))
         }
-        // The serial is the identity only when no other camera shares it (cheap cameras
-        // often report the same serial, or none); otherwise the port path is.
-        let serials = found.filter { $0.nodeIndex == 0 }.compactMap { $0.usb?.serial }.filter { !$0.isEmpty }
-        for i in found.indices {
-            if let serial = found[i].usb?.serial, !serial.isEmpty, serials.filter({ $0 == serial }).count == 1 {
-                let vendor = found[i].usb?.vendorID ?? "", product = found[i].usb?.productID ?? ""
-                found[i].identity.stableID = "usb-\(vendor):\(product)-\(serial)"
-            }
-        }
+        found = Self.identified(found)
         // One platform device can hold several cameras (vivid's instances all hang off
         // vivid.0): the node's name tells them apart, and stays put across reboots.
         let capture = found.filter { $0.nodeIndex == 0 && $0.usb == nil }
@@ -76,6 +79,22 @@ public struct V4L2Discovery: Sendable {
             found[i].identity.stableID = id + ":" + found[i].name.replacingOccurrences(of: " ", with: "_")
         }
         return found.sorted { Self.nodeNumber($0.devicePath) < Self.nodeNumber($1.devicePath) }
+    }
+
+    /// `nodes` with their stable identities settled: a USB camera is
+    /// `usb-VENDOR:PRODUCT-SERIAL` when no other camera shares its serial (cheap cameras
+    /// often report the same serial, or none), otherwise its port (`usb-BUS-PORTPATH`, as
+    /// listed). The one rule for every list of cameras (sysfs's here, a virtual driver's).
+    package static func identified(_ nodes: [DiscoveredCamera]) -> [DiscoveredCamera] {
+        var found = nodes
+        let serials = found.filter { $0.nodeIndex == 0 }.compactMap { $0.usb?.serial }.filter { !$0.isEmpty }
+        for i in found.indices {
+            if let serial = found[i].usb?.serial, !serial.isEmpty, serials.filter({ $0 == serial }).count == 1 {
+                let vendor = found[i].usb?.vendorID ?? "", product = found[i].usb?.productID ?? ""
+                found[i].identity.stableID = "usb-\(vendor):\(product)-\(serial)"
+            }
+        }
+        return found
     }
 
     /// The capture nodes (index 0 of each device), sorted by device path.

@@ -35,14 +35,19 @@ public struct SessionEvent: Sendable, Hashable, CustomStringConvertible {
     public var side: StereoSide?
     /// That side's stable identity.
     public var stableID: String?
+    /// The node that side's camera has at the event (`/dev/video2`), for cameras with one:
+    /// a camera that comes back may have another node than the one it left, the identity
+    /// stays.
+    public var node: String?
     /// Seconds since the session started (monotonic clock).
     public var atSeconds: Double
 
     /// An event.
-    public init(_ kind: Kind, side: StereoSide? = nil, stableID: String? = nil, atSeconds: Double) {
+    public init(_ kind: Kind, side: StereoSide? = nil, stableID: String? = nil, node: String? = nil, atSeconds: Double) {
         self.kind = kind
         self.side = side
         self.stableID = stableID
+        self.node = node
         self.atSeconds = atSeconds
     }
 
@@ -63,7 +68,7 @@ public struct SessionEvent: Sendable, Hashable, CustomStringConvertible {
         }
     }
 
-    /// For example `2.350 s: right disconnected (usb-0000:00:14.0-2)`.
+    /// For example `2.350 s: right disconnected (usb-1d6b:0102-VIRTUAL2 at /dev/video2)`.
     public var description: String {
         var text = String(format: "%.3f s: ", atSeconds)
         if let side { text += "\(side) " }
@@ -74,7 +79,7 @@ public struct SessionEvent: Sendable, Hashable, CustomStringConvertible {
         case .deviceError(let message): text += "error: \(message)"
         default: text += name
         }
-        if let stableID, side != nil { text += " (\(stableID))" }
+        if let stableID, side != nil { text += " (\(stableID)\(node.map { " at \($0)" } ?? ""))" }
         return text
     }
 }

@@ -72,10 +72,13 @@ extension StereoSession {
             return s.stills
         }
         for request in stills { request.fail(.ended(reason)) }
-        state.withLock { s in
+        let watches = state.withLock { s -> [HotplugWatch] in
             s.phase = .stopped
             s.handler = nil
+            defer { s.watches = [] }
+            return s.watches
         }
+        for watch in watches { watch.cancel() }
         // The event first: a consumer whose `pairs` loop ends reads a closed account.
         emit(.stopped(reason: reason))
         pairQueue.finish()

@@ -149,6 +149,14 @@ public final class StereoSession: Sendable {
 
         var events: [SessionEvent] = []
         var stills: [StillRequest] = []
+        /// The hot-plug watches for reconnectable constituents, while the session runs.
+        var watches: [HotplugWatch] = []
+        /// Which sides are watched (their return is announced, not polled for).
+        var watched = PerSide(repeating: false)
+        /// A side's camera was announced since its last reconnection attempt.
+        var arrivals = PerSide(repeating: false)
+        /// The last reason a side's reconnection failed, reported once as an event.
+        var reconnectFailures = PerSide<String?>(repeating: nil)
 
         init(policy: PressurePolicy, poolLimit: Int, incomingCapacity: Int, cameraFramesPerSecond: Double) {
             incoming = Ring(capacity: max(1, incomingCapacity))
@@ -277,10 +285,11 @@ public final class StereoSession: Sendable {
     deinit {
         // Only reached when nobody holds the session (a consumer of `pairs` does): the
         // session thread has let go of it, so the device is stopped here, without an account.
-        let worker = state.withLock { s -> CaptureThread? in
+        let (worker, watches) = state.withLock { s -> (CaptureThread?, [HotplugWatch]) in
             s.phase = .stopped
-            return s.worker
+            return (s.worker, s.watches)
         }
+        for watch in watches { watch.cancel() }
         device.stop()
         synchronizer.finish()
         pairQueue.finish()
@@ -377,6 +386,7 @@ public final class StereoSession: Sendable {
         emit(.started)
         let box = WeakSession()
         box.session = self
+        if options.reconnects { watchConstituents(box) }
         let worker = CaptureThread(name: "parallax.session") { thread in Self.run(box, thread: thread) }
         state.withLock { $0.worker = worker }
     }
@@ -451,7 +461,8 @@ public final class StereoSession: Sendable {
     func emit(_ kind: SessionEvent.Kind, side: StereoSide? = nil) {
         let now = monotonicNanoseconds()
         let event = state.withLock { s -> SessionEvent in
-            let event = SessionEvent(kind, side: side, stableID: side.map { device.identities[$0].stableID },
+            let identity = side.map { device.identities[$0] }
+            let event = SessionEvent(kind, side: side, stableID: identity?.stableID, node: identity?.path,
                                      atSeconds: Double(now - s.startedAt) / 1e9)
             if s.events.count >= 10_000 { s.events.removeFirst(s.events.count - 9_999) }
             s.events.append(event)

@@ -67,8 +67,15 @@ public struct StereoSessionOptions: Sendable {
     public var pressure: PressurePolicy
     /// Reopen a constituent that was unplugged, when it comes back (V4L2 cameras).
     public var reconnects: Bool
-    /// How often a vanished camera is looked for (seconds).
+    /// How often a vanished camera is looked for (seconds) when nothing announces its
+    /// return. A V4L2 camera is watched instead (udev, or a virtual driver's own events):
+    /// it is reopened as soon as it arrives, and looked for only every
+    /// ``watchedReconnectIntervalSeconds`` besides, in case an announcement never comes
+    /// (a container without the kernel's uevents).
     public var reconnectIntervalSeconds: Double
+    /// How often a watched camera that vanished is looked for besides its announcements
+    /// (seconds).
+    public var watchedReconnectIntervalSeconds: Double = 2
     /// Give up (and end the session) when a vanished camera has not come back after this
     /// many seconds; `nil` waits for it as long as the session runs.
     public var reconnectTimeoutSeconds: Double?

@@ -111,9 +111,11 @@ extension StereoDevice {
         return (penalty, changes.joined(separator: ", "))
     }
 
-    /// The key under which a refusal at STREAMON is remembered: both cameras and the format.
+    /// The key under which a refusal at STREAMON is remembered: both cameras, the buses
+    /// they are on (the same cameras on other buses share other bandwidth), and the format.
     func key(_ format: CaptureFormat) -> String {
-        let ids = sideBySideSource.map { [$0.identity.stableID] } ?? identities.both.map(\.stableID)
+        let cameras = sideBySideSource.map { [$0.identity] } ?? identities.both
+        let ids = cameras.map { camera in camera.stableID + (camera.usb.map { "@bus\($0.bus)" } ?? "") }
         return ids.joined(separator: "+") + " " + format.description
     }
 }

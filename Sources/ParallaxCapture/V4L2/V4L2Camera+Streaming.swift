@@ -202,7 +202,8 @@ extension V4L2Camera {
     }
 
     /// Tears the stream down after the device vanished: no more re-queues,
-    /// STREAMOFF attempted, the descriptor closed. Mappings go with the last frame.
+    /// STREAMOFF attempted, the descriptor kept until ``reconnect()`` or `deinit` closes it.
+    /// Mappings go with the last frame.
     fileprivate func tearDownAfterDisconnect(_ session: StreamSession) {
         _ = session.deactivate()
         let fd = state.withLock { s -> Int32 in
@@ -216,7 +217,10 @@ extension V4L2Camera {
         if fd >= 0 {
             var type = Int32(V4L2_BUF_TYPE_VIDEO_CAPTURE.rawValue)
             _ = call(fd, CV4L2_VIDIOC_STREAMOFF, &type)
-            syscalls.close(fd)
+            // Held until the camera is found again (or freed): its node number stays
+            // taken meanwhile, so the camera comes back under another node and is found by
+            // identity (the consumer's mapped frames would hold the node just the same).
+            state.withLock { $0.departedFD = fd }
         }
     }
 

@@ -47,15 +47,22 @@ public final class V4L2Camera: ReconnectableCaptureDevice, @unchecked Sendable {
         }
     }
 
-    /// The node's path (`/dev/video0`).
-    public let path: String
+    /// The node's path (`/dev/video0`): where the camera was opened, or where
+    /// ``reconnect()`` found it again after a replug.
+    public var path: String { state.withLock { $0.path } }
     /// How it was opened.
     public let options: Options
     let syscalls: any V4L2Syscalls
     let state: Locked<State>
 
     struct State: @unchecked Sendable {
+        var path: String
         var fd: Int32 = -1
+        /// The descriptor of a camera that went away, closed when it is found again.
+        var departedFD: Int32 = -1
+        /// Whether discovery knows the camera (its identity is then what ``reconnect()``
+        /// looks for); false for a node discovery does not list.
+        var isDiscovered = true
         var capabilities = V4L2Capabilities(driver: "", card: "", busInfo: "", deviceCapabilities: 0)
         var formats: [V4L2FormatDescription] = []
         var negotiation: FormatNegotiation?
@@ -77,22 +84,33 @@ public final class V4L2Camera: ReconnectableCaptureDevice, @unchecked Sendable {
     /// - Throws: ``CaptureError/cannotOpen(device:errno:)``, ``CaptureError/notACaptureDevice(device:reason:)``.
     public init(path: String, syscalls: any V4L2Syscalls = LibV4L2Syscalls(), options: Options = Options(),
                 stableID: String? = nil, usb: USBLocation? = nil) throws(CaptureError) {
-        self.path = path
         self.options = options
         self.syscalls = syscalls
-        self.state = Locked(State(identity: DeviceIdentity(stableID: stableID ?? path, name: path, path: path, usb: usb)))
+        self.state = Locked(State(path: path, identity: DeviceIdentity(stableID: stableID ?? path, name: path, path: path, usb: usb)))
         try open()
         if stableID == nil {
+            // Opened by its node alone: discovery names it as it would have, when it lists it.
+            let listed = syscalls.captureNodes().first { $0.devicePath == path }
             state.withLock { s in
-                if !s.capabilities.busInfo.isEmpty { s.identity.stableID = s.capabilities.busInfo }
+                if let listed {
+                    s.identity.stableID = listed.identity.stableID
+                    s.identity.usb = usb ?? listed.usb
+                } else if !s.capabilities.busInfo.isEmpty {
+                    s.identity.stableID = s.capabilities.busInfo
+                }
+                s.isDiscovered = listed != nil
             }
         }
     }
 
     deinit {
         stop()
-        let fd = state.withLock { s -> Int32 in defer { s.fd = -1 }; return s.fd }
+        let (fd, departed) = state.withLock { s -> (Int32, Int32) in
+            defer { (s.fd, s.departedFD) = (-1, -1) }
+            return (s.fd, s.departedFD)
+        }
         if fd >= 0 { syscalls.close(fd) }
+        if departed >= 0 { syscalls.close(departed) }
     }
 
     /// Who this device is.
@@ -138,19 +156,69 @@ public final class V4L2Camera: ReconnectableCaptureDevice, @unchecked Sendable {
     ///
     /// - Throws: ``CaptureError`` as ``init(path:syscalls:options:stableID:usb:)`` does.
     public func reopen() throws(CaptureError) {
+        try reopen(at: path)
+    }
+
+    /// Closes the old descriptor, opens `node` (the camera's node from now on) and
+    /// re-applies the last format.
+    private func reopen(at node: String) throws(CaptureError) {
         stop()
-        let old = state.withLock { s -> Int32 in defer { s.fd = -1 }; return s.fd }
+        let (old, departed) = state.withLock { s -> (Int32, Int32) in
+            defer {
+                (s.fd, s.departedFD) = (-1, -1)
+                s.path = node
+                s.identity.path = node
+            }
+            return (s.fd, s.departedFD)
+        }
         if old >= 0 { syscalls.close(old) }
+        if departed >= 0 { syscalls.close(departed) }
         try open()
         if let last = state.withLock({ $0.negotiation }) {
             try negotiate(last.requested)
         }
     }
 
-    /// Reconnects after an unplug (see ``ReconnectableCaptureDevice/reconnect()``): opens the
-    /// same node again, and keeps it only when it reports the same USB bus position
-    /// (`bus_info`) as before, which is what a stable identity from sysfs rests on.
+    /// Reconnects after an unplug (see ``ReconnectableCaptureDevice/reconnect()``) by
+    /// identity: the camera is looked up among the capture nodes present now
+    /// (``V4L2Syscalls/captureNodes()``) by its stable identity and opened wherever it is:
+    /// a camera replugged while its old descriptor was open comes back under another
+    /// `/dev/videoN`, and two replugged in the other order swap nodes. A camera found at
+    /// its port (identity by port path) that is another model or has another serial is
+    /// refused, naming both.
+    ///
+    /// A node that discovery does not list has no such identity: it is opened again at the
+    /// same path and kept only when it reports the same USB bus position (`bus_info`).
+    ///
+    /// - Throws: ``CaptureError/cannotOpen(device:errno:)`` (ENOENT) while the camera is not
+    ///   present, ``CaptureError/invalidState(device:reason:)`` for another camera found
+    ///   instead.
     public func reconnect() throws(CaptureError) {
+        let (identity, discovered) = state.withLock { ($0.identity, $0.isDiscovered) }
+        guard discovered else { return try reconnectAtSameNode() }
+        guard let found = syscalls.captureNodes().first(where: { $0.identity.stableID == identity.stableID }) else {
+            throw .cannotOpen(device: "\(identity.name) [\(identity.stableID)]", errno: ENOENT)
+        }
+        if let expected = identity.usb, let now = found.usb, let difference = Self.difference(expected: expected, found: now) {
+            throw .invalidState(device: found.devicePath, reason: "another camera is at \(identity.stableID): \(difference)")
+        }
+        try reopen(at: found.devicePath)
+        state.withLock { s in s.identity.usb = found.usb ?? identity.usb }
+    }
+
+    /// What tells the camera found apart from the one expected (model, serial), or nil.
+    static func difference(expected: USBLocation, found: USBLocation) -> String? {
+        func model(_ usb: USBLocation) -> String { "\(usb.vendorID ?? "?"):\(usb.productID ?? "?")" }
+        if let a = expected.vendorID, let b = found.vendorID, let c = expected.productID, let d = found.productID, (a, c) != (b, d) {
+            return "\(model(found)) \(found.product ?? "") instead of \(model(expected)) \(expected.product ?? "")"
+        }
+        if let a = expected.serial, let b = found.serial, !a.isEmpty, a != b {
+            return "serial \(b) instead of \(a)"
+        }
+        return nil
+    }
+
+    private func reconnectAtSameNode() throws(CaptureError) {
         let before = state.withLock { $0.firstBusInfo ?? "" }
         try reopen()
         let after = state.withLock { $0.capabilities.busInfo }
@@ -158,6 +226,16 @@ public final class V4L2Camera: ReconnectableCaptureDevice, @unchecked Sendable {
             let fd = state.withLock { s -> Int32 in defer { s.fd = -1 }; return s.fd }
             if fd >= 0 { syscalls.close(fd) }
             throw .invalidState(device: path, reason: "another camera (bus \(after)) answers at this node; expected \(before)")
+        }
+    }
+
+    /// Calls `arrived` whenever a camera with this camera's identity arrives
+    /// (``V4L2Syscalls/watchHotplug(_:)``), until the watch is cancelled; `nil` when
+    /// nothing can watch here.
+    public func watchArrivals(_ arrived: @escaping @Sendable () -> Void) -> HotplugWatch? {
+        let stableID = identity.stableID
+        return syscalls.watchHotplug { event in
+            if case .arrived(let camera) = event, camera.identity.stableID == stableID { arrived() }
         }
     }
 
@@ -186,7 +264,7 @@ public final class V4L2Camera: ReconnectableCaptureDevice, @unchecked Sendable {
                 s.capabilities = capabilities
                 if s.firstBusInfo == nil { s.firstBusInfo = capabilities.busInfo }
                 s.formats = formats
-                s.identity.name = capabilities.card.isEmpty ? path : capabilities.card
+                s.identity.name = capabilities.card.isEmpty ? s.path : capabilities.card
                 s.exposureNanoseconds = exposure.map { Int64($0) * 100_000 }
             }
         } catch {

@@ -37,11 +37,29 @@ public protocol V4L2Syscalls: Sendable {
     /// Now on the clock the driver stamps buffers with: CLOCK_MONOTONIC for the kernel (the
     /// default); a virtual driver whose time runs faster answers with its own clock.
     func monotonicNanoseconds() -> Int64
+    /// The capture nodes present now, each with its stable identity (the default reads
+    /// sysfs through ``V4L2Discovery``; a virtual driver lists its own cameras). A camera
+    /// that was unplugged is found again here by identity, under whatever node it has now.
+    func captureNodes() -> [DiscoveredCamera]
+    /// Announces cameras arriving and departing, on a thread of the watcher's, until the
+    /// returned watch is cancelled (the default: ``HotplugMonitor``); `nil` when nothing can
+    /// watch here.
+    func watchHotplug(_ handler: @escaping @Sendable (HotplugEvent) -> Void) -> HotplugWatch?
 }
 
 extension V4L2Syscalls {
     /// CLOCK_MONOTONIC.
     public func monotonicNanoseconds() -> Int64 { ParallaxCapture.monotonicNanoseconds() }
+
+    /// The capture nodes sysfs lists (``V4L2Discovery/cameras()``).
+    public func captureNodes() -> [DiscoveredCamera] { V4L2Discovery().cameras() }
+
+    /// A ``HotplugMonitor`` on the real `/dev` and `/sys`.
+    public func watchHotplug(_ handler: @escaping @Sendable (HotplugEvent) -> Void) -> HotplugWatch? {
+        let monitor = HotplugMonitor()
+        guard monitor.start(handler) else { return nil }
+        return HotplugWatch { monitor.stop() }
+    }
 
     /// ``ioctl(_:_:_:)`` on `value`'s bytes; the errno on failure, nil on success.
     func call<T>(_ fd: Int32, _ request: UInt, _ value: inout T) -> V4L2Errno? {

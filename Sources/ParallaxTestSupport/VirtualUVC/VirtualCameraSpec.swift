@@ -119,7 +119,9 @@ public struct VirtualCameraSpec: Sendable {
         }
     }
 
-    /// The node path (`/dev/video0`).
+    /// The node path the camera has when the driver is made (`/dev/video0`). It also names
+    /// the camera in the driver's test controls (``VirtualUVCDriver/unplug(_:)``, …) for its
+    /// whole life: plugged back, it may have another node (``VirtualUVCDriver/node(of:)``).
     public var path: String
     /// QUERYCAP `card`.
     public var card: String
@@ -133,6 +135,10 @@ public struct VirtualCameraSpec: Sendable {
     public var controls: [Control]
     /// A metadata-only node (UVC creates one beside each video node).
     public var isMetadataNode: Bool
+    /// Give the camera a metadata node beside its video node, numbered as the kernel
+    /// numbers uvcvideo's (the lowest free number after the video node's), so that a replug
+    /// renumbers both as on a real machine.
+    public var metadataNode = false
     /// Extra bytes at the end of every row (drivers align rows; the stride is then larger than the width).
     public var rowPadding: Int
     /// Most buffers the driver hands out at REQBUFS.

@@ -31,6 +31,12 @@ final class Device {
     let spec: VirtualCameraSpec
     var connected = true
     var generation = 0
+    /// The node the camera has while plugged in (`nil` once unplugged).
+    var node: String?
+    /// The node it had last (its number stays taken while its buffers are mapped).
+    var lastNode: String?
+    /// Its metadata node's device, for a camera with ``VirtualCameraSpec/metadataNode``.
+    var metadata: Device?
     var formatIndex = 0
     var size: ImageSize
     var interval: FrameInterval

@@ -26,56 +26,93 @@ import ParallaxGeometry
 /// the bus's periodic budget has room (ENOSPC otherwise, as the host controller).
 ///
 /// Faults (``VirtualCameraFault``) are injected with ``inject(_:into:)``;
-/// ``unplug(_:)`` and ``replug(_:)`` remove and restore a camera.
+/// ``unplug(_:)`` and ``replug(_:)`` remove and restore a camera, numbering its nodes as
+/// the kernel does (a number stays taken while a descriptor on it is open, so a camera
+/// replugged during a session comes back under another node), and announce it to
+/// ``watchHotplug(_:)`` subscribers. Test controls name a camera by its spec's path.
 ///
 /// Each frame's first 8 bytes hold its sequence number (little-endian) and
 /// the rest of the image is filled with the low byte of the sequence, so a
 /// test can check both where pixels live and what they are.
 public final class VirtualUVCDriver: V4L2Syscalls, @unchecked Sendable {
     private let lock = NSCondition()
-    private var devices: [String: Device] = [:]
-    private var descriptors: [Int32: (path: String, generation: Int, conversion: Bool)] = [:]
+    /// Each camera's current device, by the camera's name (its spec's first path).
+    private var cameras: [String: Device] = [:]
+    /// The devices at the nodes present now (video and metadata nodes), by node path.
+    private var nodes: [String: Device] = [:]
+    private var descriptors: [Int32: Descriptor] = [:]
     private var nextDescriptor: Int32 = 1000
     /// Memory of buffer sets that were replaced while still mapped.
     private var retired: [UnsafeMutableRawPointer] = []
     /// Devices that were unplugged, kept until the driver goes so late munmaps find their buffers.
     private var unplugged: [Device] = []
+    /// Hot-plug subscribers (``watchHotplug(_:)``), by subscription number.
+    private var watchers: [Int: @Sendable (HotplugEvent) -> Void] = [:]
+    private var nextWatcher = 0
+
+    /// An open descriptor: the device and node it was opened on, and the plug generation.
+    private struct Descriptor {
+        let device: Device
+        let node: String
+        let generation: Int
+        let conversion: Bool
+    }
 
     /// The driver's clock: CLOCK_MONOTONIC, or faster for time-compressed soaks.
     public let clock: VirtualClock
 
-    /// A driver serving these cameras, all plugged in.
+    /// A driver serving these cameras, all plugged in at their spec's paths (metadata nodes,
+    /// where asked for, at the lowest free numbers after them).
     ///
     /// - Parameter timeScale: how much faster than real time the cameras run (1: real
     ///   time). Timestamps and frame times follow the scaled clock (``clock``), so an hour
     ///   of 60 fps streaming takes two minutes at 30; everything else (poll timeouts, stall
     ///   detection in the capture code) stays in real time.
-    public init(cameras: [VirtualCameraSpec], timeScale: Double = 1) {
+    public init(cameras specs: [VirtualCameraSpec], timeScale: Double = 1) {
         clock = VirtualClock(scale: timeScale)
-        for spec in cameras { devices[spec.path] = Device(spec: spec, clock: clock) }
+        for spec in specs {
+            let device = Device(spec: spec, clock: clock)
+            device.node = spec.path
+            cameras[spec.path] = device
+            nodes[spec.path] = device
+        }
+        for spec in specs { if let device = cameras[spec.path] { addMetadataNode(to: device) } }
     }
 
     deinit {
-        for device in devices.values { for buffer in device.buffers { buffer.memory.deallocate() } }
+        for device in cameras.values { for buffer in device.buffers { buffer.memory.deallocate() } }
         for device in unplugged { for buffer in device.buffers { buffer.memory.deallocate() } }
         for memory in retired { memory.deallocate() }
     }
 
     // MARK: Test controls
 
-    /// Adds a camera (a new node appearing). A camera already at that node (one unplugged,
-    /// whose node another camera now takes) is kept with the unplugged ones, so that its
-    /// buffers are freed with the driver like theirs.
+    /// Adds a camera (a new node appearing at its spec's path). A camera already at that
+    /// node (one unplugged, whose node another camera now takes) is kept with the unplugged
+    /// ones, so that its buffers are freed with the driver like theirs.
     public func add(_ spec: VirtualCameraSpec) {
-        lock.lock(); defer { lock.unlock() }
-        if let old = devices[spec.path] { unplugged.append(old) }
-        devices[spec.path] = Device(spec: spec, clock: clock)
+        let arrived = locked { () -> DiscoveredCamera? in
+            var replaced: [Device] = []
+            if let old = nodes[spec.path], !old.spec.isMetadataNode {
+                replaced.append(old)
+                removeNodes(of: old)
+            }
+            if let old = cameras[spec.path], !replaced.contains(where: { $0 === old }) { replaced.append(old) }
+            unplugged += replaced
+            let device = Device(spec: spec, clock: clock)
+            device.node = spec.path
+            cameras[spec.path] = device
+            nodes[spec.path] = device
+            addMetadataNode(to: device)
+            return discovered(device)
+        }
+        announce(arrived.map { .arrived($0) })
     }
 
-    /// Queues a fault for the camera at `path`.
-    public func inject(_ fault: VirtualCameraFault, into path: String) {
+    /// Queues a fault for the camera named `name` (its spec's path).
+    public func inject(_ fault: VirtualCameraFault, into name: String) {
         lock.lock(); defer { lock.broadcast(); lock.unlock() }
-        guard let device = devices[path] else { return }
+        guard let device = cameras[name] else { return }
         switch fault {
         case .queueError: device.queueFailed = true
         case .refusedQueueing(let n): device.pendingRefusedQueueing += n
@@ -91,47 +128,161 @@ public final class VirtualUVCDriver: V4L2Syscalls, @unchecked Sendable {
     }
 
     /// Ends a stall started with `.stall(nanoseconds: nil)`.
-    public func clearStall(_ path: String) {
+    public func clearStall(_ name: String) {
         lock.lock(); defer { lock.broadcast(); lock.unlock() }
-        devices[path]?.stallUntil = nil
+        cameras[name]?.stallUntil = nil
     }
 
-    /// Unplugs the camera: open descriptors die (ENODEV, POLLERR | POLLHUP) and the node disappears.
-    public func unplug(_ path: String) {
-        lock.lock(); defer { lock.broadcast(); lock.unlock() }
-        guard let device = devices[path] else { return }
-        device.connected = false
-        device.generation += 1
-        device.streaming = false
+    /// Unplugs the camera: open descriptors die (ENODEV, POLLERR | POLLHUP) and its nodes
+    /// disappear; as in the kernel, a node's number stays taken while a descriptor opened
+    /// on it is still open.
+    public func unplug(_ name: String) {
+        let departed = locked { () -> DiscoveredCamera? in
+            guard let device = cameras[name], device.connected else { return nil }
+            let camera = discovered(device)
+            device.connected = false
+            device.generation += 1
+            device.streaming = false
+            removeNodes(of: device)
+            return camera
+        }
+        announce(departed.map { .departed($0) })
     }
 
-    /// Plugs the camera back in as a fresh device (default format, no buffers):
-    /// the node can be opened again; old descriptors stay dead.
-    public func replug(_ path: String) {
+    /// Plugs the camera back in as a fresh device (default format, no buffers) under the
+    /// lowest free node number, as the kernel numbers it: its old node if nothing holds it
+    /// open, another one if a descriptor on it is still open. Old descriptors stay dead.
+    public func replug(_ name: String) {
+        let arrived = locked { () -> DiscoveredCamera? in
+            guard let old = cameras[name], !old.connected else { return nil }
+            unplugged.append(old)
+            let fresh = Device(spec: old.spec, clock: clock)
+            fresh.generation = old.generation + 1
+            let node = lowestFreeNode(like: old.spec.path)
+            fresh.node = node
+            nodes[node] = fresh
+            cameras[name] = fresh
+            addMetadataNode(to: fresh)
+            return discovered(fresh)
+        }
+        announce(arrived.map { .arrived($0) })
+    }
+
+    /// The node the camera named `name` has now (`nil` while it is unplugged).
+    public func node(of name: String) -> String? {
+        lock.lock(); defer { lock.unlock() }
+        return cameras[name]?.node
+    }
+
+    // MARK: Discovery
+
+    /// The connected cameras' capture nodes with their identities, as ``V4L2Discovery``
+    /// would list real ones (the serial when unique, else the USB port; the bus info for a
+    /// camera without a USB location).
+    public func captureNodes() -> [DiscoveredCamera] {
+        lock.lock(); defer { lock.unlock() }
+        return V4L2Discovery.identified(cameras.values.filter { $0.connected && !$0.spec.isMetadataNode }
+            .compactMap { plainDiscovered($0) })
+            .sorted { $0.devicePath < $1.devicePath }
+    }
+
+    /// Calls `handler` for every camera unplugged, plugged back or added, on the thread that
+    /// did it, until the watch is cancelled.
+    public func watchHotplug(_ handler: @escaping @Sendable (HotplugEvent) -> Void) -> HotplugWatch? {
+        let id = locked { () -> Int in
+            defer { nextWatcher += 1 }
+            watchers[nextWatcher] = handler
+            return nextWatcher
+        }
+        return HotplugWatch { [weak self] in
+            guard let self else { return }
+            self.locked { self.watchers[id] = nil }
+        }
+    }
+
+    private func locked<T>(_ body: () -> T) -> T {
         lock.lock(); defer { lock.broadcast(); lock.unlock() }
-        guard let old = devices[path], !old.connected else { return }
-        unplugged.append(old)
-        let fresh = Device(spec: old.spec, clock: clock)
-        fresh.generation = old.generation + 1
-        devices[path] = fresh
+        return body()
+    }
+
+    private func announce(_ event: HotplugEvent?) {
+        guard let event else { return }
+        for handler in locked({ Array(watchers.values) }) { handler(event) }
+    }
+
+    /// The camera as discovery lists it, identity included (caller holds the lock).
+    private func discovered(_ device: Device) -> DiscoveredCamera? {
+        guard let camera = plainDiscovered(device) else { return nil }
+        let others = cameras.values.filter { $0 !== device && $0.connected && !$0.spec.isMetadataNode }.compactMap(plainDiscovered)
+        return V4L2Discovery.identified(others + [camera]).last
+    }
+
+    /// The camera before identities are settled (its stable id the port, or the bus info).
+    private func plainDiscovered(_ device: Device) -> DiscoveredCamera? {
+        guard let node = device.node else { return nil }
+        let spec = device.spec
+        return DiscoveredCamera(devicePath: node, name: spec.card, driver: spec.driver, nodeIndex: 0, usb: spec.usb,
+                                identity: DeviceIdentity(stableID: spec.usb?.portIdentity ?? spec.busInfo, name: spec.card,
+                                                         path: node, usb: spec.usb))
+    }
+
+    /// Removes the device's nodes from the present ones (caller holds the lock).
+    private func removeNodes(of device: Device) {
+        if let node = device.node, nodes[node] === device { nodes[node] = nil }
+        device.lastNode = device.node
+        if let metadata = device.metadata, let node = metadata.node, nodes[node] === metadata {
+            nodes[node] = nil
+            metadata.connected = false
+            metadata.generation += 1
+        }
+        device.node = nil
+    }
+
+    /// Gives a camera that asks for one its metadata node (caller holds the lock).
+    private func addMetadataNode(to device: Device) {
+        guard device.spec.metadataNode, let videoNode = device.node else { return }
+        var spec = device.spec
+        spec.isMetadataNode = true
+        spec.metadataNode = false
+        let metadata = Device(spec: spec, clock: clock)
+        let node = lowestFreeNode(like: videoNode)
+        metadata.node = node
+        nodes[node] = metadata
+        device.metadata = metadata
+    }
+
+    /// The lowest-numbered node in `path`'s directory that no present device has and that
+    /// nothing holds: no open descriptor, no mapped buffer of a departed camera (the
+    /// kernel frees a number only when the last reference to the node goes; caller holds
+    /// the lock).
+    private func lowestFreeNode(like path: String) -> String {
+        let prefix = String(path.reversed().drop(while: \.isNumber).reversed())
+        let departed = (Array(cameras.values) + unplugged).filter { !$0.connected && $0.buffers.contains { $0.mapCount > 0 } }
+        var number = 0
+        while true {
+            let candidate = prefix + String(number)
+            if nodes[candidate] == nil && !descriptors.values.contains(where: { $0.node == candidate })
+                && !departed.contains(where: { $0.lastNode == candidate }) { return candidate }
+            number += 1
+        }
     }
 
     /// The buffer addresses ``mmap(_:length:offset:)`` has handed out for the camera's current buffers.
     public func mappedAddresses(_ path: String) -> [UnsafeRawPointer] {
         lock.lock(); defer { lock.unlock() }
-        return devices[path]?.buffers.filter { $0.mapCount > 0 }.map { UnsafeRawPointer($0.memory) } ?? []
+        return cameras[path]?.buffers.filter { $0.mapCount > 0 }.map { UnsafeRawPointer($0.memory) } ?? []
     }
 
     /// How many of the camera's buffers are queued to the driver (empty and waiting, or filled and not yet dequeued).
     public func buffersOwnedByDriver(_ path: String) -> Int {
         lock.lock(); defer { lock.unlock() }
-        return devices[path]?.buffers.filter { $0.state != .dequeued }.count ?? 0
+        return cameras[path]?.buffers.filter { $0.state != .dequeued }.count ?? 0
     }
 
     /// Number of live mappings of the camera's buffers (0 once everything is unmapped).
     public func liveMappings(_ path: String) -> Int {
         lock.lock(); defer { lock.unlock() }
-        let all = (devices[path].map { [$0] } ?? []) + unplugged.filter { $0.spec.path == path }
+        let all = (cameras[path].map { [$0] } ?? []) + unplugged.filter { $0.spec.path == path }
         return all.reduce(0) { total, device in device.buffers.reduce(total) { $0 + $1.mapCount } }
     }
 
@@ -140,7 +291,7 @@ public final class VirtualUVCDriver: V4L2Syscalls, @unchecked Sendable {
     /// test can prove its fault really reached the stream rather than passing without it.
     public func faultsPending(_ path: String) -> Int {
         lock.lock(); defer { lock.unlock() }
-        guard let device = devices[path] else { return 0 }
+        guard let device = cameras[path] else { return 0 }
         return device.pendingSpurious + device.pendingRefusedQueueing + device.pendingErrorFlags + device.pendingGap
             + (device.pendingStepBack == nil ? 0 : 1) + (device.pendingBackwards == nil ? 0 : 1)
     }
@@ -148,14 +299,14 @@ public final class VirtualUVCDriver: V4L2Syscalls, @unchecked Sendable {
     /// Frames the camera has produced since STREAMON (its sequence counter).
     public func framesProduced(_ path: String) -> Int {
         lock.lock(); defer { lock.unlock() }
-        return Int(devices[path]?.sequence ?? 0)
+        return Int(cameras[path]?.sequence ?? 0)
     }
 
     /// The timestamp the driver put on frame `sequence` (one of the last 1024), in nanoseconds
     /// on CLOCK_MONOTONIC; the V4L2 buffer carries it with microsecond resolution.
     public func driverTimestamp(_ path: String, sequence: UInt64) -> Int64? {
         lock.lock(); defer { lock.unlock() }
-        return devices[path]?.rawTimestamps[UInt32(truncatingIfNeeded: sequence)]
+        return cameras[path]?.rawTimestamps[UInt32(truncatingIfNeeded: sequence)]
     }
 
     /// The driver's own counter for the frame whose buffer carried `timestamp` (nanoseconds;
@@ -164,14 +315,14 @@ public final class VirtualUVCDriver: V4L2Syscalls, @unchecked Sendable {
     /// starts again at 0, so ground truth is looked up by timestamp.
     public func driverSequence(_ path: String, timestamp: Int64) -> UInt64? {
         lock.lock(); defer { lock.unlock() }
-        return devices[path]?.rawTimestamps.first { abs($0.value - timestamp) < 1000 }.map { UInt64($0.key) }
+        return cameras[path]?.rawTimestamps.first { abs($0.value - timestamp) < 1000 }.map { UInt64($0.key) }
     }
 
     /// Ground truth: when frame `sequence` of the camera at `path` was really due, before
     /// jitter and timestamp faults (the last 1024 frames of the current connection).
     public func dueTime(_ path: String, sequence: UInt64) -> Int64? {
         lock.lock(); defer { lock.unlock() }
-        return devices[path]?.dueTimes[UInt32(truncatingIfNeeded: sequence)]
+        return cameras[path]?.dueTimes[UInt32(truncatingIfNeeded: sequence)]
     }
 
     /// Bytes per microframe reserved on USB bus `bus` by the cameras streaming on it.
@@ -180,28 +331,23 @@ public final class VirtualUVCDriver: V4L2Syscalls, @unchecked Sendable {
         return load(onBus: bus)
     }
 
-    /// Opens the camera at `path` as ``V4L2Discovery`` would for a real one: the stable
-    /// identity and USB location come from its spec.
+    /// Opens the camera at node `path` as an application would with ``V4L2Discovery``: the
+    /// stable identity and USB location as ``captureNodes()`` lists them.
     public func camera(at path: String, options: V4L2Camera.Options = .init()) throws(CaptureError) -> V4L2Camera {
-        let usb = lockedSpec(path)?.usb
-        return try V4L2Camera(path: path, syscalls: self, options: options, stableID: usb?.portIdentity, usb: usb)
-    }
-
-    private func lockedSpec(_ path: String) -> VirtualCameraSpec? {
-        lock.lock(); defer { lock.unlock() }
-        return devices[path]?.spec
+        let found = captureNodes().first { $0.devicePath == path }
+        return try V4L2Camera(path: path, syscalls: self, options: options, stableID: found?.identity.stableID, usb: found?.usb)
     }
 
     /// True while the camera streams.
     public func isStreaming(_ path: String) -> Bool {
         lock.lock(); defer { lock.unlock() }
-        return devices[path]?.streaming ?? false
+        return cameras[path]?.streaming ?? false
     }
 
-    /// Descriptors currently open on the camera.
-    public func openDescriptors(_ path: String) -> Int {
+    /// Descriptors currently open on the camera named `name`, on any of its plug generations.
+    public func openDescriptors(_ name: String) -> Int {
         lock.lock(); defer { lock.unlock() }
-        return descriptors.values.filter { $0.path == path }.count
+        return descriptors.values.filter { $0.device.spec.path == name && !$0.device.spec.isMetadataNode }.count
     }
 
     // MARK: V4L2Syscalls
@@ -209,17 +355,18 @@ public final class VirtualUVCDriver: V4L2Syscalls, @unchecked Sendable {
     /// See ``V4L2Syscalls/open(_:allowConversion:)``.
     public func open(_ path: String, allowConversion: Bool) throws(V4L2Errno) -> Int32 {
         lock.lock(); defer { lock.unlock() }
-        guard let device = devices[path], device.connected else { throw V4L2Errno(ENOENT) }
+        guard let device = nodes[path], device.connected else { throw V4L2Errno(ENOENT) }
         let fd = nextDescriptor
         nextDescriptor += 1
-        descriptors[fd] = (path, device.generation, allowConversion)
+        descriptors[fd] = Descriptor(device: device, node: path, generation: device.generation, conversion: allowConversion)
         return fd
     }
 
     /// See ``V4L2Syscalls/close(_:)``.
     public func close(_ fd: Int32) {
         lock.lock(); defer { lock.broadcast(); lock.unlock() }
-        guard let entry = descriptors.removeValue(forKey: fd), let device = devices[entry.path] else { return }
+        guard let entry = descriptors.removeValue(forKey: fd) else { return }
+        let device = entry.device
         if entry.generation == device.generation && device.streamOwner == fd {
             device.stopStreaming()
         }
@@ -239,7 +386,7 @@ public final class VirtualUVCDriver: V4L2Syscalls, @unchecked Sendable {
     /// See ``V4L2Syscalls/munmap(_:length:)``.
     public func munmap(_ address: UnsafeMutableRawPointer, length: Int) {
         lock.lock(); defer { lock.unlock() }
-        for device in Array(devices.values) + unplugged {
+        for device in Array(cameras.values) + unplugged {
             if let buffer = device.buffers.first(where: { $0.memory == address }) { buffer.mapCount -= 1 }
         }
         // An unplugged camera's memory goes once nothing maps it any more, as the kernel's does.
@@ -302,16 +449,14 @@ public final class VirtualUVCDriver: V4L2Syscalls, @unchecked Sendable {
 
     /// Bytes per microframe the streaming cameras on USB bus `bus` reserve (caller holds the lock).
     private func load(onBus bus: Int) -> Int {
-        devices.values.filter { $0.connected && $0.streaming && $0.spec.usb?.bus == bus }.reduce(0) { $0 + $1.reservedPacketBytes }
+        cameras.values.filter { $0.connected && $0.streaming && $0.spec.usb?.bus == bus }.reduce(0) { $0 + $1.reservedPacketBytes }
     }
 
     /// The device behind a descriptor that is still valid (same plug generation).
     private func live(_ fd: Int32) throws(V4L2Errno) -> Device {
         guard let entry = descriptors[fd] else { throw V4L2Errno(EBADF) }
-        guard let device = devices[entry.path], device.connected, device.generation == entry.generation else {
-            throw .noDevice
-        }
-        return device
+        guard entry.device.connected, entry.device.generation == entry.generation else { throw .noDevice }
+        return entry.device
     }
 }
 

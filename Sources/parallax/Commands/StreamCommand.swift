@@ -232,7 +232,8 @@ struct StreamCommand: AsyncParsableCommand {
             default:
                 events.append(.object(JSONObject([
                     ("type", .string(event.name)), ("side", event.side.map { .string($0.description) } ?? .null),
-                    ("stable_id", event.stableID.map { .string($0) } ?? .null), ("at_s", jsonNumber(event.atSeconds)),
+                    ("stable_id", event.stableID.map { .string($0) } ?? .null),
+                    ("node", event.node.map { .string($0) } ?? .null), ("at_s", jsonNumber(event.atSeconds)),
                 ])))
             }
         }

@@ -459,21 +459,32 @@ struct V4L2CameraTests {
         #expect(collector.waitForFrames(5, timeoutSeconds: 5))
         driver.unplug(Self.path)
         #expect(collector.waitForEvent(timeoutSeconds: 2) { $0 == .disconnected } != nil)
-        // Torn down: descriptor closed, buffers unmapped (no frame holds one), stop() is harmless.
+        // Torn down: buffers unmapped (no frame holds one), stop() is harmless; the dead
+        // descriptor is held until the camera is found again, so its node number stays taken.
         let deadline = Date(timeIntervalSinceNow: 2)
         while (camera.isOpen || driver.liveMappings(Self.path) > 0) && Date() < deadline { usleep(1000) }
         #expect(!camera.isOpen)
-        #expect(driver.openDescriptors(Self.path) == 0)
+        #expect(driver.openDescriptors(Self.path) == 1)
         #expect(driver.liveMappings(Self.path) == 0)
         camera.stop()
+        #expect {
+            try camera.reconnect()
+        } throws: { error in
+            if case CaptureError.cannotOpen(_, ENOENT) = error { return true }
+            return false
+        }
+        // Back under the next free node (video0 is held), found there by identity.
+        driver.replug(Self.path)
+        #expect(driver.node(of: Self.path) == "/dev/video1")
         #expect {
             try camera.reopen()
         } throws: { error in
             if case CaptureError.cannotOpen(Self.path, ENOENT) = error { return true }
             return false
         }
-        driver.replug(Self.path)
-        try camera.reopen()
+        try camera.reconnect()
+        #expect(camera.path == "/dev/video1" && camera.identity.path == "/dev/video1")
+        #expect(driver.openDescriptors(Self.path) == 1)
         #expect(camera.activeFormat == Self.fastFormat)
         let again = FrameCollector(keepFrames: false)
         try camera.start(again.handler)
