@@ -138,6 +138,10 @@ struct StreamCommandTests {
         let hotplug = events.filter { ["disconnected", "reconnected"].contains($0["type"]?.string ?? "") }
         #expect(hotplug.map { $0["type"]?.string ?? "" } == ["disconnected", "reconnected"])
         #expect(hotplug.allSatisfy { $0["side"]?.string == "right" && $0["stable_id"]?.string == "usb-1d6b:0102-VIRTUAL2" })
+        // The session held the right camera's descriptor, so /dev/video2 stayed taken: the
+        // camera came back as /dev/video3 (its metadata node's number, free since the unplug)
+        // and was found there by identity.
+        #expect(hotplug.map { $0["node"]?.string ?? "" } == ["/dev/video2", "/dev/video3"], "\(hotplug)")
         #expect(Self.number(json, "pairs") == 75 && json["mismatched_pairs"]?.number == 0)
         // The left frames of the gap: unpaired because their partner was unplugged, not switched off.
         #expect((json["dropped"]?.object?["left"]?.object?["disconnected"]?.number ?? 0) >= 10)
@@ -148,6 +152,30 @@ struct StreamCommandTests {
         #expect(hotplugTimes.count == 2 && hotplugTimes[0] >= 1 && hotplugTimes[1] > hotplugTimes[0], "\(hotplugTimes)")
         // The live status line: on a pipe, a line every two seconds (this run takes 2.5 s).
         #expect(result.stderr.contains(" pairs ") && result.stderr.contains("/s  skew p50 "), "\(result.stderr)")
+    }
+
+    /// Both cameras unplugged, then plugged back in the other order. The nodes they held stay
+    /// taken until each is found again, so the right one comes back as /dev/video1 (the left
+    /// one's metadata node, free) and, once the session let go of /dev/video2, the left one
+    /// comes back there, on the right camera's old node. Each side resumes with its own
+    /// camera, by identity, and no pair is wrong by the driver's ground truth.
+    @Test("--virtual: both cameras unplugged and plugged back in the other order; each side finds its own camera by identity")
+    func virtualReplugInTheOtherOrder() throws {
+        let (json, result) = try Self.stream(["--virtual", "--format", "320x240@30:GREY", "--frames", "100",
+                                              "--unplug", "left@1s", "--unplug", "right@1.2s",
+                                              "--replug", "right@2s", "--replug", "left@2.5s"])
+        #expect(result.status == 0, "\(result.stderr)")
+        let events = (json["events"]?.array ?? []).compactMap(\.object).filter {
+            ["disconnected", "reconnected"].contains($0["type"]?.string ?? "")
+        }
+        let seen = events.map { [$0["type"]?.string ?? "", $0["side"]?.string ?? "", $0["stable_id"]?.string ?? "", $0["node"]?.string ?? ""] }
+        #expect(seen == [
+            ["disconnected", "left", "usb-1d6b:0102-VIRTUAL1", "/dev/video0"],
+            ["disconnected", "right", "usb-1d6b:0102-VIRTUAL2", "/dev/video2"],
+            ["reconnected", "right", "usb-1d6b:0102-VIRTUAL2", "/dev/video1"],
+            ["reconnected", "left", "usb-1d6b:0102-VIRTUAL1", "/dev/video2"],
+        ], "\(seen)")
+        #expect(Self.number(json, "pairs") == 100 && json["mismatched_pairs"]?.number == 0)
     }
 
     /// README: `pressure_levels` and `frame_rate_changes` each carry `at_s`.

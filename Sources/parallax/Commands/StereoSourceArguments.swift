@@ -224,9 +224,11 @@ struct StereoSourceArguments: ParsableArguments {
         virtualCamera("/dev/video0", port: "1", seed: 3), virtualCamera("/dev/video2", port: "2", seed: 5),
     ]
 
-    /// A virtual webcam on its own USB 2.0 bus.
+    /// A virtual webcam on its own USB 2.0 bus, with a metadata node beside its video node
+    /// as uvcvideo makes one (so a replug renumbers as on a real machine).
     static func virtualCamera(_ path: String, port: String, seed: UInt64) -> VirtualCameraSpec {
         var spec = VirtualCameraSpec(path: path, card: "Virtual webcam \(port)", busInfo: "usb-0000:00:14.0-\(port)", seed: seed)
+        spec.metadataNode = true
         spec.usb = USBLocation(bus: Int(port) ?? 1, portPath: port, speedMbps: 480, vendorID: "1d6b", productID: "0102",
                                serial: "VIRTUAL\(port)")
         return spec
