@@ -259,6 +259,19 @@ struct CaptureCommandTests {
         let expected = try Rectifier(calibration: calibration).rectify(left: frames.left, right: frames.right)
         #expect(written.left == expected.left && written.right == expected.right)
         #expect(written.left != frames.left && written.right != frames.right, "rectification left the images as they were")
+        // A calibration that records other cameras is refused before the folder is touched,
+        // naming both; --force takes it.
+        var foreign = calibration
+        foreign.calibratedCameras = PerSide(left: "usb-046d:0825-A", right: "usb-046d:0825-B")
+        try FileAccess.writeAtomically(foreign.jsonText(), toPath: file)
+        let target = dir.appendingPathComponent("foreign").path
+        let refused = try ParallaxCLI.run(common + ["--calibration", file, "--output", target])
+        #expect(refused.status != 0 && refused.stderr.contains("was made for other cameras (left usb-046d:0825-A, right "
+                                                               + "usb-046d:0825-B); these are left simulated-left, right simulated-right"),
+                "\(refused.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: target))
+        let forced = try ParallaxCLI.run(common + ["--calibration", file, "--force", "--output", target])
+        #expect(forced.status == 0, "\(forced.stderr)")
     }
 
     /// MJPEG: an unrectified capture keeps each frame's JPEG exactly as the camera sent it

@@ -166,6 +166,22 @@ struct LiveCalibrationTests {
         #expect(abs(truth["baseline_percent"]?.number ?? .nan) < 2)
         #expect((truth["rotation_degrees"]?.number ?? .nan) < 0.5)
         for k in 1...3 { #expect(result.stderr.contains("took pair \(k) (8 averaged)"), "\(result.stderr)") }
+        // The file records the cameras it was made for; stream takes it on them, refuses it on
+        // others (the simulated rig) naming both, and takes it there with --force.
+        let file = try #require(try JSONValue(parsing: String(contentsOfFile: output, encoding: .utf8)).object)
+        let cameras = file["cameras"]?.object
+        #expect(cameras?["left"]?.string == "usb-1d6b:0102-VIRTUAL1" && cameras?["right"]?.string == "usb-1d6b:0102-VIRTUAL2",
+                "\(String(describing: cameras))")
+        let same = try ParallaxCLI.run(["stream", "--virtual", "--format", "640x480@30:MJPG", "--calibration", output,
+                                        "--frames", "5"], timeout: 120)
+        #expect(same.status == 0, "\(same.stderr)")
+        let other = try ParallaxCLI.run(["stream", "--simulated", "--calibration", output, "--frames", "5"], timeout: 120)
+        #expect(other.status != 0 && other.stderr.contains("was made for other cameras (left usb-1d6b:0102-VIRTUAL1, right "
+                                                           + "usb-1d6b:0102-VIRTUAL2); these are left simulated-left"),
+                "\(other.stderr)")
+        #expect(other.stderr.contains("pass --force"), "\(other.stderr)")
+        let forced = try ParallaxCLI.run(["stream", "--simulated", "--calibration", output, "--frames", "5", "--force"], timeout: 120)
+        #expect(forced.status == 0, "\(forced.stderr)")
     }
 
     @Test("--live's defaults are the guide's: --time-budget 2 s (an eighth, 0.25 s, per streamed image), --uncertainty-target 1 px, --time-limit 5 min")

@@ -33,6 +33,8 @@ struct LiveCapture {
     var pairsSeen: Int
     /// Seconds of capturing.
     var seconds: Double
+    /// The stable identities of the two cameras, recorded in the calibration.
+    var cameras: PerSide<String>
 }
 
 /// The live capture's targets and limits, from the command line.
@@ -249,7 +251,7 @@ extension CalibrateCommand {
         Self.log("saved \(pairs.count) pairs in \(directory)/ (with corners.json: recalibrate them with "
                  + "--left '\(directory)/left*.png' --right '\(directory)/right*.png' --corners-in \(directory)/corners.json)")
         return LiveCapture(pairs: pairs, cornerList: list, stopReason: reason, truth: opened.knownCalibration,
-                           pairsSeen: pairsSeen, seconds: elapsed())
+                           pairsSeen: pairsSeen, seconds: elapsed(), cameras: opened.device.identities.map(\.stableID))
     }
 
     /// Writes the capture's corners as `corners.json` in `directory` (the `--corners-out` format).

@@ -346,6 +346,8 @@ struct CalibrateCommand: AsyncParsableCommand {
                      + "give the square as 25mm, 2.5cm or 0.025m to record one")
         }
         let comparison = try compare(result, outcome: outcome, reference: reference, pipeline: pipeline)
+        // A live calibration knows its cameras: `stream` and `capture` refuse it on others.
+        if let live { calibration.calibratedCameras = live.cameras }
         // The fit's own error bars go into the file beside the numbers they qualify.
         let uncertainty = result.uncertainty
         if let uncertainty { calibration.extra["uncertainty"] = uncertainty.parameterJSON }

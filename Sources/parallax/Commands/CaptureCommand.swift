@@ -41,6 +41,9 @@ struct CaptureCommand: AsyncParsableCommand {
     @Option(name: .long, help: "Rectify the pairs with this calibration (Parallax JSON, OpenCV YAML or ROS camera_info) before writing them.")
     var calibration: String?
 
+    @Flag(name: .long, help: "Use --calibration even when it records other cameras than these.")
+    var force = false
+
     @Option(name: .long, help: "Output folder (created if missing; must be empty unless --overwrite).")
     var output: String
 
@@ -62,8 +65,8 @@ struct CaptureCommand: AsyncParsableCommand {
         let device = opened.device
         let interval = device.activeFormats?.left.frameInterval.seconds ?? 1.0 / 30
         let deadline = timeout?.seconds ?? (Double(frames) * interval * 2 + 10)
-        let recorder = try EuRoCRecorder(directory: output, cameraCount: 2, replacingExisting: overwrite)
         if independent {
+            let recorder = try EuRoCRecorder(directory: output, cameraCount: 2, replacingExisting: overwrite)
             try recordEach(device.constituents.both, into: recorder, deadline: deadline)
             return
         }
@@ -71,7 +74,9 @@ struct CaptureCommand: AsyncParsableCommand {
         if let calibration {
             rectifyWith = try RectificationArguments.loadCalibration(calibration)
         }
-        let session = try StereoSession(device: device, calibration: rectifyWith)
+        // The calibration is checked (cameras, fit) before the output folder is touched.
+        let session = try RectificationArguments.session(device: device, calibration: rectifyWith, file: calibration, force: force)
+        let recorder = try EuRoCRecorder(directory: output, cameraCount: 2, replacingExisting: overwrite)
         let interruption = Interruption { session.stop() }
         defer { interruption.cancel() }
         let summary = try await session.record(into: recorder, pairs: frames, timeoutSeconds: deadline)

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import ParallaxCalibration
+import ParallaxCapture
 import ParallaxGeometry
 
 /// The options every command that rectifies shares: the calibration file, OpenCV's
@@ -70,6 +71,25 @@ struct RectificationArguments: ParsableArguments {
 
     /// The calibration file, or a one-line error naming it.
     func loadCalibration() throws -> StereoCalibration { try Self.loadCalibration(calibration) }
+
+    /// A session over `device` rectifying with `calibration` (read from `file`): a
+    /// calibration that records other cameras than the device's is refused naming both,
+    /// unless `force` (`--force`).
+    static func session(device: StereoDevice, calibration: StereoCalibration?, file: String?, force: Bool,
+                        options: StereoSessionOptions = StereoSessionOptions()) throws -> StereoSession {
+        var options = options
+        options.forcesCalibration = force
+        let made: Result<StereoSession, StereoSessionError>
+        do { made = .success(try StereoSession(device: device, calibration: calibration, options: options)) } catch {
+            made = .failure(error)
+        }
+        if case .failure(.device(.calibrationForOtherCameras(let calibrated, let attached))) = made {
+            throw CLIError("--calibration \(file ?? "") was made for other cameras (left \(calibrated.left), right "
+                           + "\(calibrated.right)); these are left \(attached.left), right \(attached.right). Calibrate "
+                           + "these cameras, or pass --force to use it anyway")
+        }
+        return try made.get()
+    }
 
     /// Reads a calibration in any format Parallax writes (see ``CalibrationFile``), or fails
     /// with a one-line error naming the file.

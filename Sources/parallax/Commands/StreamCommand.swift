@@ -55,6 +55,9 @@ struct StreamCommand: AsyncParsableCommand {
     @Flag(name: .long, help: "Simulated rig: do not rectify with its own calibration.")
     var raw = false
 
+    @Flag(name: .long, help: "Use --calibration even when it records other cameras than these.")
+    var force = false
+
     @Option(name: .long, help: "Distance of the zero-parallax plane: a bare number in the calibration's own units, or with a unit (1.5m, 150cm, 1500mm) converted to the unit the calibration records (the simulated rig's is the metre). Default: infinity.")
     var convergence: String?
 
@@ -122,7 +125,8 @@ struct StreamCommand: AsyncParsableCommand {
                 convergence, option: "--convergence", calibration: adapted, source: calibration ?? "the simulated rig",
                 rectification: classic)
         }
-        let session = try StereoSession(device: opened.device, calibration: rectifyWith, options: options)
+        let session = try RectificationArguments.session(device: opened.device, calibration: rectifyWith, file: calibration,
+                                                         force: force, options: options)
         let interruption = Interruption { session.stop() }
         defer { interruption.cancel() }
         let fps = opened.device.deliveredFramesPerSecond ?? 30
