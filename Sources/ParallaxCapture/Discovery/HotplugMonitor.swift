@@ -109,7 +109,7 @@ private final class UdevConnection: @unchecked Sendable {
     init?() {
         guard let udev = udev_new() else { return nil }
         // The daemon's processed events when it runs, the kernel's otherwise.
-        let source = FileManager.default.fileExists(atPath: "/run/udev/control") ? "udev" : "kernel"
+        let source = Self.daemonListens() ? "udev" : "kernel"
         guard let monitor = udev_monitor_new_from_netlink(udev, source) else {
             udev_unref(udev)
             return nil
@@ -128,6 +128,26 @@ private final class UdevConnection: @unchecked Sendable {
     deinit {
         udev_monitor_unref(monitor)
         udev_unref(udev)
+    }
+
+    /// Whether a udev daemon answers on its control socket (the socket file alone may be a
+    /// leftover, or the host's in a chroot).
+    private static func daemonListens() -> Bool {
+        let path = "/run/udev/control"
+        let fd = socket(AF_UNIX, Int32(SOCK_SEQPACKET.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard fd >= 0 else { return false }
+        defer { close(fd) }
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        let bytes = Array(path.utf8)
+        guard bytes.count < MemoryLayout.size(ofValue: address.sun_path) else { return false }
+        withUnsafeMutableBytes(of: &address.sun_path) { raw in
+            for (i, byte) in bytes.enumerated() { raw[i] = byte }
+        }
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        }
+        return connected == 0
     }
 
     /// Whether an event is waiting, after up to `milliseconds`.

@@ -71,12 +71,11 @@ public struct V4L2Discovery: Sendable {
         }
         found = Self.identified(found)
         // One platform device can hold several cameras (vivid's instances all hang off
-        // vivid.0): the node's name tells them apart, and stays put across reboots.
-        let capture = found.filter { $0.nodeIndex == 0 && $0.usb == nil }
+        // vivid.0): the node's name tells them apart, and stays put across reboots. Always
+        // added, not only when another camera shares the device: an identity must not depend
+        // on what else is present (a rebound device registers its cameras one by one).
         for i in found.indices where found[i].usb == nil {
-            let id = found[i].identity.stableID
-            guard capture.filter({ $0.identity.stableID == id }).count > 1 else { continue }
-            found[i].identity.stableID = id + ":" + found[i].name.replacingOccurrences(of: " ", with: "_")
+            found[i].identity.stableID += ":" + found[i].name.replacingOccurrences(of: " ", with: "_")
         }
         return found.sorted { Self.nodeNumber($0.devicePath) < Self.nodeNumber($1.devicePath) }
     }

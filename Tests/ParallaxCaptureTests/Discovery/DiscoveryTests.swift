@@ -12,6 +12,13 @@ struct DiscoveryTests {
         try fake.addPlatformCameras(device: "vivid.0", names: [(0, "vivid-000-vid-cap"), (1, "vivid-001-vid-cap")])
         let cameras = V4L2Discovery(sysfsRoot: fake.sys, devRoot: fake.dev).cameras()
         #expect(cameras.map(\.identity.stableID) == ["platform-vivid.0:vivid-000-vid-cap", "platform-vivid.0:vivid-001-vid-cap"])
+        // Alone on its device (a rebound device registers its cameras one by one, as the kernel
+        // test saw), a camera has the same identity: it never depends on what else is present.
+        let single = try FakeSysfs()
+        defer { single.remove() }
+        try single.addPlatformCameras(device: "vivid.0", names: [(0, "vivid-000-vid-cap")])
+        #expect(V4L2Discovery(sysfsRoot: single.sys, devRoot: single.dev).cameras().map(\.identity.stableID)
+                == ["platform-vivid.0:vivid-000-vid-cap"])
     }
 
     @Test("Video nodes are found with name, driver, USB bus, port and speed; metadata nodes are not cameras")
