@@ -124,7 +124,8 @@ struct PairCommandTests {
         #expect(object["dropped_right"] as? Int == 1)
         let reasons = try #require(object["drop_reasons"] as? [String: Int])
         #expect(reasons["no_match_within_skew"] == 2)
-        #expect(reasons.count == 6)
+        // Every reason the synchronizer has, zeros included: seven.
+        #expect(reasons.count == 7)
         #expect(object["skew_ns_p50"] as? Int == 3_000_000)
         #expect(object["skew_ns_p99"] as? Int == 3_000_000)
         #expect(object["skew_ns_max"] as? Int == 3_000_000)
