@@ -172,15 +172,15 @@ struct LiveCalibrationTests {
         let cameras = file["cameras"]?.object
         #expect(cameras?["left"]?.string == "usb-1d6b:0102-VIRTUAL1" && cameras?["right"]?.string == "usb-1d6b:0102-VIRTUAL2",
                 "\(String(describing: cameras))")
-        let same = try ParallaxCLI.run(["stream", "--virtual", "--format", "640x480@30:MJPG", "--calibration", output,
-                                        "--frames", "5"], timeout: 120)
+        let (_, same) = try StreamCommandTests.stream(["--virtual", "--format", "640x480@30:MJPG", "--calibration", output,
+                                                       "--frames", "5"])
         #expect(same.status == 0, "\(same.stderr)")
         let other = try ParallaxCLI.run(["stream", "--simulated", "--calibration", output, "--frames", "5"], timeout: 120)
         #expect(other.status != 0 && other.stderr.contains("was made for other cameras (left usb-1d6b:0102-VIRTUAL1, right "
                                                            + "usb-1d6b:0102-VIRTUAL2); these are left simulated-left"),
                 "\(other.stderr)")
         #expect(other.stderr.contains("pass --force"), "\(other.stderr)")
-        let forced = try ParallaxCLI.run(["stream", "--simulated", "--calibration", output, "--frames", "5", "--force"], timeout: 120)
+        let (_, forced) = try StreamCommandTests.stream(["--simulated", "--calibration", output, "--frames", "5", "--force"])
         #expect(forced.status == 0, "\(forced.stderr)")
     }
 

@@ -30,6 +30,21 @@ public struct DeviceIdentity: Hashable, Sendable, Codable, CustomStringConvertib
         if let path { return "\(name) [\(stableID)] at \(path)" }
         return "\(name) [\(stableID)]"
     }
+
+    /// This camera among `cameras` (what discovery lists now), by its stable identity; or,
+    /// for a USB camera whose listed identity changed with what else is plugged in (a serial
+    /// shared with a camera that came or went), by what the identity rests on: the same
+    /// serial and model, or, for a camera known by its port, whatever is at that port (the
+    /// caller checks it is the same model). `nil` when it is not there.
+    public func lookUp(in cameras: [DiscoveredCamera]) -> DiscoveredCamera? {
+        if let exact = cameras.first(where: { $0.identity.stableID == stableID }) { return exact }
+        guard let usb else { return nil }
+        if stableID == usb.portIdentity { return cameras.first { $0.usb?.portIdentity == stableID } }
+        guard let serial = usb.serial, !serial.isEmpty else { return nil }
+        return cameras.first { other in
+            other.usb?.serial == serial && other.usb?.vendorID == usb.vendorID && other.usb?.productID == usb.productID
+        }
+    }
 }
 
 /// Where a USB camera is plugged in, read from sysfs.

@@ -26,7 +26,8 @@ public final class HotplugWatch: Sendable {
 
     deinit { cancel() }
 
-    /// Stops the events (waits for a monitor's thread where there is one). Idempotent.
+    /// Stops the events (waits for a monitor's thread where there is one; with a virtual
+    /// driver, an announcement already on its way may still arrive). Idempotent.
     public func cancel() {
         let stop = stopAction.withLock { action in
             defer { action = nil }

@@ -130,8 +130,10 @@ private final class UdevConnection: @unchecked Sendable {
         udev_unref(udev)
     }
 
-    /// Whether a udev daemon answers on its control socket (the socket file alone may be a
-    /// leftover, or the host's in a chroot).
+    /// Whether a udev daemon listens on its control socket (the socket file alone may be a
+    /// leftover, or the host's in a chroot). The socket is root's: for anyone else a
+    /// refused permission is the daemon's answer too; only a refused connection (nobody
+    /// listening) or no socket means there is none.
     private static func daemonListens() -> Bool {
         let path = "/run/udev/control"
         let fd = socket(AF_UNIX, Int32(SOCK_SEQPACKET.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
@@ -147,7 +149,7 @@ private final class UdevConnection: @unchecked Sendable {
         let connected = withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
         }
-        return connected == 0
+        return connected == 0 || errno == EACCES || errno == EPERM
     }
 
     /// Whether an event is waiting, after up to `milliseconds`.

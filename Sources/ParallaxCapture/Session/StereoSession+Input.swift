@@ -17,6 +17,7 @@ extension StereoSession {
                 s.pushed[side] += 1
                 s.lastPush[side] = now
                 s.window.framesArrived += 1
+                if s.lostSince[side] != nil { s.lostSince[side] = nil }
             }
             synchronizer.push(output)
             return
@@ -35,7 +36,11 @@ extension StereoSession {
         case .event(.recoverableError(let error), let side): event = (.deviceError("\(error)"), side)
         case .event(.disconnected, let side):
             let now = monotonicNanoseconds()
-            state.withLock { $0.sides[side] = .disconnected(since: now, lastAttempt: now) }
+            state.withLock { s in
+                let since = s.lostSince[side] ?? now
+                s.lostSince[side] = since
+                s.sides[side] = .disconnected(since: since, lastAttempt: now)
+            }
             event = (.disconnected, side)
             if !(options.reconnects && device.constituents[side] is any ReconnectableCaptureDevice) {
                 endReason = "the \(side) camera (\(device.identities[side].name)) disconnected"

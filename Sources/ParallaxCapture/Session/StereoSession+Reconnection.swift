@@ -21,7 +21,10 @@ extension StereoSession {
 
     /// A side's camera was announced (on the watcher's thread): the session thread tries it now.
     func cameraArrived(_ side: StereoSide) {
-        state.withLock { $0.arrivals[side] = true }
+        state.withLock { s in
+            s.arrivals[side] = true
+            s.pendingArrival[side] = true
+        }
         wake()
     }
 
@@ -33,7 +36,9 @@ extension StereoSession {
         for side in StereoSide.allCases {
             let due = state.withLock { s -> (since: Int64, announced: Bool)? in
                 guard case .disconnected(let since, let last) = s.sides[side] else { return nil }
-                let interval = s.watched[side] ? max(options.watchedReconnectIntervalSeconds, options.reconnectIntervalSeconds)
+                // Watched and not announced: only the slow safety poll.
+                let interval = s.watched[side] && !s.pendingArrival[side]
+                    ? max(options.watchedReconnectIntervalSeconds, options.reconnectIntervalSeconds)
                     : options.reconnectIntervalSeconds
                 let announced = s.arrivals[side]
                 guard announced || now - last >= Int64(interval * 1e9) else { return nil }
@@ -44,7 +49,10 @@ extension StereoSession {
             guard let due else { continue }
             do {
                 try device.reconnect(side)
-                state.withLock { $0.reconnectFailures[side] = nil }
+                state.withLock { s in
+                    s.reconnectFailures[side] = nil
+                    s.pendingArrival[side] = false
+                }
             } catch {
                 // Not back yet is the normal case; anything else (another camera at its
                 // port, a format it no longer offers) is said once.

@@ -155,6 +155,13 @@ public final class StereoSession: Sendable {
         var watched = PerSide(repeating: false)
         /// A side's camera was announced since its last reconnection attempt.
         var arrivals = PerSide(repeating: false)
+        /// A side's camera was announced and is not streaming again yet: it is tried at the
+        /// short interval (the node may not be ready, or not yet ours to open, at the
+        /// announcement).
+        var pendingArrival = PerSide(repeating: false)
+        /// When a side's camera went away, kept until it delivers a frame again: a camera
+        /// that comes back but cannot stream does not restart the reconnect timeout.
+        var lostSince = PerSide<Int64?>(repeating: nil)
         /// The last reason a side's reconnection failed, reported once as an event.
         var reconnectFailures = PerSide<String?>(repeating: nil)
 

@@ -176,18 +176,26 @@ extension V4L2Camera {
         }
     }
 
-    /// Stops streaming and waits for the device thread, with a deadline (see ``CaptureDevice/stop()``).
+    /// Stops streaming and waits for the device thread, with a deadline (see
+    /// ``CaptureDevice/stop()``). A camera that went away lets go of its old descriptor here.
     public func stop() {
         let (thread, session, fd) = state.withLock { s in
             defer { s.thread = nil; s.session = nil }
             return (s.thread, s.session, s.fd)
         }
-        guard let thread else { return }
-        thread.stopAndJoin()
-        if let session, session.deactivate() {
-            var type = Int32(V4L2_BUF_TYPE_VIDEO_CAPTURE.rawValue)
-            _ = call(fd, CV4L2_VIDIOC_STREAMOFF, &type)
+        if let thread {
+            thread.stopAndJoin()
+            if let session, session.deactivate() {
+                var type = Int32(V4L2_BUF_TYPE_VIDEO_CAPTURE.rawValue)
+                _ = call(fd, CV4L2_VIDIOC_STREAMOFF, &type)
+            }
         }
+        // A departed camera's descriptor goes with the stop: nobody waits for it any more.
+        let departed = state.withLock { s -> Int32 in
+            defer { s.departedFD = -1 }
+            return s.departedFD
+        }
+        if departed >= 0 { syscalls.close(departed) }
     }
 
     /// Frees the driver's buffers (REQBUFS with a count of 0); the errno on failure
@@ -202,7 +210,8 @@ extension V4L2Camera {
     }
 
     /// Tears the stream down after the device vanished: no more re-queues,
-    /// STREAMOFF attempted, the descriptor kept until ``reconnect()`` or `deinit` closes it.
+    /// STREAMOFF attempted, the descriptor kept until ``reconnect()``, ``stop()`` or `deinit`
+    /// closes it.
     /// Mappings go with the last frame.
     fileprivate func tearDownAfterDisconnect(_ session: StreamSession) {
         _ = session.deactivate()
@@ -217,10 +226,14 @@ extension V4L2Camera {
         if fd >= 0 {
             var type = Int32(V4L2_BUF_TYPE_VIDEO_CAPTURE.rawValue)
             _ = call(fd, CV4L2_VIDIOC_STREAMOFF, &type)
-            // Held until the camera is found again (or freed): its node number stays
+            // Held until the camera is found again, stopped or freed: its node number stays
             // taken meanwhile, so the camera comes back under another node and is found by
             // identity (the consumer's mapped frames would hold the node just the same).
-            state.withLock { $0.departedFD = fd }
+            let earlier = state.withLock { s -> Int32 in
+                defer { s.departedFD = fd }
+                return s.departedFD
+            }
+            if earlier >= 0 { syscalls.close(earlier) }
         }
     }
 

@@ -19,8 +19,8 @@ import ParallaxImage
 /// counter become ``CaptureEvent/dropped(count:reason:)``; ENOSPC at STREAMON
 /// is ``CaptureError/insufficientBandwidth(device:format:)``; ENODEV, POLLERR
 /// or POLLHUP tear the stream down cleanly and report
-/// ``CaptureEvent/disconnected``. After a replug, ``reopen()`` (or a new
-/// camera from ``V4L2Discovery``) opens the node again.
+/// ``CaptureEvent/disconnected``. After a replug, ``reconnect()`` finds the
+/// camera again by its stable identity, under whatever node it has now.
 ///
 /// Every system call goes through a ``V4L2Syscalls`` value, so tests run this
 /// exact code against `VirtualUVCDriver` from ParallaxTestSupport.
@@ -71,8 +71,9 @@ public final class V4L2Camera: ReconnectableCaptureDevice, @unchecked Sendable {
         var identity: DeviceIdentity
         var calibration: CameraModel?
         var exposureNanoseconds: Int64?
-        /// `bus_info` when the camera was first opened: what a reconnect must find again (a
-        /// failed attempt that met another camera overwrites `capabilities`, not this).
+        /// `bus_info` when the camera was first opened: what a reconnect of a camera that
+        /// discovery does not list must find again at its node (a failed attempt that met
+        /// another camera overwrites `capabilities`, not this).
         var firstBusInfo: String?
     }
 
@@ -151,8 +152,9 @@ public final class V4L2Camera: ReconnectableCaptureDevice, @unchecked Sendable {
 
     // MARK: Opening
 
-    /// Opens the node again after a disconnect (same path), re-reading
-    /// capabilities and formats and re-applying the last format.
+    /// Opens the node again (same path), re-reading capabilities and formats and
+    /// re-applying the last format. It does not check that the same camera answers: after
+    /// a replug use ``reconnect()``, which finds the camera by identity.
     ///
     /// - Throws: ``CaptureError`` as ``init(path:syscalls:options:stableID:usb:)`` does.
     public func reopen() throws(CaptureError) {
@@ -196,7 +198,7 @@ public final class V4L2Camera: ReconnectableCaptureDevice, @unchecked Sendable {
     public func reconnect() throws(CaptureError) {
         let (identity, discovered) = state.withLock { ($0.identity, $0.isDiscovered) }
         guard discovered else { return try reconnectAtSameNode() }
-        guard let found = syscalls.captureNodes().first(where: { $0.identity.stableID == identity.stableID }) else {
+        guard let found = identity.lookUp(in: syscalls.captureNodes()) else {
             throw .cannotOpen(device: "\(identity.name) [\(identity.stableID)]", errno: ENOENT)
         }
         if let expected = identity.usb, let now = found.usb, let difference = Self.difference(expected: expected, found: now) {
@@ -233,9 +235,9 @@ public final class V4L2Camera: ReconnectableCaptureDevice, @unchecked Sendable {
     /// (``V4L2Syscalls/watchHotplug(_:)``), until the watch is cancelled; `nil` when
     /// nothing can watch here.
     public func watchArrivals(_ arrived: @escaping @Sendable () -> Void) -> HotplugWatch? {
-        let stableID = identity.stableID
+        let identity = identity
         return syscalls.watchHotplug { event in
-            if case .arrived(let camera) = event, camera.identity.stableID == stableID { arrived() }
+            if case .arrived(let camera) = event, identity.lookUp(in: [camera]) != nil { arrived() }
         }
     }
 

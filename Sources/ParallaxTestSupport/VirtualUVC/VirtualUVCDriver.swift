@@ -46,6 +46,9 @@ public final class VirtualUVCDriver: V4L2Syscalls, @unchecked Sendable {
     private var retired: [UnsafeMutableRawPointer] = []
     /// Devices that were unplugged, kept until the driver goes so late munmaps find their buffers.
     private var unplugged: [Device] = []
+    /// Every metadata node's device made for a camera (``VirtualCameraSpec/metadataNode``),
+    /// so that buffers requested on one are freed with the driver.
+    private var metadataDevices: [Device] = []
     /// Hot-plug subscribers (``watchHotplug(_:)``), by subscription number.
     private var watchers: [Int: @Sendable (HotplugEvent) -> Void] = [:]
     private var nextWatcher = 0
@@ -80,6 +83,7 @@ public final class VirtualUVCDriver: V4L2Syscalls, @unchecked Sendable {
     }
 
     deinit {
+        for device in metadataDevices { for buffer in device.buffers { buffer.memory.deallocate() } }
         for device in cameras.values { for buffer in device.buffers { buffer.memory.deallocate() } }
         for device in unplugged { for buffer in device.buffers { buffer.memory.deallocate() } }
         for memory in retired { memory.deallocate() }
@@ -87,25 +91,25 @@ public final class VirtualUVCDriver: V4L2Syscalls, @unchecked Sendable {
 
     // MARK: Test controls
 
-    /// Adds a camera (a new node appearing at its spec's path). A camera already at that
-    /// node (one unplugged, whose node another camera now takes) is kept with the unplugged
-    /// ones, so that its buffers are freed with the driver like theirs.
+    /// Adds a camera (a new node appearing at its spec's path, named by it). Whatever was
+    /// at that node goes away first, as if unplugged (its descriptors die), and a camera of
+    /// the same name is replaced: their buffers are freed with the driver, once.
     public func add(_ spec: VirtualCameraSpec) {
-        let arrived = locked { () -> DiscoveredCamera? in
-            var replaced: [Device] = []
-            if let old = nodes[spec.path], !old.spec.isMetadataNode {
-                replaced.append(old)
-                removeNodes(of: old)
+        let (departed, arrived) = locked { () -> ([DiscoveredCamera], DiscoveredCamera?) in
+            var departed: [DiscoveredCamera] = []
+            for old in [nodes[spec.path], cameras[spec.path]].compactMap({ $0 }) where old.connected {
+                if !old.spec.isMetadataNode, let camera = discovered(old) { departed.append(camera) }
+                disconnect(old)
             }
-            if let old = cameras[spec.path], !replaced.contains(where: { $0 === old }) { replaced.append(old) }
-            unplugged += replaced
+            if let old = cameras[spec.path] { retire(old) }
             let device = Device(spec: spec, clock: clock)
             device.node = spec.path
             cameras[spec.path] = device
             nodes[spec.path] = device
             addMetadataNode(to: device)
-            return discovered(device)
+            return (departed, discovered(device))
         }
+        for camera in departed { announce(.departed(camera)) }
         announce(arrived.map { .arrived($0) })
     }
 
@@ -140,10 +144,7 @@ public final class VirtualUVCDriver: V4L2Syscalls, @unchecked Sendable {
         let departed = locked { () -> DiscoveredCamera? in
             guard let device = cameras[name], device.connected else { return nil }
             let camera = discovered(device)
-            device.connected = false
-            device.generation += 1
-            device.streaming = false
-            removeNodes(of: device)
+            disconnect(device)
             return camera
         }
         announce(departed.map { .departed($0) })
@@ -155,7 +156,7 @@ public final class VirtualUVCDriver: V4L2Syscalls, @unchecked Sendable {
     public func replug(_ name: String) {
         let arrived = locked { () -> DiscoveredCamera? in
             guard let old = cameras[name], !old.connected else { return nil }
-            unplugged.append(old)
+            retire(old)
             let fresh = Device(spec: old.spec, clock: clock)
             fresh.generation = old.generation + 1
             let node = lowestFreeNode(like: old.spec.path)
@@ -177,13 +178,13 @@ public final class VirtualUVCDriver: V4L2Syscalls, @unchecked Sendable {
     // MARK: Discovery
 
     /// The connected cameras' capture nodes with their identities, as ``V4L2Discovery``
-    /// would list real ones (the serial when unique, else the USB port; the bus info for a
-    /// camera without a USB location).
+    /// would list real USB cameras (the serial when unique, else the USB port); a camera
+    /// without a USB location is named by its bus info. In node order.
     public func captureNodes() -> [DiscoveredCamera] {
         lock.lock(); defer { lock.unlock() }
         return V4L2Discovery.identified(cameras.values.filter { $0.connected && !$0.spec.isMetadataNode }
             .compactMap { plainDiscovered($0) })
-            .sorted { $0.devicePath < $1.devicePath }
+            .sorted { Self.nodeNumber($0.devicePath) < Self.nodeNumber($1.devicePath) }
     }
 
     /// Calls `handler` for every camera unplugged, plugged back or added, on the thread that
@@ -198,6 +199,10 @@ public final class VirtualUVCDriver: V4L2Syscalls, @unchecked Sendable {
             guard let self else { return }
             self.locked { self.watchers[id] = nil }
         }
+    }
+
+    private static func nodeNumber(_ path: String) -> Int {
+        Int(String(path.reversed().prefix(while: \.isNumber).reversed())) ?? Int.max
     }
 
     private func locked<T>(_ body: () -> T) -> T {
@@ -226,6 +231,21 @@ public final class VirtualUVCDriver: V4L2Syscalls, @unchecked Sendable {
                                                          path: node, usb: spec.usb))
     }
 
+    /// Unplugs `device`: its descriptors die, its nodes go (caller holds the lock).
+    private func disconnect(_ device: Device) {
+        device.connected = false
+        device.generation += 1
+        device.streaming = false
+        removeNodes(of: device)
+    }
+
+    /// Moves a device its camera no longer uses to the unplugged ones, whose buffers are
+    /// freed once unmapped or with the driver; never twice (caller holds the lock).
+    private func retire(_ device: Device) {
+        guard !unplugged.contains(where: { $0 === device }) else { return }
+        unplugged.append(device)
+    }
+
     /// Removes the device's nodes from the present ones (caller holds the lock).
     private func removeNodes(of device: Device) {
         if let node = device.node, nodes[node] === device { nodes[node] = nil }
@@ -249,6 +269,7 @@ public final class VirtualUVCDriver: V4L2Syscalls, @unchecked Sendable {
         metadata.node = node
         nodes[node] = metadata
         device.metadata = metadata
+        metadataDevices.append(metadata)
     }
 
     /// The lowest-numbered node in `path`'s directory that no present device has and that
@@ -267,7 +288,8 @@ public final class VirtualUVCDriver: V4L2Syscalls, @unchecked Sendable {
         }
     }
 
-    /// The buffer addresses ``mmap(_:length:offset:)`` has handed out for the camera's current buffers.
+    /// The buffer addresses ``mmap(_:length:offset:)`` has handed out for the current buffers
+    /// of the camera named `path` (its spec's path, as for every test control).
     public func mappedAddresses(_ path: String) -> [UnsafeRawPointer] {
         lock.lock(); defer { lock.unlock() }
         return cameras[path]?.buffers.filter { $0.mapCount > 0 }.map { UnsafeRawPointer($0.memory) } ?? []
@@ -286,7 +308,7 @@ public final class VirtualUVCDriver: V4L2Syscalls, @unchecked Sendable {
         return all.reduce(0) { total, device in device.buffers.reduce(total) { $0 + $1.mapCount } }
     }
 
-    /// Injected faults the camera at `path` has not produced yet (spurious wake-ups, refused
+    /// Injected faults the camera named `path` has not produced yet (spurious wake-ups, refused
     /// QBUFs, error-flagged buffers, sequence gaps and steps, a backwards timestamp), so a
     /// test can prove its fault really reached the stream rather than passing without it.
     public func faultsPending(_ path: String) -> Int {
@@ -318,7 +340,7 @@ public final class VirtualUVCDriver: V4L2Syscalls, @unchecked Sendable {
         return cameras[path]?.rawTimestamps.first { abs($0.value - timestamp) < 1000 }.map { UInt64($0.key) }
     }
 
-    /// Ground truth: when frame `sequence` of the camera at `path` was really due, before
+    /// Ground truth: when frame `sequence` of the camera named `path` was really due, before
     /// jitter and timestamp faults (the last 1024 frames of the current connection).
     public func dueTime(_ path: String, sequence: UInt64) -> Int64? {
         lock.lock(); defer { lock.unlock() }
@@ -393,6 +415,7 @@ public final class VirtualUVCDriver: V4L2Syscalls, @unchecked Sendable {
         unplugged.removeAll { device in
             guard device.buffers.allSatisfy({ $0.mapCount <= 0 }) else { return false }
             for buffer in device.buffers { buffer.memory.deallocate() }
+            device.buffers = []
             return true
         }
     }

@@ -109,11 +109,13 @@ struct StereoSourceArguments: ParsableArguments {
                 // The virtual cameras stamp the end of the frame; the capture code moved the
                 // stamps half an exposure back, to mid-exposure.
                 func stamp(_ side: StereoPairSide) -> Int64 { side.timestampNanoseconds + (side.exposureNanoseconds ?? 0) / 2 }
+                // A frame its own camera never made (a side that reopened the other camera) is
+                // a wrong pair too.
                 let paths = virtualPaths
                 guard let leftSequence = driver.driverSequence(paths.left, timestamp: stamp(pair.left)),
-                      let rightSequence = driver.driverSequence(paths.right, timestamp: stamp(pair.right)),
-                      let right = driver.dueTime(paths.right, sequence: rightSequence)
-                else { return nil }
+                      let rightSequence = driver.driverSequence(paths.right, timestamp: stamp(pair.right))
+                else { return true }
+                guard let right = driver.dueTime(paths.right, sequence: rightSequence) else { return nil }
                 return !nearest(right, leftSequence) { driver.dueTime(paths.left, sequence: $0) }
             }
             return nil

@@ -52,6 +52,30 @@ struct DiscoveryTests {
         #expect(ids == ["usb-1-1.1", "usb-1-1.2", "usb-1-3"])
     }
 
+    /// A USB camera's listed identity depends on its neighbours (a serial is used only when no
+    /// other camera shares it); the camera is found again all the same, by what its identity
+    /// rests on.
+    @Test("a camera is looked up by its identity, or by its serial and model, or by its port, whatever discovery lists it as now")
+    func lookUpByWhatTheIdentityRestsOn() {
+        func listed(_ id: String, node: Int, port: String, serial: String?, product: String = "0825") -> DiscoveredCamera {
+            let usb = USBLocation(bus: 1, portPath: port, vendorID: "046d", productID: product, serial: serial)
+            return DiscoveredCamera(devicePath: "/dev/video\(node)", name: "cam", driver: "uvcvideo", nodeIndex: 0, usb: usb,
+                                    identity: DeviceIdentity(stableID: id, name: "cam", path: "/dev/video\(node)", usb: usb))
+        }
+        // Known by its serial; now its twin with the same serial is plugged in too, so both are listed by port.
+        let bySerial = DeviceIdentity(stableID: "usb-046d:0825-X", name: "cam",
+                                      usb: USBLocation(bus: 1, portPath: "2", vendorID: "046d", productID: "0825", serial: "X"))
+        let twins = [listed("usb-1-3", node: 0, port: "3", serial: "Y"), listed("usb-1-2", node: 4, port: "2", serial: "X")]
+        #expect(bySerial.lookUp(in: twins)?.devicePath == "/dev/video4")
+        // Known by its port (it had a twin then); now alone, listed by its serial.
+        let byPort = DeviceIdentity(stableID: "usb-1-2", name: "cam",
+                                    usb: USBLocation(bus: 1, portPath: "2", vendorID: "046d", productID: "0825", serial: "X"))
+        #expect(byPort.lookUp(in: [listed("usb-046d:0825-X", node: 6, port: "2", serial: "X")])?.devicePath == "/dev/video6")
+        // Not there: nothing, whatever else is.
+        #expect(bySerial.lookUp(in: [listed("usb-1-3", node: 0, port: "3", serial: "Y")]) == nil)
+        #expect(DeviceIdentity(stableID: "platform-vivid.0:a", name: "a").lookUp(in: twins) == nil)
+    }
+
     @Test("No video4linux in sysfs means no V4L2 in the kernel")
     func noKernelSupport() {
         let discovery = V4L2Discovery(sysfsRoot: "/nonexistent-sys", devRoot: "/nonexistent-dev")

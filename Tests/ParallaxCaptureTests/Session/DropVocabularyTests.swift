@@ -12,7 +12,6 @@ struct DropVocabularyTests {
         for name in names {
             #expect(name.allSatisfy { $0.isLowercase || $0 == "_" }, "\(name) is not snake_case")
         }
-        #expect(FrameDropReason.allCases.map(\.description) == FrameDropReason.allCases.map(\.rawValue))
     }
 
     @Test func synchronizerCountersIndexEachReasonOnce() {

@@ -68,9 +68,9 @@ struct SessionHotPlugTests {
     }
 
     /// Cameras without serial numbers are known by their USB port. The right one is unplugged
-    /// and another model is plugged into its port: the same port identity, but not the same
-    /// camera. It is refused with an event naming both models, never streams, and the right
-    /// camera plugged back in after it is taken back.
+    /// and another model (with a serial, so discovery lists it by that) is plugged into its
+    /// port: found at the port, but not the same camera. It is refused with an event naming
+    /// both models, never streams, and the right camera plugged back in after it is taken back.
     @Test("another model at a serial-less camera's port is refused with an event naming both; the camera itself is taken back")
     func anotherModelAtThePortIsRefused() async throws {
         @Sendable func serialless(_ path: String, port: String, product: String) -> VirtualCameraSpec {
@@ -97,7 +97,11 @@ struct SessionHotPlugTests {
             guard log.wait(for: 5) else { return (false, false) }
             driver.unplug("/dev/video2")
             _ = eventually { session.statistics.events.contains { $0.name == "disconnected" } }
-            driver.add(serialless("/dev/video4", port: "2", product: "0990"))
+            // A camera with a serial of its own is listed by it, not by the port: it is found at
+            // the port all the same, and refused.
+            var other = serialless("/dev/video4", port: "2", product: "0990")
+            other.usb?.serial = "NEWSN"
+            driver.add(other)
             let refused = eventually { session.statistics.events.contains { $0.name == "device_error" } }
             driver.unplug("/dev/video4")
             driver.replug("/dev/video2")
@@ -158,6 +162,13 @@ struct SessionHotPlugTests {
         let latency = Double(first.deliveredAt - replugAt.withLock { $0 }) / 1e6
         print(String(format: "node ready to first pair: %.1f ms (%.2f frame intervals at 30 fps); the camera's frame %d",
                      latency, latency / (1000.0 / 30), Int(nearest?.0 ?? 99)))
+        // The announcement, not a poll, brought it back: the driver had the camera's frame 0
+        // due at most two intervals after the node appeared (STREAMON within one interval of
+        // it: the reopening itself takes about a millisecond here; the interval is the bound a
+        // webcam user notices, and it leaves room for a loaded or sanitized run).
+        let frameZeroDue = try #require(driver.dueTime("/dev/video2", sequence: 0))
+        #expect(frameZeroDue - replugAt.withLock { $0 } <= 2 * Self.interval.nanoseconds,
+                "frame 0 due \(Double(frameZeroDue - replugAt.withLock { $0 }) / 1e6) ms after the node appeared")
         #expect(nearest.map { $0.0 <= 1 && abs($0.1 - first.rightStamp) < 1_000 } == true,
                 "the first pair after the replug: right stamp \(first.rightStamp), replug at \(replugAt.withLock { $0 }); the driver's first stamps \(stamps)")
         let reconnected = session.statistics.events.filter { $0.name == "reconnected" }

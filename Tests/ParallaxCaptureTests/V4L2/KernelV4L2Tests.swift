@@ -162,7 +162,7 @@ extension KernelV4L2Tests {
             print("kernel: events after unbind \(events.all)")
             #expect(events.all.contains("disconnected"))
             #expect(!FileManager.default.fileExists(atPath: Self.nodes[0]))
-            camera.stop()
+            // Not stopped: a stop would let go of the old descriptor.
             try "vivid.0".write(toFile: Self.vividDriver + "/bind", atomically: false, encoding: .utf8)
             // The camera holds its old descriptor, so the kernel keeps /dev/video0's number
             // taken: the camera comes back under another node, and is found there by identity.

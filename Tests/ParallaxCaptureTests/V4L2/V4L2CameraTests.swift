@@ -459,21 +459,21 @@ struct V4L2CameraTests {
         #expect(collector.waitForFrames(5, timeoutSeconds: 5))
         driver.unplug(Self.path)
         #expect(collector.waitForEvent(timeoutSeconds: 2) { $0 == .disconnected } != nil)
-        // Torn down: buffers unmapped (no frame holds one), stop() is harmless; the dead
-        // descriptor is held until the camera is found again, so its node number stays taken.
+        // Torn down: buffers unmapped (no frame holds one); the dead descriptor is held until
+        // the camera is found again, so its node number stays taken.
         let deadline = Date(timeIntervalSinceNow: 2)
         while (camera.isOpen || driver.liveMappings(Self.path) > 0) && Date() < deadline { usleep(1000) }
         #expect(!camera.isOpen)
         #expect(driver.openDescriptors(Self.path) == 1)
         #expect(driver.liveMappings(Self.path) == 0)
-        camera.stop()
         #expect {
             try camera.reconnect()
         } throws: { error in
             if case CaptureError.cannotOpen(_, ENOENT) = error { return true }
             return false
         }
-        // Back under the next free node (video0 is held), found there by identity.
+        // Back under the next free node (video0 is held), found there by identity; reopen()
+        // goes to the old path and finds nothing.
         driver.replug(Self.path)
         #expect(driver.node(of: Self.path) == "/dev/video1")
         #expect {
@@ -486,6 +486,19 @@ struct V4L2CameraTests {
         #expect(camera.path == "/dev/video1" && camera.identity.path == "/dev/video1")
         #expect(driver.openDescriptors(Self.path) == 1)
         #expect(camera.activeFormat == Self.fastFormat)
+        // Gone again and stopped: stop() lets go of the old descriptor, so the camera comes
+        // back under the lowest free number, video0.
+        let streaming = FrameCollector(keepFrames: false)
+        try camera.start(streaming.handler)
+        #expect(streaming.waitForFrames(3, timeoutSeconds: 5))
+        driver.unplug(Self.path)
+        #expect(streaming.waitForEvent(timeoutSeconds: 2) { $0 == .disconnected } != nil)
+        camera.stop()
+        #expect(driver.openDescriptors(Self.path) == 0)
+        driver.replug(Self.path)
+        #expect(driver.node(of: Self.path) == Self.path)
+        try camera.reconnect()
+        #expect(camera.path == Self.path)
         let again = FrameCollector(keepFrames: false)
         try camera.start(again.handler)
         defer { camera.stop() }
