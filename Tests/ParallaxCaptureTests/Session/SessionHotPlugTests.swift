@@ -134,16 +134,27 @@ struct SessionHotPlugTests {
         options.watchedReconnectIntervalSeconds = 60
         options.pressure.readsMachineState = false
         let session = try StereoSession(device: device, options: options)
-        let firsts = Locked<[(deliveredAt: Int64, rightStamp: Int64)]>([])
+        let firsts = Locked<[(deliveredAt: Int64, rightStamp: Int64, source: String, sequence: UInt64)]>([])
         let replugAt = Locked<Int64>(.max)
         try session.start { pair in
             let now = monotonicNanoseconds()
             // The virtual cameras stamp the end of the frame; the capture code moved it to mid-exposure.
             let stamp = pair.right.timestampNanoseconds + (pair.right.exposureNanoseconds ?? 0) / 2
-            if stamp > replugAt.withLock({ $0 }) { firsts.withLock { $0.append((now, stamp)) } }
+            if stamp > replugAt.withLock({ $0 }) {
+                firsts.withLock { $0.append((now, stamp, pair.right.source.description, pair.right.sequence)) }
+            }
         }
         defer { session.stop() }
-        let nodes = try await onOwnThread { () -> (String?, String?) in
+        // Everything the driver knows is read on this thread, at once: the test's own task may
+        // resume much later on a busy machine, when the camera's first frames have long left
+        // the driver's 1024-frame record.
+        struct Seen: Sendable {
+            var nodes: (before: String?, after: String?)
+            var stamps: [(sequence: UInt64, nanoseconds: Int64)]
+            var frameZeroDue: Int64?
+            var produced: Int
+        }
+        let seen = try await onOwnThread { () -> Seen in
             _ = eventually { session.statistics.pairsDelivered >= 5 }
             driver.unplug("/dev/video2")
             _ = eventually { session.statistics.events.contains { $0.name == "disconnected" } }
@@ -151,26 +162,29 @@ struct SessionHotPlugTests {
             replugAt.withLock { $0 = monotonicNanoseconds() }
             driver.replug("/dev/video2")
             _ = eventually { !firsts.withLock { $0.isEmpty } }
-            return (before, driver.node(of: "/dev/video2"))
+            let stamps = (0..<UInt64(16)).compactMap { k in driver.driverTimestamp("/dev/video2", sequence: k).map { (k, $0) } }
+            return Seen(nodes: (before, driver.node(of: "/dev/video2")), stamps: stamps,
+                        frameZeroDue: driver.dueTime("/dev/video2", sequence: 0), produced: driver.framesProduced("/dev/video2"))
         }
-        #expect(nodes.0 == nil && nodes.1 == "/dev/video1", "\(nodes)")
+        #expect(seen.nodes.before == nil && seen.nodes.after == "/dev/video1", "\(seen.nodes)")
         let first = try #require(firsts.withLock { $0.first })
         // The camera's own frame in that pair: the one of its first frames whose driver stamp
         // is nearest (the pair's stamp is the driver's to the microsecond the buffer carries).
-        let stamps = (0..<UInt64(16)).compactMap { k in driver.driverTimestamp("/dev/video2", sequence: k).map { (k, $0) } }
-        let nearest = stamps.min { abs($0.1 - first.rightStamp) < abs($1.1 - first.rightStamp) }
+        let nearest = seen.stamps.min { abs($0.1 - first.rightStamp) < abs($1.1 - first.rightStamp) }
         let latency = Double(first.deliveredAt - replugAt.withLock { $0 }) / 1e6
         print(String(format: "node ready to first pair: %.1f ms (%.2f frame intervals at 30 fps); the camera's frame %d",
                      latency, latency / (1000.0 / 30), Int(nearest?.0 ?? 99)))
+        let diagnosis = "right frame \(first.sequence) from \(first.source) stamped \(first.rightStamp), replug at "
+            + "\(replugAt.withLock { $0 }); the driver had made \(seen.produced) frames, its first stamps \(seen.stamps)"
         // The announcement, not a poll, brought it back: the driver had the camera's frame 0
         // due at most two intervals after the node appeared (STREAMON within one interval of
         // it: the reopening itself takes about a millisecond here; the interval is the bound a
         // webcam user notices, and it leaves room for a loaded or sanitized run).
-        let frameZeroDue = try #require(driver.dueTime("/dev/video2", sequence: 0))
+        let frameZeroDue = try #require(seen.frameZeroDue, "\(diagnosis)")
         #expect(frameZeroDue - replugAt.withLock { $0 } <= 2 * Self.interval.nanoseconds,
                 "frame 0 due \(Double(frameZeroDue - replugAt.withLock { $0 }) / 1e6) ms after the node appeared")
         #expect(nearest.map { $0.0 <= 1 && abs($0.1 - first.rightStamp) < 1_000 } == true,
-                "the first pair after the replug: right stamp \(first.rightStamp), replug at \(replugAt.withLock { $0 }); the driver's first stamps \(stamps)")
+                "the first pair after the replug: \(diagnosis)")
         let reconnected = session.statistics.events.filter { $0.name == "reconnected" }
         #expect(reconnected.map(\.node) == ["/dev/video1"] && reconnected.map(\.stableID) == [device.identities.right.stableID])
     }
