@@ -34,19 +34,18 @@ extension StereoSession {
     func reconnectIfDue(now: Int64) {
         guard options.reconnects else { return }
         for side in StereoSide.allCases {
-            let due = state.withLock { s -> (since: Int64, announced: Bool)? in
+            let since = state.withLock { s -> Int64? in
                 guard case .disconnected(let since, let last) = s.sides[side] else { return nil }
                 // Watched and not announced: only the slow safety poll.
                 let interval = s.watched[side] && !s.pendingArrival[side]
                     ? max(options.watchedReconnectIntervalSeconds, options.reconnectIntervalSeconds)
                     : options.reconnectIntervalSeconds
-                let announced = s.arrivals[side]
-                guard announced || now - last >= Int64(interval * 1e9) else { return nil }
+                guard s.arrivals[side] || now - last >= Int64(interval * 1e9) else { return nil }
                 s.arrivals[side] = false
                 s.sides[side] = .disconnected(since: since, lastAttempt: now)
-                return (since, announced)
+                return since
             }
-            guard let due else { continue }
+            guard let since else { continue }
             do {
                 try device.reconnect(side)
                 state.withLock { s in
@@ -64,7 +63,7 @@ extension StereoSession {
                     return s.reconnectFailures[side] != message
                 }
                 if !absent && isNew { emit(.deviceError("the \(side) camera could not be reopened: \(message)"), side: side) }
-                if let timeout = options.reconnectTimeoutSeconds, Double(now - due.since) / 1e9 >= timeout {
+                if let timeout = options.reconnectTimeoutSeconds, Double(now - since) / 1e9 >= timeout {
                     requestEnd("the \(side) camera (\(device.identities[side].name)) did not come back within "
                                + "\(Int(timeout)) s: \(error)")
                 }
