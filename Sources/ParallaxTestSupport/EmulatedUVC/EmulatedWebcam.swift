@@ -76,6 +76,8 @@ public final class EmulatedWebcam: @unchecked Sendable {
     private struct Negotiation {
         var formatIndex = 1, frameIndex = 1
         var interval: UInt32 = 333_333
+        /// Which start of streaming these settings stream in (a stop and start is a new stream).
+        var stream = 0
     }
 
     private let condition = NSCondition()
@@ -86,6 +88,8 @@ public final class EmulatedWebcam: @unchecked Sendable {
     private var probe = Negotiation()
     private var committed: Negotiation?
     private var alternateSetting = 0
+    /// Counts starts of streaming (an alternate setting chosen, or a bulk stream committed).
+    private var streamStarts = 0
     private var bulkHalted = false
     /// Streaming requests the host has sent and the camera not yet answered, oldest first.
     private var pending: [USBIP.Submit] = []
@@ -277,6 +281,7 @@ public final class EmulatedWebcam: @unchecked Sendable {
         case (0x00, 0x0B) where index == 1:                        // SET_INTERFACE on streaming
             condition.withLock {
                 alternateSetting = Int(value)
+                if value != 0 { streamStarts += 1 }
                 condition.broadcast()
             }
             return reply([])
@@ -340,6 +345,7 @@ public final class EmulatedWebcam: @unchecked Sendable {
                 if isCommit {
                     committed = settled
                     bulkHalted = false
+                    if spec.transfer == .bulk { streamStarts += 1 }
                     condition.broadcast()
                 } else {
                     probe = settled
@@ -436,13 +442,21 @@ public final class EmulatedWebcam: @unchecked Sendable {
 
     /// What is streaming now: the committed settings and the packet size, or nil.
     private func streamingNow() -> (Negotiation, Int?)? {
-        guard let committed else { return nil }
+        guard var committed else { return nil }
+        committed.stream = streamStarts
         switch spec.transfer {
-        case .bulk: return bulkHalted || pending.isEmpty ? nil : (committed, nil)
+        case .bulk: return bulkHalted ? nil : (committed, nil)
         case .isochronous(let sizes):
             guard alternateSetting > 0 && alternateSetting <= sizes.count else { return nil }
             return (committed, sizes[alternateSetting - 1])
         }
+    }
+
+    /// True while `generation` streams with `settings` (the caller holds the lock).
+    private func isStreaming(_ settings: Negotiation, generation: Int) -> Bool {
+        guard self.generation == generation, let (now, _) = streamingNow() else { return false }
+        return now.formatIndex == settings.formatIndex && now.frameIndex == settings.frameIndex && now.interval == settings.interval
+            && now.stream == settings.stream
     }
 
     private func stream(generation: Int) {
@@ -458,12 +472,7 @@ public final class EmulatedWebcam: @unchecked Sendable {
             let period = Double(settings.interval) * 100 / (1 + spec.clockDriftPPM * 1e-6)
             let start = monotonicNanoseconds()
             var number = 0, skipped = 0
-            func stillStreaming() -> Bool {
-                condition.withLock {
-                    guard self.generation == generation, let (now, _) = streamingNow() else { return false }
-                    return now.formatIndex == settings.formatIndex && now.frameIndex == settings.frameIndex && now.interval == settings.interval
-                }
-            }
+            func stillStreaming() -> Bool { condition.withLock { isStreaming(settings, generation: generation) } }
             while stillStreaming() {
                 let slot = number + skipped
                 let exposureStart = start + Int64(Double(slot) * period)
@@ -487,9 +496,7 @@ public final class EmulatedWebcam: @unchecked Sendable {
                 }
                 let transferStart = monotonicNanoseconds()
                 let delivered = deliver(bytes, frameID: UInt8(number & 1), pts: deviceClock(atHostNanoseconds: exposureStart),
-                                        error: fault == .errorBit, packetSize: packetSize, generation: generation) {
-                    stillStreaming()
-                }
+                                        error: fault == .errorBit, packetSize: packetSize, settings: settings, generation: generation)
                 guard delivered else { break }
                 condition.withLock {
                     frames.append(FrameTruth(number: number, exposureStartNanoseconds: exposureStart, exposureNanoseconds: exposure,
@@ -508,14 +515,14 @@ public final class EmulatedWebcam: @unchecked Sendable {
 
     /// Sends one frame as payloads into the host's open streaming requests, waiting for
     /// requests when none is open. False when streaming stopped first.
-    private func deliver(_ frame: [UInt8], frameID: UInt8, pts: UInt32, error: Bool, packetSize: Int?, generation: Int,
-                         stillStreaming: () -> Bool) -> Bool {
+    private func deliver(_ frame: [UInt8], frameID: UInt8, pts: UInt32, error: Bool, packetSize: Int?,
+                         settings: Negotiation, generation: Int) -> Bool {
         var offset = 0
         var first = true
         while offset < frame.count || first {
             condition.lock()
-            while self.generation == generation && pending.isEmpty { condition.wait(until: Date(timeIntervalSinceNow: 0.05)) }
-            guard self.generation == generation, !pending.isEmpty else { condition.unlock(); return false }
+            while isStreaming(settings, generation: generation) && pending.isEmpty { condition.wait(until: Date(timeIntervalSinceNow: 0.05)) }
+            guard isStreaming(settings, generation: generation), !pending.isEmpty else { condition.unlock(); return false }
             let request = pending.removeFirst()
             var data: [UInt8] = []
             var lengths: [Int] = []
