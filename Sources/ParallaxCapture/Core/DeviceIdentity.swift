@@ -69,11 +69,14 @@ public struct USBLocation: Hashable, Sendable, Codable {
     /// Bytes per (micro)frame that the camera's video streaming alternate settings offer,
     /// ascending (from its `descriptors` in sysfs); empty when unknown.
     public var isochronousPacketSizes: [Int]
+    /// The frequency of the camera's own clock, which stamps its payloads (UVC's
+    /// `dwClockFrequency`, from its descriptors), in hertz; nil when unknown.
+    public var deviceClockHz: Int?
 
     /// A location; only the bus and port path are required.
     public init(bus: Int, portPath: String, speedMbps: Double? = nil, vendorID: String? = nil, productID: String? = nil,
                 serial: String? = nil, manufacturer: String? = nil, product: String? = nil,
-                isochronousPacketSizes: [Int] = []) {
+                isochronousPacketSizes: [Int] = [], deviceClockHz: Int? = nil) {
         self.bus = bus
         self.portPath = portPath
         self.speedMbps = speedMbps
@@ -83,6 +86,7 @@ public struct USBLocation: Hashable, Sendable, Codable {
         self.manufacturer = manufacturer
         self.product = product
         self.isochronousPacketSizes = isochronousPacketSizes
+        self.deviceClockHz = deviceClockHz
     }
 
     /// The `by-path`-style port identity: `usb-<bus>-<port path>`.

@@ -16,6 +16,11 @@ public enum TimestampSource: String, Hashable, Sendable {
     case endOfFrame
     /// Already the middle of exposure (simulated and recorded devices, and every ``Frame``).
     case midExposure
+    /// The start of exposure on the camera's own clock (UVC's presentation time), mapped
+    /// onto CLOCK_MONOTONIC by fitting the camera's clock to the host's from uvcvideo's
+    /// metadata node (``CameraClockFit``): free of the bus's and the host's delays, so two
+    /// webcams pair far tighter than by their arrival. Corrected as ``startOfExposure``.
+    case cameraClock
     /// When the frame was dequeued: the driver's own stamps were not on CLOCK_MONOTONIC (by
     /// their flag, or far ahead of it, as under vivid's "Wrap Timestamp"). Corrected as
     /// ``endOfFrame``; less exact by the driver's and the capture thread's latency.
@@ -28,7 +33,7 @@ public enum TimestampSource: String, Hashable, Sendable {
         guard let exposure, exposure > 0 else { return timestamp }
         switch self {
         case .endOfFrame, .arrival: return timestamp &- exposure / 2
-        case .startOfExposure: return timestamp &+ exposure / 2
+        case .startOfExposure, .cameraClock: return timestamp &+ exposure / 2
         case .midExposure: return timestamp
         }
     }

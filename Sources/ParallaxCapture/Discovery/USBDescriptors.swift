@@ -49,4 +49,24 @@ enum USBDescriptors {
         }
         return sizes.sorted()
     }
+
+    /// The device clock frequency of a UVC camera's Video Control interface header
+    /// (`dwClockFrequency`, UVC 1.0/1.1 §3.7.2; deprecated in 1.5 but still sent), in hertz;
+    /// nil when there is no such header or it says 0.
+    static func videoClockFrequency(_ bytes: [UInt8]) -> Int? {
+        var offset = 0
+        var inVideoControl = false
+        while offset + 2 <= bytes.count {
+            let length = Int(bytes[offset]), type = bytes[offset + 1]
+            guard length >= 2, offset + length <= bytes.count else { break }
+            if type == 0x04 && length >= 9 {
+                inVideoControl = bytes[offset + 5] == 0x0E && bytes[offset + 6] == 0x01
+            } else if type == 0x24 && inVideoControl && length >= 11 && bytes[offset + 2] == 0x01 {
+                let hz = Int(bytes[offset + 7]) | Int(bytes[offset + 8]) << 8 | Int(bytes[offset + 9]) << 16 | Int(bytes[offset + 10]) << 24
+                return hz > 0 ? hz : nil
+            }
+            offset += length
+        }
+        return nil
+    }
 }

@@ -96,6 +96,19 @@ public struct V4L2Discovery: Sendable {
         return found
     }
 
+    /// The metadata node (index 1) of the device whose video node is `devicePath`: the
+    /// node whose sysfs `device` link leads to the same interface; nil when there is none.
+    public func metadataNode(of devicePath: String) -> String? {
+        let classDir = sysfsRoot + "/class/video4linux"
+        let name = (devicePath as NSString).lastPathComponent
+        guard let device = Self.resolve(classDir + "/" + name + "/device"),
+              let entries = try? FileManager.default.contentsOfDirectory(atPath: classDir) else { return nil }
+        return entries.sorted().first { entry in
+            entry != name && Self.read(classDir + "/" + entry + "/index") == "1"
+                && Self.resolve(classDir + "/" + entry + "/device") == device
+        }.map { devRoot + "/" + $0 }
+    }
+
     /// The capture nodes (index 0 of each device), sorted by device path.
     public func cameras() -> [DiscoveredCamera] { allNodes().filter { $0.nodeIndex == 0 } }
 
@@ -127,7 +140,8 @@ public struct V4L2Discovery: Sendable {
                                    vendorID: read(dir + "/idVendor"), productID: read(dir + "/idProduct"),
                                    serial: read(dir + "/serial"), manufacturer: read(dir + "/manufacturer"),
                                    product: read(dir + "/product"),
-                                   isochronousPacketSizes: descriptors.map(USBDescriptors.videoStreamingPacketSizes) ?? [])
+                                   isochronousPacketSizes: descriptors.map(USBDescriptors.videoStreamingPacketSizes) ?? [],
+                                   deviceClockHz: descriptors.flatMap(USBDescriptors.videoClockFrequency))
             }
             dir = (dir as NSString).deletingLastPathComponent
             if dir == "/" || dir.isEmpty { break }

@@ -57,7 +57,9 @@ extension StereoDevice {
     /// Sets every control of the other side to `source`'s value (exposure, gain, white
     /// balance, focus and their auto modes; auto switches first, since a manual value is
     /// only kept once its auto mode is off), and reports controls one side lacks and
-    /// automatic modes still on.
+    /// automatic modes still on. A value its auto mode governs on the source (focus while
+    /// autofocus is on) is not copied: it means nothing there, and uvcvideo refuses to set
+    /// a control its auto mode makes inactive (EACCES).
     ///
     /// Devices without controls (simulated, recorded) and a side-by-side camera (one
     /// sensor board, one set of controls) have nothing to match; the report says so.
@@ -82,17 +84,24 @@ extension StereoDevice {
         report.missing[target] = sourceControls.map(\.id).filter { !targetIDs.contains($0) }
         report.missing[source] = targetControls.map(\.id).filter { !sourceIDs.contains($0) }
         let switches: [CameraControlID] = [.exposureAuto, .autoGain, .autoWhiteBalance, .autoFocus]
-        let ordered = sourceControls.filter { switches.contains($0.id) } + sourceControls.filter { !switches.contains($0.id) }
-        for control in ordered where targetIDs.contains(control.id) {
+        let governedBy: [CameraControlID: CameraControlID] = [.exposureAbsolute: .exposureAuto, .gain: .autoGain,
+                                                              .whiteBalanceTemperature: .autoWhiteBalance, .focusAbsolute: .autoFocus]
+        func isAutomatic(_ id: CameraControlID, _ value: Int32) -> Bool {
+            // V4L2_CID_EXPOSURE_AUTO is a menu: 1 is manual; the others are booleans: 0 is manual.
+            id == .exposureAuto ? value != 1 : value != 0
+        }
+        let automatic = Set(sourceControls.filter { switches.contains($0.id) && isAutomatic($0.id, $0.value) }.map(\.id))
+        var keptAutomatic: Set<CameraControlID> = []
+        let ordered = sourceControls.filter { switches.contains($0.id) }
+            + sourceControls.filter { !switches.contains($0.id) && !automatic.contains(governedBy[$0.id] ?? $0.id) }
+        // A mode the target kept automatic (a menu without manual) governs its values there too.
+        for control in ordered where targetIDs.contains(control.id) && !keptAutomatic.contains(governedBy[control.id] ?? control.id) {
             let kept: Int32
             do { kept = try to.set(control.id, to: control.value) } catch { throw .capture(error, side: target) }
             report.copied.append(.init(control: control.id, value: control.value, kept: kept))
+            if switches.contains(control.id) && isAutomatic(control.id, kept) { keptAutomatic.insert(control.id) }
         }
-        for control in sourceControls where switches.contains(control.id) {
-            // V4L2_CID_EXPOSURE_AUTO is a menu: 1 is manual; the others are booleans: 0 is manual.
-            let isManual = control.id == .exposureAuto ? control.value == 1 : control.value == 0
-            if !isManual { report.automaticModesOn.append(control.id) }
-        }
+        report.automaticModesOn = sourceControls.filter { automatic.contains($0.id) }.map(\.id)
         return report
     }
 }

@@ -17,6 +17,8 @@ final class StreamSession: @unchecked Sendable {
     let syscalls: any V4L2Syscalls
     let fd: Int32
     let mappings: [Mapping]
+    /// The camera's clock readings beside the frames, when its driver gives them.
+    let clock: CameraClockStream?
     /// Buffers are re-queued only while the session streams. Cleared under the buffers'
     /// lock (``deactivate()``), so no re-queue or restart is half-way when STREAMOFF or
     /// close follows.
@@ -31,10 +33,11 @@ final class StreamSession: @unchecked Sendable {
     }
     private let buffers = Locked(Buffers())
 
-    init(syscalls: any V4L2Syscalls, fd: Int32, mappings: [Mapping]) {
+    init(syscalls: any V4L2Syscalls, fd: Int32, mappings: [Mapping], clock: CameraClockStream?) {
         self.syscalls = syscalls
         self.fd = fd
         self.mappings = mappings
+        self.clock = clock
     }
 
     deinit {
@@ -159,15 +162,19 @@ extension V4L2Camera {
             }
             do { try xioctl(fd, CV4L2_VIDIOC_QBUF, "VIDIOC_QBUF", &buffer) } catch { unwind(); throw error }
         }
+        // The metadata node streams first, so the first frames have their clock readings.
+        let clockHz = state.withLock { $0.identity.usb?.deviceClockHz }
+        let clock = options.cameraClockTimestamps ? CameraClockStream.start(besides: path, syscalls: syscalls, frequencyHz: clockHz) : nil
         var type = Int32(V4L2_BUF_TYPE_VIDEO_CAPTURE.rawValue)
         if let error = call(fd, CV4L2_VIDIOC_STREAMON, &type) {
+            clock?.stop()
             unwind()
             switch error.code {
             case ENOSPC: throw .insufficientBandwidth(device: path, format: negotiation.actual)
             default: throw failure(error, request: "VIDIOC_STREAMON")
             }
         }
-        let session = StreamSession(syscalls: syscalls, fd: fd, mappings: mappings)
+        let session = StreamSession(syscalls: syscalls, fd: fd, mappings: mappings, clock: clock)
         let context = CaptureContext(camera: self, session: session, negotiation: negotiation, handler: handler)
         let thread = CaptureThread(name: "parallax.capture \(path)") { thread in context.run(thread) }
         state.withLock { s in
@@ -189,6 +196,8 @@ extension V4L2Camera {
                 var type = Int32(V4L2_BUF_TYPE_VIDEO_CAPTURE.rawValue)
                 _ = call(fd, CV4L2_VIDIOC_STREAMOFF, &type)
             }
+            // The thread has ended: nothing reads the metadata any more.
+            session?.clock?.stop()
         }
         // A departed camera's descriptor goes with the stop: nobody waits for it any more.
         let departed = state.withLock { s -> Int32 in
@@ -215,6 +224,8 @@ extension V4L2Camera {
     /// Mappings go with the last frame.
     fileprivate func tearDownAfterDisconnect(_ session: StreamSession) {
         _ = session.deactivate()
+        // On the capture thread, its only reader.
+        session.clock?.stop()
         let fd = state.withLock { s -> Int32 in
             defer {
                 s.fd = -1
@@ -389,6 +400,14 @@ private final class CaptureContext: @unchecked Sendable {
                         : lateness > Self.greatestLeadSeconds * 1e9
                             ? "lie \(String(format: "%.3f", lateness / 1e9)) s before the stream started on CLOCK_MONOTONIC"
                             : nil
+            if clockProblem == nil, let clock = session.clock {
+                // The camera's own clock: the start of exposure, free of the bus's delays.
+                let raw = Int64(buffer.timestamp.tv_sec) &* 1_000_000_000 &+ Int64(buffer.timestamp.tv_usec) &* 1000
+                if let start = clock.exposureStart(sequence: buffer.sequence, driverStamp: raw) {
+                    (timestamp, source) = (TimestampSource.cameraClock.midExposure(timestampNanoseconds: start, exposureNanoseconds: exposure),
+                                           .cameraClock)
+                }
+            }
             if let clockProblem {
                 (timestamp, source) = (TimestampSource.arrival.midExposure(timestampNanoseconds: dequeuedAt, exposureNanoseconds: exposure), .arrival)
                 if !warnedAboutClock {

@@ -37,13 +37,18 @@ public final class V4L2Camera: ReconnectableCaptureDevice, @unchecked Sendable {
         /// How long without a frame counts as a stall, at least; the camera
         /// uses the larger of this and four frame intervals.
         public var stallTimeoutNanoseconds: Int64
+        /// Stamp frames with the start of exposure on the camera's own clock when uvcvideo's
+        /// metadata node gives its readings (``TimestampSource/cameraClock``); otherwise, or
+        /// when false, frames carry the driver's stamps.
+        public var cameraClockTimestamps: Bool
 
         /// Options; fewer than 4 buffers are raised to 4.
         public init(bufferCount: Int = 4, allowEmulatedFormats: Bool = false,
-                    stallTimeoutNanoseconds: Int64 = 500_000_000) {
+                    stallTimeoutNanoseconds: Int64 = 500_000_000, cameraClockTimestamps: Bool = true) {
             self.bufferCount = max(4, bufferCount)
             self.allowEmulatedFormats = allowEmulatedFormats
             self.stallTimeoutNanoseconds = stallTimeoutNanoseconds
+            self.cameraClockTimestamps = cameraClockTimestamps
         }
     }
 

@@ -45,6 +45,10 @@ public protocol V4L2Syscalls: Sendable {
     /// returned watch is cancelled (the default: ``HotplugMonitor``); `nil` when nothing can
     /// watch here.
     func watchHotplug(_ handler: @escaping @Sendable (HotplugEvent) -> Void) -> HotplugWatch?
+    /// The metadata node beside the video node at `path` (uvcvideo's `V4L2_META_FMT_UVC`
+    /// node, with the cameras' own clock readings), or nil (the default reads sysfs through
+    /// ``V4L2Discovery/metadataNode(of:)``).
+    func metadataNode(of path: String) -> String?
 }
 
 extension V4L2Syscalls {
@@ -53,6 +57,9 @@ extension V4L2Syscalls {
 
     /// The capture nodes sysfs lists (``V4L2Discovery/cameras()``).
     public func captureNodes() -> [DiscoveredCamera] { V4L2Discovery().cameras() }
+
+    /// The metadata node sysfs puts beside `path` (``V4L2Discovery/metadataNode(of:)``).
+    public func metadataNode(of path: String) -> String? { V4L2Discovery().metadataNode(of: path) }
 
     /// A ``HotplugMonitor`` on the real `/dev` and `/sys`.
     public func watchHotplug(_ handler: @escaping @Sendable (HotplugEvent) -> Void) -> HotplugWatch? {

@@ -36,6 +36,8 @@ public final class EmulatedWebcam: @unchecked Sendable {
 
     /// One frame as the camera made it.
     public struct FrameTruth: Sendable, Equatable {
+        /// Which time the host started streaming (1 for the first, since the camera was made).
+        public var stream: Int
         /// Frames since streaming started, from 0 (uvcvideo's sequence number counts the same).
         public var number: Int
         /// The start of exposure, host CLOCK_MONOTONIC nanoseconds.
@@ -95,12 +97,10 @@ public final class EmulatedWebcam: @unchecked Sendable {
     private var pending: [USBIP.Submit] = []
     private var faults: [EmulatedWebcamSpec.Fault] = []
     private var frames: [FrameTruth] = []
-    private var random: SeededRandomGenerator
 
     /// A camera that is not attached yet.
     public init(_ spec: EmulatedWebcamSpec) {
         self.spec = spec
-        random = SeededRandomGenerator(seed: spec.seed)
         for control in Self.controlTable { controls[control.key] = control.defaultValue }
     }
 
@@ -108,8 +108,13 @@ public final class EmulatedWebcam: @unchecked Sendable {
 
     // MARK: The test's side
 
-    /// Every frame made since the camera was attached, in order.
+    /// Every frame the camera has made, in order.
     public var truth: [FrameTruth] { condition.withLock { frames } }
+
+    /// The frames of the latest stream (numbered from 0, as uvcvideo's sequence numbers are).
+    public var latestStreamTruth: [FrameTruth] {
+        condition.withLock { frames.filter { $0.stream == frames.last?.stream } }
+    }
 
     /// The vhci port the camera is attached to (nil when detached).
     public var attachedPort: Int? { condition.withLock { port } }
@@ -437,7 +442,9 @@ public final class EmulatedWebcam: @unchecked Sendable {
     /// The device clock (ticks at `clockFrequencyHz`, 32 bits) at host time `nanoseconds`.
     public func deviceClock(atHostNanoseconds nanoseconds: Int64) -> UInt32 {
         let seconds = Double(nanoseconds + spec.clockOffsetNanoseconds) * 1e-9 * (1 + spec.clockDriftPPM * 1e-6)
-        return UInt32(truncatingIfNeeded: Int64((seconds * Double(spec.clockFrequencyHz)).rounded(.down)))
+        // Whole ticks, kept below 2⁶³ before the 32-bit wrap (the counter wraps as the camera's does).
+        let ticks = (seconds * Double(spec.clockFrequencyHz)).rounded(.down).truncatingRemainder(dividingBy: 4_294_967_296)
+        return UInt32(truncatingIfNeeded: Int64(ticks < 0 ? ticks + 4_294_967_296 : ticks))
     }
 
     /// What is streaming now: the committed settings and the packet size, or nil.
@@ -461,6 +468,7 @@ public final class EmulatedWebcam: @unchecked Sendable {
 
     private func stream(generation: Int) {
         var pictures = PictureCache(spec: spec)
+        var random = SeededRandomGenerator(seed: spec.seed &+ UInt64(generation))
         while true {
             // Wait for streaming to start (or the camera to go).
             condition.lock()
@@ -469,13 +477,18 @@ public final class EmulatedWebcam: @unchecked Sendable {
             condition.unlock()
             let format = spec.formats[settings.formatIndex - 1], size = format.sizes[settings.frameIndex - 1]
             pictures.prepare(format, size)
-            let period = Double(settings.interval) * 100 / (1 + spec.clockDriftPPM * 1e-6)
-            let start = monotonicNanoseconds()
+            // Exposures start on the sensor's grid of device time (interval apart, at the phase).
+            let devicePeriod = Double(settings.interval) * 100
+            let rate = 1 + spec.clockDriftPPM * 1e-6
+            func deviceTime(_ host: Int64) -> Double { Double(host + spec.clockOffsetNanoseconds) * rate }
+            func hostTime(_ device: Double) -> Int64 { Int64((device / rate).rounded()) - spec.clockOffsetNanoseconds }
+            let phase = Double(spec.exposurePhaseNanoseconds)
+            let firstSlot = ((deviceTime(monotonicNanoseconds()) - phase) / devicePeriod).rounded(.up)
             var number = 0, skipped = 0
             func stillStreaming() -> Bool { condition.withLock { isStreaming(settings, generation: generation) } }
             while stillStreaming() {
-                let slot = number + skipped
-                let exposureStart = start + Int64(Double(slot) * period)
+                let slot = firstSlot + Double(number + skipped)
+                let exposureStart = hostTime(phase + slot * devicePeriod)
                 let exposure = Int64(condition.withLock { controls[Self.controlTable[1].key] ?? 100 }) * 100_000
                 let jitter = spec.transferJitterNanoseconds > 0 ? Int64.random(in: 0...spec.transferJitterNanoseconds, using: &random) : 0
                 let sendAt = exposureStart + exposure + spec.readoutNanoseconds + jitter
@@ -483,7 +496,7 @@ public final class EmulatedWebcam: @unchecked Sendable {
                 if wait > 0 { sleep(nanoseconds: wait) }
                 var fault = condition.withLock { faults.isEmpty ? nil : faults.removeFirst() }
                 if case .stall(let nanoseconds) = fault {
-                    skipped += Int((Double(nanoseconds) / period).rounded(.up))
+                    skipped += Int((Double(nanoseconds) * rate / devicePeriod).rounded(.up))
                     fault = nil
                     continue
                 }
@@ -499,7 +512,7 @@ public final class EmulatedWebcam: @unchecked Sendable {
                                         error: fault == .errorBit, packetSize: packetSize, settings: settings, generation: generation)
                 guard delivered else { break }
                 condition.withLock {
-                    frames.append(FrameTruth(number: number, exposureStartNanoseconds: exposureStart, exposureNanoseconds: exposure,
+                    frames.append(FrameTruth(stream: settings.stream, number: number, exposureStartNanoseconds: exposureStart, exposureNanoseconds: exposure,
                                              transferStartNanoseconds: transferStart, byteCount: bytes.count, fault: fault))
                 }
                 number += 1

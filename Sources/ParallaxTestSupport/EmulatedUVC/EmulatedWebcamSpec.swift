@@ -75,6 +75,10 @@ public struct EmulatedWebcamSpec: Sendable {
     public var clockOffsetNanoseconds: Int64 = 0
     /// The device clock's rate error, in parts per million (frames are paced by it).
     public var clockDriftPPM: Double = 0
+    /// Where the sensor's frame grid sits on the device clock: exposures start at device
+    /// times `phase + n × interval`, whenever streaming starts (a free-running sensor), so
+    /// two cameras with equal clocks expose together, or this far apart.
+    public var exposurePhaseNanoseconds: Int64 = 0
     /// Each frame's transfer starts after its readout plus a uniform random delay of up
     /// to this many nanoseconds (a busy bus or camera).
     public var transferJitterNanoseconds: Int64 = 0

@@ -481,9 +481,17 @@ final class Device {
         c.pointee.value = value
     }
 
-    /// S_CTRL: clamped to the range and rounded to the step, as drivers do.
+    /// S_CTRL: clamped to the range and rounded to the step, as drivers do; refused with
+    /// EACCES while the control's auto mode is on (uvcvideo marks it inactive then).
     func setControl(_ c: UnsafeMutablePointer<v4l2_control>) throws(V4L2Errno) {
         guard let control = spec.controls.first(where: { $0.id.rawID == c.pointee.id }) else { throw .invalidArgument }
+        let governedBy: [CameraControlID: (CameraControlID, manual: Int32)] = [
+            .exposureAbsolute: (.exposureAuto, 1), .gain: (.autoGain, 0), .whiteBalanceTemperature: (.autoWhiteBalance, 0),
+            .focusAbsolute: (.autoFocus, 0),
+        ]
+        if let (mode, manual) = governedBy[control.id], let value = controls[mode.rawID], value != manual {
+            throw V4L2Errno(EACCES)
+        }
         let clamped = min(max(c.pointee.value, control.minimum), control.maximum)
         let step = max(1, control.step)
         controls[c.pointee.id] = control.minimum + (clamped - control.minimum) / step * step

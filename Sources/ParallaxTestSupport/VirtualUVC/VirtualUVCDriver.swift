@@ -180,6 +180,10 @@ public final class VirtualUVCDriver: V4L2Syscalls, @unchecked Sendable {
     /// The connected cameras' capture nodes with their identities, as ``V4L2Discovery``
     /// would list real USB cameras (the serial when unique, else the USB port); a camera
     /// without a USB location is named by its bus info. In node order.
+    /// None: the virtual driver's metadata nodes hold no clock readings (the emulated webcams
+    /// under uvcvideo test the camera clock; see ``EmulatedWebcam``).
+    public func metadataNode(of path: String) -> String? { nil }
+
     public func captureNodes() -> [DiscoveredCamera] {
         lock.lock(); defer { lock.unlock() }
         return V4L2Discovery.identified(cameras.values.filter { $0.connected && !$0.spec.isMetadataNode }

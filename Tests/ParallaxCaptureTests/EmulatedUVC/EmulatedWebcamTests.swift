@@ -178,9 +178,9 @@ struct EmulatedWebcamTests {
         if truth.count >= 2 { #expect(abs(truth[1].exposureStartNanoseconds - truth[0].exposureStartNanoseconds - 33_333_300) < 1_000) }
     }
 
-    @Test("MJPEG: the largest packet is asked for; each frame is a JPEG that decodes and shows its number")
+    @Test("MJPEG: the largest packet is asked for; each frame is a JPEG that decodes and shows its number; a short one does not decode")
     func isochronousMJPEG() throws {
-        let (_, host) = Self.connected(Self.smallSpec)
+        let (webcam, host) = Self.connected(Self.smallSpec)
         #expect(Self.negotiate(host, formatIndex: 1) == 3072)
         _ = host.control(0x01, 0x0B, value: 5, index: 1, length: 0)
         let frames = Self.frames(2, from: host, packetSize: 3072)
@@ -189,6 +189,10 @@ struct EmulatedWebcamTests {
             let luma = try image.converted(to: .gray8)
             #expect(FrameMark.read { x, y in luma.bytes[y * 320 + x] } == n)
         }
+        webcam.inject(.shortFrame(fraction: 0.5))
+        let short = try #require(Self.frames(1, from: host, packetSize: 3072).first)
+        #expect(webcam.truth.last?.fault == .shortFrame(fraction: 0.5) && webcam.truth.last?.byteCount == short.0.count)
+        #expect(throws: MJPEGDecodingError.self) { try short.0.withUnsafeBytes { try MJPEGDecoder().decode($0) } }
     }
 
     @Test("a cancelled request is answered as cancelled, and never completed afterwards")

@@ -492,7 +492,8 @@ struct StereoDeviceTests {
     /// first) to the other side and reports … automatic modes still on". Both webcams here have
     /// focus (its auto switch and an absolute value). The left camera is left in its automatic
     /// modes (aperture-priority exposure, automatic white balance and focus): they are copied and
-    /// reported. Then a right camera whose exposure menu has no manual mode (3, aperture priority,
+    /// reported; the values those modes govern are not copied (uvcvideo refuses to set them,
+    /// EACCES, while the mode is on; KernelUVCTests shows it on the real driver). Then a right camera whose exposure menu has no manual mode (3, aperture priority,
     /// only, as many UVC webcams): asked for manual exposure it keeps 3, and the report shows it
     /// as a copy the right camera did not keep (`automaticModesOn` reads the source side only).
     @Test("matchControls copies focus and reports automatic modes still on, and a right camera that keeps its auto exposure")
@@ -507,14 +508,19 @@ struct StereoDeviceTests {
                                                 withFocus(Self.webcam("/dev/video2", bus: 2, port: "2"))])
         let l = try driver.camera(at: "/dev/video0"), r = try driver.camera(at: "/dev/video2")
         try r.set(.autoFocus, to: 0)
-        try l.set(.focusAbsolute, to: 125)
+        try r.set(.focusAbsolute, to: 125)
+        // Governed by autofocus, which is on: the driver refuses it, as uvcvideo does.
+        #expect(throws: CaptureError.self) { try l.set(.focusAbsolute, to: 50) }
         try l.set(.gain, to: 77)
         let report = try StereoDevice(left: l, right: r).matchControls(from: .left)
         print("control match, left in its automatic modes:\n\(report)")
         #expect(report.isComplete && report.missing.left.isEmpty && report.missing.right.isEmpty)
-        for id in [CameraControlID.autoFocus, .focusAbsolute, .gain, .exposureAuto, .autoWhiteBalance] {
+        for id in [CameraControlID.autoFocus, .gain, .exposureAuto, .autoWhiteBalance] {
             #expect(report.copied.contains { $0.control == id }, "\(id) not copied")
             #expect(try r.value(of: id) == l.value(of: id), "\(id)")
+        }
+        for id in [CameraControlID.focusAbsolute, .exposureAbsolute, .whiteBalanceTemperature] {
+            #expect(!report.copied.contains { $0.control == id }, "\(id) copied while its auto mode is on")
         }
         #expect(try r.value(of: .focusAbsolute) == 125 && r.value(of: .autoFocus) == 1)
         #expect(Set(report.automaticModesOn) == [.exposureAuto, .autoWhiteBalance, .autoFocus], "\(report.automaticModesOn)")

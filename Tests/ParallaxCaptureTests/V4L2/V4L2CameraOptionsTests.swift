@@ -34,6 +34,7 @@ struct V4L2CameraOptionsTests {
         for (path, source) in [("/dev/video0", TimestampSource.startOfExposure), ("/dev/video1", .endOfFrame)] {
             let camera = try V4L2Camera(path: path, syscalls: driver)
             try camera.configure(CaptureFormat(fourCC: .grey, size: ImageSize(width: 16, height: 8), frameInterval: interval))
+            try camera.set(.exposureAuto, to: 1)  // manual, so the exposure time can be set
             try camera.set(.exposureAbsolute, to: 40)  // 40 × 100 µs = 4 ms
             let collector = FrameCollector()
             try camera.start(collector.handler)
@@ -112,6 +113,7 @@ struct V4L2CameraOptionsTests {
         let offset: Int64 = 1_000_000 * 1_000_000_000
         if off == .ahead { driver.inject(.timestampsAhead(nanoseconds: offset), into: V4L2CameraTests.path) }
         if off == .beforeTheStart { driver.inject(.timestampsAhead(nanoseconds: -offset), into: V4L2CameraTests.path) }
+        try camera.set(.exposureAuto, to: 1)  // manual, so the exposure time can be set
         #expect(try camera.set(.exposureAbsolute, to: 100) == 100)  // 100 µs units: 10 ms
         let before = monotonicNanoseconds()
         try camera.start(collector.handler)

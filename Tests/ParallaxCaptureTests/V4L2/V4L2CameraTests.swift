@@ -165,6 +165,7 @@ struct V4L2CameraTests {
     func framesCarryExposureAndIntrinsics() throws {
         let driver = VirtualUVCDriver(cameras: [Self.fastSpec()])
         let camera = try Self.openFast(driver)
+        try camera.set(.exposureAuto, to: 1)  // manual: the exposure time is refused (EACCES) while auto is on
         #expect(try camera.set(.exposureAbsolute, to: 5000) == 2047)  // clamped to the control's maximum
         let model = CameraModel(size: ImageSize(width: 128, height: 96), intrinsics: CameraIntrinsics(fx: 100, fy: 100, cx: 63.5, cy: 47.5))
         camera.attach(calibration: model)
