@@ -326,4 +326,26 @@ struct KernelUVCTests {
         #expect(clock.errors.count >= 250 && arrival.errors.count >= 250)
         #expect(percentile(clock.errors, 0.99) < 100_000)
     }
+
+    /// The cost model against uvcvideo's own request: the payload size each webcam asks for
+    /// (3×1024 bytes for MJPEG, its largest packet) is what sysfs's descriptors and the cost
+    /// model say, and two of them on vhci's one high-speed bus are 6144 bytes of the 6000 a
+    /// microframe allows: refused before streaming, with the formats that fit.
+    @Test("two webcams asking for 3×1024 bytes a microframe each on one bus are refused before streaming (cost 1.024)")
+    func overBudgetPairRefused() throws {
+        let (left, leftNode) = try Self.plugged("PLX-BUS-L")
+        let (right, rightNode) = try Self.plugged("PLX-BUS-R")
+        defer { left.detach(); right.detach() }
+        let device = StereoDevice(left: try V4L2Camera(path: leftNode.devicePath), right: try V4L2Camera(path: rightNode.devicePath))
+        let format = CaptureFormat(fourCC: .mjpeg, size: Self.hd, frameInterval: FrameInterval(numerator: 1, denominator: 30))
+        do {
+            try device.configure(StereoConfiguration(format: format))
+            Issue.record("configured over budget")
+        } catch StereoDeviceError.overBudget(_, let cost, let alternatives, _) {
+            print("kernel/uvc: refused: \(cost.explanation); \(alternatives.count) alternatives")
+            #expect(abs(cost.cost - 6144.0 / 6000) < 1e-9)
+            #expect(!alternatives.isEmpty)
+        }
+    }
 }
+
