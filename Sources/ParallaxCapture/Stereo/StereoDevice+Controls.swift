@@ -1,3 +1,7 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// A capture device whose camera controls can be read and set (V4L2 cameras).
 public protocol CameraControlling: AnyObject, Sendable {
     /// The controls Parallax names that the camera has, with ranges and current values.
@@ -30,11 +34,18 @@ public struct ControlMatchReport: Hashable, Sendable, CustomStringConvertible {
     /// Automatic modes left on: each camera then adjusts on its own and the two images
     /// drift apart in brightness or colour; set manual modes for stereo work.
     public var automaticModesOn: [CameraControlID]
+    /// Values not copied because an automatic mode governs them: on the source (focus while
+    /// autofocus is on: the value means nothing there), or on the other side, whose driver
+    /// refused them (EACCES, as uvcvideo refuses a control its auto mode makes inactive).
+    public var governedByAutomaticModes: [CameraControlID] = []
     /// Set when nothing could be matched, with the reason (no controls, one camera).
     public var note: String?
 
-    /// True when both sides now have the same value for every control both have.
-    public var isComplete: Bool { copied.allSatisfy { $0.value == $0.kept } }
+    /// True when both sides now have the same value for every control copied, and no value
+    /// was refused by the other side.
+    public var isComplete: Bool { copied.allSatisfy { $0.value == $0.kept } && refusedByTarget.isEmpty }
+    /// The governed values the other side refused (a subset of ``governedByAutomaticModes``).
+    public var refusedByTarget: [CameraControlID] = []
 
     /// A few readable lines.
     public var description: String {
@@ -45,6 +56,9 @@ public struct ControlMatchReport: Hashable, Sendable, CustomStringConvertible {
         }
         for side in StereoSide.allCases where !missing[side].isEmpty {
             lines.append("the \(side) camera lacks: " + missing[side].map(\.rawValue).joined(separator: ", "))
+        }
+        if !refusedByTarget.isEmpty {
+            lines.append("the \(source.opposite) camera refused (its automatic mode is on): " + refusedByTarget.map(\.rawValue).joined(separator: ", "))
         }
         if !automaticModesOn.isEmpty {
             lines.append("automatic modes on (set them to manual for stereo): " + automaticModesOn.map(\.rawValue).joined(separator: ", "))
@@ -95,9 +109,23 @@ extension StereoDevice {
         let ordered = sourceControls.filter { switches.contains($0.id) }
             + sourceControls.filter { !switches.contains($0.id) && !automatic.contains(governedBy[$0.id] ?? $0.id) }
         // A mode the target kept automatic (a menu without manual) governs its values there too.
-        for control in ordered where targetIDs.contains(control.id) && !keptAutomatic.contains(governedBy[control.id] ?? control.id) {
+        report.governedByAutomaticModes = sourceControls.filter { automatic.contains(governedBy[$0.id] ?? $0.id) && !switches.contains($0.id) }
+            .map(\.id)
+        for control in ordered where targetIDs.contains(control.id) {
+            if keptAutomatic.contains(governedBy[control.id] ?? control.id) {
+                report.governedByAutomaticModes.append(control.id)
+                continue
+            }
             let kept: Int32
-            do { kept = try to.set(control.id, to: control.value) } catch { throw .capture(error, side: target) }
+            do { kept = try to.set(control.id, to: control.value) } catch {
+                // EACCES: an automatic mode the target has and the source lacks governs it there.
+                if case .ioctlFailed(_, _, let code) = error, code == EACCES, governedBy[control.id] != nil {
+                    report.governedByAutomaticModes.append(control.id)
+                    report.refusedByTarget.append(control.id)
+                    continue
+                }
+                throw .capture(error, side: target)
+            }
             report.copied.append(.init(control: control.id, value: control.value, kept: kept))
             if switches.contains(control.id) && isAutomatic(control.id, kept) { keptAutomatic.insert(control.id) }
         }

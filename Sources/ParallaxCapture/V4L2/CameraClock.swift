@@ -121,6 +121,10 @@ public struct CameraClockFit: Sendable {
     /// fits once. Of a batch only the reading with the shortest delay is kept: the others lie
     /// above it and the line is fitted under all of them.
     public mutating func add(readings: [(deviceClock: UInt32, hostNanoseconds: Int64)]) {
+        guard let newest = readings.last?.hostNanoseconds else { return }
+        // Half a wrap without readings (a camera that stopped): the counter cannot be
+        // unwrapped across the gap, so the fit starts again.
+        if let lastHost, Double(newest - lastHost) * frequencyHz / 1e9 > Double(1 << 30) { reset() }
         var best: (device: Double, residual: Double)?
         for (raw, host) in readings {
             let ticks = unwrap(raw) ?? Int64(raw)
@@ -131,18 +135,41 @@ public struct CameraClockFit: Sendable {
                 rejected += 1
                 continue
             }
-            (lastRaw, unwrapped) = (raw, ticks)
+            if let last = points.last, device < last.device { continue }  // behind the history: not fitted
+            (lastRaw, unwrapped, lastHost) = (raw, ticks, host)
             if best == nil || residual - (line?.slope ?? 0) * device < best!.residual - (line?.slope ?? 0) * best!.device {
                 best = (device, residual)
             }
         }
-        guard let best else { return }
-        if let last = points.last, best.device < last.device { return }  // out of order: keep the history monotonic
+        guard let best else {
+            // A clock that stepped (or a fit anchored on a corrupt first reading) rejects every
+            // batch: after a few such batches in a row the fit starts again from the readings.
+            refusedBatches += 1
+            if refusedBatches >= Self.batchesBeforeRestart {
+                reset()
+                add(readings: readings)
+            }
+            return
+        }
+        refusedBatches = 0
         points.append(best)
         if let first = points.first, best.device - first.device > Double(windowNanoseconds) {
             points.removeFirst(points.firstIndex { best.device - $0.device <= Double(windowNanoseconds) } ?? 0)
         }
         refit()
+    }
+
+    /// Batches in a row with no reading fitted after which the fit starts again.
+    public static let batchesBeforeRestart = 8
+    /// How many times the fit started again (a step in the camera's clock, a long gap).
+    public private(set) var restarts = 0
+    private var refusedBatches = 0
+    private var lastHost: Int64?
+
+    private mutating func reset() {
+        points = []
+        (origin, lastRaw, unwrapped, line, lastHost, refusedBatches) = (nil, nil, 0, nil, nil, 0)
+        restarts += 1
     }
 
     /// The host time (CLOCK_MONOTONIC nanoseconds) of device clock reading `raw` (a
@@ -178,7 +205,11 @@ public struct CameraClockFit: Sendable {
             slope = (b.residual - a.residual) / (b.device - a.device)
             break
         }
-        if abs(slope) * 1e6 > Self.greatestDriftPPM { slope = 0 }
+        if abs(slope) * 1e6 > Self.greatestDriftPPM {
+            // Not believed: the offset alone, from the last second's readings, as over a short span.
+            line = (points.filter { last.device - $0.device <= 1e9 }.map(\.residual).min() ?? last.residual, 0)
+            return
+        }
         // The line under that slope touching the hull: the lowest offset over the points.
         let offset = points.map { $0.residual - slope * $0.device }.min() ?? 0
         line = (offset, slope)

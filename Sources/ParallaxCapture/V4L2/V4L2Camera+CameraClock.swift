@@ -16,7 +16,8 @@ final class CameraClockStream: @unchecked Sendable {
     private var fd: Int32
     private let mappings: [(address: UnsafeMutableRawPointer, length: Int)]
     private var fit: CameraClockFit
-    /// Presentation times by the driver's frame sequence number, for frames not yet dequeued.
+    /// Presentation times by the driver's frame sequence number, for frames not yet dequeued
+    /// (at most the few just ahead of the latest frame).
     private var presentationTimes: [UInt32: UInt32] = [:]
     /// The driver's stamp minus the camera clock's start of exposure, for recent frames:
     /// a frame whose metadata was lost is stamped by its driver stamp less their median.
@@ -92,8 +93,9 @@ final class CameraClockStream: @unchecked Sendable {
         } else if !lags.isEmpty {
             start = driverStamp - lags.sorted()[lags.count / 2]
         }
-        // Metadata of frames the video queue lost (no buffer free) is not kept.
-        presentationTimes = presentationTimes.filter { $0.key &- sequence < UInt32.max / 2 }
+        // Only metadata of the frames just ahead is kept (there are 8 metadata buffers): not
+        // that of frames the video queue lost, nor a stream's before a restart numbered anew.
+        presentationTimes = presentationTimes.filter { $0.key &- sequence < 64 }
         return start
     }
 

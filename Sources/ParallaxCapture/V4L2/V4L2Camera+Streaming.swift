@@ -196,8 +196,6 @@ extension V4L2Camera {
                 var type = Int32(V4L2_BUF_TYPE_VIDEO_CAPTURE.rawValue)
                 _ = call(fd, CV4L2_VIDIOC_STREAMOFF, &type)
             }
-            // The thread has ended: nothing reads the metadata any more.
-            session?.clock?.stop()
         }
         // A departed camera's descriptor goes with the stop: nobody waits for it any more.
         let departed = state.withLock { s -> Int32 in
@@ -284,6 +282,8 @@ private final class CaptureContext: @unchecked Sendable {
     }
 
     func run(_ thread: CaptureThread) {
+        // The metadata stream is this thread's alone: it ends with it, however the loop ends.
+        defer { session.clock?.stop() }
         let syscalls = session.syscalls, fd = session.fd
         let frameNs = negotiation.actual.frameInterval.nanoseconds
         let stallAfter = max(stallTimeoutNanoseconds, 4 * frameNs)

@@ -60,6 +60,8 @@ public final class EmulatedWebcam: @unchecked Sendable {
         case noFreePort
         /// The kernel refused the attach request.
         case refused(errno: Int32)
+        /// The camera is plugged in already (detach it first).
+        case alreadyAttached(port: Int)
         /// The camera's node did not appear in time.
         case noNode(String)
 
@@ -68,6 +70,7 @@ public final class EmulatedWebcam: @unchecked Sendable {
             case .noHostController(let why): return "no USB/IP host controller: \(why)"
             case .noFreePort: return "every high-speed port of vhci_hcd.0 is in use"
             case .refused(let code): return "vhci_hcd refused the attach: \(String(cString: strerror(code)))"
+            case .alreadyAttached(let port): return "the emulated webcam is attached already, on port \(port)"
             case .noNode(let what): return "the emulated webcam's video node did not appear: \(what)"
             }
         }
@@ -104,7 +107,6 @@ public final class EmulatedWebcam: @unchecked Sendable {
         for control in Self.controlTable { controls[control.key] = control.defaultValue }
     }
 
-    deinit { if socket >= 0 { close(socket) } }
 
     // MARK: The test's side
 
@@ -130,6 +132,7 @@ public final class EmulatedWebcam: @unchecked Sendable {
 
     /// Plugs the camera into a free high-speed port of the kernel's virtual host controller.
     public func attach(host: VHCIHost = VHCIHost()) throws(AttachError) {
+        if let port = attachedPort { throw .alreadyAttached(port: port) }
         var pair: [Int32] = [0, 0]
         guard socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &pair) == 0 else { throw .refused(errno: errno) }
         let port: Int
@@ -223,11 +226,14 @@ public final class EmulatedWebcam: @unchecked Sendable {
                 send(USBIP.retSubmit(submit, status: status, data: data), generation: generation)
             case .submit(let submit):
                 condition.withLock {
+                    // Only this connection's: a reader outlived by a new attach answers nothing.
+                    guard self.generation == generation else { return }
                     pending.append(submit)
                     condition.broadcast()
                 }
             case .unlink(let seqnum, let target):
                 condition.withLock {
+                    guard self.generation == generation else { return }
                     let found = pending.firstIndex { $0.seqnum == target }
                     if let found { pending.remove(at: found) }
                     write(USBIP.retUnlink(seqnum: seqnum, status: found == nil ? 0 : USBIP.unlinked))
@@ -236,7 +242,6 @@ public final class EmulatedWebcam: @unchecked Sendable {
         }
         condition.withLock {
             if self.generation == generation {
-                close(socket)
                 socket = -1
                 port = nil
                 self.generation += 1
@@ -244,17 +249,21 @@ public final class EmulatedWebcam: @unchecked Sendable {
             }
             condition.broadcast()
         }
+        // The reader owns its connection's descriptor: closed once, here.
+        close(fd)
     }
 
     private func send(_ bytes: [UInt8], generation: Int) {
         condition.withLock { if self.generation == generation { write(bytes) } }
     }
 
-    /// Writes a whole message (the caller holds the lock).
+    /// Writes a whole message (the caller holds the lock). MSG_NOSIGNAL: a connection the
+    /// kernel has shut (a detach) fails with EPIPE instead of killing the process.
     private func write(_ bytes: [UInt8]) {
+        guard socket >= 0 else { return }
         var sent = 0
         while sent < bytes.count {
-            let n = bytes.withUnsafeBytes { Glibc.write(socket, $0.baseAddress! + sent, bytes.count - sent) }
+            let n = bytes.withUnsafeBytes { Glibc.send(socket, $0.baseAddress! + sent, bytes.count - sent, Int32(MSG_NOSIGNAL)) }
             if n < 0 && errno == EINTR { continue }
             guard n > 0 else { return }
             sent += n
@@ -393,7 +402,8 @@ public final class EmulatedWebcam: @unchecked Sendable {
     /// frame's bytes over the microframes of one interval plus the header, rounded up to
     /// the smallest packet size that carries it; MJPEG the largest packet; bulk 16 KiB.
     private func payloadSize(_ format: EmulatedWebcamSpec.Format, _ size: ImageSize, interval: UInt32) -> Int {
-        guard case .isochronous(let sizes) = spec.transfer else { return UVCDescriptors.bulkPayloadSize }
+        guard case .isochronous(let stated) = spec.transfer else { return UVCDescriptors.bulkPayloadSize }
+        let sizes = stated.map(UVCDescriptors.carried)
         let largest = sizes.max() ?? 1024
         if format.isCompressed { return largest }
         let microframes = Double(interval) / 1250      // 100 ns units over 125 µs
@@ -455,7 +465,7 @@ public final class EmulatedWebcam: @unchecked Sendable {
         case .bulk: return bulkHalted ? nil : (committed, nil)
         case .isochronous(let sizes):
             guard alternateSetting > 0 && alternateSetting <= sizes.count else { return nil }
-            return (committed, sizes[alternateSetting - 1])
+            return (committed, UVCDescriptors.carried(sizes[alternateSetting - 1]))
         }
     }
 
@@ -539,13 +549,13 @@ public final class EmulatedWebcam: @unchecked Sendable {
             let request = pending.removeFirst()
             var data: [UInt8] = []
             var lengths: [Int] = []
+            var headers: [Int] = []  // where each payload header starts in `data`
             func payload(capacity: Int) -> [UInt8] {
                 let take = max(0, min(frame.count - offset, capacity - 12))
                 let last = offset + take >= frame.count
-                let scr = deviceClock(atHostNanoseconds: monotonicNanoseconds())
-                let sof = UInt16(truncatingIfNeeded: monotonicNanoseconds() / 1_000_000) & 0x7FF
                 let flags: UInt8 = frameID | (last ? 0x02 : 0) | 0x04 | 0x08 | (error ? 0x40 : 0) | 0x80
-                let header: [UInt8] = [12, flags] + le32(pts) + le32(scr) + le16(sof)
+                // The source clock is written just before the reply leaves (below).
+                let header: [UInt8] = [12, flags] + le32(pts) + [0, 0, 0, 0, 0, 0]
                 defer { offset += take }
                 return header + frame[offset..<(offset + take)]
             }
@@ -554,14 +564,25 @@ public final class EmulatedWebcam: @unchecked Sendable {
                     guard offset < frame.count || first else { lengths.append(0); continue }
                     first = false
                     let bytes = payload(capacity: min(requested, packetSize ?? requested))
+                    headers.append(data.count)
                     data += bytes
                     lengths.append(bytes.count)
                 }
             } else {
                 first = false
                 data = payload(capacity: min(request.transferBufferLength, UVCDescriptors.bulkPayloadSize))
+                headers = [0]
             }
-            write(USBIP.retSubmit(request, data: data, packetActualLengths: lengths))
+            var message = USBIP.retSubmit(request, data: data, packetActualLengths: lengths)
+            // The payloads leave now: each header's source clock reads the device clock now (a
+            // camera stamps a payload as it sends it), so building them costs the readings nothing.
+            let now = monotonicNanoseconds()
+            let stc = le32(deviceClock(atHostNanoseconds: now)) + le16(UInt16(truncatingIfNeeded: now / 1_000_000) & 0x7FF)
+            for header in headers {
+                let at = USBIP.headerSize + header + 6
+                message.replaceSubrange(at..<(at + 6), with: stc)
+            }
+            write(message)
             condition.unlock()
         }
         return true

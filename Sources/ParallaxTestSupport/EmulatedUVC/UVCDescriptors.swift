@@ -67,7 +67,8 @@ struct UVCDescriptors {
                 let slowest = Double(format.intervals.last.map { $0.denominator / max(1, $0.numerator) } ?? 30)
                 formats += [UInt8(26 + 4 * intervals.count), 0x24, format.isCompressed ? 0x07 : 0x05, UInt8(sizeIndex + 1), 0]
                     + le16(UInt16(size.width)) + le16(UInt16(size.height))
-                    + le32(UInt32(Double(frameBytes) * 8 * slowest)) + le32(UInt32(min(Double(UInt32.max), Double(frameBytes) * 8 * fastest)))
+                    + le32(UInt32(min(Double(UInt32.max), Double(frameBytes) * 8 * slowest)))
+                    + le32(UInt32(min(Double(UInt32.max), Double(frameBytes) * 8 * fastest)))
                     + le32(frameBytes) + le32(intervals.first ?? 333_333) + [UInt8(intervals.count)]
                 for interval in intervals { formats += le32(interval) }
             }
@@ -82,15 +83,25 @@ struct UVCDescriptors {
             body += [7, 0x05, Self.streamingEndpoint, 0x02] + le16(UInt16(Self.bulkPacketSize)) + [0]
         case .isochronous(let sizes):
             for (i, size) in sizes.enumerated() {
-                // Up to 1024 bytes per transaction, up to 3 transactions a microframe (USB 2.0 §5.9).
-                let transactions = (size + 1023) / 1024
-                let encoded = UInt16(size / transactions) | UInt16(transactions - 1) << 11
+                let (transactions, each) = Self.transactions(size)
+                let encoded = UInt16(each) | UInt16(transactions - 1) << 11
                 body += [9, 0x04, 1, UInt8(i + 1), 1, 0x0E, 0x02, 0x00, 0]
                 body += [7, 0x05, Self.streamingEndpoint, 0x05] + le16(encoded) + [1]
             }
         }
         return [9, 0x02] + le16(UInt16(9 + body.count)) + [2, 1, 0, 0x80, 250] + body
     }
+
+    /// A packet size as an isochronous endpoint states it: up to 1024 bytes per
+    /// transaction, up to 3 transactions a microframe (USB 2.0 §5.9), so a size over 1024
+    /// is carried as 2 or 3 equal transactions, rounded up.
+    static func transactions(_ size: Int) -> (count: Int, bytes: Int) {
+        let count = min(3, max(1, (size + 1023) / 1024))
+        return (count, min(1024, (size + count - 1) / count))
+    }
+
+    /// The bytes a microframe an alternate setting of `size` really carries.
+    static func carried(_ size: Int) -> Int { let t = transactions(size); return t.count * t.bytes }
 
     /// String descriptor `index` (0: the language list, US English).
     func string(_ index: UInt8) -> [UInt8]? {

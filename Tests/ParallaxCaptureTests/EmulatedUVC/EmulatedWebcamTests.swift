@@ -108,6 +108,8 @@ struct EmulatedWebcamTests {
         #expect(configuration.count == total)
         // What Parallax's cost model reads from sysfs's copy of these bytes.
         #expect(USBDescriptors.videoStreamingPacketSizes(device + configuration) == [128, 512, 1024, 2048, 3072])
+        // And the clock the camera's payload headers count in.
+        #expect(USBDescriptors.videoClockFrequency(device + configuration) == 48_000_000)
         let (_, serial) = host.control(0x80, 0x06, value: 0x0303, index: 0x0409, length: 255)
         #expect(String(decoding: stride(from: 2, to: serial.count, by: 2).map { serial[$0] }, as: UTF8.self) == "TEST-1")
         // A descriptor the camera does not have stalls, as a real one does.
@@ -205,5 +207,11 @@ struct EmulatedWebcamTests {
         host.write(bytes)
         let (command, seq, status, _, _) = host.reply()
         #expect(command == USBIP.retUnlink && seq == 99 && status == USBIP.unlinked)
+        // Streaming now answers the requests still open, never the cancelled one.
+        #expect(Self.negotiate(host, formatIndex: 2) == 1024)
+        _ = host.control(0x01, 0x0B, value: 3, index: 1, length: 0)
+        let next = host.submit(isIn: true, endpoint: 1, length: 32 * 1024, packets: Array(repeating: 1024, count: 32))
+        let (_, answered, _, _, _) = host.reply(packets: 32)
+        #expect(answered == next && answered != request)
     }
 }

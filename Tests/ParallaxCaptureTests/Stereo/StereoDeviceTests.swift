@@ -521,6 +521,7 @@ struct StereoDeviceTests {
         }
         for id in [CameraControlID.focusAbsolute, .exposureAbsolute, .whiteBalanceTemperature] {
             #expect(!report.copied.contains { $0.control == id }, "\(id) copied while its auto mode is on")
+            #expect(report.governedByAutomaticModes.contains(id), "\(id) not reported as governed")
         }
         #expect(try r.value(of: .focusAbsolute) == 125 && r.value(of: .autoFocus) == 1)
         #expect(Set(report.automaticModesOn) == [.exposureAuto, .autoWhiteBalance, .autoFocus], "\(report.automaticModesOn)")
