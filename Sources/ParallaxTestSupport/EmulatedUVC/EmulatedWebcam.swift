@@ -110,7 +110,8 @@ public final class EmulatedWebcam: @unchecked Sendable {
 
     // MARK: The test's side
 
-    /// Every frame the camera has made, in order.
+    /// Every frame the camera has made, in order, each recorded as its transfer starts (so
+    /// before the host can have it; a stop may cut the last one off).
     public var truth: [FrameTruth] { condition.withLock { frames } }
 
     /// The frames of the latest stream (numbered from 0, as uvcvideo's sequence numbers are).
@@ -517,14 +518,15 @@ public final class EmulatedWebcam: @unchecked Sendable {
                     bytes += [UInt8](repeating: 0x55, count: Self.maximumFrameSize(format, size) - bytes.count + extra)
                 default: break
                 }
-                let transferStart = monotonicNanoseconds()
+                // Recorded before it leaves: whenever the host has a frame, its truth is here.
+                condition.withLock {
+                    frames.append(FrameTruth(stream: settings.stream, number: number, exposureStartNanoseconds: exposureStart,
+                                             exposureNanoseconds: exposure, transferStartNanoseconds: monotonicNanoseconds(),
+                                             byteCount: bytes.count, fault: fault))
+                }
                 let delivered = deliver(bytes, frameID: UInt8(number & 1), pts: deviceClock(atHostNanoseconds: exposureStart),
                                         error: fault == .errorBit, packetSize: packetSize, settings: settings, generation: generation)
                 guard delivered else { break }
-                condition.withLock {
-                    frames.append(FrameTruth(stream: settings.stream, number: number, exposureStartNanoseconds: exposureStart, exposureNanoseconds: exposure,
-                                             transferStartNanoseconds: transferStart, byteCount: bytes.count, fault: fault))
-                }
                 number += 1
             }
         }
