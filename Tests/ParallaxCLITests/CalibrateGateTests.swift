@@ -14,7 +14,7 @@ struct CalibrateGateTests {
     static func outcome() throws -> CalibrationPipeline.Outcome {
         let rig = SimulatedStereoRig.example(size: ImageSize(width: 320, height: 240))
         let sweep = try #require(BoardTrajectory.calibrationSweep(for: rig))
-        let board = CalibrationBoard(columns: 9, rows: 6, squareSize: 0.025, unit: "m")
+        let board = CalibrationBoard(columns: 9, rows: 6, squareSize: 0.025, unit: .metre)
         var views: [StereoView] = []
         for (k, pose) in sweep.poses.prefix(7).enumerated() {
             var placed = rig

@@ -52,6 +52,22 @@ struct ChessboardDetectorTests {
         #expect(distances.last ?? .infinity < 8)
     }
 
+    /// A 9x6 board described as 8x6 (or 9x5): the detector says the board in view is larger,
+    /// with both sizes (it used to say "the largest grid found has 54 of 48 inner corners").
+    @Test func aBoardOfAnotherSizeIsNamedWithBothSizes() throws {
+        let image = Self.renderedBoard(square: 30)
+        for (columns, rows) in [(8, 6), (9, 5)] {
+            let detector = TestFixtures.detector(CalibrationBoard(columns: columns, rows: rows, squareSize: 1))
+            let result = detector.detect(in: image)
+            guard case .failure(let failure) = result else {
+                Issue.record("a 9x6 board was taken for \(columns)x\(rows)")
+                continue
+            }
+            #expect(failure == .boardOfAnotherSize(foundColumns: 9, foundRows: 6, expectedColumns: columns, expectedRows: rows))
+            #expect("\(failure)".contains("9x6 inner corners, larger than the \(columns)x\(rows) asked for"), "\(failure)")
+        }
+    }
+
     /// A 9×6 board (10 × 7 squares of `square` pixels, turned 7°, anti-aliased by 4×4 samples per
     /// pixel) on a mid-grey 640×480 image.
     static func renderedBoard(square: Double) -> GrayImage {

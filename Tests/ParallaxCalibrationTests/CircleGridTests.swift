@@ -18,10 +18,10 @@ struct CircleGridTests {
         switch pattern {
         case .asymmetricCircles:
             return (ChessboardTarget(columns: 4, rows: 11, squareSize: 0.02, pattern: .asymmetricCircles),
-                    CalibrationBoard(columns: 4, rows: 11, squareSize: 0.02, unit: "m", pattern: .asymmetricCircles))
+                    CalibrationBoard(columns: 4, rows: 11, squareSize: 0.02, unit: .metre, pattern: .asymmetricCircles))
         default:
             return (ChessboardTarget(columns: 7, rows: 6, squareSize: 0.03, pattern: .circles),
-                    CalibrationBoard(columns: 7, rows: 6, squareSize: 0.03, unit: "m", pattern: .circles))
+                    CalibrationBoard(columns: 7, rows: 6, squareSize: 0.03, unit: .metre, pattern: .circles))
         }
     }
 

@@ -1,3 +1,4 @@
+import Foundation
 import Testing
 import ParallaxCalibration
 import ParallaxGeometry
@@ -96,6 +97,26 @@ struct ForeignCalibrationFileTests {
         let (loaded, format) = try CalibrationFile.load(file)
         #expect(format == .openCVYAML)
         ExchangeFixtures.expectEveryField("opencv/stereo.yml by content", loaded, truth)
+    }
+
+    /// One way to load a calibration: the YAML Parallax writes (`calibrate --opencv-yaml`)
+    /// given to the JSON-only `StereoCalibration(contentsOfFile:)` is named for what it is,
+    /// with the loader that reads it (it used to fail with "1:1: unexpected character '%'");
+    /// `CalibrationFile.load` reads it, as the README shows.
+    @Test func theJSONLoaderNamesParallaxsOwnYAMLAndPointsToTheOneLoader() throws {
+        let truth = try ExchangeFixtures.rig(translation: "T_mm", unit: .unitless)
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("parallax-\(UUID()).yml").path
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        try OpenCVStereoFile.write(truth, rectification: nil, toFile: path)
+        #expect {
+            _ = try StereoCalibration(contentsOfFile: path)
+        } throws: { error in
+            (error as? CalibrationFileError) == .notParallaxJSON(file: path, found: "OpenCV YAML")
+                && "\(error)".contains("CalibrationFile.load")
+        }
+        let (loaded, format) = try CalibrationFile.load(path)
+        #expect(format == .openCVYAML)
+        ExchangeFixtures.expectEveryField("Parallax's own OpenCV YAML", loaded, truth)
     }
 
     @Test func readsOpenCVsPythonNamesExactly() throws {

@@ -110,7 +110,7 @@ struct MonoCalibratorTests {
 
     /// Identical fronto-parallel views cannot fix the focal length: the error says to tilt the board.
     @Test func frontoParallelViewsAreDegenerate() {
-        let board = CalibrationBoard(columns: 11, rows: 8, squareSize: 30, unit: "mm")
+        let board = CalibrationBoard(columns: 11, rows: 8, squareSize: 30, unit: .millimetre)
         // An ideal pinhole (f 500, centre 320, 240) written out here, not the library's projection.
         let corners = board.objectPoints.map { p -> SIMD2<Double> in
             let q = p + SIMD3(-150, -100, 600)
@@ -131,7 +131,7 @@ struct MonoCalibratorTests {
     /// Zhang's constraints say nothing about the focal length. The error says to tilt the board.
     @Test("distinct fronto-parallel views (moved, nearer, farther, turned in the image plane) cannot fix the focal length")
     func distinctFrontoParallelViewsAreDegenerate() {
-        let board = CalibrationBoard(columns: 11, rows: 8, squareSize: 30, unit: "mm")
+        let board = CalibrationBoard(columns: 11, rows: 8, squareSize: 30, unit: .millimetre)
         // (offset x, offset y, depth, turn about the optical axis) of each view, the board facing the camera.
         let placements: [(Double, Double, Double, Double)] = [(-150, -100, 600, 0), (-250, -60, 750, 0.2),
                                                               (-80, -150, 900, -0.3), (-200, -120, 520, 0.5)]

@@ -106,7 +106,7 @@ struct StereoCalibratorTests {
         Self.expectExactRecovery("brown5 noise-free", result, rig.calibration, distortion: 3e-14)
         Self.expectTheRigsEssentialAndFundamentalMatrices(result, rig)
         // T is in the board's unit, and says so (ROS files are written in metres from it).
-        #expect(rig.target.unit == "mm" && result.calibration.translationUnit == .millimetre)
+        #expect(rig.target.unit == .millimetre && result.calibration.translationUnit == .millimetre)
     }
 
     /// Calibration/GUIDE.md: the stereo solve gives "E, F". On noise-free corners the rig is recovered to

@@ -33,7 +33,7 @@ struct SyntheticRig {
         let boardEntry = try #require(root["board"]?.object)
         let columns = try #require(boardEntry["columns"]?.number), rows = try #require(boardEntry["rows"]?.number)
         let square = try #require(boardEntry["square"]?.number)
-        let target = CalibrationBoard(columns: Int(columns), rows: Int(rows), squareSize: square, unit: "mm")
+        let target = CalibrationBoard(columns: Int(columns), rows: Int(rows), squareSize: square, unit: .millimetre)
         let entry = try #require(root[key]?.object, "no rig '\(key)' in synthetic-rigs.json")
 
         func numbers(_ value: JSONValue?, _ what: String, count: Int? = nil) throws -> [Double] {

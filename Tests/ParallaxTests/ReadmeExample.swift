@@ -4,10 +4,10 @@ func viewRig() async throws {
     let device = StereoDevice(left: try V4L2Camera(path: "/dev/video0"),
                               right: try V4L2Camera(path: "/dev/video2"))
     try device.configure(StereoConfiguration(format: CaptureFormat(parsing: "640x480@30:YUYV")!))
-    let calibration = try StereoCalibration(contentsOfFile: "rig.json")
+    let calibration = try CalibrationFile.load("rig.json").calibration  // JSON, OpenCV YAML or ROS
     let session = try StereoSession(device: device, calibration: calibration)
     try session.start()
-    for await pair in session.pairs {
+    for try await pair in session.pairs {
         // Rectified and matched: row y of the left image shows what row y of the right shows.
         guard let left = pair.left.image, let right = pair.right.image else { continue }
         print(pair.number, pair.skewNanoseconds, left.size, right.size)

@@ -22,7 +22,7 @@ struct ReadmeExampleTests {
         let session = try StereoSession(device: StereoDevice(simulated: rig), calibration: rig.rig.calibration)
         try session.start()
         var sizes: [ImageSize] = []
-        for await pair in session.pairs {
+        for try await pair in session.pairs {
             guard let left = pair.left.image, let right = pair.right.image else { continue }
             #expect(pair.isRectified && left.size == right.size)
             sizes.append(left.size)

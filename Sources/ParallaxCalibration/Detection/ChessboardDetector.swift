@@ -15,6 +15,9 @@ public enum DetectionFailure: Error, Hashable, Sendable, CustomStringConvertible
     /// Corners were found but they never formed the full grid (board partly outside the image,
     /// occluded, too blurred, or a board of another size).
     case incompleteGrid(largest: Int, expected: Int)
+    /// A whole grid of another size was found (a 9x6 board where 8x6 was asked for): the
+    /// board in view is not the one described. Sizes are inner corners, columns × rows.
+    case boardOfAnotherSize(foundColumns: Int, foundRows: Int, expectedColumns: Int, expectedRows: Int)
     /// The per-image time budget ran out first.
     case timeBudgetExceeded(seconds: Double)
 
@@ -24,9 +27,16 @@ public enum DetectionFailure: Error, Hashable, Sendable, CustomStringConvertible
             return "no chessboard found (\(n) corner-like points)"
         case .noCircleGrid(let n):
             return "no circle grid found (\(n) round blobs)"
+        case .incompleteGrid(let largest, let expected) where largest > expected:
+            return "the grid found has \(largest) points, more than the \(expected) of the board asked for: "
+                + "the board in view is larger (is the size right?)"
         case .incompleteGrid(let largest, let expected):
             return "the board is incomplete: the largest grid found has \(largest) of \(expected) inner corners "
                 + "(is the whole board in view, sharp, and the size right?)"
+        case .boardOfAnotherSize(let columns, let rows, let expectedColumns, let expectedRows):
+            let larger = columns * rows > expectedColumns * expectedRows
+            return "the board in view has \(columns)x\(rows) inner corners, \(larger ? "larger" : "smaller") than the "
+                + "\(expectedColumns)x\(expectedRows) asked for: give its size as \(columns)x\(rows) (inner corners, not squares)"
         case .timeBudgetExceeded(let s):
             return "detection stopped at its time budget of \(s) s"
         }
@@ -138,12 +148,13 @@ public struct ChessboardDetector: Sendable {
         let neighbours = nearestNeighbours(positions, count: 8)
         var seeded = [Bool](repeating: false, count: positions.count)
         var largest = 0
+        var largestGrid: [Cell: Int] = [:]
         for seed in positions.indices {
             if late() { return .failure(.timeBudgetExceeded(seconds: timeBudgetSeconds)) }
             if seeded[seed] { continue }
             guard let grid = growGrid(seed: seed, positions: positions, responses: responses, neighbours: neighbours, deadline: deadline, clock: clock) else { continue }
             for index in grid.values { seeded[index] = true }
-            largest = max(largest, grid.count)
+            if grid.count > largest { (largest, largestGrid) = (grid.count, grid) }
 
             guard let ordered = order(grid: grid, positions: positions, responses: responses, image: blurred) else { continue }
             // Back to full resolution (pixel centres: x_full = 2 x_half + 0.5 per halving).
@@ -153,6 +164,13 @@ public struct ChessboardDetector: Sendable {
             return .success(ChessboardDetection(corners: corners, cornerSpacing: spacing))
         }
         if largest < 4 { return .failure(.noBoard(candidates: candidates.count)) }
+        if let (columns, rows) = Self.wholeGridSize(largestGrid), columns * rows > needed {
+            // A complete grid holding more points than the board: a board of another size
+            // (counted along the board's longer side as given).
+            let (c, r) = (columns >= rows) == (board.columns >= board.rows) ? (columns, rows) : (rows, columns)
+            return .failure(.boardOfAnotherSize(foundColumns: c, foundRows: r, expectedColumns: board.columns,
+                                                expectedRows: board.rows))
+        }
         return .failure(.incompleteGrid(largest: largest, expected: needed))
     }
 
@@ -332,6 +350,14 @@ public struct ChessboardDetector: Sendable {
         var i: Int
         var j: Int
         func moved(_ di: Int, _ dj: Int) -> Cell { Cell(i: i + di, j: j + dj) }
+    }
+
+    /// The columns and rows of `grid` when it fills its bounding rectangle, else `nil`.
+    private static func wholeGridSize(_ grid: [Cell: Int]) -> (columns: Int, rows: Int)? {
+        guard let iMin = grid.keys.map(\.i).min(), let iMax = grid.keys.map(\.i).max(),
+              let jMin = grid.keys.map(\.j).min(), let jMax = grid.keys.map(\.j).max() else { return nil }
+        let (columns, rows) = (iMax - iMin + 1, jMax - jMin + 1)
+        return columns * rows == grid.count ? (columns, rows) : nil
     }
 
     private func growGrid(seed: Int, positions: [SIMD2<Double>], responses: [Float], neighbours: [[Int]],

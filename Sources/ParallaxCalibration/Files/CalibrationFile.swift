@@ -91,42 +91,9 @@ public enum CalibrationFile {
         }
     }
 
-    /// A file's kind, from its first bytes and keys.
-    enum Kind: Equatable {
-        case parallaxJSON, openCVYAML, rosCameraInfo
-        case other(String)
+    typealias Kind = CalibrationTextKind
 
-        var isOther: Bool { if case .other = self { return true } else { return false } }
-
-        var name: String {
-            switch self {
-            case .parallaxJSON: return "Parallax JSON"
-            case .openCVYAML: return "OpenCV YAML"
-            case .rosCameraInfo: return "ROS camera_info"
-            case .other(let what): return what
-            }
-        }
-    }
-
-    static func kind(of text: String) -> Kind {
-        let head = text.prefix(4096)
-        let trimmed = head.drop { $0 == " " || $0 == "\n" || $0 == "\r" || $0 == "\t" || $0 == "\u{FEFF}" }
-        // Any JSON object is read as Parallax JSON, whose parser names a missing or wrong key.
-        if trimmed.hasPrefix("{") { return .parallaxJSON }
-        if trimmed.hasPrefix("\u{89}PNG") || trimmed.hasPrefix("\u{FFFD}PNG") { return .other("a PNG image") }
-        if trimmed.hasPrefix("P5") || trimmed.hasPrefix("P2") || trimmed.hasPrefix("P6") { return .other("a Netpbm image") }
-        if text.utf8.prefix(3).elementsEqual([0xFF, 0xD8, 0xFF]) || trimmed.hasPrefix("\u{FFFD}\u{FFFD}") { return .other("a JPEG image") }
-        func hasKey(_ key: String) -> Bool {
-            text.hasPrefix(key + ":") || text.contains("\n" + key + ":") || text.contains("\r\n" + key + ":")
-        }
-        if hasKey("camera_matrix") && hasKey("projection_matrix") { return .rosCameraInfo }
-        if hasKey("cam0") && (text.contains("T_cn_cnm1") || text.contains("intrinsics:")) { return .other("a Kalibr camchain") }
-        if trimmed.hasPrefix("%YAML") || text.contains("!!opencv-matrix")
-            || ["M1", "K1", "D1", "R", "T"].contains(where: hasKey) {
-            return .openCVYAML
-        }
-        return .other("not JSON or YAML Parallax recognizes")
-    }
+    static func kind(of text: String) -> Kind { CalibrationTextKind(of: text) }
 
     private static func reason(_ error: FileAccessError) -> String {
         switch error {

@@ -28,15 +28,17 @@ public struct CalibrationBoard: Hashable, Sendable, CustomStringConvertible {
     public var rows: Int
     /// Edge length of one square, in the unit every translation will come out in.
     public var squareSize: Double
-    /// The unit of `squareSize` as the user wrote it (for reports): "mm", "cm", "m", "in" or "".
-    public var unit: String
+    /// The unit of `squareSize`: what every translation of a calibration with this board
+    /// is in (``LengthUnit/unitless`` when the size was given as a bare number).
+    public var unit: LengthUnit
     /// Chessboard or circle grid.
     public var pattern: BoardPattern
 
     /// A board of `columns` × `rows` points (inner corners, or circles) `squareSize` apart.
     /// - Precondition: at least 2 × 2 points and a positive square size (programmer error otherwise;
     ///   ``init(parsing:square:)`` validates user input).
-    public init(columns: Int, rows: Int, squareSize: Double, unit: String = "", pattern: BoardPattern = .chessboard) {
+    public init(columns: Int, rows: Int, squareSize: Double, unit: LengthUnit = .unitless,
+                pattern: BoardPattern = .chessboard) {
         precondition(columns >= 2 && rows >= 2 && squareSize > 0, "a board needs ≥ 2×2 points and a positive square size")
         self.columns = columns
         self.rows = rows
@@ -66,7 +68,7 @@ public struct CalibrationBoard: Hashable, Sendable, CustomStringConvertible {
         if pattern == .asymmetricCircles && r < 3 { throw .badBoard(board) }
         // The one length syntax of the CLI (``Length``), as --convergence takes it.
         guard let size = Length(parsing: square) else { throw .badSquare(square) }
-        self.init(columns: c, rows: r, squareSize: size.value, unit: size.unit?.rawValue ?? "", pattern: pattern)
+        self.init(columns: c, rows: r, squareSize: size.value, unit: size.unit ?? .unitless, pattern: pattern)
     }
 
     /// Number of points (inner corners or circles).
@@ -98,9 +100,9 @@ public struct CalibrationBoard: Hashable, Sendable, CustomStringConvertible {
 
     public var description: String {
         switch pattern {
-        case .chessboard: "\(columns)x\(rows) inner corners, square \(squareSize)\(unit)"
-        case .circles: "\(columns)x\(rows) circle grid, spacing \(squareSize)\(unit)"
-        case .asymmetricCircles: "\(columns)x\(rows) asymmetric circle grid, spacing \(squareSize)\(unit)"
+        case .chessboard: "\(columns)x\(rows) inner corners, square \(squareSize)\(unit.suffix)"
+        case .circles: "\(columns)x\(rows) circle grid, spacing \(squareSize)\(unit.suffix)"
+        case .asymmetricCircles: "\(columns)x\(rows) asymmetric circle grid, spacing \(squareSize)\(unit.suffix)"
         }
     }
 }

@@ -35,20 +35,9 @@ public enum TargetSheet {
         }
     }
 
-    /// Millimetres per unit of `board.unit`.
-    public static func millimetres(perUnit unit: String) -> Double? {
-        switch unit {
-        case "mm": return 1
-        case "cm": return 10
-        case "m": return 1000
-        case "in": return 25.4
-        default: return nil
-        }
-    }
-
     /// The SVG text for `board` on `paper`.
     public static func svg(for board: CalibrationBoard, paper: Paper) throws(Failure) -> String {
-        guard let perUnit = millimetres(perUnit: board.unit) else { throw .noUnit }
+        guard let perUnit = board.unit.millimetres else { throw .noUnit }
         let s = board.squareSize * perUnit
         let squaresX = board.pattern == .asymmetricCircles ? 2 * board.columns + 1 : board.columns + 1
         let squaresY = board.rows + 1
@@ -73,7 +62,7 @@ public enum TargetSheet {
                     out += "<rect x=\"\(SVGDocument.f(x0 + Double(i) * s))\" y=\"\(SVGDocument.f(y0 + Double(j) * s))\" width=\"\(SVGDocument.f(s))\" height=\"\(SVGDocument.f(s))\" fill=\"black\"/>\n"
                 }
             }
-            caption = "Parallax chessboard: \(board.columns)x\(board.rows) inner corners, square \(board.squareSize)\(board.unit). Print at 100 %; the bar is 50 mm."
+            caption = "Parallax chessboard: \(board.columns)x\(board.rows) inner corners, square \(board.squareSize)\(board.unit.suffix). Print at 100 %; the bar is 50 mm."
         } else {
             let radius = (board.pattern == .asymmetricCircles ? 0.45 : 0.3) * s
             for point in board.objectPoints {
@@ -81,7 +70,7 @@ public enum TargetSheet {
                 out += "<circle cx=\"\(SVGDocument.f(cx))\" cy=\"\(SVGDocument.f(cy))\" r=\"\(SVGDocument.f(radius))\" fill=\"black\"/>\n"
             }
             let kind = board.pattern == .asymmetricCircles ? "asymmetric circle grid" : "circle grid"
-            caption = "Parallax \(kind): \(board.columns)x\(board.rows) circles, spacing \(board.squareSize)\(board.unit). Print at 100 %; the bar is 50 mm."
+            caption = "Parallax \(kind): \(board.columns)x\(board.rows) circles, spacing \(board.squareSize)\(board.unit.suffix). Print at 100 %; the bar is 50 mm."
         }
         let cy = y0 + boardH + 4.5
         out += "<text x=\"\(SVGDocument.f(x0))\" y=\"\(SVGDocument.f(cy))\" font-family=\"sans-serif\" font-size=\"3.2\" fill=\"#444\">\(SVGDocument.escape(caption))</text>\n"

@@ -312,7 +312,7 @@ public struct StereoCalibrator: Sendable {
         let rightCamera = model.cameraModel(state.right, size: size)
         // T is in the unit of the board's squares; recorded so writers that need metres (ROS) can convert.
         let calibration = StereoCalibration(left: leftCamera, right: rightCamera, extrinsics: state.extrinsics,
-                                            translationUnit: LengthUnit(symbol: target.unit) ?? .unitless)
+                                            translationUnit: target.unit)
         let count = target.cornerCount
         var leftResiduals: [[SIMD2<Double>]] = [], rightResiduals: [[SIMD2<Double>]] = []
         var sumLeft = 0.0, sumRight = 0.0, usedLeft = 0, usedRight = 0

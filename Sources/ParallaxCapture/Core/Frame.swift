@@ -39,22 +39,30 @@ public enum TimestampSource: String, Hashable, Sendable {
     }
 }
 
-/// The bytes of a frame as the device delivered them, valid while the
-/// ``Frame`` is alive. For compressed formats (MJPEG) this is the only view
-/// of the data.
+/// The bytes of a frame as the device delivered them. A payload read from a ``Frame``
+/// keeps the frame (and so its driver buffer) alive while it or a copy of it exists, as an
+/// `ImageView` does. For compressed formats (MJPEG) this is the only view of the data.
 public struct FramePayload: @unchecked Sendable {
     /// First byte.
     public let baseAddress: UnsafeRawPointer
     /// Bytes used by this frame (V4L2 `bytesused`).
     public let count: Int
+    /// What keeps the bytes alive (the frame), or `nil` for memory its maker manages.
+    public let owner: (any AnyObject & Sendable)?
 
-    /// `count` bytes from `baseAddress`.
-    public init(baseAddress: UnsafeRawPointer, count: Int) {
+    /// `count` bytes from `baseAddress`, kept alive by `owner` when one is given.
+    public init(baseAddress: UnsafeRawPointer, count: Int, owner: (any AnyObject & Sendable)? = nil) {
         self.baseAddress = baseAddress
         self.count = count
+        self.owner = owner
     }
 
-    /// The bytes as a buffer pointer (valid while the frame is alive).
+    /// The same bytes, holding `owner` for as long as this payload or a copy of it exists.
+    public func keepingAlive(_ owner: any AnyObject & Sendable) -> FramePayload {
+        FramePayload(baseAddress: baseAddress, count: count, owner: owner)
+    }
+
+    /// The bytes as a buffer pointer (valid while this payload is alive).
     public var bytes: UnsafeRawBufferPointer { UnsafeRawBufferPointer(start: baseAddress, count: count) }
 }
 
@@ -63,21 +71,24 @@ public struct FramePayload: @unchecked Sendable {
 /// A frame *borrows* its pixels: for a V4L2 camera they are the driver's
 /// mapped buffer itself, for the simulated rig a shared rendered image. The
 /// buffer goes back to the driver when the last reference to the frame goes
-/// away, so holding frames too long starves the camera; that shows up as
-/// drop events, never as a hang. Copy the pixels (`ImageBuffer(copying:)`)
-/// to keep them longer.
+/// away, and the views it hands out (``image``, ``payload``) are such references:
+/// a view kept after the frame was dropped still reads this frame's pixels, never a
+/// buffer the driver refilled. Holding frames or their views too long starves the
+/// camera; that shows up as drop events, never as a hang. Copy the pixels
+/// (``copyImage()``) to keep them longer.
 public final class Frame: @unchecked Sendable {
     /// The pixels: for uncompressed formats the driver's own, for MJPEG frames that a
     /// ``StereoDevice`` decoded the decoded image (see ``MJPEGDecoding``); `nil` for a
-    /// compressed frame nobody decoded (see ``payload``). Valid while this frame is alive.
-    public var image: ImageView? { decoded?.view ?? delivered }
+    /// compressed frame nobody decoded (see ``payload``). The view keeps this frame alive.
+    public var image: ImageView? { (decoded?.view ?? delivered)?.keepingAlive(self) }
     /// The pixels as the device delivered them.
     private let delivered: ImageView?
     /// A decoded image and the pooled buffer it lives in, set once by the decoding device
     /// before anyone else sees the frame (so reading it needs no lock), given back at deinit.
     private var decoded: (view: ImageView, pool: DecodedImagePool, memory: DecodedImagePool.Memory)?
-    /// The raw bytes as delivered.
-    public let payload: FramePayload
+    /// The raw bytes as delivered; the payload keeps this frame alive.
+    public var payload: FramePayload { deliveredPayload.keepingAlive(self) }
+    private let deliveredPayload: FramePayload
     /// The format the device was streaming.
     public let format: CaptureFormat
     /// When the frame was exposed: nanoseconds on CLOCK_MONOTONIC, normalised
@@ -105,7 +116,7 @@ public final class Frame: @unchecked Sendable {
                 exposureNanoseconds: Int64? = nil, camera: CameraModel? = nil,
                 release: @escaping @Sendable () -> Void) {
         self.delivered = image
-        self.payload = payload
+        self.deliveredPayload = payload
         self.format = format
         self.timestampNanoseconds = timestampNanoseconds
         self.timestampSource = timestampSource
@@ -159,14 +170,14 @@ public final class SharedPixels: Sendable {
 
     deinit { storage.memory.deallocate() }
 
-    /// A view of the pixels, valid while this object is alive.
+    /// A view of the pixels; it keeps this object alive.
     public var view: ImageView {
-        ImageView(packed: format, size: size, baseAddress: UnsafeRawPointer(storage.memory.baseAddress!))
+        ImageView(packed: format, size: size, baseAddress: UnsafeRawPointer(storage.memory.baseAddress!), owner: self)
     }
 
-    /// The whole buffer as a payload.
+    /// The whole buffer as a payload; it keeps this object alive.
     public var payload: FramePayload {
-        FramePayload(baseAddress: UnsafeRawPointer(storage.memory.baseAddress!), count: byteCount)
+        FramePayload(baseAddress: UnsafeRawPointer(storage.memory.baseAddress!), count: byteCount, owner: self)
     }
 }
 
@@ -199,12 +210,14 @@ public final class SharedBytes: Sendable {
         damaged.memory.deallocate()
     }
 
-    /// The bytes, valid while this object is alive.
-    public var payload: FramePayload { FramePayload(baseAddress: UnsafeRawPointer(storage.memory.baseAddress!), count: count) }
+    /// The bytes; the payload keeps this object alive.
+    public var payload: FramePayload {
+        FramePayload(baseAddress: UnsafeRawPointer(storage.memory.baseAddress!), count: count, owner: self)
+    }
 
-    /// The damaged copy, valid while this object is alive.
+    /// The damaged copy; the payload keeps this object alive.
     public var damagedPayload: FramePayload {
-        FramePayload(baseAddress: UnsafeRawPointer(damaged.memory.baseAddress!), count: count)
+        FramePayload(baseAddress: UnsafeRawPointer(damaged.memory.baseAddress!), count: count, owner: self)
     }
 }
 

@@ -54,7 +54,7 @@ extension StereoSession {
         var written = 0
         var writeError: CaptureError?
         if limit.map({ $0 > 0 }) ?? true {
-            for await pair in pairs {
+            for try await pair in pairs {
                 do throws(CaptureError) {
                     try recorder.record(pair)
                     written += 1

@@ -87,39 +87,84 @@ public struct SessionEvent: Sendable, Hashable, CustomStringConvertible {
 /// The events of a session as an `AsyncSequence` (one consumer at a time). It ends after
 /// the session's ``SessionEvent/Kind/stopped(reason:)`` event. At most 1024 events wait;
 /// beyond that the oldest are dropped (the full list is in ``StereoSessionStatistics/events``).
+///
+/// Reading events does not start the session: they are kept from its start, so a reader
+/// may begin before or after ``StereoSession/start()`` and misses nothing; the sequence
+/// ends when the session stops or is released. A second task reading at the same time gets
+/// ``StereoSessionError/invalidState(_:)``.
 public struct SessionEvents: AsyncSequence, Sendable {
     /// An event.
     public typealias Element = SessionEvent
+    /// Thrown only for a second concurrent reader.
+    public typealias Failure = StereoSessionError
     let queue: AsyncQueue<SessionEvent>
 
     /// Reads events as they happen.
     public struct AsyncIterator: AsyncIteratorProtocol {
+        /// Thrown only for a second concurrent reader.
+        public typealias Failure = StereoSessionError
         let queue: AsyncQueue<SessionEvent>
+        /// This iterator's right to read; `nil` when another iterator was reading.
+        let reader: AsyncQueue<SessionEvent>.Reader?
         /// The next event, or `nil` after the session stopped.
-        public mutating func next() async -> SessionEvent? { await queue.next() }
+        ///
+        /// - Throws: ``StereoSessionError/invalidState(_:)`` when another loop is reading.
+        public mutating func next() async throws(StereoSessionError) -> SessionEvent? {
+            do throws(AsyncQueueBusy) {
+                guard reader != nil else { throw AsyncQueueBusy() }
+                return try await queue.next()
+            } catch {
+                throw .invalidState("session.events is already being read by another loop; read it from one loop at a time")
+            }
+        }
     }
 
     /// The iterator.
-    public func makeAsyncIterator() -> AsyncIterator { AsyncIterator(queue: queue) }
+    public func makeAsyncIterator() -> AsyncIterator { AsyncIterator(queue: queue, reader: queue.claimReader()) }
 }
+
+/// A second reader waited on an ``AsyncQueue`` while another was waiting.
+struct AsyncQueueBusy: Error {}
 
 /// A bounded queue with one waiting reader, ended by ``finish()``: the reader gets what is
 /// queued, then `nil`. When full, ``push(_:)`` drops the oldest element and returns it.
 final class AsyncQueue<Element: Sendable>: Sendable {
+    /// A reader's continuation: resumed with `.some(element or nil at the end)`, or with
+    /// `nil` when the reader found another one waiting.
+    private typealias Waiter = UnsafeContinuation<Element??, Never>
     private struct State {
         var items: Ring<Element>
-        var waiter: UnsafeContinuation<Element?, Never>?
+        var waiter: Waiter?
         var finished = false
+        var hasReader = false
     }
     private let state: Locked<State>
 
     init(capacity: Int) { state = Locked(State(items: Ring(capacity: max(1, capacity)))) }
 
+    /// The right to read, held by one iterator (and its copies) until it is released.
+    final class Reader: Sendable {
+        let queue: AsyncQueue<Element>
+        fileprivate init(queue: AsyncQueue<Element>) { self.queue = queue }
+        deinit { queue.state.withLock { $0.hasReader = false } }
+    }
+
+    /// The right to read, or `nil` while another iterator holds it (one loop at a time; a
+    /// loop that ended, by `break` or at the end, has let it go).
+    func claimReader() -> Reader? {
+        let free = state.withLock { s -> Bool in
+            if s.hasReader { return false }
+            s.hasReader = true
+            return true
+        }
+        return free ? Reader(queue: self) : nil
+    }
+
     /// Hands `element` to the waiting reader or queues it; returns the element dropped to
     /// make room, if any. Ignored (and returned) after ``finish()``.
     @discardableResult
     func push(_ element: Element) -> Element? {
-        let (waiter, dropped) = state.withLock { s -> (UnsafeContinuation<Element?, Never>?, Element?) in
+        let (waiter, dropped) = state.withLock { s -> (Waiter?, Element?) in
             if s.finished { return (nil, element) }
             if let waiter = s.waiter {
                 s.waiter = nil
@@ -130,7 +175,7 @@ final class AsyncQueue<Element: Sendable>: Sendable {
             s.items.append(element)
             return (nil, dropped)
         }
-        waiter?.resume(returning: element)
+        waiter?.resume(returning: .some(element))
         return dropped
     }
 
@@ -150,34 +195,38 @@ final class AsyncQueue<Element: Sendable>: Sendable {
 
     /// Ends the queue: the reader gets what is waiting, then `nil`.
     func finish() {
-        let waiter = state.withLock { s -> UnsafeContinuation<Element?, Never>? in
+        let waiter = state.withLock { s -> Waiter? in
             s.finished = true
             guard s.items.isEmpty else { return nil }
             defer { s.waiter = nil }
             return s.waiter
         }
-        waiter?.resume(returning: nil)
+        waiter?.resume(returning: .some(nil))
     }
 
     /// The next element, waiting for one; `nil` once finished and empty, or when the task is cancelled.
-    func next() async -> Element? {
-        await withTaskCancellationHandler {
-            await withUnsafeContinuation { (continuation: UnsafeContinuation<Element?, Never>) in
-                let immediate = state.withLock { s -> Element?? in
-                    if let item = s.items.popFirst() { return .some(item) }
-                    if s.finished || Task.isCancelled { return .some(nil) }
-                    precondition(s.waiter == nil, "a session's sequences support one consumer at a time")
+    ///
+    /// - Throws: ``AsyncQueueBusy`` when another reader is waiting (one reader at a time).
+    func next() async throws(AsyncQueueBusy) -> Element? {
+        let result: Element?? = await withTaskCancellationHandler {
+            await withUnsafeContinuation { (continuation: Waiter) in
+                let immediate = state.withLock { s -> Element??? in
+                    if let item = s.items.popFirst() { return .some(.some(item)) }
+                    if s.finished || Task.isCancelled { return .some(.some(nil)) }
+                    if s.waiter != nil { return .some(nil) }
                     s.waiter = continuation
                     return nil
                 }
                 if let immediate { continuation.resume(returning: immediate) }
             }
         } onCancel: {
-            let waiter = state.withLock { s -> UnsafeContinuation<Element?, Never>? in
+            let waiter = state.withLock { s -> Waiter? in
                 defer { s.waiter = nil }
                 return s.waiter
             }
-            waiter?.resume(returning: nil)
+            waiter?.resume(returning: .some(nil))
         }
+        guard let result else { throw AsyncQueueBusy() }
+        return result
     }
 }

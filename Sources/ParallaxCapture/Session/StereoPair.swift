@@ -15,7 +15,9 @@ public struct StereoPairSide: Sendable {
     /// when the session has a calibration.
     public var camera: CameraModel?
     /// The pixels: rectified when the session rectifies, otherwise the frame's own (`nil`
-    /// for compressed frames). Valid while the pair is alive.
+    /// for compressed frames). The view keeps its buffer (the session's pooled one, or the
+    /// frame) alive, so it reads these pixels however long it is kept; while it is kept,
+    /// the session has one buffer fewer.
     public var image: ImageView?
     /// The captured frame, for uncalibrated sessions (and with
     /// ``StereoSessionOptions/keepsRawFrames``); holding it holds a driver buffer.
@@ -24,10 +26,11 @@ public struct StereoPairSide: Sendable {
 
 /// A left and a right frame of the same moment, as a ``StereoSession`` hands them over.
 ///
-/// Its images stay valid while the pair is alive. A rectified pair's pixels live in a
-/// small pool the session reuses: keep a pair no longer than needed (copy the images with
-/// ``copyImages()`` to keep them), or the session runs out of buffers and drops pairs
-/// (``SessionDropReason/noFreeBuffer``).
+/// Its images (and any copy of them) keep the memory they read alive: a view kept after
+/// the pair is gone still reads this pair's pixels. A rectified pair's pixels live in a
+/// small pool the session reuses only when no pair or view holds them: keep a pair or its
+/// views no longer than needed (copy the images with ``copyImages()`` to keep them), or
+/// the session runs out of buffers and drops pairs (``SessionDropReason/noFreeBuffer``).
 public struct StereoPair: Sendable {
     /// The pair's number in this session (0, 1, 2, …; gaps are pairs that were dropped).
     public var number: Int
@@ -84,7 +87,10 @@ final class PairStorage: @unchecked Sendable {
     }
 
     /// A read-only view of one side (the memory is sized for `format` and `size`).
-    func view(_ side: StereoSide) -> ImageView { ImageView(packed: format, size: size, baseAddress: memory[side]) }
+    /// The view holds this storage, so the pool does not reuse it while the view lives.
+    func view(_ side: StereoSide) -> ImageView {
+        ImageView(packed: format, size: size, baseAddress: memory[side], owner: self)
+    }
 
     /// A writable view of one side.
     func mutableView(_ side: StereoSide) -> MutableImageView {

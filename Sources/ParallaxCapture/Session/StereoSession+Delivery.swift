@@ -161,7 +161,13 @@ extension StereoSession {
     }
 
     /// The next pair for the ``pairs`` consumer.
-    func nextPair() async -> StereoPair? {
+    func nextPair() async throws(StereoSessionError) -> StereoPair? {
+        let (phase, delivers) = state.withLock { ($0.phase, $0.handler != nil) }
+        if delivers {
+            throw .invalidState("this session delivers its pairs to the callback given to start(delivering:); session.pairs yields none")
+        }
+        // A loop over the pairs of a session nobody started starts it, rather than waiting forever.
+        if phase == .idle { try start() }
         let now = monotonicNanoseconds()
         state.withLock { s in
             if let handed = s.handedOverAt {
@@ -172,7 +178,10 @@ extension StereoSession {
                 s.handedOverAt = nil
             }
         }
-        let pair = await pairQueue.next()
+        let pair: StereoPair?
+        do { pair = try await pairQueue.next() } catch {
+            throw .invalidState("session.pairs is already being read by another task; read it from one task at a time")
+        }
         if pair != nil {
             let at = monotonicNanoseconds()
             state.withLock { s in

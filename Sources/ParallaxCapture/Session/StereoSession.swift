@@ -8,7 +8,7 @@ import ParallaxImage
 /// ```swift
 /// let session = try StereoSession(device: device, calibration: calibration)
 /// try session.start()
-/// for await pair in session.pairs { use(pair.left.image, pair.right.image) }
+/// for try await pair in session.pairs { use(pair.left.image, pair.right.image) }
 /// ```
 ///
 /// The session starts and stops the device, pairs its frames, releases pairs whose proof
@@ -30,7 +30,9 @@ import ParallaxImage
 public final class StereoSession: Sendable {
     /// The stereo device the session runs.
     public let device: StereoDevice
-    /// The calibration as given (for the format it was made at).
+    /// The calibration the session rectifies with, as given (for the format it was made
+    /// at): the one passed to ``init(device:calibration:options:)``, else the one attached
+    /// to the device (``StereoDevice/calibration``); `nil` when neither.
     public let calibration: StereoCalibration?
     /// The calibration adapted to the active format (scaled, and centre-cropped when the
     /// aspect ratio differs): what the pairs are rectified with.
@@ -193,14 +195,19 @@ public final class StereoSession: Sendable {
     /// With a calibration the session rectifies: the calibration is adapted to the active
     /// format now (scaled, centre-cropped for another aspect ratio) and its maps are built,
     /// so a calibration that cannot fit is refused here rather than at the first pair.
+    /// Without one, a calibration attached to the device (``StereoDevice/attach(_:force:)``)
+    /// is used: one calibration, attached in one place, rectifies.
     ///
     /// - Throws: ``StereoSessionError/device(_:)`` when the device cannot be configured or
     ///   the calibration records other cameras; ``StereoSessionError/calibrationDoesNotFit(_:)``
     ///   naming what does not fit (compressed frames, a crop that would discard most of the
     ///   image, a rig that cannot be rectified).
-    public init(device: StereoDevice, calibration: StereoCalibration? = nil,
+    public init(device: StereoDevice, calibration given: StereoCalibration? = nil,
                 options: StereoSessionOptions = StereoSessionOptions()) throws(StereoSessionError) {
         self.device = device
+        // The device checked an attached calibration's cameras when it was attached.
+        let attached = given == nil ? device.calibration : nil
+        let calibration = given ?? attached
         self.calibration = calibration
         self.options = options
         if device.configuration == nil {
@@ -228,7 +235,7 @@ public final class StereoSession: Sendable {
         }
 
         if let calibration {
-            if !options.forcesCalibration {
+            if !options.forcesCalibration && attached == nil {
                 do { try device.checkCameras(of: calibration) } catch { throw .device(error) }
             }
             let settings = options.rectification
@@ -348,11 +355,13 @@ public final class StereoSession: Sendable {
 
     // MARK: Running
 
-    /// Starts the device and the session thread; read pairs from ``pairs``.
+    /// Starts the device and the session thread; read pairs from ``pairs`` (reading them
+    /// starts the session too, so calling this first is optional). Calling it again while
+    /// the session runs this way does nothing.
     ///
     /// - Throws: ``StereoSessionError/device(_:)`` when the device cannot start (cost,
     ///   bandwidth refused at STREAMON, a camera that failed), ``StereoSessionError/invalidState(_:)``
-    ///   when the session ran before.
+    ///   when the session has stopped (a session runs once) or delivers to a callback.
     public func start() throws(StereoSessionError) { try start(handler: nil) }
 
     /// Starts the device and the session thread, handing every pair to `handler` on the
@@ -365,16 +374,29 @@ public final class StereoSession: Sendable {
     }
 
     private func start(handler: (@Sendable (StereoPair) -> Void)?) throws(StereoSessionError) {
-        let fresh = state.withLock { s -> Bool in
-            guard s.phase == .idle else { return false }
+        enum Outcome { case fresh, alreadyRunning, refused(String) }
+        let outcome = state.withLock { s -> Outcome in
+            switch s.phase {
+            case .idle: break
+            case .running where handler == nil && s.handler == nil: return .alreadyRunning
+            case .running:
+                return .refused(s.handler != nil ? "the session is already running and delivers its pairs to the callback given to start(delivering:)"
+                                                 : "the session is already running (started by start() or by reading session.pairs); start(delivering:) must come before either")
+            case .ending, .stopped:
+                return .refused("this session has stopped, and a session runs once; create a new StereoSession over the device to stream again")
+            }
             s.phase = .running
             s.handler = handler.map(PairHandler.init)
             s.startedAt = monotonicNanoseconds()
             // A side that has not pushed yet counts as progressing from the start.
             s.lastPush = PerSide(repeating: s.startedAt)
-            return true
+            return .fresh
         }
-        guard fresh else { throw .invalidState("a session runs once; make a new one to stream again") }
+        switch outcome {
+        case .fresh: break
+        case .alreadyRunning: return
+        case .refused(let reason): throw .invalidState(reason)
+        }
         do {
             try device.start { [weak self] output in self?.receive(output) }
         } catch {
@@ -427,7 +449,7 @@ public final class StereoSession: Sendable {
         let paired = synchronizer.statistics
         return StereoSessionStatistics(
             synchronizer: paired, lostByCamera: s.lostByCamera, sessionDrops: s.sessionDrops, pairsDelivered: s.delivered,
-            pairsInFlight: max(0, paired.pairs - s.delivered - s.sessionDrops.values.reduce(0, +)),
+            pairsInFlight: max(0, paired.pairsMade - s.delivered - s.sessionDrops.values.reduce(0, +)),
             pairsPerSecond: s.pairsPerSecond, rectification: s.rectification, consumer: s.consumer, pressure: s.pressure,
             framesPerSecond: s.framesPerSecond, pooledBuffers: s.pooled, events: s.events)
     }
@@ -485,20 +507,43 @@ public final class StereoSession: Sendable {
 }
 
 /// The pairs of a ``StereoSession`` as an `AsyncSequence`.
+///
+/// Reading it starts a session that was not started yet (as ``StereoSession/start()``
+/// would; its errors are thrown from the first `next()`), so a forgotten `start()` never
+/// leaves a loop waiting. One task reads at a time: a second concurrent reader, or reading
+/// a session whose pairs go to a callback (``StereoSession/start(delivering:)``), throws
+/// ``StereoSessionError/invalidState(_:)`` saying so. A loop that ended (by `break`, or at
+/// the end) lets the next one read.
 public struct StereoPairs: AsyncSequence, Sendable {
     /// A rectified (or raw) synchronized pair.
     public typealias Element = StereoPair
+    /// Why reading failed: the session could not start, or it is read elsewhere.
+    public typealias Failure = StereoSessionError
     let session: StereoSession
 
     /// Reads pairs as the session delivers them.
     public struct AsyncIterator: AsyncIteratorProtocol {
+        /// Why reading failed: the session could not start, or it is read elsewhere.
+        public typealias Failure = StereoSessionError
         let session: StereoSession
+        /// This iterator's right to read; `nil` when another loop was reading.
+        let reader: AsyncQueue<StereoPair>.Reader?
         /// The next pair, or `nil` once the session has ended and every pair was read.
-        public mutating func next() async -> StereoPair? { await session.nextPair() }
+        ///
+        /// - Throws: ``StereoSessionError`` when the session could not start, or when
+        ///   another loop is reading the pairs or a callback receives them.
+        public mutating func next() async throws(StereoSessionError) -> StereoPair? {
+            guard reader != nil else {
+                throw .invalidState("session.pairs is already being read by another loop; read it from one loop at a time")
+            }
+            return try await session.nextPair()
+        }
     }
 
     /// The iterator.
-    public func makeAsyncIterator() -> AsyncIterator { AsyncIterator(session: session) }
+    public func makeAsyncIterator() -> AsyncIterator {
+        AsyncIterator(session: session, reader: session.pairQueue.claimReader())
+    }
 }
 
 extension BackPressure {

@@ -18,12 +18,14 @@ public enum SessionDropReason: String, Hashable, Sendable, CaseIterable {
 
 /// One account of a session, in two parts a user can check from outside.
 ///
-/// **Lost by the camera** (``lostByCamera``, by ``DropReason``): frames that never reached
+/// **Lost by the camera** (``lost(_:reason:)``; ``lostByCamera`` by ``DropReason``,
+/// ``lostByName(_:)`` by name): frames that never reached
 /// the session, so they are not among its frames: sequence gaps, damaged buffers and
 /// undecodable JPEGs, time going backwards, a restart of the stream, simulated losses, and
 /// frames a device's fixed frame-rate cap held back (`frame_rate_cap`).
 ///
-/// **Dropped** (``dropped(_:)``, by name): frames that reached the session and were not
+/// **Dropped** (``dropped(_:)``, by reason ``dropped(_:reason:)``, by name
+/// ``droppedByName(_:)``): frames that reached the session and were not
 /// handed on in a pair, either because the synchronizer could not pair them
 /// (``FrameDropReason``) or because the session dropped the pair it made
 /// (``SessionDropReason``: the consumer behind, no free buffer, its own adaptive cap
@@ -32,7 +34,7 @@ public enum SessionDropReason: String, Hashable, Sendable, CaseIterable {
 /// For each side, once the session has stopped (``StereoSession/stop()``, or its end and
 /// the consumer has read every pair), exactly:
 ///
-///     frames(side) == pairsDelivered + Σ dropped(side)
+///     frames(side) == pairsDelivered + dropped(side)
 ///
 /// (``accountsForEveryFrame(_:)``). While it runs, ``pairsInFlight`` pairs are on their
 /// way and frames waiting in the synchronizer for a partner are not decided yet. The three
@@ -69,30 +71,42 @@ public struct StereoSessionStatistics: Sendable {
     /// Frames of `side` that reached the session.
     public func frames(_ side: StereoSide) -> Int { synchronizer.frames(side) }
     /// Pairs the synchronizer made.
-    public var pairsMade: Int { synchronizer.pairs }
-    /// Frames of `side` the synchronizer could not pair (all reasons).
-    public func pairingDrops(_ side: StereoSide) -> Int { synchronizer.drops(side) }
-    /// Frames of `side` in pairs the session dropped (all reasons; equal on both sides).
-    public func sessionDrops(_ side: StereoSide) -> Int { sessionDrops.values.reduce(0, +) }
-    /// Frames of `side` that reached the session and were dropped (pairing and session
-    /// drops together).
-    public func droppedFrames(_ side: StereoSide) -> Int { pairingDrops(side) + sessionDrops(side) }
-    /// Frames `side`'s camera lost before the session (all reasons).
-    public func lostByCamera(_ side: StereoSide) -> Int { lostByCamera[side].values.reduce(0, +) }
+    public var pairsMade: Int { synchronizer.pairsMade }
+
+    /// Frames `side`'s camera lost before they reached the session, with `reason`, or for
+    /// any reason when `reason` is `nil`.
+    public func lost(_ side: StereoSide, reason: DropReason? = nil) -> Int {
+        if let reason { return lostByCamera[side][reason, default: 0] }
+        return lostByCamera[side].values.reduce(0, +)
+    }
+
+    /// Frames of `side` that reached the session and were dropped, for any reason: those
+    /// the synchronizer could not pair and those in pairs the session dropped.
+    public func dropped(_ side: StereoSide) -> Int {
+        synchronizer.dropped(side) + sessionDrops.values.reduce(0, +)
+    }
+
+    /// Frames of `side` the synchronizer could not pair with `reason`.
+    public func dropped(_ side: StereoSide, reason: FrameDropReason) -> Int { synchronizer.dropped(side, reason: reason) }
+
+    /// Frames of `side` in pairs the session dropped with `reason` (equal on both sides:
+    /// a dropped pair holds one frame of each).
+    public func dropped(_ side: StereoSide, reason: SessionDropReason) -> Int { sessionDrops[reason, default: 0] }
 
     /// Every frame of `side` that reached the session is in a delivered pair, dropped with
     /// a reason, or in a pair in flight (exact once the session has stopped).
     public func accountsForEveryFrame(_ side: StereoSide) -> Bool {
-        frames(side) == pairsDelivered + droppedFrames(side) + pairsInFlight
+        frames(side) == pairsDelivered + dropped(side) + pairsInFlight
     }
 
     /// The frames of `side` that reached the session and were dropped, by snake_case reason
     /// name: the synchronizer's (`superseded`, `constituent_disabled`, …) and the session's
-    /// (`consumer_behind`, `adaptive_frame_rate_cap`, …); zeros omitted.
-    public func dropped(_ side: StereoSide) -> [String: Int] {
+    /// (`consumer_behind`, `adaptive_frame_rate_cap`, …); zeros omitted. `stream --json`
+    /// prints these as `dropped`.
+    public func droppedByName(_ side: StereoSide) -> [String: Int] {
         var all: [String: Int] = [:]
         for reason in FrameDropReason.allCases {
-            let count = synchronizer.drops(side, reason: reason)
+            let count = synchronizer.dropped(side, reason: reason)
             if count > 0 { all[reason.rawValue, default: 0] += count }
         }
         for (reason, count) in sessionDrops where count > 0 { all[reason.rawValue, default: 0] += count }
@@ -100,8 +114,9 @@ public struct StereoSessionStatistics: Sendable {
     }
 
     /// The frames `side`'s camera lost, by snake_case reason name (`sequence_gap`,
-    /// `corrupt_frame`, `frame_rate_cap`, …); zeros omitted.
-    public func lostByCameraByName(_ side: StereoSide) -> [String: Int] {
+    /// `corrupt_frame`, `frame_rate_cap`, …); zeros omitted. `stream --json` prints these as
+    /// `lost_by_camera`.
+    public func lostByName(_ side: StereoSide) -> [String: Int] {
         var all: [String: Int] = [:]
         for (reason, count) in lostByCamera[side] where count > 0 { all[reason.rawValue, default: 0] += count }
         return all

@@ -453,7 +453,8 @@ private final class SimulatedStream: @unchecked Sendable {
                 }
                 var payload = jpeg.payload
                 if timing.corruptFrameProbability > 0 && random.nextUnit() < timing.corruptFrameProbability {
-                    payload = sequence % 2 == 0 ? FramePayload(baseAddress: payload.baseAddress, count: payload.count * 6 / 10)
+                    payload = sequence % 2 == 0 ? FramePayload(baseAddress: payload.baseAddress, count: payload.count * 6 / 10,
+                                                                 owner: payload.owner)
                         : jpeg.damagedPayload
                 }
                 frame = Frame(image: nil, payload: payload, format: format, timestampNanoseconds: exposure + noise,

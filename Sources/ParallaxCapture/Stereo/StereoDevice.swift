@@ -311,7 +311,8 @@ public final class StereoDevice: Sendable {
 
     /// Attaches a stereo calibration: every frame then carries its side's camera model for
     /// the active format (scaled, and centre-cropped when the aspect ratio differs; see
-    /// `CameraModel.adapted(to:)`). `nil` detaches.
+    /// `CameraModel.adapted(to:)`), and a ``StereoSession`` created over the device later
+    /// rectifies with it (unless given another). `nil` detaches.
     ///
     /// When the calibration records the cameras it was made for
     /// (``StereoCalibration/calibratedCameras``), they must be this device's
@@ -335,6 +336,11 @@ public final class StereoDevice: Sendable {
         let attached = identities.map(\.stableID)
         guard recorded == attached else { throw .calibrationForOtherCameras(calibrated: recorded, attached: attached) }
     }
+
+    /// The calibration attached with ``attach(_:force:)`` (as given, for the format it was
+    /// made at), or `nil`. A ``StereoSession`` over this device rectifies with it unless
+    /// it is given another.
+    public var calibration: StereoCalibration? { state.withLock { $0.calibration } }
 
     /// The camera models of the active format, when a calibration is attached and the device is configured.
     public var cameraModels: PerSide<CameraModel>? { state.withLock { $0.models } }

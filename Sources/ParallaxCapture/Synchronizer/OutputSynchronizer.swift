@@ -10,17 +10,37 @@ import Darwin
 ///
 /// The capture layer calls ``push(_:timestampNanoseconds:sequence:exposureNanoseconds:timestampSource:payload:)``
 /// from each camera's thread. Pairing is a ``SynchronizerCore`` behind a lock, so a push
-/// costs a few hundred nanoseconds and never waits for the consumer. Pairs wait for the
-/// consumer in a bounded queue (``SynchronizerConfiguration/outputCapacity``): when it is
-/// full the oldest pair is dropped (both frames reported with
-/// ``FrameDropReason/queueOverflow``) so the consumer always gets the newest moments and a
-/// slow consumer never holds the cameras' buffers.
+/// costs a few hundred nanoseconds and never waits for the consumer. What happens to pairs
+/// the consumer of ``pairs`` has not read yet is the ``BackPressure`` given at creation:
+///
+/// - ``BackPressure/newestWins(queuedPairs:)`` (the default, with
+///   ``SynchronizerConfiguration/outputCapacity`` pairs) for live cameras: when the queue
+///   is full the oldest pair is dropped (both frames reported with
+///   ``FrameDropReason/queueOverflow``), so the consumer always gets the newest moments and
+///   a slow consumer never holds the cameras' buffers;
+/// - ``BackPressure/waitForConsumer`` for replays: every pair waits for the consumer (the
+///   queue grows as far as the consumer is behind), none is dropped.
+///
+/// ``statistics`` counts pairs made and pairs delivered apart.
 ///
 /// Handlers run on the thread that pushed, in event order, after the lock is released;
 /// they may read ``statistics`` but must not push, or they wait for themselves.
 ///
 /// Arrival and release times are read from `CLOCK_MONOTONIC` (the clock V4L2 stamps
-/// buffers with), unless another clock is injected for tests.
+/// buffers with). A replay of recorded frames uses ``SynchronizerClock/frameTimestamps``
+/// instead: each frame arrives at its own timestamp, so pairing depends on the timestamps
+/// alone, exactly as ``RecordedStreamPairing`` pairs two logs.
+///
+/// ```swift
+/// let synchronizer = OutputSynchronizer<String>(configuration: configuration,
+///                                               backPressure: .waitForConsumer, clock: .frameTimestamps)
+/// let consumer = Task { for await pair in synchronizer.pairs { print(pair.left.payload, pair.right.payload) } }
+/// for frame in framesInTimestampOrder {
+///     synchronizer.push(frame.side, timestampNanoseconds: frame.time, sequence: frame.number, payload: frame.file)
+/// }
+/// synchronizer.finish()
+/// await consumer.value
+/// ```
 public final class OutputSynchronizer<Payload: Sendable>: Sendable {
     /// Receives each pair, on the pushing thread.
     public typealias PairHandler = @Sendable (SynchronizedPair<Payload>) -> Void
@@ -40,6 +60,10 @@ public final class OutputSynchronizer<Payload: Sendable>: Sendable {
         @usableFromInline var handover: (UnsafeContinuation<SynchronizedPair<Payload>?, Never>, SynchronizedPair<Payload>)?
         @usableFromInline var finished = false
         @usableFromInline var outputOverflow = PerSide(repeating: 0)
+        /// Pairs handed to the consumer or the pair handler.
+        @usableFromInline var delivered = 0
+        /// The latest timestamp pushed: the time under ``SynchronizerClock/frameTimestamps``.
+        @usableFromInline var latestTimestamp = Int64.min
 
         @usableFromInline
         init(
@@ -60,6 +84,10 @@ public final class OutputSynchronizer<Payload: Sendable>: Sendable {
     @usableFromInline let pairHandler: PairHandler?
     @usableFromInline let dropHandler: DropHandler?
     @usableFromInline let now: @Sendable () -> Int64
+    /// Whether time is the frames' own (``SynchronizerClock/frameTimestamps``).
+    @usableFromInline let usesFrameTime: Bool
+    /// Whether the output queue grows rather than drops (``BackPressure/waitForConsumer``).
+    @usableFromInline let waitsForConsumer: Bool
 
     /// Creates a synchronizer.
     ///
@@ -68,15 +96,32 @@ public final class OutputSynchronizer<Payload: Sendable>: Sendable {
     ///   - pairHandler: when given, pairs go to it and ``pairs`` yields nothing; when `nil`,
     ///     read pairs from ``pairs``.
     ///   - dropHandler: called for every dropped frame, if given (they are always counted).
-    ///   - clock: current time in nanoseconds; `CLOCK_MONOTONIC` by default.
+    ///   - backPressure: what happens to pairs the consumer of ``pairs`` has not read;
+    ///     `nil`: ``BackPressure/newestWins(queuedPairs:)`` with the configuration's
+    ///     ``SynchronizerConfiguration/outputCapacity``.
+    ///   - clock: what "now" is: `CLOCK_MONOTONIC` (live cameras), the frames' own
+    ///     timestamps (replays), or a clock of the caller's.
     public init(
         configuration: SynchronizerConfiguration, pairHandler: PairHandler? = nil, dropHandler: DropHandler? = nil,
-        clock: (@Sendable () -> Int64)? = nil
+        backPressure: BackPressure? = nil, clock: SynchronizerClock = .monotonic
     ) {
+        var configuration = configuration
+        if case .newestWins(let queued)? = backPressure { configuration.outputCapacity = max(1, queued) }
         self.configuration = configuration
         self.pairHandler = pairHandler
         self.dropHandler = dropHandler
-        self.now = clock ?? monotonicNanoseconds
+        self.waitsForConsumer = backPressure == .waitForConsumer
+        switch clock {
+        case .monotonic:
+            now = monotonicNanoseconds
+            usesFrameTime = false
+        case .frameTimestamps:
+            now = monotonicNanoseconds
+            usesFrameTime = true
+        case .custom(let read):
+            now = read
+            usesFrameTime = false
+        }
         // Each frame produces one event at most once; a push can therefore decide at most
         // every waiting frame plus itself, and output overflow adds two drops per pair.
         let queue = max(1, configuration.queueCapacity)
@@ -98,7 +143,7 @@ public final class OutputSynchronizer<Payload: Sendable>: Sendable {
         _ side: StereoSide, timestampNanoseconds: Int64, sequence: UInt64, exposureNanoseconds: Int64? = nil,
         timestampSource: TimestampSource = .endOfFrame, payload: Payload
     ) {
-        perform { core, now, emit in
+        perform(arriving: timestampNanoseconds) { core, now, emit in
             core.push(
                 side, timestampNanoseconds: timestampNanoseconds, sequence: sequence,
                 exposureNanoseconds: exposureNanoseconds, timestampSource: timestampSource, payload: payload, now: now, emit: emit)
@@ -149,18 +194,23 @@ public final class OutputSynchronizer<Payload: Sendable>: Sendable {
 
     // MARK: Output
 
-    /// Counters, distributions and the clock estimate so far; thread-safe.
+    /// Counters, distributions and the clock estimate so far; thread-safe. Pairs made and
+    /// pairs delivered are counted apart (see ``SynchronizerStatistics/pairsDelivered``).
     public var statistics: SynchronizerStatistics {
         state.withLock { state in
             var statistics = state.core.statistics
             statistics.addDrops(.left, .queueOverflow, state.outputOverflow.left)
             statistics.addDrops(.right, .queueOverflow, state.outputOverflow.right)
+            statistics.pairsDelivered = state.delivered
+            statistics.pairsWaiting = state.output.count
             return statistics
         }
     }
 
     /// The pairs, oldest first, for one consumer at a time. Ends after ``finish()``; yields
-    /// nothing when a pair handler was given.
+    /// nothing when a pair handler was given. Under the default back-pressure it keeps the
+    /// newest ``SynchronizerConfiguration/outputCapacity`` pairs; a replay that must lose
+    /// none creates the synchronizer with ``BackPressure/waitForConsumer``.
     public var pairs: SynchronizedPairs<Payload> { SynchronizedPairs(synchronizer: self) }
 
     /// Whether a consumer of ``pairs`` is waiting for the next pair right now (tests use it
@@ -171,7 +221,10 @@ public final class OutputSynchronizer<Payload: Sendable>: Sendable {
     /// or when the task is cancelled.
     func nextPair() async -> SynchronizedPair<Payload>? {
         if let ready = state.withLock({ state -> SynchronizedPair<Payload>?? in
-            if let pair = state.output.popFirst() { return .some(pair) }
+            if let pair = state.output.popFirst() {
+                state.delivered += 1
+                return .some(pair)
+            }
             return state.finished ? .some(nil) : nil
         }) {
             return ready
@@ -179,7 +232,10 @@ public final class OutputSynchronizer<Payload: Sendable>: Sendable {
         return await withTaskCancellationHandler {
             await withUnsafeContinuation { (continuation: UnsafeContinuation<SynchronizedPair<Payload>?, Never>) in
                 let immediate = state.withLock { state -> SynchronizedPair<Payload>?? in
-                    if let pair = state.output.popFirst() { return .some(pair) }
+                    if let pair = state.output.popFirst() {
+                        state.delivered += 1
+                        return .some(pair)
+                    }
                     if state.finished || Task.isCancelled { return .some(nil) }
                     precondition(state.waiter == nil, "OutputSynchronizer.pairs supports one consumer at a time")
                     state.waiter = continuation
@@ -201,16 +257,22 @@ public final class OutputSynchronizer<Payload: Sendable>: Sendable {
     /// Runs `body` on the core under the lock, routes its events, then resumes the consumer
     /// and calls the handlers outside the lock. Inlinable, like ``SynchronizerCore``, so
     /// that it is specialized for the caller's payload type.
+    ///
+    /// `arriving` is the timestamp of a frame being pushed: under
+    /// ``SynchronizerClock/frameTimestamps`` the time is the latest such timestamp.
     @inlinable
     func perform(
-        finishing: Bool = false,
+        finishing: Bool = false, arriving timestamp: Int64? = nil,
         _ body: (SynchronizerCore<Payload>, Int64, SynchronizerCore<Payload>.Emit) -> Void,
         afterFinish: (SynchronizerCore<Payload>, SynchronizerCore<Payload>.Emit) -> Void
     ) {
         delivery.withLock { _ in
-            let time = now()
+            let clockTime = usesFrameTime ? 0 : now()
             let handover = state.withLock { state -> (UnsafeContinuation<SynchronizedPair<Payload>?, Never>, SynchronizedPair<Payload>)? in
+                if let timestamp, timestamp > state.latestTimestamp { state.latestTimestamp = timestamp }
+                let time = usesFrameTime ? state.latestTimestamp : clockTime
                 let hasPairHandler = self.pairHandler != nil, hasDropHandler = self.dropHandler != nil
+                let waitsForConsumer = self.waitsForConsumer
                 func overflowed(_ frame: SynchronizedFrame<Payload>) {
                     state.outputOverflow[frame.side] += 1
                     guard hasDropHandler else { return }
@@ -223,14 +285,20 @@ public final class OutputSynchronizer<Payload: Sendable>: Sendable {
                     switch event {
                     case .pair(let pair):
                         if hasPairHandler {
+                            state.delivered += 1
                             state.outbox.append(event)
                         } else if let waiter = state.waiter, state.handover == nil {
                             state.waiter = nil
+                            state.delivered += 1
                             state.handover = (waiter, pair)
                         } else {
-                            if state.output.isFull, let oldest = state.output.popFirst() {
-                                overflowed(oldest.left)
-                                overflowed(oldest.right)
+                            if state.output.isFull {
+                                if waitsForConsumer {
+                                    state.output.grow()
+                                } else if let oldest = state.output.popFirst() {
+                                    overflowed(oldest.left)
+                                    overflowed(oldest.right)
+                                }
                             }
                             state.output.append(pair)
                         }
@@ -285,4 +353,19 @@ extension OutputSynchronizer where Payload == Frame {
         push(side, timestampNanoseconds: frame.timestampNanoseconds, sequence: frame.sequence,
              exposureNanoseconds: frame.exposureNanoseconds, timestampSource: .midExposure, payload: frame)
     }
+}
+
+/// What "now" is for an ``OutputSynchronizer``: when a frame arrived, and when a waiting
+/// frame's deadline (``SynchronizerConfiguration/maximumLatencyNanoseconds``) ran out.
+public enum SynchronizerClock: Sendable {
+    /// `CLOCK_MONOTONIC`, the clock V4L2 stamps buffers with: for live cameras.
+    case monotonic
+    /// The frames' own timestamps: each frame arrives at its timestamp, and time is the
+    /// latest timestamp pushed, so pairing depends on the timestamps alone however fast
+    /// the frames are pushed. For replays of recorded frames, pushed in timestamp order
+    /// across both cameras (``RecordedStreamPairing/replay(configuration:left:right:emit:)``
+    /// merges two streams that way).
+    case frameTimestamps
+    /// A clock of the caller's (tests): nanoseconds, never decreasing.
+    case custom(@Sendable () -> Int64)
 }

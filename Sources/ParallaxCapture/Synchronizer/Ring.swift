@@ -65,6 +65,16 @@ struct Ring<Element> {
         return element
     }
 
+    /// Doubles the capacity, keeping the elements in order (for queues allowed to grow; the
+    /// only allocation a ring makes after its creation).
+    @inlinable
+    mutating func grow() {
+        var larger: [Element?] = Array(repeating: nil, count: storage.count * 2)
+        for offset in 0..<count { larger[offset] = self[offset] }
+        storage = larger
+        head = 0
+    }
+
     @inlinable
     mutating func removeAll() {
         while popFirst() != nil {}

@@ -1,8 +1,20 @@
 /// What a synchronizer did so far: pairs, drops by camera and reason, skew and latency
 /// distributions, and the clock estimate.
 public struct SynchronizerStatistics: Sendable, Hashable, CustomStringConvertible {
-    /// Pairs released.
-    public var pairs: Int
+    /// Pairs the synchronizer made (released by its pairing rule).
+    public var pairsMade: Int
+    /// Pairs handed to the consumer: read from ``OutputSynchronizer/pairs`` or passed to
+    /// its pair handler. Made pairs that are not delivered are waiting
+    /// (``pairsWaiting``) or were dropped at the output (both frames counted as
+    /// ``FrameDropReason/queueOverflow``): `pairsMade == pairsDelivered + pairsWaiting +
+    /// drops(.left, reason: .queueOverflow)`. Equal to ``pairsMade`` for a bare
+    /// ``SynchronizerCore``, which hands every pair over as it makes it.
+    public var pairsDelivered: Int
+    /// Made pairs waiting for the consumer of ``OutputSynchronizer/pairs``.
+    public var pairsWaiting: Int
+    /// Pairs made (the old name of ``pairsMade``).
+    @available(*, deprecated, renamed: "pairsMade")
+    public var pairs: Int { pairsMade }
     /// Pairs released before their optimality was proven (maximum latency ran out, or the
     /// stream ended).
     public var pairsReleasedOnDeadline: Int
@@ -22,13 +34,15 @@ public struct SynchronizerStatistics: Sendable, Hashable, CustomStringConvertibl
     /// The clock offset and drift estimate, when estimation is on and a pair was matched.
     public var clock: ClockEstimate?
 
-    /// Creates statistics; `dropCounts` has `2 × FrameDropReason.caseCount` entries indexed `side.rawValue * caseCount + reason.index`.
+    /// Creates statistics (every pair made counted as delivered); `dropCounts` has `2 × FrameDropReason.caseCount` entries indexed `side.rawValue * caseCount + reason.index`.
     public init(
         pairs: Int, pairsReleasedOnDeadline: Int, framesLeft: Int, framesRight: Int, dropCounts: [Int],
         discontinuities: Int, skew: DurationSummary, latency: DurationSummary, clock: ClockEstimate?
     ) {
         precondition(dropCounts.count == 2 * FrameDropReason.caseCount, "dropCounts needs one entry per side and reason")
-        self.pairs = pairs
+        self.pairsMade = pairs
+        self.pairsDelivered = pairs
+        self.pairsWaiting = 0
         self.pairsReleasedOnDeadline = pairsReleasedOnDeadline
         self.framesLeft = framesLeft
         self.framesRight = framesRight
@@ -40,14 +54,22 @@ public struct SynchronizerStatistics: Sendable, Hashable, CustomStringConvertibl
     }
 
     /// Frames of `side` dropped with `reason`, or for any reason when `reason` is `nil`.
-    public func drops(_ side: StereoSide, reason: FrameDropReason? = nil) -> Int {
+    public func dropped(_ side: StereoSide, reason: FrameDropReason? = nil) -> Int {
         let base = side.rawValue * FrameDropReason.caseCount
         if let reason { return dropCounts[base + reason.index] }
         return dropCounts[base..<(base + FrameDropReason.caseCount)].reduce(0, +)
     }
 
     /// Frames of both cameras dropped with `reason`.
-    public func drops(reason: FrameDropReason) -> Int { drops(.left, reason: reason) + drops(.right, reason: reason) }
+    public func dropped(reason: FrameDropReason) -> Int { dropped(.left, reason: reason) + dropped(.right, reason: reason) }
+
+    /// The old name of ``dropped(_:reason:)``.
+    @available(*, deprecated, renamed: "dropped(_:reason:)")
+    public func drops(_ side: StereoSide, reason: FrameDropReason? = nil) -> Int { dropped(side, reason: reason) }
+
+    /// The old name of ``dropped(reason:)``.
+    @available(*, deprecated, renamed: "dropped(reason:)")
+    public func drops(reason: FrameDropReason) -> Int { dropped(reason: reason) }
 
     /// Frames handed in by `side`.
     public func frames(_ side: StereoSide) -> Int { side == .left ? framesLeft : framesRight }
@@ -61,10 +83,11 @@ public struct SynchronizerStatistics: Sendable, Hashable, CustomStringConvertibl
     /// A multi-line report: frames, pairs, drops by reason and camera, skew, latency, clock.
     public var description: String {
         var lines = [
-            "frames: left \(framesLeft), right \(framesRight); pairs \(pairs) (\(pairsReleasedOnDeadline) on deadline)"
+            "frames: left \(framesLeft), right \(framesRight); pairs \(pairsMade) made (\(pairsReleasedOnDeadline) on deadline), "
+                + "\(pairsDelivered) delivered, \(pairsWaiting) waiting"
         ]
         for reason in FrameDropReason.allCases {
-            let l = drops(.left, reason: reason), r = drops(.right, reason: reason)
+            let l = dropped(.left, reason: reason), r = dropped(.right, reason: reason)
             if l + r > 0 { lines.append("dropped \(reason): left \(l), right \(r)") }
         }
         if discontinuities > 0 { lines.append("discontinuities: \(discontinuities)") }

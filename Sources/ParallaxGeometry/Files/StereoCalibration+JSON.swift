@@ -52,10 +52,19 @@ extension StereoCalibration {
                   translationUnit: unit, extra: extra)
     }
 
-    /// Reads the calibration file at `path`.
+    /// Reads the Parallax JSON calibration file at `path`.
+    ///
+    /// To read any format Parallax writes (its JSON, OpenCV YAML, a pair of ROS
+    /// camera_info files), told apart by content, use `CalibrationFile.load(_:)` from
+    /// ParallaxCalibration (part of `import Parallax`), as the command-line tool does.
+    ///
+    /// - Throws: ``CalibrationFileError/notParallaxJSON(file:found:)`` naming what the file
+    ///   is when it is not JSON; otherwise as ``init(jsonText:source:)``.
     public init(contentsOfFile path: String) throws(CalibrationFileError) {
         let text: String
         do { text = try FileAccess.readText(atPath: path) } catch { throw .unreadable(error) }
+        let kind = CalibrationTextKind(of: text)
+        guard kind == .parallaxJSON else { throw .notParallaxJSON(file: path, found: kind.name) }
         try self.init(jsonText: text, source: path)
     }
 
@@ -85,6 +94,8 @@ extension StereoCalibration {
 /// A calibration file that could not be read, with the file and the key at fault.
 public enum CalibrationFileError: Error, Hashable, Sendable, CustomStringConvertible {
     case unreadable(FileAccessError)
+    /// The file is not JSON; `found` says what it is ("OpenCV YAML", "ROS camera_info").
+    case notParallaxJSON(file: String, found: String)
     case syntax(file: String, line: Int, column: Int, message: String)
     case missing(file: String, key: String)
     case invalid(file: String, key: String, message: String)
@@ -93,6 +104,9 @@ public enum CalibrationFileError: Error, Hashable, Sendable, CustomStringConvert
     public var description: String {
         switch self {
         case .unreadable(let e): return e.description
+        case .notParallaxJSON(let f, let found):
+            return "\(f): is \(found), not Parallax JSON; CalibrationFile.load(_:) (ParallaxCalibration) reads every "
+                + "calibration format Parallax writes"
         case .syntax(let f, let l, let c, let m): return "\(f):\(l):\(c): \(m)"
         case .missing(let f, let k): return "\(f): missing key \"\(k)\""
         case .invalid(let f, let k, let m): return "\(f): \"\(k)\": \(m)"

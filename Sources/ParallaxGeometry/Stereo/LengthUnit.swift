@@ -27,6 +27,9 @@ public enum LengthUnit: String, Hashable, Sendable, CaseIterable {
         }
     }
 
+    /// The suffix written after a number in this unit (`mm`), empty for ``unitless``.
+    public var suffix: String { self == .unitless ? "" : rawValue }
+
     /// The unit of a suffix as users type it (`m`, `cm`, `mm`, `in`); `nil` for anything else.
     public init?(symbol: String) {
         guard let unit = LengthUnit(rawValue: symbol), unit != .unitless else { return nil }

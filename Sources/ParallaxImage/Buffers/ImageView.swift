@@ -15,12 +15,19 @@ public struct ImagePlane: @unchecked Sendable {
 }
 
 /// A read-only view of pixels owned by someone else: a camera driver's mapped
-/// buffer, an ``ImageBuffer``, or a caller's memory.
+/// buffer, a session's pooled rectified image, an ``ImageBuffer``, or a caller's memory.
 ///
-/// A view does not keep its memory alive. It is valid only as long as its
-/// owner says so (for a capture `Frame`, while the frame is alive; for an
-/// ``ImageBuffer``, inside `withView`). It is `Sendable` so that kernels can
-/// hand bands of it to worker threads within that lifetime.
+/// A view made by Parallax's capture layer holds a reference to what owns its pixels (a
+/// `Frame`, whose driver buffer goes back to the driver only when the last view of it is
+/// gone; a session's pooled pair buffer, reused only when no view of it is left), so a
+/// view kept past its pair or frame still reads exactly the pixels it was given. Holding
+/// one holds that buffer: the camera or the session runs short and reports drops, as when
+/// holding the frame itself. Copying a view costs a reference count, never an allocation.
+///
+/// A view over memory someone else manages (``ImageBuffer/withView(_:)``, or one made
+/// with an initializer here and no `owner`) keeps nothing alive: it is valid only inside
+/// that scope. The plane pointers (``plane0`` …) are valid only while the view is alive.
+/// It is `Sendable` so that kernels can hand bands of it to worker threads.
 public struct ImageView: @unchecked Sendable {
     /// How the pixels are laid out.
     public let format: PixelFormat
@@ -33,13 +40,16 @@ public struct ImageView: @unchecked Sendable {
     public let plane1: ImagePlane?
     /// The Cr plane of ``PixelFormat/i420`` and ``PixelFormat/i422``; `nil` otherwise.
     public let plane2: ImagePlane?
+    /// What keeps the pixels alive while this view exists (see ``keepingAlive(_:)``), or
+    /// `nil` for a view over memory its maker manages.
+    public let owner: (any AnyObject & Sendable)?
 
     /// A view over caller memory, checked for a consistent layout.
     ///
     /// - Throws: ``ImageError`` when the size does not suit the format, a
     ///   stride is too small, or a chroma plane the format needs is missing.
     public init(format: PixelFormat, size: ImageSize, plane0: ImagePlane, plane1: ImagePlane? = nil,
-                plane2: ImagePlane? = nil) throws(ImageError) {
+                plane2: ImagePlane? = nil, owner: (any AnyObject & Sendable)? = nil) throws(ImageError) {
         try format.validate(size)
         guard plane0.bytesPerRow >= format.minimumBytesPerRow(width: size.width) else {
             throw .invalidLayout("row stride \(plane0.bytesPerRow) < \(format.minimumBytesPerRow(width: size.width)) bytes for \(size) \(format.rawValue)")
@@ -52,18 +62,27 @@ public struct ImageView: @unchecked Sendable {
                 throw .invalidLayout("chroma plane \(index) stride \(plane.bytesPerRow) too small for width \(size.width)")
             }
         }
-        self.init(unchecked: format, size: size, plane0: plane0, plane1: plane1, plane2: plane2)
+        self.init(unchecked: format, size: size, plane0: plane0, plane1: plane1, plane2: plane2, owner: owner)
     }
 
     /// A view whose layout the caller has already validated.
     @inlinable
     public init(unchecked format: PixelFormat, size: ImageSize, plane0: ImagePlane, plane1: ImagePlane?,
-                plane2: ImagePlane? = nil) {
+                plane2: ImagePlane? = nil, owner: (any AnyObject & Sendable)? = nil) {
         self.format = format
         self.size = size
         self.plane0 = plane0
         self.plane1 = plane1
         self.plane2 = plane2
+        self.owner = owner
+    }
+
+    /// The same view, holding `owner` (what the pixels live in) for as long as it or any
+    /// copy of it exists. A pool that reuses memory only when nobody else references its
+    /// owner (`isKnownUniquelyReferenced`) then never reuses memory a view still reads.
+    @inlinable
+    public func keepingAlive(_ owner: any AnyObject & Sendable) -> ImageView {
+        ImageView(unchecked: format, size: size, plane0: plane0, plane1: plane1, plane2: plane2, owner: owner)
     }
 
     /// Plane `index` (0…2), or `nil` when the format has no such plane.
@@ -83,7 +102,8 @@ public struct ImageView: @unchecked Sendable {
     ///   ``ImageBuffer/byteCount(format:size:)`` bytes and `size` suits `format`
     ///   (the caller owns such a buffer; nothing is checked).
     @inlinable
-    public init(packed format: PixelFormat, size: ImageSize, baseAddress base: UnsafeRawPointer) {
+    public init(packed format: PixelFormat, size: ImageSize, baseAddress base: UnsafeRawPointer,
+                owner: (any AnyObject & Sendable)? = nil) {
         // No arrays here: views are made per frame, and the per-frame path allocates nothing.
         let stride0 = format.minimumBytesPerRow(width: size.width)
         let stride1 = format.minimumBytesPerRow(width: size.width, plane: 1)
@@ -91,14 +111,15 @@ public struct ImageView: @unchecked Sendable {
         let start2 = start1 + stride1 * format.rows(height: size.height, plane: 1)
         self.init(unchecked: format, size: size, plane0: ImagePlane(baseAddress: base, bytesPerRow: stride0),
                   plane1: format.planeCount > 1 ? ImagePlane(baseAddress: base + start1, bytesPerRow: stride1) : nil,
-                  plane2: format.planeCount > 2 ? ImagePlane(baseAddress: base + start2, bytesPerRow: stride1) : nil)
+                  plane2: format.planeCount > 2 ? ImagePlane(baseAddress: base + start2, bytesPerRow: stride1) : nil,
+                  owner: owner)
     }
 
     /// A view over one contiguous block laid out as V4L2 lays out a single-buffer image:
     /// plane 0 with `bytesPerRow`, then NV12's chroma with the same stride, or the Cb and
     /// Cr planes of I420 and I422 with half of it; checked against `byteCount`.
     public init(format: PixelFormat, size: ImageSize, baseAddress: UnsafeRawPointer, byteCount: Int,
-                bytesPerRow: Int? = nil) throws(ImageError) {
+                bytesPerRow: Int? = nil, owner: (any AnyObject & Sendable)? = nil) throws(ImageError) {
         try format.validate(size)
         let stride = bytesPerRow ?? format.minimumBytesPerRow(width: size.width)
         var needed = stride * size.height
@@ -116,7 +137,7 @@ public struct ImageView: @unchecked Sendable {
             throw .invalidLayout("\(byteCount) bytes cannot hold a \(size) \(format.rawValue) image (needs \(needed))")
         }
         try self.init(format: format, size: size, plane0: ImagePlane(baseAddress: baseAddress, bytesPerRow: stride),
-                      plane1: cb, plane2: cr)
+                      plane1: cb, plane2: cr, owner: owner)
     }
 
     /// The byte at `x` (a byte offset within the row), row `y` of plane 0.

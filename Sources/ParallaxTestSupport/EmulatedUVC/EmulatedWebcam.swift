@@ -15,7 +15,7 @@ import Glibc
 /// let webcam = EmulatedWebcam(EmulatedWebcamSpec(serial: "LEFT-1"))
 /// try webcam.attach()                       // needs root and the vhci-hcd module
 /// let node = try webcam.waitForNode()       // /dev/videoN, found in sysfs
-/// … open node.devicePath with V4L2Camera, stream …
+/// let camera = try V4L2Camera(path: node.devicePath)  // and stream from it
 /// webcam.detach()
 /// ```
 ///
@@ -483,7 +483,7 @@ public final class EmulatedWebcam: @unchecked Sendable {
         while true {
             // Wait for streaming to start (or the camera to go).
             condition.lock()
-            while self.generation == generation && streamingNow() == nil { condition.wait(until: Date(timeIntervalSinceNow: 0.05)) }
+            while self.generation == generation && streamingNow() == nil { _ = condition.wait(until: Date(timeIntervalSinceNow: 0.05)) }
             guard self.generation == generation, let (settings, packetSize) = streamingNow() else { condition.unlock(); return }
             condition.unlock()
             let format = spec.formats[settings.formatIndex - 1], size = format.sizes[settings.frameIndex - 1]
@@ -546,7 +546,7 @@ public final class EmulatedWebcam: @unchecked Sendable {
         var first = true
         while offset < frame.count || first {
             condition.lock()
-            while isStreaming(settings, generation: generation) && pending.isEmpty { condition.wait(until: Date(timeIntervalSinceNow: 0.05)) }
+            while isStreaming(settings, generation: generation) && pending.isEmpty { _ = condition.wait(until: Date(timeIntervalSinceNow: 0.05)) }
             guard isStreaming(settings, generation: generation), !pending.isEmpty else { condition.unlock(); return false }
             let request = pending.removeFirst()
             var data: [UInt8] = []

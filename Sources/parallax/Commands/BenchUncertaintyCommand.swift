@@ -73,7 +73,7 @@ struct BenchUncertaintyCommand: ParsableCommand {
     func run() throws {
         let imageSize = ImageSize(parsing: size) ?? ImageSize(width: 640, height: 480)
         let rig = SimulatedStereoRig.example(size: imageSize)
-        let board = CalibrationBoard(columns: 9, rows: 6, squareSize: 0.025, unit: "m")
+        let board = CalibrationBoard(columns: 9, rows: 6, squareSize: 0.025, unit: .metre)
         let conditions = [1.0, 0.3].flatMap { spread in
             [0.0, 1.5].flatMap { blur in [1.0, 4.0].map { Condition(noise: $0, blur: blur, spread: spread) } }
         }

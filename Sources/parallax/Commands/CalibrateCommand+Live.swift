@@ -202,7 +202,7 @@ extension CalibrateCommand {
             if let limit = targets.pairLimit, pairs.count >= limit { requestStop(.pairLimit) }
         }
 
-        for await pair in session.pairs {
+        for try await pair in session.pairs {
             pairsSeen += 1
             if stop.withLock({ $0 }) != nil { break }
             if stillInFlight, let result = pending.withLock({ p in defer { p = nil }; return p }) {

@@ -331,7 +331,7 @@ struct CalibrateCommand: AsyncParsableCommand {
         let result = outcome.result
         if let reason = Self.qualityProblem(result, maxRMS: maxRMS) {
             Self.log("rms stereo \(formatted(result.rms)) px (left \(formatted(result.rmsLeft)), right \(formatted(result.rmsRight))), "
-                     + "baseline \(formatted(result.calibration.baseline))\(target.unit), \(result.pairs.count) pairs")
+                     + "baseline \(formatted(result.calibration.baseline))\(target.unit.suffix), \(result.pairs.count) pairs")
             Self.log("error: the calibration is not written: \(reason)")
             throw ExitCode.failure
         }
@@ -340,7 +340,7 @@ struct CalibrateCommand: AsyncParsableCommand {
 
         // The translation is in the square size's unit: recorded, so distances convert later.
         var calibration = result.calibration
-        calibration.translationUnit = LengthUnit(symbol: target.unit) ?? .unitless
+        calibration.translationUnit = target.unit
         if calibration.translationUnit == .unitless {
             Self.log("note: --square has no unit, so the calibration's translations are in board units (\"unit\": \"unitless\"); "
                      + "give the square as 25mm, 2.5cm or 0.025m to record one")
@@ -358,7 +358,7 @@ struct CalibrateCommand: AsyncParsableCommand {
             files.append((opencvYAML, Array(OpenCVStereoFile.text(for: result.calibration, rectification: result.rectification).utf8)))
         }
         if let rosDirectory {
-            if TargetSheet.millimetres(perUnit: target.unit) == nil {
+            if target.unit == .unitless {
                 Self.log("warning: no unit on --square; ROS camera_info's baseline is written in board units, which ROS reads as metres")
             }
             let (l, r) = ROSCameraInfo.stereoPair(result.calibration, rectification: result.rectification)
@@ -366,7 +366,7 @@ struct CalibrateCommand: AsyncParsableCommand {
             files.append(((rosDirectory as NSString).appendingPathComponent("right.yaml"), Array(r.text.utf8)))
         }
         if let kalibr {
-            let perUnit = TargetSheet.millimetres(perUnit: target.unit).map { $0 / 1000 }
+            let perUnit = target.unit.millimetres.map { $0 / 1000 }
             if perUnit == nil { Self.log("warning: no unit on --square; Kalibr's translation is written in board units, not metres") }
             let (text, warnings) = KalibrCamchain.text(for: result.calibration, metersPerUnit: perUnit ?? 1)
             for w in warnings { Self.log("warning: \(w)") }
@@ -430,7 +430,7 @@ struct CalibrateCommand: AsyncParsableCommand {
                 print("\(name) fx \(value(k.fx, sigma?.fx)) fy \(value(k.fy, sigma?.fy)) "
                       + "cx \(value(k.cx, sigma?.cx)) cy \(value(k.cy, sigma?.cy))")
             }
-            print("baseline \(value(c.baseline, uncertainty?.baseline))\(target.unit)")
+            print("baseline \(value(c.baseline, uncertainty?.baseline))\(target.unit.suffix)")
             if let comparison {
                 func figures(_ d: ProjectionDifference) -> String {
                     "median \(String(format: "%.3g", d.median)), corners up to \(String(format: "%.3g", d.corners.filter(\.isFinite).max() ?? .nan))"

@@ -92,9 +92,9 @@ struct CaptureCommand: AsyncParsableCommand {
         print("\(summary.pairsWritten) pairs written; skew p50 \(Self.milliseconds(skew.p50Nanoseconds)), "
               + "max \(Self.milliseconds(skew.maxNanoseconds))")
         for side in StereoSide.allCases {
-            let lost = stats.lostByCameraByName(side)
+            let lost = stats.lostByName(side)
             if !lost.isEmpty { print("\(side) frames lost by the camera: " + dropList(lost)) }
-            let drops = stats.dropped(side)
+            let drops = stats.droppedByName(side)
             if !drops.isEmpty { print("\(side) frames not written: " + dropList(drops)) }
         }
         for event in stats.events where event.name == "disconnected" || event.name == "reconnected" { print(event) }

@@ -159,7 +159,7 @@ struct PairCommand: ParsableCommand {
         if let writeError { throw CLIError(writeError) }
         guard pairCount > 0 else {
             throw CLIError("""
-                no frame paired: \(statistics.drops(.left)) left and \(statistics.drops(.right)) right frames were dropped \
+                no frame paired: \(statistics.dropped(.left)) left and \(statistics.dropped(.right)) right frames were dropped \
                 (\(Self.dropList(statistics))); the logs overlap in time but no two frames are within --max-skew \
                 \(Self.formatDuration(skew)) of each other
                 """)
@@ -291,7 +291,7 @@ struct PairCommand: ParsableCommand {
 
     static func dropList(_ statistics: SynchronizerStatistics) -> String {
         FrameDropReason.allCases.compactMap { reason in
-            let n = statistics.drops(reason: reason)
+            let n = statistics.dropped(reason: reason)
             return n > 0 ? "\(n) \(reason.description)" : nil
         }.joined(separator: ", ")
     }
@@ -308,14 +308,14 @@ struct PairCommand: ParsableCommand {
         }
         var reasons = JSONObject()
         for reason in FrameDropReason.allCases {
-            reasons[reason.description] = .number(Double(s.drops(reason: reason)))
+            reasons[reason.description] = .number(Double(s.dropped(reason: reason)))
         }
         return .object(JSONObject([
             ("pairs", .number(Double(pairs))),
             ("left_frames", .number(Double(left.frameCount))),
             ("right_frames", .number(Double(right.frameCount))),
-            ("dropped_left", .number(Double(s.drops(.left)))),
-            ("dropped_right", .number(Double(s.drops(.right)))),
+            ("dropped_left", .number(Double(s.dropped(.left)))),
+            ("dropped_right", .number(Double(s.dropped(.right)))),
             ("drop_reasons", .object(reasons)),
             ("skew_ns_p50", percentile(0.5)),
             ("skew_ns_p99", percentile(0.99)),

@@ -145,10 +145,11 @@ struct StreamCommand: AsyncParsableCommand {
         }
         var received = 0
         var mismatched: Int? = opened.rig != nil || opened.driver != nil ? 0 : nil
-        var images: ImageView?
-        for await pair in session.pairs {
+        // The first pair's image format and size (not its view, which would hold a buffer).
+        var images: (format: PixelFormat, size: ImageSize)?
+        for try await pair in session.pairs {
             received += 1
-            if images == nil { images = pair.left.image }
+            if images == nil, let image = pair.left.image { images = (image.format, image.size) }
             if let wrong = opened.isMismatched(pair), wrong { mismatched = (mismatched ?? 0) + 1 }
             if let consumerDelay { try? await Task.sleep(nanoseconds: UInt64(consumerDelay.nanoseconds)) }
             if received >= frames { break }
@@ -208,8 +209,8 @@ struct StreamCommand: AsyncParsableCommand {
                      Double(pairs) / max(seconds, 1e-9), Double(skew.p50Nanoseconds) / 1e6, Double(skew.p99Nanoseconds) / 1e6))
         print("frames: left \(stats.frames(.left)), right \(stats.frames(.right)); pairs made \(stats.pairsMade), delivered \(stats.pairsDelivered)")
         for side in StereoSide.allCases {
-            print("\(side) lost by the camera: " + dropList(stats.lostByCameraByName(side)))
-            print("\(side) dropped: " + dropList(stats.dropped(side)))
+            print("\(side) lost by the camera: " + dropList(stats.lostByName(side)))
+            print("\(side) dropped: " + dropList(stats.droppedByName(side)))
         }
         if stats.rectification.count > 0 { print("rectification: \(stats.rectification)") }
         if stats.consumer.count > 0 { print("consumer: \(stats.consumer)") }
@@ -247,9 +248,9 @@ struct StreamCommand: AsyncParsableCommand {
             ("pairs", .number(Double(pairs))),
             ("left_frames", .number(Double(stats.frames(.left)))),
             ("right_frames", .number(Double(stats.frames(.right)))),
-            ("lost_by_camera", .object(JSONObject([("left", counts(stats.lostByCameraByName(.left))),
-                                                   ("right", counts(stats.lostByCameraByName(.right)))]))),
-            ("dropped", .object(JSONObject([("left", counts(stats.dropped(.left))), ("right", counts(stats.dropped(.right)))]))),
+            ("lost_by_camera", .object(JSONObject([("left", counts(stats.lostByName(.left))),
+                                                   ("right", counts(stats.lostByName(.right)))]))),
+            ("dropped", .object(JSONObject([("left", counts(stats.droppedByName(.left))), ("right", counts(stats.droppedByName(.right)))]))),
             ("skew_ns_p50", .number(Double(stats.synchronizer.skew.p50Nanoseconds))),
             ("skew_ns_p99", .number(Double(stats.synchronizer.skew.p99Nanoseconds))),
             ("rectify_ms_p50", stats.rectification.count > 0 ? ms(stats.rectification.p50Nanoseconds) : .null),
@@ -336,7 +337,7 @@ final class StatusLine: @unchecked Sendable {
                 let s = session.statistics
                 let line = String(format: "%6d pairs  %5.1f/s  skew p50 %.2f ms  dropped L %d R %d  lost L %d R %d  pressure %@  %.1f fps",
                                   s.pairsDelivered, s.pairsPerSecond, Double(s.synchronizer.skew.p50Nanoseconds) / 1e6,
-                                  s.droppedFrames(.left), s.droppedFrames(.right), s.lostByCamera(.left), s.lostByCamera(.right),
+                                  s.dropped(.left), s.dropped(.right), s.lost(.left), s.lost(.right),
                                   s.pressure.description, s.framesPerSecond ?? 0)
                 FileHandle.standardError.write(Data((terminal ? "\r" + line : line + "\n").utf8))
             }

@@ -45,7 +45,7 @@ struct CalibrationDemoStep: DemoStep {
         let board = ChessboardTarget(columns: 9, rows: 6, squareSize: 30)
         let rig = SimulatedStereoRig(calibration: truth, scene: SimulatedScene(backgroundLevel: 110), samplesPerAxis: 3)
         let poses = Self.poses(board: board, camera: rig, count: 15)
-        let detector = ChessboardDetector(board: CalibrationBoard(columns: 9, rows: 6, squareSize: 30, unit: "mm"))
+        let detector = ChessboardDetector(board: CalibrationBoard(columns: 9, rows: 6, squareSize: 30, unit: .millimetre))
         var views: [StereoView] = []
         let start = Date()
         for (index, pose) in poses.enumerated() {
@@ -62,7 +62,7 @@ struct CalibrationDemoStep: DemoStep {
         }
         print(String(format: "   rendered and detected %d of %d board poses in both cameras (%.1f s)",
                      views.count, poses.count, Date().timeIntervalSince(start)))
-        let result = try StereoCalibrator(target: CalibrationBoard(columns: 9, rows: 6, squareSize: 30, unit: "mm"), model: .brown5)
+        let result = try StereoCalibrator(target: CalibrationBoard(columns: 9, rows: 6, squareSize: 30, unit: .millimetre), model: .brown5)
             .calibrate(pairs: views, size: truth.left.size)
         let estimate = result.calibration
         print(String(format: "   rms %.3f px, epipolar error %.3f px, rectified vertical rms %.3f px",

@@ -27,8 +27,8 @@ struct CaptureDemoStep: DemoStep {
         print("   right camera: 3 ms offset, 40 ppm drift, ±0.2 ms jitter, 2 % drops")
         print("   \(summary.pairsWritten) pairs; skew p50 \(String(format: "%.2f", Double(skew.p50Nanoseconds) / 1e6)) ms, "
               + "max \(String(format: "%.2f", Double(skew.maxNanoseconds) / 1e6)) ms; "
-              + "lost by the cameras: left \(stats.lostByCamera(.left)), right \(stats.lostByCamera(.right)); "
-              + "unpaired: left \(stats.pairingDrops(.left)), right \(stats.pairingDrops(.right))")
+              + "lost by the cameras: left \(stats.lost(.left)), right \(stats.lost(.right)); "
+              + "unpaired: left \(stats.synchronizer.dropped(.left)), right \(stats.synchronizer.dropped(.right))")
         print("   recorded to \(folder)/ (EuRoC layout, cam0 left, cam1 right)")
         // What two real webcams would cost on one USB 2.0 bus (`parallax cost`).
         let webcam = CaptureFormat(fourCC: .yuyv, size: ImageSize(width: 1280, height: 720),

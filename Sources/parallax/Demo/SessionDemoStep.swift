@@ -30,7 +30,7 @@ struct SessionDemoStep: DemoStep {
         var next = 1
         var pending: Double? = Self.schedule[0].metres
         var lines: [String] = []
-        for await pair in session.pairs {
+        for try await pair in session.pairs {
             if let wanted = pending, let applied = pair.rectification,
                let distance = applied.convergenceDistance, abs(distance - wanted) / wanted < 0.2,
                let images = pair.copyImages() {
@@ -54,9 +54,9 @@ struct SessionDemoStep: DemoStep {
         print("   right camera: 3 ms offset, 40 ppm drift, ±0.5 ms jitter; 1 % drops on each side")
         print("   \(stats.pairsDelivered) pairs; frames left \(stats.frames(.left)), right \(stats.frames(.right)); "
               + "every frame a pair or a drop with a reason: \(stats.accountsForEveryFrame(.left) && stats.accountsForEveryFrame(.right))")
-        print("   lost by the cameras left: \(dropList(stats.lostByCameraByName(.left))); "
-              + "right: \(dropList(stats.lostByCameraByName(.right)))")
-        print("   dropped left: \(dropList(stats.dropped(.left))); right: \(dropList(stats.dropped(.right)))")
+        print("   lost by the cameras left: \(dropList(stats.lostByName(.left))); "
+              + "right: \(dropList(stats.lostByName(.right)))")
+        print("   dropped left: \(dropList(stats.droppedByName(.left))); right: \(dropList(stats.droppedByName(.right)))")
         print(String(format: "   skew p50 %.2f ms, max %.2f ms; rectification p50 %.2f ms, p99 %.2f ms per pair",
                      Double(skew.p50Nanoseconds) / 1e6, Double(skew.maxNanoseconds) / 1e6,
                      Double(stats.rectification.p50Nanoseconds) / 1e6, Double(stats.rectification.p99Nanoseconds) / 1e6))

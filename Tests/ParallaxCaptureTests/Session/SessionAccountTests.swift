@@ -56,21 +56,21 @@ struct SessionAccountTests {
             for k in 0..<10 { Self.feed(k, to: cameras, pixels: pixels) }
             return eventually {
                 let stats = session.statistics
-                return stats.synchronizer.pairs == 10 && session.state.withLock({ $0.incoming.isEmpty })
+                return stats.synchronizer.pairsMade == 10 && session.state.withLock({ $0.incoming.isEmpty })
                     && session.pairQueue.count + stats.sessionDrops[.consumerBehind, default: 0] == 10
             }
         }
         #expect(settled, "the ten pairs did not settle: \(session.statistics.sessionDrops)")
         var reader = session.pairs.makeAsyncIterator()
         var read: [UInt64] = []
-        for _ in 0..<2 { if let pair = await reader.next() { read.append(pair.left.sequence) } }
+        for _ in 0..<2 { if let pair = try await reader.next() { read.append(pair.left.sequence) } }
         session.stop()
         let stats = session.statistics
         #expect(read == [8, 9], "the consumer read \(read)")
         #expect(stats.sessionDrops[.consumerBehind, default: 0] == 8 && stats.pairsDelivered == 2)
-        for side in StereoSide.allCases { #expect(stats.accountsForEveryFrame(side), "\(side): \(stats.dropped(side))") }
+        for side in StereoSide.allCases { #expect(stats.accountsForEveryFrame(side), "\(side): \(stats.droppedByName(side))") }
         var events = session.events.makeAsyncIterator()
-        #expect(await events.next()?.kind == .started)
+        #expect(try await events.next()?.kind == .started)
         #expect(stats.events.first?.kind == .started && stats.events.last?.name == "stopped")
     }
 
@@ -93,7 +93,7 @@ struct SessionAccountTests {
         }
         let held = session.statistics
         print("holding every pair: \(held.pairsDelivered) delivered, drops \(held.sessionDrops)")
-        #expect(held.synchronizer.pairs == 9 && held.pairsInFlight == 0)
+        #expect(held.synchronizer.pairsMade == 9 && held.pairsInFlight == 0)
         #expect(held.pairsDelivered == 5 && held.pooledBuffers == 5 && kept.withLock { $0.count } == 5)
         #expect(held.sessionDrops == [.noFreeBuffer: 4])
         // Let go: the buffers go back to the pool and pairs are delivered again.
@@ -102,7 +102,7 @@ struct SessionAccountTests {
         #expect(session.statistics.pairsDelivered == 8)
         session.stop()
         let stats = session.statistics
-        for side in StereoSide.allCases { #expect(stats.accountsForEveryFrame(side), "\(side): \(stats.dropped(side))") }
+        for side in StereoSide.allCases { #expect(stats.accountsForEveryFrame(side), "\(side): \(stats.droppedByName(side))") }
         #expect(stats.pooledBuffers == 5)
     }
 
@@ -133,6 +133,6 @@ struct SessionAccountTests {
         #expect(delivered.withLock { $0 } == [0, 1, 2, 4, 5, 6])
         let errors = stats.events.compactMap { if case .deviceError(let message) = $0.kind { return message }; return nil }
         #expect(errors.count == 1 && errors.first?.contains("pair 3 could not be rectified") == true, "\(errors)")
-        for side in StereoSide.allCases { #expect(stats.accountsForEveryFrame(side), "\(side): \(stats.dropped(side))") }
+        for side in StereoSide.allCases { #expect(stats.accountsForEveryFrame(side), "\(side): \(stats.droppedByName(side))") }
     }
 }

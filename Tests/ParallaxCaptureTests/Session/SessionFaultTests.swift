@@ -60,15 +60,15 @@ struct SessionFaultTests {
         let outcome = try await onOwnThread { try Self.run(testCase, driver: driver, session: session) }
         let stats = try #require(outcome.statistics)
         #expect(outcome.pairsBefore, "pairs before the fault")
-        #expect(outcome.surfaced, "never surfaced: events \(stats.events.map(\.description)), drops \(stats.dropped(.left))")
+        #expect(outcome.surfaced, "never surfaced: events \(stats.events.map(\.description)), drops \(stats.droppedByName(.left))")
         #expect(outcome.resumed, "pairing resumes after \(testCase.name)")
         for side in StereoSide.allCases {
-            #expect(stats.accountsForEveryFrame(side), "\(side): \(stats.frames(side)) frames, \(stats.dropped(side))")
+            #expect(stats.accountsForEveryFrame(side), "\(side): \(stats.frames(side)) frames, \(stats.droppedByName(side))")
         }
         #expect(stats.pairsInFlight == 0)
         #expect(stats.pairsDelivered == outcome.delivered)
         print("fault \(testCase.name): \(stats.pairsDelivered) pairs (\(outcome.checked) checked against the driver), "
-              + "left drops \(stats.dropped(.left)), events \(Set(stats.events.map(\.name)).sorted())")
+              + "left drops \(stats.droppedByName(.left)), events \(Set(stats.events.map(\.name)).sorted())")
         #expect(outcome.wrong == 0)
         // Pairs formed before a replug or a driver restart name frames the driver's tables
         // may have renumbered; the rest must be checkable.

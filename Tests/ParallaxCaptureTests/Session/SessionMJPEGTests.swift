@@ -70,7 +70,7 @@ struct SessionMJPEGTests {
         let session = try Self.session(rig)
         try session.start()
         var kept: (left: ImageBuffer, right: ImageBuffer)?
-        for await pair in session.pairs {
+        for try await pair in session.pairs {
             if let left = pair.left.image, let right = pair.right.image, pair.isRectified {
                 kept = (ImageBuffer(copying: left), ImageBuffer(copying: right))
             }
@@ -115,7 +115,7 @@ struct SessionMJPEGTests {
         let session = try Self.session(rig, decoding: MJPEGDecoding(output: .gray8))
         try session.start()
         var pairs = 0, wrong = 0
-        for await pair in session.pairs {
+        for try await pair in session.pairs {
             pairs += 1
             if pair.left.sequence != pair.right.sequence { wrong += 1 }
             #expect(pair.left.image?.format == .gray8)

@@ -49,17 +49,17 @@ struct SessionRecordingTests {
         #expect(playback.backPressure == .waitForConsumer)
         try playback.start()
         var played: [Int64] = []
-        for await pair in playback.pairs {
+        for try await pair in playback.pairs {
             played.append(pair.left.timestampNanoseconds)
             usleep(5_000)  // slower than the folders are read
         }
         let stats = playback.statistics
-        print("playback: \(played.count) pairs; drops left \(stats.dropped(.left)), right \(stats.dropped(.right)); "
+        print("playback: \(played.count) pairs; drops left \(stats.droppedByName(.left)), right \(stats.droppedByName(.right)); "
               + "events \(stats.events.map(\.description))")
         // The sequence ended by itself at the end of the recording, with every pair.
         #expect(played == (try Self.stamps(directory, 0)))
         #expect(stats.events.last.map { "\($0.kind)" }?.contains("end of stream") == true)
-        #expect(stats.sessionDrops[.consumerBehind, default: 0] == 0 && stats.synchronizer.drops(reason: .queueOverflow) == 0)
+        #expect(stats.sessionDrops[.consumerBehind, default: 0] == 0 && stats.synchronizer.dropped(reason: .queueOverflow) == 0)
         for side in StereoSide.allCases { #expect(stats.frames(side) == 40 && stats.accountsForEveryFrame(side)) }
     }
 
@@ -110,7 +110,7 @@ struct SessionRecordingTests {
         print("slow disk: \(summary.pairsWritten) pairs written, \(skipped) skipped by the writer (consumer_behind), "
               + "\(stats.pairsMade) made")
         #expect(skipped > 0)
-        for side in StereoSide.allCases { #expect(stats.accountsForEveryFrame(side), "\(side): \(stats.dropped(side))") }
+        for side in StereoSide.allCases { #expect(stats.accountsForEveryFrame(side), "\(side): \(stats.droppedByName(side))") }
         #expect(stats.pairsInFlight == 0)
         // The files hold exactly the pairs written, both sides, and the CSV rows name them.
         for camera in 0...1 {

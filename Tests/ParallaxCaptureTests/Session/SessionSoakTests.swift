@@ -97,7 +97,7 @@ struct SessionSoakTests {
         var pairs = 0, mismatched = 0, unverifiable = 0
         var memory: [(seconds: Double, kilobytes: Int)] = []
         var nextSample = Self.warmUpSeconds
-        for await pair in session.pairs {
+        for try await pair in session.pairs {
             pairs += 1
             // Ground truth: the left frame must be the one due nearest the right frame's due
             // time, beyond what the jitter can confuse. The synchronizer sees jittered
@@ -143,7 +143,7 @@ struct SessionSoakTests {
         let events = Dictionary(grouping: stats.events, by: \.name).mapValues(\.count)
         print(String(format: "soak: %.0f simulated s at %.0f× real time; %d pairs delivered (%d unverifiable after a replug)",
                      simulated(), Self.timeScale, pairs, unverifiable))
-        print("soak: frames left \(stats.frames(.left)), right \(stats.frames(.right)); dropped left \(stats.dropped(.left)); right \(stats.dropped(.right))")
+        print("soak: frames left \(stats.frames(.left)), right \(stats.frames(.right)); dropped left \(stats.droppedByName(.left)); right \(stats.droppedByName(.right))")
         print("soak: faults injected \(faults); session events \(events)")
         print("soak: resident memory " + memory.map { String(format: "%.0f s %d kB", $0.seconds, $0.kilobytes) }.joined(separator: ", "))
         print("soak: mismatched pairs \(mismatched)")

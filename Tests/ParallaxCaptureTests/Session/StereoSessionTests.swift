@@ -19,7 +19,7 @@ struct StereoSessionTests {
         #expect(session.backPressure == .waitForConsumer)
         try session.start()
         var sequences: [(left: UInt64, right: UInt64)] = []
-        for await pair in session.pairs {
+        for try await pair in session.pairs {
             sequences.append((pair.left.sequence, pair.right.sequence))
             #expect(pair.left.image != nil && pair.left.frame != nil && !pair.isRectified)
             if sequences.count == 300 { break }
@@ -27,23 +27,23 @@ struct StereoSessionTests {
         session.stop()
         let stats = session.statistics
         print("session account: frames \(stats.frames(.left))/\(stats.frames(.right)), delivered \(stats.pairsDelivered), "
-              + "drops left \(stats.dropped(.left)), right \(stats.dropped(.right)), in flight \(stats.pairsInFlight)")
+              + "drops left \(stats.droppedByName(.left)), right \(stats.droppedByName(.right)), in flight \(stats.pairsInFlight)")
         #expect(sequences.count == 300)
         #expect(stats.pairsDelivered == 300)
         #expect(stats.pairsInFlight == 0)
         for side in StereoSide.allCases {
             #expect(stats.accountsForEveryFrame(side))
-            #expect(stats.frames(side) == stats.pairsDelivered + stats.pairingDrops(side) + stats.sessionDrops(side))
+            #expect(stats.frames(side) == stats.pairsDelivered + stats.dropped(side))
             #expect(stats.lostByCamera[side][.simulated, default: 0] > 0)
         }
         // Waiting for the consumer loses nothing to it.
         #expect(stats.sessionDrops[.consumerBehind, default: 0] == 0)
-        #expect(stats.synchronizer.drops(reason: .queueOverflow) == 0)
+        #expect(stats.synchronizer.dropped(reason: .queueOverflow) == 0)
         #expect(SessionFixtures.mismatches(sequences, rig: rig) == 0)
         // A frame is left unpaired only when its partner was lost, or at the ends of the
         // streams (a camera that joins or stops a frame or two before the other).
-        let unpaired = stats.synchronizer.drops(reason: .noMatchWithinSkew) + stats.synchronizer.drops(reason: .superseded)
-        #expect(unpaired <= stats.lostByCamera(.left) + stats.lostByCamera(.right) + 4)
+        let unpaired = stats.synchronizer.dropped(reason: .noMatchWithinSkew) + stats.synchronizer.dropped(reason: .superseded)
+        #expect(unpaired <= stats.lost(.left) + stats.lost(.right) + 4)
     }
 
     /// The session rectifies each pair once, exactly as a rectifier given the same frames
@@ -56,7 +56,7 @@ struct StereoSessionTests {
         let reference = try Rectifier(calibration: try #require(session.activeCalibration))
         try session.start()
         var compared = 0
-        for await pair in session.pairs {
+        for try await pair in session.pairs {
             let raw = PerSide(left: try #require(pair.left.frame?.image), right: try #require(pair.right.frame?.image))
             var expected = PerSide(left: try ImageBuffer(format: .gray8, size: reference.outputSize),
                                    right: try ImageBuffer(format: .gray8, size: reference.outputSize))
@@ -118,12 +118,12 @@ struct StereoSessionTests {
             if target != asked { try session.setConvergence(atDistance: target) }
             asked = target
             // Skip pairs rectified before the change (at most the queue plus one in work).
-            var pair = try #require(await iterator.next())
+            var pair = try #require(try await iterator.next())
             var skipped = 0
             while pair.rectification?.convergenceDistance.map({ abs($0 - (target ?? 0)) > 0.6 }) ?? (target != nil) {
                 skipped += 1
                 #expect(skipped <= 3)
-                pair = try #require(await iterator.next())
+                pair = try #require(try await iterator.next())
             }
             let images = try #require(pair.copyImages())
             let disparity = images.left.withView { l in
@@ -154,11 +154,11 @@ struct StereoSessionTests {
         let (rig, device) = SessionFixtures.simulated(drops: 0, noise: sigma)
         let session = try StereoSession(device: device)
         try session.start()
-        let drain = Task { for await _ in session.pairs {} }
+        let drain = Task { for try await _ in session.pairs {} }
         let fast = try await session.captureStillPair(quality: .speed)
         let best = try await session.captureStillPair(quality: .quality)
         session.stop()
-        _ = await drain.value
+        _ = try await drain.value
         let clean = try rig.rig.render(.left)
         func rms(_ image: ImageBuffer) -> Double {
             let a = image.bytes, b = clean.bytes
@@ -276,7 +276,7 @@ struct StereoSessionTests {
         try session.setEnabled(false, .right)
         let before = log.count
         // Ten left frames go by unpaired (dropped as constituent_disabled) while the right is off.
-        let disabledDrops = { session.statistics.synchronizer.drops(.left, reason: .constituentDisabled) }
+        let disabledDrops = { session.statistics.synchronizer.dropped(.left, reason: .constituentDisabled) }
         #expect(eventually { disabledDrops() >= 10 })
         #expect(log.count <= before + 2)
         try session.setEnabled(true, .right)
@@ -285,7 +285,7 @@ struct StereoSessionTests {
         let stats = session.statistics
         let names = stats.events.map(\.name)
         #expect(names.contains("disabled") && names.contains("enabled"))
-        #expect(stats.synchronizer.drops(.left, reason: .constituentDisabled) >= 10)
+        #expect(stats.synchronizer.dropped(.left, reason: .constituentDisabled) >= 10)
         for side in StereoSide.allCases { #expect(stats.accountsForEveryFrame(side)) }
     }
 
@@ -302,7 +302,7 @@ struct StereoSessionTests {
         #expect(eventually { session.statistics.events.contains { $0.name == "disconnected" } })
         let during = log.count
         // Left frames keep coming and are dropped as disconnected (their partner is gone), unpaired.
-        let disabledDrops = { session.statistics.synchronizer.drops(.left, reason: .disconnected) }
+        let disabledDrops = { session.statistics.synchronizer.dropped(.left, reason: .disconnected) }
         let dropsAtUnplug = disabledDrops()
         #expect(eventually { disabledDrops() >= dropsAtUnplug + 5 })
         #expect(log.count <= during + 1)
@@ -316,7 +316,7 @@ struct StereoSessionTests {
         #expect(events.map(\.side) == [.right, .right])
         #expect(events.allSatisfy { $0.stableID == device.identities.right.stableID })
         #expect(log.stableIDs.last?.right == device.identities.right.stableID)
-        #expect(stats.synchronizer.drops(.left, reason: .disconnected) > 0)
+        #expect(stats.synchronizer.dropped(.left, reason: .disconnected) > 0)
         for side in StereoSide.allCases { #expect(stats.accountsForEveryFrame(side) && stats.pairsInFlight == 0) }
     }
 
@@ -329,7 +329,7 @@ struct StereoSessionTests {
         let session = try StereoSession(device: device, options: options)
         try session.start()
         var count = 0
-        for await _ in session.pairs {
+        for try await _ in session.pairs {
             count += 1
             if count == 5 { driver.unplug("/dev/video0") }
         }

@@ -95,8 +95,8 @@ struct PolicyAndDropTests {
         #expect(run.drops.map(\.reason) == [.constituentDisabled, .constituentDisabled, .constituentDisabled])
         #expect(run.pairs.map { [$0.left, $0.right] } == [[ms(20), ms(20)]])
         let statistics = core.statistics
-        #expect(statistics.drops(.left, reason: .constituentDisabled) == 2)
-        #expect(statistics.drops(.right, reason: .constituentDisabled) == 1)
+        #expect(statistics.dropped(.left, reason: .constituentDisabled) == 2)
+        #expect(statistics.dropped(.right, reason: .constituentDisabled) == 1)
     }
 
     @Test("damaged frames and a silent camera's overflowing queue are counted per side and reason")
@@ -114,8 +114,8 @@ struct PolicyAndDropTests {
         #expect(run.drops.map(\.reason) == [.deviceError, .queueOverflow, .queueOverflow])
         #expect(run.drops.map(\.timestampNanoseconds) == [0, 0, ms(10)])
         let statistics = core.statistics
-        #expect(statistics.drops(.right, reason: .deviceError) == 1)
-        #expect(statistics.drops(.left, reason: .queueOverflow) == 2)
+        #expect(statistics.dropped(.right, reason: .deviceError) == 1)
+        #expect(statistics.dropped(.left, reason: .queueOverflow) == 2)
         #expect(statistics.frames(.left) == 5 && statistics.frames(.right) == 1)
         #expect(core.waitingFrameCount(.left) == 3)
     }

@@ -151,9 +151,12 @@ struct KernelUVCTests {
         try session.start()
         var pairs: [(left: UInt64, right: UInt64)] = []
         var rectified = 0
-        for await pair in session.pairs {
+        for try await pair in session.pairs {
             pairs.append((pair.left.sequence, pair.right.sequence))
-            if pair.isRectified && pair.left.image?.size == Self.hd && pair.right.image?.size == Self.hd { rectified += 1 }
+            // Not `pair.left.image?.size == …` in the condition: Swift 6.3.1's optimizer crashes on
+            // that (CopyPropagation, "Found outside of lifetime use", in `make allocations`' -O build).
+            let sizes = (pair.left.image.map(\.size), pair.right.image.map(\.size))
+            if pair.isRectified && sizes.0 == Self.hd && sizes.1 == Self.hd { rectified += 1 }
             // Two damaged frames a side, once pairs flow: cut in half (the JPEG's end is lost).
             // uvcvideo passes a short compressed frame on as it came (it checks the size of
             // uncompressed frames only); Parallax's decoder drops it as corrupt_frame.
@@ -167,8 +170,8 @@ struct KernelUVCTests {
         let stats = session.statistics
         let wrong = Self.wrongPairs(pairs, left: left.latestStreamTruth, right: right.latestStreamTruth)
         print("kernel/uvc: MJPEG 1280x720 session: \(pairs.count) pairs (\(rectified) rectified), \(wrong.count) wrong, "
-              + "frames \(stats.frames(.left))/\(stats.frames(.right)), drops \(stats.dropped(.left))/\(stats.dropped(.right)), "
-              + "lost by the cameras \(stats.lostByCameraByName(.left))/\(stats.lostByCameraByName(.right))")
+              + "frames \(stats.frames(.left))/\(stats.frames(.right)), drops \(stats.droppedByName(.left))/\(stats.droppedByName(.right)), "
+              + "lost by the cameras \(stats.lostByName(.left))/\(stats.lostByName(.right))")
         #expect(pairs.count == 8 && rectified == 8)
         #expect(wrong.isEmpty, "wrong pairs (left, right sequence): \(wrong)")
         for side in StereoSide.allCases {
@@ -285,7 +288,7 @@ struct KernelUVCTests {
         try session.start()
         var measured: [(left: UInt64, right: UInt64, skew: Int64)] = []
         var sources: Set<String> = []
-        for await pair in session.pairs {
+        for try await pair in session.pairs {
             measured.append((pair.left.sequence, pair.right.sequence, pair.right.timestampNanoseconds - pair.left.timestampNanoseconds))
             for frame in [pair.left.frame, pair.right.frame].compactMap({ $0 }) { sources.insert("\(frame.timestampSource)") }
             if measured.count == count { break }

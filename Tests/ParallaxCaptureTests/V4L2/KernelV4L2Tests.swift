@@ -107,7 +107,7 @@ struct KernelV4L2Tests {
         let session = try StereoSession(device: device)
         try session.start()
         var pairs = 0
-        for await _ in session.pairs {
+        for try await _ in session.pairs {
             pairs += 1
             if pairs == 30 { break }
         }
@@ -115,20 +115,20 @@ struct KernelV4L2Tests {
         // for it: that is the behaviour under test, not a length of time), then on again: pairs resume.
         try session.setEnabled(false, .right)
         let deadline = Date(timeIntervalSinceNow: 20)
-        while session.statistics.dropped(.left)["constituent_disabled", default: 0] == 0 && Date() < deadline {
+        while session.statistics.dropped(.left, reason: .constituentDisabled) == 0 && Date() < deadline {
             try await Task.sleep(nanoseconds: 10_000_000)
         }
         try session.setEnabled(true, .right)
-        for await _ in session.pairs {
+        for try await _ in session.pairs {
             pairs += 1
             if pairs == 40 { break }
         }
         session.stop()
         let stats = session.statistics
         print("kernel: session \(stats.pairsDelivered) pairs, frames \(stats.frames(.left))/\(stats.frames(.right)), "
-              + "drops \(stats.dropped(.left))/\(stats.dropped(.right))")
+              + "drops \(stats.droppedByName(.left))/\(stats.droppedByName(.right))")
         #expect(pairs == 40)
-        #expect(stats.dropped(.left)["constituent_disabled", default: 0] > 0, "frames of the running side while the other was off")
+        #expect(stats.dropped(.left, reason: .constituentDisabled) > 0, "frames of the running side while the other was off")
         // Stopped, nothing is in flight, so the account is exact: every frame paired or dropped.
         #expect(stats.pairsInFlight == 0)
         for side in StereoSide.allCases {
