@@ -1,7 +1,8 @@
 import Foundation
 import Testing
 
-/// Every ```swift block of the documentation is compiled: it appears, line for line
+/// Every ```swift block of the documentation (the READMEs, the calibration guide, the DocC
+/// catalogs' pages and the doc comments) is compiled: it appears, line for line
 /// (indentation aside), in `DocExamples.swift` or `ReadmeExample.swift`, which this target
 /// builds. The one manifest fragment (README's `dependencies:`) names a product the package has.
 @Suite("Documentation examples")
@@ -36,11 +37,11 @@ struct DocExamplesTests {
         return blocks
     }
 
-    /// Swift files under `folder`, recursively.
-    static func swiftFiles(under folder: String) -> [String] {
+    /// Files under `folder` whose names end in `suffix`, recursively.
+    static func files(under folder: String, endingIn suffix: String) -> [String] {
         let base = root.appendingPathComponent(folder).path
         let names = (FileManager.default.enumerator(atPath: base)?.allObjects as? [String]) ?? []
-        return names.filter { $0.hasSuffix(".swift") }.map { folder + "/" + $0 }.sorted()
+        return names.filter { $0.hasSuffix(suffix) }.map { folder + "/" + $0 }.sorted()
     }
 
     @Test func everyDocumentedExampleIsCompiled() throws {
@@ -51,10 +52,12 @@ struct DocExamplesTests {
             return (0...(compiled.count - block.count)).contains { start in Array(compiled[start..<(start + block.count)]) == block }
         }
         var examples: [(source: String, block: [String])] = []
-        for document in ["README.md", "Tests/README.md", "Calibration/GUIDE.md", "Benchmarks/README.md"] {
+        var documents = ["README.md", "Tests/README.md", "Calibration/GUIDE.md", "Benchmarks/README.md", "Fuzz/README.md"]
+        documents += Self.files(under: "Sources", endingIn: ".md")  // the DocC catalogs' pages and articles
+        for document in documents where FileManager.default.fileExists(atPath: Self.root.appendingPathComponent(document).path) {
             examples += try Self.blocks(in: Self.text(document)).map { (document, $0) }
         }
-        for file in Self.swiftFiles(under: "Sources") {
+        for file in Self.files(under: "Sources", endingIn: ".swift") {
             examples += try Self.blocks(in: Self.text(file), commentPrefix: "///").map { (file, $0) }
         }
         let manifestFragments = examples.filter { $0.block.first?.hasPrefix("dependencies:") == true }
