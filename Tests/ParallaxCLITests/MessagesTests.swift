@@ -51,4 +51,41 @@ struct MessagesTests {
             #expect(!result.stderr.contains("NSCocoaErrorDomain") && !result.stderr.contains("Error Domain"), "\(result.stderr)")
         }
     }
+
+    /// `target` with a square too small to print, or so large its error message used to trap
+    /// converting the board's size to Int: both refused with the sizes, exit 1, no file.
+    @Test("target refuses squares under 2 mm and boards larger than the paper, with the sizes, and writes nothing")
+    func targetSizesThatCannotPrint() throws {
+        let dir = try ParallaxCLI.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        for (square, says) in [("0.001mm", "squares of 0.001 mm are too small"), ("1e300mm", "does not fit on a4 paper"),
+                               ("1.9mm", "squares of 1.9 mm are too small")] {
+            let output = dir.appendingPathComponent("board.svg").path
+            let result = try ParallaxCLI.run(["target", "--board", "9x6", "--square", square, "--output", output])
+            #expect(result.status == 1 && result.stderr.contains(says), "\(square): \(result.status) \(result.stderr)")
+            #expect(!FileManager.default.fileExists(atPath: output), "\(square): a board was written")
+        }
+        let smallest = try ParallaxCLI.run(["target", "--board", "9x6", "--square", "2mm", "--output", dir.appendingPathComponent("ok.svg").path])
+        #expect(smallest.status == 0, "\(smallest.stderr)")
+    }
+
+    /// An OpenCV YAML file with a key twice: JSON refuses duplicates, and YAML now does too
+    /// (it used to take the last `M1` silently), naming both lines.
+    @Test("a calibration YAML with a key twice is refused, naming the key and both lines")
+    func duplicateYAMLKeys() throws {
+        let dir = try ParallaxCLI.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let matrix = { (rows: Int, cols: Int, data: String) in
+            "!!opencv-matrix\n   rows: \(rows)\n   cols: \(cols)\n   dt: d\n   data: [ \(data) ]\n"
+        }
+        let k = matrix(3, 3, "500., 0., 320., 0., 500., 240., 0., 0., 1."), d = matrix(1, 5, "0., 0., 0., 0., 0.")
+        let text = "%YAML:1.0\n---\nimage_width: 640\nimage_height: 480\nM1: " + k + "D1: " + d + "M2: " + k + "D2: " + d
+            + "R: " + matrix(3, 3, "1., 0., 0., 0., 1., 0., 0., 0., 1.") + "T: " + matrix(3, 1, "-60., 0., 0.")
+            + "M1: " + matrix(3, 3, "900., 0., 320., 0., 900., 240., 0., 0., 1.")
+        let path = dir.appendingPathComponent("twice.yml").path
+        try text.write(toFile: path, atomically: true, encoding: .utf8)
+        let result = try ParallaxCLI.run(["rectification", "--calibration", path])
+        #expect(result.status != 0 && result.stderr.contains("\(path):35: the key \"M1\" appears twice in one mapping (first on line 5)"),
+                "\(result.status) \(result.stderr)")
+    }
 }

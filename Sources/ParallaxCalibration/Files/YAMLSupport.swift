@@ -30,7 +30,36 @@ struct YAMLReader {
         guard let node, node.mapping != nil else {
             throw CalibrationFormatError(file: file, line: node?.mark?.line ?? 1, message: "expected a mapping of keys at the top level")
         }
+        // YAML forbids a key twice in one mapping, but Yams keeps both and a lookup would
+        // silently take one; refused here, as the JSON reader refuses it.
+        if let (key, first, again) = Self.repeatedKey(in: node) {
+            throw CalibrationFormatError(
+                file: file, line: again,
+                message: "the key \"\(key)\" appears twice in one mapping (first on line \(first.map(String.init) ?? "?")); "
+                    + "a calibration file names each key once")
+        }
         root = node
+    }
+
+    /// The first key that appears twice in one mapping anywhere in `node`, with the lines of
+    /// both (the depth is bounded by ``nestingLimit``, checked before parsing).
+    static func repeatedKey(in node: Node) -> (key: String, first: Int?, again: Int?)? {
+        switch node {
+        case .mapping(let mapping):
+            var seen: [String: Int?] = [:]
+            for (key, value) in mapping {
+                let name = key.string ?? "\(key)"
+                if let first = seen[name] { return (name, first, key.mark?.line) }
+                seen[name] = key.mark?.line
+                if let inner = repeatedKey(in: value) { return inner }
+            }
+            return nil
+        case .sequence(let sequence):
+            for element in sequence { if let inner = repeatedKey(in: element) { return inner } }
+            return nil
+        default:
+            return nil
+        }
     }
 
     /// Yams builds nodes recursively, so a file nested thousands of levels deep (`[[[[…`, a

@@ -1,3 +1,5 @@
+import Foundation
+
 /// A printable chessboard or circle grid as SVG at true physical size.
 ///
 /// The sheet is A4 or US Letter (portrait, or landscape when the board is wider
@@ -23,22 +25,40 @@ public enum TargetSheet {
 
     /// Why no sheet could be drawn.
     public enum Failure: Error, Hashable, Sendable, CustomStringConvertible {
+        /// The square size has no unit, so the board has no true size.
         case noUnit
+        /// The board with its white border is larger than the paper (millimetres).
         case doesNotFit(boardWidth: Double, boardHeight: Double, paper: Paper)
+        /// The squares (circle spacing) are smaller than ``smallestSquareMillimetres``.
+        case squaresTooSmall(millimetres: Double)
         public var description: String {
             switch self {
             case .noUnit:
                 return "the square size needs a unit to print at true size (e.g. 25mm, 2.5cm, 1in)"
             case .doesNotFit(let w, let h, let paper):
-                return "a \(Int(w.rounded())) × \(Int(h.rounded())) mm board (with its white border) does not fit on \(paper.rawValue) paper; use smaller squares or fewer corners"
+                // %g, not Int(): a size of 1e300 mm is reported, not a trap.
+                return String(format: "a %.4g × %.4g mm board (with its white border) does not fit on %@ paper (%g × %g mm); "
+                              + "use smaller squares or fewer corners", w, h, paper.rawValue, paper.size.width, paper.size.height)
+            case .squaresTooSmall(let millimetres):
+                return String(format: "squares of %.3g mm are too small to print sharply and for a camera to resolve; "
+                              + "use %g mm or more (25 mm suits most rigs)", millimetres, TargetSheet.smallestSquareMillimetres)
             }
         }
     }
 
+    /// The smallest square (circle spacing) drawn, in millimetres. At 600 dpi a 2 mm square
+    /// is 47 dots, still sharp; the detector needs about 5 pixels a square, which a 640-pixel
+    /// webcam with a 60° view gives a 2 mm square only within about 0.2 m.
+    public static let smallestSquareMillimetres = 2.0
+
     /// The SVG text for `board` on `paper`.
+    ///
+    /// - Throws: ``Failure`` when the size has no unit, the squares are smaller than
+    ///   ``smallestSquareMillimetres``, or the board does not fit on the paper.
     public static func svg(for board: CalibrationBoard, paper: Paper) throws(Failure) -> String {
         guard let perUnit = board.unit.millimetres else { throw .noUnit }
         let s = board.squareSize * perUnit
+        guard s >= smallestSquareMillimetres else { throw .squaresTooSmall(millimetres: s) }
         let squaresX = board.pattern == .asymmetricCircles ? 2 * board.columns + 1 : board.columns + 1
         let squaresY = board.rows + 1
         let boardW = Double(squaresX) * s, boardH = Double(squaresY) * s

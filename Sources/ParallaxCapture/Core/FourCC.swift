@@ -1,3 +1,5 @@
+import Foundation
+
 /// A V4L2 pixel format code: four ASCII characters packed little-endian into
 /// 32 bits (`v4l2_fourcc(a, b, c, d)`), such as `YUYV`, `MJPG` or `GREY`.
 public struct FourCC: RawRepresentable, Hashable, Sendable, CustomStringConvertible, ExpressibleByStringLiteral {
@@ -40,6 +42,23 @@ public struct FourCC: RawRepresentable, Hashable, Sendable, CustomStringConverti
     public static let nv12: FourCC = "NV12"
     /// Planar 4:2:0 (`YU12`), one of libv4l2's emulated formats.
     public static let yuv420: FourCC = "YU12"
+
+    /// A known code (``UVCBandwidth/knownFormats``) that `text` was probably meant to be: the
+    /// same letters in another case (`yuyv`) or another order (`YUVY`), or one letter off;
+    /// the fewest letters off wins, and among equals the commonest webcam format (YUYV, MJPG,
+    /// GREY, NV12 first). `nil` when none is that close.
+    public static func nearestKnown(to text: String) -> FourCC? {
+        let typed = Array(text.uppercased())
+        let common: [FourCC] = [.yuyv, .mjpeg, .grey, .nv12]
+        let candidates = UVCBandwidth.knownFormats.compactMap { known -> (FourCC, Int, Int)? in
+            let code = Array(known.description.trimmingCharacters(in: .whitespaces))
+            guard code.count == typed.count else { return nil }
+            let differing = zip(code, typed).filter { $0 != $1 }.count
+            guard differing <= 1 || code.sorted() == typed.sorted() else { return nil }
+            return (known, differing, common.firstIndex(of: known) ?? common.count)
+        }
+        return candidates.min { ($0.1, $0.2) < ($1.1, $1.2) }?.0
+    }
 
     /// The formats libv4l2 can synthesise from a camera's native ones (by copying).
     public static let libv4l2Emulated: Set<FourCC> = [.rgb24, .bgr24, .yuv420, "YV12"]

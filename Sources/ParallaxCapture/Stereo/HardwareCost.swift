@@ -88,17 +88,28 @@ public enum UVCBandwidth {
     /// header with presentation time and source clock).
     public static let payloadHeaderBytes = 12
 
-    /// Bits per pixel of an uncompressed V4L2 format, or `nil` for compressed and unknown codes.
-    public static func bitsPerPixel(_ fourCC: FourCC) -> Int? {
-        switch fourCC.description {
-        case "GREY", "BA81", "GBRG", "GRBG", "RGGB": return 8
-        case "NV12", "NV21", "YU12", "YV12": return 12
-        case "YUYV", "UYVY", "YVYU", "VYUY", "Y16 ", "Z16 ", "RGBP", "Y10 ", "Y12 ": return 16
-        case "RGB3", "BGR3": return 24
-        case "AR24", "XR24", "BA24", "RGB4", "BGR4": return 32
-        default: return nil
+    /// Bits per pixel of the uncompressed V4L2 formats the cost model knows.
+    static let uncompressedBitsPerPixel: [FourCC: Int] = {
+        var table: [FourCC: Int] = [:]
+        for (bits, codes) in [(8, ["GREY", "BA81", "GBRG", "GRBG", "RGGB"]), (12, ["NV12", "NV21", "YU12", "YV12"]),
+                              (16, ["YUYV", "UYVY", "YVYU", "VYUY", "Y16 ", "Z16 ", "RGBP", "Y10 ", "Y12 "]),
+                              (24, ["RGB3", "BGR3"]), (32, ["AR24", "XR24", "BA24", "RGB4", "BGR4"])] {
+            for code in codes { table[FourCC(code)] = bits }
         }
+        return table
+    }()
+
+    /// The compressed formats UVC webcams send, which take the camera's largest packet.
+    public static let compressedFormats: Set<FourCC> = [.mjpeg, "JPEG", "H264", "HEVC"]
+
+    /// Every format the cost model knows, uncompressed then compressed, each sorted.
+    public static var knownFormats: [FourCC] {
+        uncompressedBitsPerPixel.keys.sorted { $0.description < $1.description }
+            + compressedFormats.sorted { $0.description < $1.description }
     }
+
+    /// Bits per pixel of an uncompressed V4L2 format, or `nil` for compressed and unknown codes.
+    public static func bitsPerPixel(_ fourCC: FourCC) -> Int? { uncompressedBitsPerPixel[fourCC] }
 
     /// The bytes per service interval the camera asks for (`dwMaxPayloadTransferSize`):
     /// for an uncompressed format the frame bytes times the frame rate spread over the
@@ -106,8 +117,12 @@ public enum UVCBandwidth {
     /// format, whose cameras ask for the largest packet (see ``packetBytes(for:speed:offered:)``).
     public static func payloadBytesPerInterval(_ format: CaptureFormat, speed: USBSpeed) -> Int? {
         guard let bits = bitsPerPixel(format.fourCC) else { return nil }
-        let bytesPerSecond = Double(format.size.width * format.size.height * bits) / 8 * format.frameInterval.framesPerSecond
-        return Int((bytesPerSecond * speed.intervalSeconds).rounded(.up)) + payloadHeaderBytes
+        // In Double: width × height × bits overflows Int for absurd sizes; a payload beyond
+        // Int32 is far past any packet, so it is held there (no packet holds it either way).
+        let bytesPerSecond = Double(format.size.width) * Double(format.size.height) * Double(bits) / 8
+            * format.frameInterval.framesPerSecond
+        let bytes = (bytesPerSecond * speed.intervalSeconds).rounded(.up)
+        return bytes.isFinite && bytes < Double(Int32.max) ? Int(bytes) + payloadHeaderBytes : Int(Int32.max)
     }
 
     /// The packet uvcvideo reserves: the smallest alternate setting at least as large as

@@ -28,15 +28,18 @@ struct CostCommand: ParsableCommand {
             or more than 1.0 when no packet holds a stream. A cost of 1.0 or more is refused by \
             a stereo device before streaming; the alternatives that fit are listed.
 
+            Exit status: 0 when the pair runs, 1 when it is refused (the report and the \
+            alternatives are printed either way), 64 for a usage error.
+
             Examples:
               parallax cost --left 1280x720@30:YUYV --right 1280x720@30:YUYV
               parallax cost --left 800x600@25:YUYV --right 800x600@25:YUYV --bus separate --json
             """)
 
-    @Option(name: .long, help: "Left camera format WxH@FPS:FOURCC (FOURCC defaults to YUYV).")
+    @Option(name: .long, help: "Left camera format WxH@FPS:FOURCC (FOURCC defaults to YUYV).", transform: FormatArgument.parse)
     var left: FormatArgument
 
-    @Option(name: .long, help: "Right camera format WxH@FPS:FOURCC.")
+    @Option(name: .long, help: "Right camera format WxH@FPS:FOURCC.", transform: FormatArgument.parse)
     var right: FormatArgument
 
     @Option(name: .customLong("max-fps"), help: "A frame-rate cap both cameras stream at.")
@@ -52,7 +55,7 @@ struct CostCommand: ParsableCommand {
     var json = false
 
     func validate() throws {
-        if let maxFPS, !(maxFPS > 0 && maxFPS.isFinite) { throw ValidationError("--max-fps must be a positive number") }
+        try FormatArgument.checkFrameRateCap(maxFPS)
     }
 
     func run() throws {
@@ -62,8 +65,14 @@ struct CostCommand: ParsableCommand {
         let alternatives = cost.runs ? [] : rig.alternatives()
         if json {
             print(Self.json(rig: rig, cost: cost, alternatives: alternatives).serialized(indent: 0))
-            return
+        } else {
+            printReport(rig: rig, cost: cost, alternatives: alternatives)
         }
+        // Scripts tell a refused pair by the status; the report is printed either way.
+        if !cost.runs { throw ExitCode.failure }
+    }
+
+    private func printReport(rig: PlannedRig, cost: HardwareCost, alternatives: [PlannedAlternative]) {
         print("\(rig.description), \(rig.speed)")
         for stream in cost.streams {
             let packet = stream.packetBytes.map { "\($0)-byte packets" } ?? "no packet holds it (largest \(stream.largestPacketBytes))"

@@ -20,7 +20,8 @@ struct StereoSourceArguments: ParsableArguments {
     @Option(name: .long, help: "Right camera: a device node or a stable identity.")
     var right: String?
 
-    @Option(name: .long, help: "Format WxH@FPS:FOURCC, e.g. 1280x720@30:YUYV (FOURCC defaults to YUYV). Default: the largest shared format both cameras run at 25 fps or more.")
+    @Option(name: .long, help: "Format WxH@FPS:FOURCC, e.g. 1280x720@30:YUYV (FOURCC defaults to YUYV). Default: the largest shared format both cameras run at 25 fps or more.",
+            transform: FormatArgument.parse)
     var format: FormatArgument?
 
     @Option(name: .customLong("max-fps"), help: "A frame-rate cap: never more than this many pairs per second (lowers the USB cost).")
@@ -51,7 +52,7 @@ struct StereoSourceArguments: ParsableArguments {
         } else if size != nil {
             throw ValidationError("--size is for --simulated; real and virtual cameras take their size from --format")
         }
-        if let maxFPS, !(maxFPS > 0 && maxFPS.isFinite) { throw ValidationError("--max-fps must be a positive number") }
+        try FormatArgument.checkFrameRateCap(maxFPS)
         let mjpeg = format?.format.fourCC == .mjpeg
         if decode != nil && (format != nil || simulated) && !mjpeg {
             throw ValidationError("--decode is for MJPG formats; \(format?.format.fourCC.description ?? "GREY") frames are not decoded")
