@@ -273,4 +273,67 @@ struct StreamCommandTests {
         let two = try ParallaxCLI.run(["stream", "--simulated", "--virtual"])
         #expect(two.status != 0 && two.stderr.contains("choose one source"))
     }
+
+    /// Runs `parallax stream arguments`, waits until its standard error holds `marker`, sends
+    /// `signal`, and returns the status, the standard error and the seconds from the signal
+    /// to the exit (a 60 s hang guard).
+    static func interrupted(_ arguments: [String], after marker: String, signal: Int32) throws
+        -> (status: Int32, stderr: String, secondsToExit: Double)
+    {
+        let dir = try ParallaxCLI.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let log = dir.appendingPathComponent("stderr.txt")
+        try #require(FileManager.default.createFile(atPath: log.path, contents: nil))
+        let process = Process()
+        process.executableURL = ParallaxCLI.executable
+        process.arguments = ["stream"] + arguments
+        process.standardInput = FileHandle.nullDevice
+        process.standardOutput = FileHandle.nullDevice
+        let stderrFile = try FileHandle(forWritingTo: log)
+        defer { try? stderrFile.close() }
+        process.standardError = stderrFile
+        try process.run()
+        defer { if process.isRunning { process.terminate() } }
+        func logged() -> String { (try? String(contentsOf: log, encoding: .utf8)) ?? "" }
+        let ready = Date(timeIntervalSinceNow: 60)
+        while !logged().contains(marker) && process.isRunning && Date() < ready { usleep(20_000) }
+        try #require(process.isRunning, "stream ended before the signal: \(logged())")
+        kill(process.processIdentifier, signal)
+        let sent = Date()
+        while process.isRunning && Date().timeIntervalSince(sent) < 60 { usleep(10_000) }
+        let seconds = Date().timeIntervalSince(sent)
+        process.waitUntilExit()
+        return (process.terminationStatus, logged(), seconds)
+    }
+
+    /// A consumer that takes an hour a pair used to hold the run past its timeout, Ctrl-C and
+    /// SIGTERM; each now ends it within a second (the consumer's wait is cut at the stop).
+    @Test("--timeout, Ctrl-C and SIGTERM end a run within a second whatever the consumer is doing")
+    func stopsDoNotWaitForTheConsumer() throws {
+        let started = Date()
+        let timed = try ParallaxCLI.run(["stream", "--simulated", "--size", "160x120", "--consumer-delay", "1h",
+                                         "--timeout", "3s", "--frames", "10"], timeout: 60)
+        let elapsed = Date().timeIntervalSince(started)
+        print("stream --consumer-delay 1h --timeout 3s: exit \(timed.status) after \(String(format: "%.2f", elapsed)) s")
+        // The timeout counts from the start of streaming; starting (rendering the small
+        // simulated views) and the process's own start and exit take well under a second.
+        #expect(timed.status == 1 && timed.stderr.contains("timed out after 3 s") && elapsed < 3 + 1 + 1, "\(elapsed) s: \(timed.stderr)")
+        for signal in [SIGINT, SIGTERM] {
+            let run = try Self.interrupted(["--simulated", "--size", "160x120", "--consumer-delay", "1h", "--frames", "10"],
+                                           after: "1 pairs", signal: signal)
+            print("stream --consumer-delay 1h, signal \(signal): exit \(run.status) \(String(format: "%.2f", run.secondsToExit)) s after it")
+            #expect(run.secondsToExit < 1, "signal \(signal): \(run.secondsToExit) s")
+        }
+    }
+
+    /// `--max-fps 0.001 --real-time` with the default timeout (twice the run's own length)
+    /// would run for days without a word: stream says how long, then Ctrl-C ends it at once.
+    @Test("a run that would last hours says how long before it starts, and stops at once on Ctrl-C")
+    func absurdlyLongRunsSayHowLong() throws {
+        let run = try Self.interrupted(["--simulated", "--size", "160x120", "--max-fps", "0.001", "--real-time", "--frames", "10"],
+                                       after: "unless --timeout", signal: SIGINT)
+        #expect(run.stderr.contains("stream: 10 pairs at 0.001 per second take 2.78 h; the run stops after 5.56 h unless --timeout"),
+                "\(run.stderr)")
+        #expect(run.secondsToExit < 1, "\(run.secondsToExit) s")
+    }
 }

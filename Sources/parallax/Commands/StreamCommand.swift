@@ -131,6 +131,11 @@ struct StreamCommand: AsyncParsableCommand {
         defer { interruption.cancel() }
         let fps = opened.device.deliveredFramesPerSecond ?? 30
         let deadline = timeout?.seconds ?? (Double(frames) / fps * 2 + 10)
+        if timeout == nil, deadline > 3600 {
+            FileHandle.standardError.write(Data(("stream: \(frames) pairs at \(String(format: "%g", fps)) per second take "
+                + "\(Self.duration(Double(frames) / fps)); the run stops after \(Self.duration(deadline)) unless --timeout "
+                + "sets another limit\n").utf8))
+        }
         try session.start()
         let started = Date()
         let scheduled = schedule(on: session, source: opened)
@@ -151,7 +156,7 @@ struct StreamCommand: AsyncParsableCommand {
             received += 1
             if images == nil, let image = pair.left.image { images = (image.format, image.size) }
             if let wrong = opened.isMismatched(pair), wrong { mismatched = (mismatched ?? 0) + 1 }
-            if let consumerDelay { try? await Task.sleep(nanoseconds: UInt64(consumerDelay.nanoseconds)) }
+            if let consumerDelay { await Self.sleep(consumerDelay.nanoseconds, whileRunning: session) }
             if received >= frames { break }
         }
         let elapsed = Date().timeIntervalSince(started)
@@ -219,6 +224,26 @@ struct StreamCommand: AsyncParsableCommand {
     }
 
     /// The JSON report (see the discussion).
+    /// Sleeps `nanoseconds` (the simulated consumer's work), in steps of at most 50 ms, and
+    /// returns early once the session stops: a timeout, Ctrl-C or SIGTERM ends the run within
+    /// a step, however long the consumer was to take.
+    static func sleep(_ nanoseconds: Int64, whileRunning session: StereoSession) async {
+        let end = DispatchTime.now().uptimeNanoseconds &+ UInt64(max(0, nanoseconds))
+        while session.isRunning {
+            let now = DispatchTime.now().uptimeNanoseconds
+            guard now < end else { return }
+            try? await Task.sleep(nanoseconds: min(end - now, 50_000_000))
+        }
+    }
+
+    /// `seconds` as a person reads a duration (`45 s`, `12.5 min`, `16.7 h`, `6.9 days`).
+    static func duration(_ seconds: Double) -> String {
+        if seconds < 120 { return String(format: "%.3g s", seconds) }
+        if seconds < 7200 { return String(format: "%.3g min", seconds / 60) }
+        if seconds < 172_800 { return String(format: "%.3g h", seconds / 3600) }
+        return String(format: "%.3g days", seconds / 86400)
+    }
+
     static func report(_ stats: StereoSessionStatistics, pairs: Int, mismatched: Int?, format: CaptureFormat? = nil,
                        images: String? = nil) -> JSONValue {
         func counts(_ byName: [String: Int]) -> JSONValue {
