@@ -169,6 +169,28 @@ struct PairCommandTests {
         try text.write(to: directory.appendingPathComponent(name), atomically: true, encoding: .utf8)
     }
 
+    /// Logs that pair, but not as meant, used to pass without a word: the same log on both
+    /// sides reported 300 perfect pairs, and a `--frame-interval` of a third of the logs'
+    /// spacing paired 1 of 300. Both now warn (and still run: the user may mean it); a
+    /// matching interval and two logs warn of nothing.
+    @Test("pair warns when both logs are one file and when --frame-interval contradicts the logs")
+    func warnsOfPairingsThatMeanNothing() throws {
+        let directory = try Self.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        try Self.writeLogs(in: directory)
+        let same = try Self.run(["pair", "--left", "cam0.csv", "--right", "./cam0.csv", "--json"], in: directory)
+        #expect(same.status == 0 && same.standardError.contains("warning: --left and --right are the same log (./cam0.csv)"),
+                "\(same.standardError)")
+        let contradicting = try Self.run(["pair", "--left", "cam0.csv", "--right", "cam1.csv", "--frame-interval", "16.7ms", "--json"],
+                                         in: directory)
+        #expect(contradicting.standardError.contains("warning: --frame-interval 16.7 ms contradicts the --left log, whose frames are 50 ms apart (median)")
+                && contradicting.standardError.contains("the --right log"), "\(contradicting.standardError)")
+        for fine in [["--frame-interval", "50ms"], ["--frame-interval", "55ms"], []] {
+            let result = try Self.run(["pair", "--left", "cam0.csv", "--right", "cam1.csv", "--json"] + fine, in: directory)
+            #expect(result.status == 0 && !result.standardError.contains("warning"), "\(fine): \(result.standardError)")
+        }
+    }
+
     /// A 30 Hz log of `count` frames from `start` (in `scale` units per nanosecond).
     static func log(start: Int64, count: Int, divisor: Int64 = 1) -> String {
         "#timestamp [ns],filename\n" + (0..<count).map { k -> String in

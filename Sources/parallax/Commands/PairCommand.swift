@@ -94,6 +94,9 @@ struct PairCommand: ParsableCommand {
         guard problems.isEmpty else { throw CLIError(problems.joined(separator: "\n")) }
         let (leftSummary, rightSummary) = (summaries[0], summaries[1])
         try Self.checkUnits(leftSummary, rightSummary)
+        for warning in Self.doubts(left: left, right: right, leftSummary, rightSummary, frameInterval: frameInterval?.nanoseconds) {
+            warn("warning: " + warning)
+        }
 
         func defaultInterval(_ spacings: [Int64?]) -> Int64? { spacings.compactMap { $0 }.filter { $0 > 0 }.min() }
         let firstGuess = frameInterval?.nanoseconds ?? defaultInterval([leftSummary.typicalSpacingNanoseconds, rightSummary.typicalSpacingNanoseconds])
@@ -327,6 +330,34 @@ struct PairCommand: ParsableCommand {
 }
 
 /// Writes a line to standard error.
+extension PairCommand {
+    /// Inputs that pair, but not as the user meant: both options naming one file (every frame
+    /// pairs with itself, perfectly), and a `--frame-interval` more than 25 % off the logs'
+    /// median spacing (the synchronizer's proofs then rest on a wrong interval and most
+    /// frames are dropped).
+    static func doubts(left: String, right: String, _ leftSummary: TimestampLogSummary, _ rightSummary: TimestampLogSummary,
+                       frameInterval: Int64?) -> [String] {
+        var doubts: [String] = []
+        var a = stat(), b = stat()
+        if stat(left, &a) == 0, stat(right, &b) == 0, a.st_dev == b.st_dev, a.st_ino == b.st_ino {
+            doubts.append("--left and --right are the same log (\(right)): every frame pairs with itself, "
+                          + "so the pairs and their skew say nothing; give each camera's own log")
+        }
+        if let frameInterval, frameInterval > 0 {
+            for (option, summary) in [("--left", leftSummary), ("--right", rightSummary)] {
+                guard let spacing = summary.typicalSpacingNanoseconds, spacing > 0 else { continue }
+                let ratio = Double(frameInterval) / Double(spacing)
+                if abs(ratio - 1) > 0.25 {
+                    doubts.append("--frame-interval \(formatDuration(frameInterval)) contradicts the \(option) log, whose frames are "
+                                  + "\(formatDuration(spacing)) apart (median): pairing may drop most frames; "
+                                  + "leave --frame-interval out to use the logs' own spacing")
+                }
+            }
+        }
+        return doubts
+    }
+}
+
 func warn(_ message: String) {
     FileHandle.standardError.write(Data((message + "\n").utf8))
 }
