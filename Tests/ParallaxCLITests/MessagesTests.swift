@@ -88,4 +88,33 @@ struct MessagesTests {
         #expect(result.status != 0 && result.stderr.contains("\(path):35: the key \"M1\" appears twice in one mapping (first on line 5)"),
                 "\(result.status) \(result.stderr)")
     }
+
+    /// Inputs that never end or are not files: `rectify --left /dev/zero` and `--calibration
+    /// /dev/urandom` used to read until memory ran out (8.6 GB after 15 s). A device or a
+    /// folder is refused before reading, a file larger than its kind's cap (16 MiB for a
+    /// calibration) is refused naming the cap, each in well under the 60 s hang guard.
+    @Test("devices, folders and oversized files are refused as inputs, naming what they are or the cap")
+    func inputsWithASize() throws {
+        let dir = try ParallaxCLI.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let big = dir.appendingPathComponent("big.json").path
+        #expect(FileManager.default.createFile(atPath: big, contents: Data(count: 17 << 20)))
+        let out = ["--output-left", dir.path + "/l.png", "--output-right", dir.path + "/r.png"]
+        let cases: [([String], String)] = [
+            (["rectify", "--calibration", Self.sample, "--left", "/dev/zero", "--right", "\(Self.data)/right01.jpg"] + out,
+             "/dev/zero: cannot read: it is a device, not a file; an image is expected"),
+            (["rectify", "--calibration", Self.sample, "--left", "\(Self.data)/left01.jpg", "--right", dir.path] + out,
+             "\(dir.path): cannot read: it is a folder; an image is expected"),
+            (["rectification", "--calibration", "/dev/urandom"], "/dev/urandom: it is a device, not a file; a calibration file is expected"),
+            (["rectification", "--calibration", big], "\(big): it holds more than 16 MiB, the most read as a calibration file"),
+        ]
+        for (arguments, says) in cases {
+            let started = Date()
+            let result = try ParallaxCLI.run(arguments, timeout: 60)
+            let seconds = Date().timeIntervalSince(started)
+            #expect(result.status == 1 && result.stderr.contains(says) && seconds < 10,
+                    "\(arguments): \(result.status) after \(seconds) s: \(result.stderr)")
+            #expect(!FileManager.default.fileExists(atPath: dir.path + "/l.png"))
+        }
+    }
 }

@@ -56,7 +56,7 @@ public enum CalibrationFile {
         var texts: [(text: String, file: String)] = []
         for path in paths {
             do {
-                texts.append((try FileAccess.readText(atPath: path), path))
+                texts.append((try FileAccess.readText(atPath: path, as: .calibration), path))
             } catch {
                 throw CalibrationFormatError(file: path, line: nil, message: Self.reason(error))
             }

@@ -60,7 +60,7 @@ public struct CornerList: Sendable {
     /// Reads the list in `path` (JSON or mrcal vnl, by content).
     public init(contentsOfFile path: String) throws(CornerListError) {
         let text: String
-        do { text = try FileAccess.readText(atPath: path) } catch { throw .unreadable(error) }
+        do { text = try FileAccess.readText(atPath: path, as: .calibration) } catch { throw .unreadable(error) }
         try self.init(text: text, source: path)
     }
 

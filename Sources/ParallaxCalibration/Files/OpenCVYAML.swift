@@ -120,7 +120,7 @@ public enum OpenCVStereoFile {
         var texts: [(text: String, file: String)] = []
         for path in paths {
             do {
-                texts.append((try FileAccess.readText(atPath: path), path))
+                texts.append((try FileAccess.readText(atPath: path, as: .calibration), path))
             } catch {
                 throw CalibrationFormatError(file: path, line: nil, message: error.description)
             }

@@ -86,7 +86,7 @@ public struct ROSCameraInfo: Hashable, Sendable {
     /// Reads a file.
     public init(contentsOfFile path: String) throws(CalibrationFormatError) {
         let text: String
-        do { text = try FileAccess.readText(atPath: path) } catch {
+        do { text = try FileAccess.readText(atPath: path, as: .calibration) } catch {
             throw CalibrationFormatError(file: path, line: nil, message: error.description)
         }
         try self.init(text: text, file: path)

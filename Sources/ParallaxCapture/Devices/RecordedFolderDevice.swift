@@ -42,7 +42,7 @@ public final class RecordedFolderDevice: CaptureDevice, StopRequesting, Sendable
         self.pace = pace
         let csv = cameraFolder + "/data.csv"
         let text: String
-        do { text = try FileAccess.readText(atPath: csv) } catch { throw .recording(path: csv, reason: "\(error)") }
+        do { text = try FileAccess.readText(atPath: csv, as: .log) } catch { throw .recording(path: csv, reason: "\(error)") }
         var rows: [Entry] = []
         for (number, raw) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
             let line = raw.trimmingCharacters(in: .whitespacesAndNewlines)

@@ -11,13 +11,55 @@ import Synchronization
 /// Whole-file reads and atomic writes on the C library, for the file formats
 /// of this module (which avoids Foundation).
 public enum FileAccess {
-    /// The bytes of the file at `path`.
+    /// What a reader expects at a path, for the cap it reads up to and the message when the
+    /// input is more than that: a calibration file is kilobytes, an image at most a few
+    /// hundred megabytes, so `/dev/zero` or a mistaken multi-gigabyte file is refused with
+    /// the cap named, not read until memory runs out.
+    public struct InputKind: Sendable {
+        /// What it is, in words ("a calibration file").
+        public var name: String
+        /// The most bytes read.
+        public var limitBytes: Int
+
+        /// A kind of input read up to `limitBytes`.
+        public init(name: String, limitBytes: Int) {
+            self.name = name
+            self.limitBytes = limitBytes
+        }
+
+        /// Calibration files, corner lists and camera_info: 16 MiB (the largest Parallax
+        /// writes are tens of kilobytes).
+        public static let calibration = InputKind(name: "a calibration file", limitBytes: 16 << 20)
+        /// Encoded images: 1 GiB (a 16-bit 16384×16384 PNG is 512 MiB uncompressed).
+        public static let image = InputKind(name: "an image", limitBytes: 1 << 30)
+        /// Timestamp lists of recordings: 1 GiB (tens of millions of lines).
+        public static let log = InputKind(name: "a timestamp log", limitBytes: 1 << 30)
+        /// Anything else: 64 MiB.
+        public static let file = InputKind(name: "a file", limitBytes: 64 << 20)
+    }
+
+    /// The bytes of the file at `path`, read up to `kind`'s cap. Regular files and pipes
+    /// (FIFOs) are read; a folder, a device or a socket is refused before reading.
     ///
-    /// - Throws: ``FileAccessError`` naming the path and the system's reason.
-    public static func readBytes(atPath path: String) throws(FileAccessError) -> [UInt8] {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
+    /// - Throws: ``FileAccessError`` naming the path and the system's reason, what the path
+    ///   is when it is not a file, or the cap when the input holds more.
+    public static func readBytes(atPath path: String, as kind: InputKind = .file) throws(FileAccessError) -> [UInt8] {
+        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
         guard fd >= 0 else { throw .cannotOpen(path: path, reason: systemReason()) }
         defer { close(fd) }
+        var info = stat()
+        guard fstat(fd, &info) == 0 else { throw .cannotRead(path: path, reason: systemReason()) }
+        switch info.st_mode & S_IFMT {
+        case S_IFREG, S_IFIFO: break
+        case S_IFDIR: throw .cannotRead(path: path, reason: "it is a folder; \(kind.name) is expected")
+        case S_IFCHR, S_IFBLK: throw .cannotRead(path: path, reason: "it is a device, not a file; \(kind.name) is expected")
+        default: throw .cannotRead(path: path, reason: "it is not a file (a socket?); \(kind.name) is expected")
+        }
+        // Opened without blocking so that a FIFO with no writer does not hang the open; reads block.
+        _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK)
+        let tooLarge = FileAccessError.cannotRead(
+            path: path, reason: "it holds more than \(byteCount(kind.limitBytes)), the most read as \(kind.name) (is it the right file?)")
+        if (info.st_mode & S_IFMT) == S_IFREG, Int64(info.st_size) > Int64(kind.limitBytes) { throw tooLarge }
         var result: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 1 << 16)
         while true {
@@ -27,14 +69,22 @@ public enum FileAccess {
                 throw .cannotRead(path: path, reason: systemReason())
             }
             if n == 0 { break }
+            guard result.count + n <= kind.limitBytes else { throw tooLarge }
             result.append(contentsOf: chunk[0..<n])
         }
         return result
     }
 
-    /// The file at `path` as UTF-8 text.
-    public static func readText(atPath path: String) throws(FileAccessError) -> String {
-        String(decoding: try readBytes(atPath: path), as: UTF8.self)
+    /// The file at `path` as UTF-8 text, read up to `kind`'s cap (see ``readBytes(atPath:as:)``).
+    public static func readText(atPath path: String, as kind: InputKind = .file) throws(FileAccessError) -> String {
+        String(decoding: try readBytes(atPath: path, as: kind), as: UTF8.self)
+    }
+
+    /// `bytes` in the largest binary unit that keeps it whole or near it (`16 MiB`).
+    static func byteCount(_ bytes: Int) -> String {
+        if bytes >= 1 << 30 && bytes % (1 << 30) == 0 { return "\(bytes >> 30) GiB" }
+        if bytes >= 1 << 20 && bytes % (1 << 20) == 0 { return "\(bytes >> 20) MiB" }
+        return "\(bytes) bytes"
     }
 
     /// Writes `bytes` to `path` atomically: into a temporary file beside it,

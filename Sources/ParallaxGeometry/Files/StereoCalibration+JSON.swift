@@ -62,7 +62,7 @@ extension StereoCalibration {
     ///   is when it is not JSON; otherwise as ``init(jsonText:source:)``.
     public init(contentsOfFile path: String) throws(CalibrationFileError) {
         let text: String
-        do { text = try FileAccess.readText(atPath: path) } catch { throw .unreadable(error) }
+        do { text = try FileAccess.readText(atPath: path, as: .calibration) } catch { throw .unreadable(error) }
         let kind = CalibrationTextKind(of: text)
         guard kind == .parallaxJSON else { throw .notParallaxJSON(file: path, found: kind.name) }
         try self.init(jsonText: text, source: path)
@@ -276,7 +276,7 @@ public struct CameraCalibrationFile: Sendable {
     /// Reads the file at `path`.
     public init(contentsOfFile path: String) throws(CalibrationFileError) {
         let text: String
-        do { text = try FileAccess.readText(atPath: path) } catch { throw .unreadable(error) }
+        do { text = try FileAccess.readText(atPath: path, as: .calibration) } catch { throw .unreadable(error) }
         try self.init(jsonText: text, source: path)
     }
 

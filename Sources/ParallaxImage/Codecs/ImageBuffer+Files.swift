@@ -12,7 +12,7 @@ extension ImageBuffer {
     public init(contentsOfFile path: String) throws(ImageError) {
         let bytes: [UInt8]
         do {
-            bytes = try FileAccess.readBytes(atPath: path)
+            bytes = try FileAccess.readBytes(atPath: path, as: .image)
         } catch {
             throw .fileAccess(path: path, reason: error.reason)
         }
