@@ -509,7 +509,7 @@ struct CalibrateCommandTests {
             let line = try Regex("\(camera) fx \(number) ± \(number) fy \(number) ± \(number) cx \(number) ± \(number) cy \(number) ± \(number)\n")
             #expect(result.stdout.contains(line), "\(camera): \(result.stdout)")
         }
-        #expect(result.stdout.contains(try Regex("baseline \(number) ± \(number)cm\n")), "\(result.stdout)")
+        #expect(result.stdout.contains(try Regex("baseline \(number) ± \(number) cm\n")), "\(result.stdout)")
         // Kalibr's camchain: the translation in metres, the file's centimetres / 100 (T_cn_cnm1's
         // rows end with T's components; the text is each double's shortest exact form).
         let camchain = try String(contentsOfFile: dir.path + "/camchain.yaml", encoding: .utf8)

@@ -188,6 +188,8 @@ struct PairCommandTests {
         for fine in [["--frame-interval", "50ms"], ["--frame-interval", "55ms"], []] {
             let result = try Self.run(["pair", "--left", "cam0.csv", "--right", "cam1.csv", "--json"] + fine, in: directory)
             #expect(result.status == 0 && !result.standardError.contains("warning"), "\(fine): \(result.standardError)")
+            // One JSON style: one line, as every other command's --json (it used to be pretty-printed).
+            #expect(result.standardOutput.split(separator: "\n").count == 1, "\(result.standardOutput)")
         }
     }
 
@@ -283,7 +285,7 @@ struct PairCommandTests {
         try Self.write(log((0..<25).map { Int64(4 * $0 + 2) * 50 * ms + 26 * ms }), "cam1.csv", in: directory)
         let within = try Self.run(["pair", "--left", "cam0.csv", "--right", "cam1.csv", "--json"], in: directory)
         #expect(within.status == 0, "\(within.standardError)")
-        #expect(within.standardOutput.contains("\"pairs\": 25,"), "\(within.standardOutput.prefix(300))")
+        #expect(within.standardOutput.contains("\"pairs\":25,"), "\(within.standardOutput.prefix(300))")
         try Self.write(log((0..<25).map { Int64(4 * $0 + 2) * 50 * ms + 24 * ms }), "cam1.csv", in: directory)
         let beyond = try Self.run(["pair", "--left", "cam0.csv", "--right", "cam1.csv", "--json"], in: directory)
         #expect(beyond.status == 1 && beyond.standardError.contains("no frame paired"), "\(beyond.standardError)")

@@ -104,6 +104,21 @@ import Testing
         #expect(rectify.status != 0 && !FileManager.default.fileExists(atPath: out))
     }
 
+    /// Every printed length carries its unit: the calibration's recorded one, or "board units"
+    /// said as such (it used to print `baseline 3.3358` and `convergence plane at 1500.0`).
+    @Test("the readable rectification prints the baseline and the convergence plane with their unit")
+    func printedLengthsHaveTheirUnit() throws {
+        let dir = try ParallaxCLI.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let millimetres = try ParallaxCLI.run(["rectification", "--calibration", try sample(withUnit: "mm", in: dir),
+                                               "--convergence", "1.5m"])
+        #expect(millimetres.stdout.contains("baseline 3.3358 mm") && millimetres.stdout.contains("convergence plane at 1500 mm"),
+                "\(millimetres.stdout)")
+        let unitless = try ParallaxCLI.run(["rectification", "--calibration", sample, "--convergence", "30"])
+        #expect(unitless.stdout.contains("baseline 3.3358 (board units: the calibration records no unit)")
+                && unitless.stdout.contains("convergence plane at 30 (board units"), "\(unitless.stdout)")
+    }
+
     @Test func badInputIsAClearError() throws {
         let missing = try ParallaxCLI.run(["rectification", "--calibration", "/nonexistent/rig.json"])
         #expect(missing.status != 0)

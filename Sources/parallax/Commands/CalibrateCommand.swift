@@ -331,7 +331,8 @@ struct CalibrateCommand: AsyncParsableCommand {
         let result = outcome.result
         if let reason = Self.qualityProblem(result, maxRMS: maxRMS) {
             Self.log("rms stereo \(formatted(result.rms)) px (left \(formatted(result.rmsLeft)), right \(formatted(result.rmsRight))), "
-                     + "baseline \(formatted(result.calibration.baseline))\(target.unit.suffix), \(result.pairs.count) pairs")
+                     + "baseline \(formatted(result.calibration.baseline))"
+                     + (target.unit == .unitless ? " board units" : " \(target.unit.suffix)") + ", \(result.pairs.count) pairs")
             Self.log("error: the calibration is not written: \(reason)")
             throw ExitCode.failure
         }
@@ -430,7 +431,8 @@ struct CalibrateCommand: AsyncParsableCommand {
                 print("\(name) fx \(value(k.fx, sigma?.fx)) fy \(value(k.fy, sigma?.fy)) "
                       + "cx \(value(k.cx, sigma?.cx)) cy \(value(k.cy, sigma?.cy))")
             }
-            print("baseline \(value(c.baseline, uncertainty?.baseline))\(target.unit.suffix)")
+            print("baseline \(value(c.baseline, uncertainty?.baseline))"
+                  + (target.unit == .unitless ? " (board units: --square had no unit)" : " \(target.unit.suffix)"))
             if let comparison {
                 func figures(_ d: ProjectionDifference) -> String {
                     "median \(String(format: "%.3g", d.median)), corners up to \(String(format: "%.3g", d.corners.filter(\.isFinite).max() ?? .nan))"

@@ -173,7 +173,8 @@ struct PairCommand: ParsableCommand {
             throw CLIError(error.description)
         }
         if json {
-            print(Self.summary(statistics, pairs: pairCount, skews: &skews, leftSummary, rightSummary).serialized(indent: 2))
+            // One line, as every other command's --json.
+            print(Self.summary(statistics, pairs: pairCount, skews: &skews, leftSummary, rightSummary).serialized(indent: 0))
         } else if let output {
             print("\(pairCount) pairs from \(statistics.framesLeft) left and \(statistics.framesRight) right frames; written to \(output)")
             // Release latency means nothing for a replay; the rest is the live report.

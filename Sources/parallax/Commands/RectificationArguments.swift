@@ -151,3 +151,12 @@ struct CLIError: Error, CustomStringConvertible {
     let description: String
     init(_ message: String) { description = message }
 }
+
+extension RectificationArguments {
+    /// A length with its unit (`1500 mm`); a calibration that records no unit gets its
+    /// lengths in board units, said so, never a bare number.
+    static func length(_ value: Double, _ unit: LengthUnit, format: String = "%g") -> String {
+        let number = String(format: format, value)
+        return unit == .unitless ? "\(number) (board units: the calibration records no unit)" : "\(number) \(unit.suffix)"
+    }
+}

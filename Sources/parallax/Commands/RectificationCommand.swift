@@ -43,7 +43,7 @@ struct RectificationCommand: ParsableCommand {
         if json {
             print(Self.jsonObject(rectification).serialized(indent: 0))
         } else {
-            print(Self.readable(rectification))
+            print(Self.readable(rectification, unit: calibration.translationUnit))
         }
     }
 
@@ -63,17 +63,17 @@ struct RectificationCommand: ParsableCommand {
         return .object(object)
     }
 
-    static func readable(_ r: StereoRectification) -> String {
+    static func readable(_ r: StereoRectification, unit: LengthUnit) -> String {
         func rows(_ values: [Double], columns: Int) -> String {
             stride(from: 0, to: values.count, by: columns).map { start in
                 "  [" + values[start..<start + columns].map { String(format: "%14.6f", $0) }.joined(separator: " ") + " ]"
             }.joined(separator: "\n")
         }
         var lines = [
-            "layout: \(r.layout.rawValue), rectified size \(r.size), focal length \(String(format: "%.3f", r.focalLength)) px, baseline \(String(format: "%.4f", abs(r.signedBaseline)))",
+            "layout: \(r.layout.rawValue), rectified size \(r.size), focal length \(String(format: "%.3f", r.focalLength)) px, baseline \(RectificationArguments.length(abs(r.signedBaseline), unit, format: "%.4f"))",
         ]
         if let d = r.convergenceDistance {
-            lines.append("convergence plane at \(d) (shift \(String(format: "%.3f", 2 * r.convergenceShift)) px in total)")
+            lines.append("convergence plane at \(RectificationArguments.length(d, unit)) (shift \(String(format: "%.3f", 2 * r.convergenceShift)) px in total)")
         }
         lines += ["R1 =", rows(r.r1.rowMajor, columns: 3), "R2 =", rows(r.r2.rowMajor, columns: 3),
                   "P1 =", rows(r.p1.rowMajor, columns: 4), "P2 =", rows(r.p2.rowMajor, columns: 4),

@@ -100,7 +100,9 @@ struct RectifyCommand: ParsableCommand {
         }
         try OutputFiles.writeAll(files)
         let written = files.map(\.path)
-        let plane = rectifier.maps.rectification.convergenceDistance.map { "convergence plane at \($0)" } ?? "convergence at infinity"
+        let plane = rectifier.maps.rectification.convergenceDistance.map {
+            "convergence plane at \(RectificationArguments.length($0, calibration.translationUnit))"
+        } ?? "convergence at infinity"
         print("rectified \(leftImage.size) \(leftImage.format.rawValue) pair (\(plane)); wrote \(written.joined(separator: ", "))")
     }
 
