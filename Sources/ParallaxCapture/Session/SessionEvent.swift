@@ -90,28 +90,50 @@ public struct SessionEvent: Sendable, Hashable, CustomStringConvertible {
 ///
 /// Reading events does not start the session: they are kept from its start, so a reader
 /// may begin before or after ``StereoSession/start()`` and misses nothing; the sequence
-/// ends when the session stops or is released. A second task reading at the same time gets
-/// ``StereoSessionError/invalidState(_:)``.
+/// ends when the session stops or is released. A reader waiting on a session that is still
+/// not started after ``startWaitSeconds`` gets ``StereoSessionError/invalidState(_:)`` saying
+/// to call `start()`, rather than waiting forever; so does a second loop reading at the
+/// same time.
 public struct SessionEvents: AsyncSequence, Sendable {
     /// An event.
     public typealias Element = SessionEvent
-    /// Thrown only for a second concurrent reader.
+    /// Thrown for a second concurrent reader, or a session never started.
     public typealias Failure = StereoSessionError
     let queue: AsyncQueue<SessionEvent>
+    /// Whether the session is still waiting to be started.
+    let isIdle: @Sendable () -> Bool
+
+    /// How long a reader waits for a session that was never started before it is told to
+    /// start it (seconds).
+    public static let startWaitSeconds = 10.0
 
     /// Reads events as they happen.
     public struct AsyncIterator: AsyncIteratorProtocol {
-        /// Thrown only for a second concurrent reader.
+        /// Thrown for a second concurrent reader, or a session never started.
         public typealias Failure = StereoSessionError
         let queue: AsyncQueue<SessionEvent>
+        let isIdle: @Sendable () -> Bool
         /// This iterator's right to read; `nil` when another iterator was reading.
         let reader: AsyncQueue<SessionEvent>.Reader?
         /// The next event, or `nil` after the session stopped.
         ///
-        /// - Throws: ``StereoSessionError/invalidState(_:)`` when another loop is reading.
+        /// - Throws: ``StereoSessionError/invalidState(_:)`` when another loop is reading, or
+        ///   when the session is still not started after ``SessionEvents/startWaitSeconds``.
         public mutating func next() async throws(StereoSessionError) -> SessionEvent? {
+            guard reader != nil else {
+                throw .invalidState("session.events is already being read by another loop; read it from one loop at a time")
+            }
+            var waited = 0.0
+            while isIdle() && queue.count == 0 {
+                if Task.isCancelled { return nil }
+                guard waited < SessionEvents.startWaitSeconds else {
+                    throw .invalidState("session.events waited \(Int(SessionEvents.startWaitSeconds)) s for a session that was "
+                                        + "never started: call start(), or read session.pairs, which starts it")
+                }
+                try? await Task.sleep(nanoseconds: 50_000_000)
+                waited += 0.05
+            }
             do throws(AsyncQueueBusy) {
-                guard reader != nil else { throw AsyncQueueBusy() }
                 return try await queue.next()
             } catch {
                 throw .invalidState("session.events is already being read by another loop; read it from one loop at a time")
@@ -120,7 +142,9 @@ public struct SessionEvents: AsyncSequence, Sendable {
     }
 
     /// The iterator.
-    public func makeAsyncIterator() -> AsyncIterator { AsyncIterator(queue: queue, reader: queue.claimReader()) }
+    public func makeAsyncIterator() -> AsyncIterator {
+        AsyncIterator(queue: queue, isIdle: isIdle, reader: queue.claimReader())
+    }
 }
 
 /// A second reader waited on an ``AsyncQueue`` while another was waiting.

@@ -435,7 +435,11 @@ public final class StereoSession: Sendable {
     public var pairs: StereoPairs { StereoPairs(session: self) }
 
     /// What happens in the session, as it happens (one consumer at a time).
-    public var events: SessionEvents { SessionEvents(queue: eventQueue) }
+    public var events: SessionEvents {
+        let box = WeakSession()
+        box.session = self
+        return SessionEvents(queue: eventQueue, isIdle: { box.session?.state.withLock { $0.phase == .idle } ?? false })
+    }
 
     /// The account so far; thread-safe, available at any time.
     public var statistics: StereoSessionStatistics {

@@ -223,4 +223,34 @@ struct LibraryUseTests {
         #expect(stats.dropped(.left, reason: .consumerBehind) > 0, "the consumer fell behind")
         #expect(stats.pairsDelivered == read && stats.pairsMade == stats.synchronizer.pairsMade)
     }
+
+    /// Events may be read before the session starts (nothing is missed: `.started` comes
+    /// first); a reader of a session that is never started is told so after
+    /// `SessionEvents.startWaitSeconds`, instead of waiting forever.
+    @Test func eventsWaitForAStartAndSayWhenNoneComes() async throws {
+        let (_, device) = SessionFixtures.simulated(drops: 0)
+        let session = try StereoSession(device: device)
+        let first = Task { () -> SessionEvent.Kind? in
+            var events = session.events.makeAsyncIterator()
+            return try await events.next()?.kind
+        }
+        try await Task.sleep(for: .milliseconds(200))  // the reader is waiting before the start
+        try session.start()
+        #expect(try await first.value == .started)
+        session.stop()
+
+        let (_, idleDevice) = SessionFixtures.simulated(drops: 0)
+        let neverStarted = try StereoSession(device: idleDevice)
+        let started = ContinuousClock.now
+        var events = neverStarted.events.makeAsyncIterator()
+        do {
+            _ = try await events.next()
+            Issue.record("events of a session never started yielded")
+        } catch {
+            let waited = ContinuousClock.now - started
+            #expect("\(error)".contains("never started: call start()"), "\(error)")
+            #expect(waited >= .seconds(SessionEvents.startWaitSeconds) && waited < .seconds(SessionEvents.startWaitSeconds + 30),
+                    "waited \(waited)")
+        }
+    }
 }
