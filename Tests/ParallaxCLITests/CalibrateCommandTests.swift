@@ -197,6 +197,21 @@ struct CalibrateCommandTests {
     }
 
     /// Calibration/GUIDE.md's options: `--model brown4` (k1, k2, p1, p2), `--intrinsics` with
+    /// Without `--output` the calibration goes to ./calib.json, as before, but no longer
+    /// silently: the note names the whole path before any work, and the summary says "wrote".
+    @Test("calibrate without --output says where the calibration is written")
+    func theDefaultOutputIsNamed() throws {
+        try #require(FileManager.default.fileExists(atPath: Self.data + "/left01.jpg"))
+        let dir = try ParallaxCLI.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let result = try ParallaxCLI.run(["calibrate", "--left", Self.data + "/left0[1-4].jpg", "--right", Self.data + "/right0[1-4].jpg",
+                                          "--board", "9x6", "--square", "1", "--model", "brown4"], timeout: 300, workingDirectory: dir)
+        let written = dir.appendingPathComponent("calib.json").path
+        #expect(result.status == 0 && result.stderr.contains("note: no --output given: the calibration will be written to ")
+                && result.stderr.contains("/calib.json"), "\(result.stderr)")
+        #expect(result.stdout.contains("wrote calib.json") && FileManager.default.fileExists(atPath: written), "\(result.stdout)")
+    }
+
     /// `--fix right|both` (the held cameras come out exactly as given, the free one is refined),
     /// `--against` (how far two calibrations put each pixel apart, per side, also drawn in the
     /// report) and `--corners-out` read back by `--corners-in`.

@@ -111,8 +111,11 @@ struct CalibrateCommand: AsyncParsableCommand {
     @Option(name: .long, help: "A calibration (Parallax JSON, OpenCV YAML or ROS camera_info) whose cameras to start from (and hold, with --fix).")
     var intrinsics: String?
 
-    @Option(name: .long, help: "Parallax JSON calibration to write.")
-    var output: String = "calib.json"
+    @Option(name: .customLong("output"), help: "Parallax JSON calibration to write (default: calib.json in the current folder, said when it is used).")
+    var outputOption: String?
+
+    /// Where the calibration is written: `--output`, else `calib.json` here.
+    var output: String { outputOption ?? "calib.json" }
 
     @Option(name: .customLong("opencv-yaml"), help: "Also write OpenCV FileStorage YAML (M1 D1 M2 D2 R T R1 R2 P1 P2 Q).")
     var opencvYAML: String?
@@ -223,6 +226,9 @@ struct CalibrateCommand: AsyncParsableCommand {
             // The simulated rig's own board, unless another is named.
             target = try CalibrationBoard(parsing: board ?? "9x6", square: square ?? "25mm")
         } catch { throw ValidationError(error.description) }
+        if outputOption == nil {
+            Self.log("note: no --output given: the calibration will be written to \(FileManager.default.currentDirectoryPath)/calib.json")
+        }
         if !images.isEmpty { return try runOneCamera(target: target, start: start) }
         if live { return try await runLive(target: target, start: start) }
 
