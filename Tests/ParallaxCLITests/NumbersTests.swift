@@ -52,6 +52,16 @@ struct NumbersTests {
         // Negative numbers are numbers: OpenCV users type --alpha -1 for "no scaling".
         let alpha = try ParallaxCLI.run(["rectification", "--calibration", Self.sample, "--alpha", "-1"])
         #expect(alpha.status == 0, "\(alpha.stderr)")
+        // …and every numeric option takes one as its value, to refuse it by its range, never
+        // as a missing value ("--frames -1" used to say "Missing value for '--frames'").
+        for (arguments, says) in [(["stream", "--simulated", "--frames", "-1"], "--frames must be positive"),
+                                  (["stream", "--simulated", "--max-fps", "-3"], "--max-fps -3.0 is outside"),
+                                  (["stream", "--simulated", "--timeout", "-1s"], "'-1s' is invalid for '--timeout"),
+                                  (["capture", "--simulated", "--frames", "-5", "--output", out], "--frames")] {
+            let result = try ParallaxCLI.run(arguments, timeout: 60)
+            #expect(result.status == 64 && result.stderr.contains(says) && !result.stderr.contains("Missing value"),
+                    "\(arguments): \(result.status) \(result.stderr)")
+        }
     }
 
     @Test("every duration option takes the same syntax, and a bare number is refused with it")

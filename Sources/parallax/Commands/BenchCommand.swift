@@ -32,10 +32,10 @@ struct BenchOptions: ParsableArguments {
     @Option(name: .long, help: "Pixel format: gray8, rgb8, bgr8, rgba8, bgra8, yuyv, uyvy, nv12, i420 or i422; for bench rectify also mjpeg (decode + rectify a JPEG pair).")
     var format: String = "gray8"
 
-    @Option(name: .long, help: "Threads per pair, including the caller's (default: all processors, as rectify uses).")
+    @Option(name: .long, parsing: .unconditional, help: "Threads per pair, including the caller's (default: all processors, as rectify uses).")
     var threads: Int?
 
-    @Option(name: .long, help: "Timed repetitions (after warm-up).")
+    @Option(name: .long, parsing: .unconditional, help: "Timed repetitions (after warm-up).")
     var iterations: Int = 50
 
     @Flag(name: .long, help: "Print one JSON object.")

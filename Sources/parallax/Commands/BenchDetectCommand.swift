@@ -22,7 +22,7 @@ struct BenchDetectCommand: ParsableCommand {
     @Option(name: [.long, .customLong("target")], help: "The board: COLUMNSxROWS inner corners (chessboard), circles:COLSxROWS or acircles:COLSxROWS.")
     var board: String = "9x6"
 
-    @Option(name: .long, help: "Timed runs per image; the fastest counts.")
+    @Option(name: .long, parsing: .unconditional, help: "Timed runs per image; the fastest counts.")
     var iterations: Int = 5
 
     @Flag(name: .long, help: "Print one JSON object.")

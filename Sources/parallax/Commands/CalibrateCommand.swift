@@ -88,7 +88,7 @@ struct CalibrateCommand: AsyncParsableCommand {
     @Flag(name: .customLong("real-time"), help: "With --live --simulated: frames at their real times instead of as fast as they are used.")
     var realTime = false
 
-    @Option(name: .customLong("pairs"), help: "With --live: stop after taking this many pairs.")
+    @Option(name: .customLong("pairs"), parsing: .unconditional, help: "With --live: stop after taking this many pairs.")
     var pairLimit: Int?
 
     @Option(name: .customLong("uncertainty-target"),
@@ -155,7 +155,7 @@ struct CalibrateCommand: AsyncParsableCommand {
     @Flag(name: .long, help: "Print one JSON object with the figures on stdout.")
     var json = false
 
-    @Option(name: .customLong("max-rms"), help: "Refuse to write a calibration whose stereo RMS reprojection error is above this many pixels (good rigs reach 0.1–0.3).")
+    @Option(name: .customLong("max-rms"), parsing: .unconditional, help: "Refuse to write a calibration whose stereo RMS reprojection error is above this many pixels (good rigs reach 0.1–0.3).")
     var maxRMS: Double = 1
 
     func validate() throws {

@@ -32,7 +32,7 @@ struct CaptureCommand: AsyncParsableCommand {
 
     @OptionGroup var source: StereoSourceArguments
 
-    @Option(name: .long, help: "Frames to record per camera (pairs, unless --independent).")
+    @Option(name: .long, parsing: .unconditional, help: "Frames to record per camera (pairs, unless --independent).")
     var frames: Int = 60
 
     @Flag(name: .long, help: "Record each camera's frames on their own, without pairing.")
@@ -50,7 +50,7 @@ struct CaptureCommand: AsyncParsableCommand {
     @Flag(name: .long, help: "Replace an older recording (its cam0/cam1 folders) in the output folder.")
     var overwrite = false
 
-    @Option(name: .long, help: "Give up after this long, rendering and writing included, e.g. 30s or 2min (default: enough for the frames at the frame rate, plus 10 s).",
+    @Option(name: .long, parsing: .unconditional, help: "Give up after this long, rendering and writing included, e.g. 30s or 2min (default: enough for the frames at the frame rate, plus 10 s).",
             transform: DurationArgument.parse)
     var timeout: DurationArgument?
 

@@ -42,7 +42,7 @@ struct CostCommand: ParsableCommand {
     @Option(name: .long, help: "Right camera format WxH@FPS:FOURCC.", transform: FormatArgument.parse)
     var right: FormatArgument
 
-    @Option(name: .customLong("max-fps"), help: "A frame-rate cap both cameras stream at.")
+    @Option(name: .customLong("max-fps"), parsing: .unconditional, help: "A frame-rate cap both cameras stream at.")
     var maxFPS: Double?
 
     @Option(name: .long, help: "shared: both cameras on one USB bus; separate: one bus each.")

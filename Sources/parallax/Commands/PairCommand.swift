@@ -37,11 +37,11 @@ struct PairCommand: ParsableCommand {
     @Option(name: .long, help: "approximate (optimal nearest pairs), exact (equal timestamps) or epsilon (within --max-skew).")
     var policy: PolicyArgument = .approximate
 
-    @Option(name: .long, help: "Frames farther apart never pair (e.g. 5ms). Default: half the frame interval.",
+    @Option(name: .long, parsing: .unconditional, help: "Frames farther apart never pair (e.g. 5ms). Default: half the frame interval.",
             transform: DurationArgument.parse)
     var maxSkew: DurationArgument?
 
-    @Option(name: .long, help: "The cameras' frame interval (e.g. 33.3ms). Default: the median spacing of the logs' first 100,000 frames (of a whole unsorted log).",
+    @Option(name: .long, parsing: .unconditional, help: "The cameras' frame interval (e.g. 33.3ms). Default: the median spacing of the logs' first 100,000 frames (of a whole unsorted log).",
             transform: DurationArgument.parse)
     var frameInterval: DurationArgument?
 

@@ -39,7 +39,7 @@ struct RectifyCommand: ParsableCommand {
     @Option(name: .long, help: "Also write a red-cyan anaglyph of the pair.")
     var anaglyph: String?
 
-    @Option(name: .long, help: "Threads to use (default: all processors).")
+    @Option(name: .long, parsing: .unconditional, help: "Threads to use (default: all processors).")
     var threads: Int?
 
     func validate() throws {

@@ -24,7 +24,7 @@ struct StereoSourceArguments: ParsableArguments {
             transform: FormatArgument.parse)
     var format: FormatArgument?
 
-    @Option(name: .customLong("max-fps"), help: "A frame-rate cap: never more than this many pairs per second (lowers the USB cost).")
+    @Option(name: .customLong("max-fps"), parsing: .unconditional, help: "A frame-rate cap: never more than this many pairs per second (lowers the USB cost).")
     var maxFPS: Double?
 
     @Option(name: .long, help: "Simulated image size WxH (default: the --format's size, else 640x480).")
@@ -33,7 +33,7 @@ struct StereoSourceArguments: ParsableArguments {
     @Option(name: .long, help: "MJPEG frames decode to: ycbcr (the JPEG's own planes, I420 or I422), gray8 (luma only), bgr8 or rgb8.")
     var decode: MJPEGOutput?
 
-    @Option(name: .customLong("corrupt-frames"), help: "Simulated or virtual MJPEG: this percentage of frames arrives damaged (cut short or with a stray marker); they are dropped as corrupt_frame.")
+    @Option(name: .customLong("corrupt-frames"), parsing: .unconditional, help: "Simulated or virtual MJPEG: this percentage of frames arrives damaged (cut short or with a stray marker); they are dropped as corrupt_frame.")
     var corruptFramesPercent: Double?
 
     @Flag(name: .long, help: "Simulated rig: deliver frames at their real times instead of as fast as possible.")

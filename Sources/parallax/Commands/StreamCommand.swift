@@ -46,7 +46,7 @@ struct StreamCommand: AsyncParsableCommand {
 
     @OptionGroup var source: StereoSourceArguments
 
-    @Option(name: .long, help: "Pairs to receive before stopping.")
+    @Option(name: .long, parsing: .unconditional, help: "Pairs to receive before stopping.")
     var frames: Int = 300
 
     @Option(name: .long, help: "Rectify with this calibration (Parallax JSON, OpenCV YAML or ROS camera_info, see `rectify --help`).")
@@ -61,7 +61,7 @@ struct StreamCommand: AsyncParsableCommand {
     @Option(name: .long, help: "Distance of the zero-parallax plane: a bare number in the calibration's own units, or with a unit (1.5m, 150cm, 1500mm) converted to the unit the calibration records (the simulated rig's is the metre). Default: infinity.")
     var convergence: String?
 
-    @Option(name: .customLong("consumer-delay"), help: "Time the consumer spends on each pair (e.g. 50ms), to show pressure.",
+    @Option(name: .customLong("consumer-delay"), parsing: .unconditional, help: "Time the consumer spends on each pair (e.g. 50ms), to show pressure.",
             transform: DurationArgument.parse)
     var consumerDelay: DurationArgument?
 
@@ -85,7 +85,7 @@ struct StreamCommand: AsyncParsableCommand {
     @Option(name: .long, parsing: .singleValue, help: "Switch it on again (SIDE@TIME).")
     var enable: [SideAtTime] = []
 
-    @Option(name: .long, help: "Give up after this long, e.g. 30s or 2min (default: twice the time --frames takes at the frame rate, plus 10 s).",
+    @Option(name: .long, parsing: .unconditional, help: "Give up after this long, e.g. 30s or 2min (default: twice the time --frames takes at the frame rate, plus 10 s).",
             transform: DurationArgument.parse)
     var timeout: DurationArgument?
 
