@@ -88,6 +88,24 @@ struct CodecTests {
         #expect(palette.bytes == expectedRGB)
     }
 
+    /// A CMYK JPEG is named for what it is (it used to be called corrupt), and libjpeg-turbo's
+    /// own messages reach users without the library call that noticed (`tjDecompress2(): `).
+    @Test("a CMYK JPEG is refused as CMYK, and JPEG errors carry no library function names")
+    func cmykAndLibraryNames() throws {
+        #expect {
+            _ = try ImageBuffer(contentsOfFile: TestImages.fixtures + "/images/cmyk.jpg")
+        } throws: { error in
+            "\(error)".contains("a CMYK JPEG") && "\(error)".contains("save it as RGB") && !"\(error)".contains("corrupt")
+        }
+        var jpeg = try ImageBuffer(format: .gray8, size: ImageSize(width: 64, height: 64)).encoded(as: .jpeg)
+        jpeg.removeLast(jpeg.count / 2)
+        #expect {
+            _ = try ImageBuffer(decoding: jpeg, source: "half.jpg")
+        } throws: { error in
+            "\(error)".contains("half.jpg") && !"\(error)".contains("(): ") && !"\(error)".contains("tj")
+        }
+    }
+
     @Test("16-bit PGM is rescaled to 8 bits")
     func pgm16() throws {
         let image = try ImageBuffer(contentsOfFile: TestImages.fixtures + "/images/gray16.pgm")

@@ -22,7 +22,7 @@ public enum SimulationError: Error, Hashable, Sendable, CustomStringConvertible 
         case .invalidParameter(let m):
             return "simulation: \(m)"
         case .cancelled:
-            return "stopped while rendering the simulated view"
+            return "stopped before the simulated cameras had drawn their first views (large sizes take a while to render)"
         }
     }
 }

@@ -23,6 +23,10 @@ enum JPEGCodec {
         guard width > 0, height > 0, width <= 1 << 15, height <= 1 << 15 else {
             throw .corruptFile(path: source, reason: "JPEG size \(width)x\(height) is not supported")
         }
+        if colorspace == Int32(TJCS_CMYK.rawValue) || colorspace == Int32(TJCS_YCCK.rawValue) {
+            throw .corruptFile(path: source, reason: "a CMYK JPEG (as print workflows write them), not a camera image; "
+                               + "Parallax reads gray and colour (YCbCr) JPEGs: save it as RGB")
+        }
         let isGray = colorspace == Int32(TJCS_GRAY.rawValue)
         let format: PixelFormat = isGray ? .gray8 : .rgb8
         let size = ImageSize(width: Int(width), height: Int(height))
@@ -86,8 +90,14 @@ enum JPEGCodec {
         return Array(UnsafeBufferPointer(start: jpeg, count: Int(size)))
     }
 
+    /// libjpeg-turbo's reason, without the library function it names (`tjDecompress2(): `):
+    /// users read what is wrong with their file, not which call noticed.
     private static func message(_ handle: tjhandle) -> String {
         guard let text = tjGetErrorStr2(handle) else { return "unknown error" }
-        return String(cString: text)
+        var reason = Substring(String(cString: text))
+        if let call = reason.firstRange(of: "(): "), reason[..<call.lowerBound].allSatisfy({ $0.isLetter || $0.isNumber || $0 == "_" }) {
+            reason = reason[call.upperBound...]
+        }
+        return reason.prefix(1).lowercased() + reason.dropFirst()
     }
 }
