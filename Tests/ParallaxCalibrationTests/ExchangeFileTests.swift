@@ -119,6 +119,34 @@ struct ForeignCalibrationFileTests {
         ExchangeFixtures.expectEveryField("Parallax's own OpenCV YAML", loaded, truth)
     }
 
+    /// Files saved by editors that add a byte-order mark (UTF-8) or write UTF-16 (with one)
+    /// read as the same calibration; UTF-16 JSON used to be called "a JPEG image", a UTF-8 mark
+    /// refused with parser jargon.
+    @Test func byteOrderMarksAndUTF16AreReadAsText() throws {
+        let truth = try ExchangeFixtures.rig(translation: "T_mm", unit: .unitless)
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("parallax-bom-\(UUID())")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let json = truth.jsonText(), yaml = OpenCVStereoFile.text(for: truth, rectification: nil)
+        var utf16LE: [UInt8] = [0xFF, 0xFE], utf16BE: [UInt8] = [0xFE, 0xFF]
+        for unit in json.utf16 {
+            utf16LE += [UInt8(unit & 0xFF), UInt8(unit >> 8)]
+            utf16BE += [UInt8(unit >> 8), UInt8(unit & 0xFF)]
+        }
+        let files: [(String, [UInt8], CalibrationFile.Format)] = [
+            ("utf16le.json", utf16LE, .parallaxJSON), ("utf16be.json", utf16BE, .parallaxJSON),
+            ("bom.json", [0xEF, 0xBB, 0xBF] + Array(json.utf8), .parallaxJSON),
+            ("bom.yml", [0xEF, 0xBB, 0xBF] + Array(yaml.utf8), .openCVYAML),
+        ]
+        for (name, bytes, expected) in files {
+            let path = dir.appendingPathComponent(name).path
+            #expect(FileManager.default.createFile(atPath: path, contents: Data(bytes)))
+            let (loaded, format) = try CalibrationFile.load(path)
+            #expect(format == expected, "\(name): \(format)")
+            ExchangeFixtures.expectEveryField(name, loaded, truth)
+        }
+    }
+
     @Test func readsOpenCVsPythonNamesExactly() throws {
         let truth = try ExchangeFixtures.rig(translation: "T_mm", unit: .unitless)
         let (loaded, format) = try CalibrationFile.load(ExchangeFixtures.path("opencv/stereo-python-names.yml"))

@@ -75,9 +75,31 @@ public enum FileAccess {
         return result
     }
 
-    /// The file at `path` as UTF-8 text, read up to `kind`'s cap (see ``readBytes(atPath:as:)``).
+    /// The file at `path` as text, read up to `kind`'s cap (see ``readBytes(atPath:as:)``):
+    /// UTF-8, with a byte-order mark dropped, or UTF-16 with its byte-order mark (as some
+    /// Windows editors save), transcoded (see ``text(decoding:)``).
     public static func readText(atPath path: String, as kind: InputKind = .file) throws(FileAccessError) -> String {
-        String(decoding: try readBytes(atPath: path, as: kind), as: UTF8.self)
+        text(decoding: try readBytes(atPath: path, as: kind))
+    }
+
+    /// `bytes` as text: UTF-16 when they start with its byte-order mark (FF FE little-endian,
+    /// FE FF big-endian), else UTF-8 without a leading byte-order mark (EF BB BF). Invalid
+    /// sequences become U+FFFD, which the parsers then name with their line.
+    public static func text(decoding bytes: [UInt8]) -> String {
+        if bytes.starts(with: [0xEF, 0xBB, 0xBF]) { return String(decoding: bytes.dropFirst(3), as: UTF8.self) }
+        guard bytes.count >= 2, bytes.starts(with: [0xFF, 0xFE]) || bytes.starts(with: [0xFE, 0xFF]) else {
+            return String(decoding: bytes, as: UTF8.self)
+        }
+        let littleEndian = bytes[0] == 0xFF
+        var units: [UInt16] = []
+        units.reserveCapacity(bytes.count / 2)
+        var index = 2
+        while index + 1 < bytes.count {
+            let (first, second) = (UInt16(bytes[index]), UInt16(bytes[index + 1]))
+            units.append(littleEndian ? first | second << 8 : first << 8 | second)
+            index += 2
+        }
+        return String(decoding: units, as: UTF16.self)
     }
 
     /// `bytes` in the largest binary unit that keeps it whole or near it (`16 MiB`).
