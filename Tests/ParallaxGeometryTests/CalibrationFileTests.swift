@@ -67,6 +67,16 @@ import Testing
         }
     }
 
+    /// A number too large for a double (`1e999`) is named as that, not as "a number,
+    /// expected a finite number" (which says nothing of what is wrong).
+    @Test func aNumberBeyondDoubleSaysSo() {
+        let text = Self.valid.replacingOccurrences(of: "\"fx\": 500.5", with: "\"fx\": 1e999")
+        #expect(throws: CalibrationFileError.invalid(file: "rig.json", key: "left.intrinsics.fx",
+                                                    message: "the number is beyond the range of a double (about ±1.8e308)")) {
+            try StereoCalibration(jsonText: text, source: "rig.json")
+        }
+    }
+
     @Test func missingKeysAndVersionsAreReported() {
         let noRight = Self.valid.replacingOccurrences(of: "\"right\"", with: "\"rigth\"")
         #expect(throws: CalibrationFileError.missing(file: "<text>", key: "right")) { try StereoCalibration(jsonText: noRight) }

@@ -157,9 +157,16 @@ private struct FieldReader {
         return s
     }
 
+    /// Why `v` is not a usable number: not a number at all, or one beyond Double's range
+    /// (`1e999` parses as infinity; "found a number" would not say what is wrong).
+    static func notFinite(_ v: JSONValue) -> String {
+        if let n = v.number, !n.isFinite { return "the number is beyond the range of a double (about ±1.8e308)" }
+        return "expected a finite number, found \(v.kindName)"
+    }
+
     func number(_ v: JSONValue?, at key: String) throws(CalibrationFileError) -> Double {
         guard let v else { throw .missing(file: file, key: key) }
-        guard let n = v.number, n.isFinite else { throw .invalid(file: file, key: key, message: "expected a finite number, found \(v.kindName)") }
+        guard let n = v.number, n.isFinite else { throw .invalid(file: file, key: key, message: Self.notFinite(v)) }
         return n
     }
 
@@ -169,7 +176,7 @@ private struct FieldReader {
         var result: [Double] = []
         for (i, item) in items.enumerated() {
             guard let n = item.number, n.isFinite else {
-                throw .invalid(file: file, key: "\(key)[\(i)]", message: "expected a finite number, found \(item.kindName)")
+                throw .invalid(file: file, key: "\(key)[\(i)]", message: Self.notFinite(item))
             }
             result.append(n)
         }
