@@ -108,6 +108,18 @@ struct MessagesTests {
             (["rectification", "--calibration", "/dev/urandom"], "/dev/urandom: it is a device, not a file; a calibration file is expected"),
             (["rectification", "--calibration", big], "\(big): it holds more than 16 MiB, the most read as a calibration file"),
         ]
+        // A named pipe is read as a file is (the calibration written into it by another process).
+        let fifo = dir.appendingPathComponent("rig.fifo").path
+        #expect(mkfifo(fifo, 0o600) == 0)
+        let writer = Thread {
+            if let handle = FileHandle(forWritingAtPath: fifo) {
+                handle.write((try? Data(contentsOf: URL(fileURLWithPath: Self.sample))) ?? Data())
+                try? handle.close()
+            }
+        }
+        writer.start()
+        let piped = try ParallaxCLI.run(["rectification", "--calibration", fifo], timeout: 60)
+        #expect(piped.status == 0 && piped.stdout.contains("baseline"), "\(piped.stderr)")
         for (arguments, says) in cases {
             let started = Date()
             let result = try ParallaxCLI.run(arguments, timeout: 60)

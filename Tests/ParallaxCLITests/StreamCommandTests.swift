@@ -315,14 +315,16 @@ struct StreamCommandTests {
                                          "--timeout", "3s", "--frames", "10"], timeout: 60)
         let elapsed = Date().timeIntervalSince(started)
         print("stream --consumer-delay 1h --timeout 3s: exit \(timed.status) after \(String(format: "%.2f", elapsed)) s")
-        // The timeout counts from the start of streaming; starting (rendering the small
-        // simulated views) and the process's own start and exit take well under a second.
-        #expect(timed.status == 1 && timed.stderr.contains("timed out after 3 s") && elapsed < 3 + 1 + 1, "\(elapsed) s: \(timed.stderr)")
+        // The run must end within a second of its timeout; the bound adds 2 s for the process's
+        // own start, the small views' rendering and exit on a 2-core machine busy with the
+        // rest of the suite (before the fix it ran for the consumer's hour).
+        #expect(timed.status == 1 && timed.stderr.contains("timed out after 3 s") && elapsed < 3 + 1 + 2, "\(elapsed) s: \(timed.stderr)")
         for signal in [SIGINT, SIGTERM] {
             let run = try Self.interrupted(["--simulated", "--size", "160x120", "--consumer-delay", "1h", "--frames", "10"],
                                            after: "1 pairs", signal: signal)
             print("stream --consumer-delay 1h, signal \(signal): exit \(run.status) \(String(format: "%.2f", run.secondsToExit)) s after it")
-            #expect(run.secondsToExit < 1, "signal \(signal): \(run.secondsToExit) s")
+            // Within a second, plus 2 s for the process's exit on a busy 2-core machine.
+            #expect(run.secondsToExit < 1 + 2, "signal \(signal): \(run.secondsToExit) s")
         }
     }
 
@@ -334,6 +336,6 @@ struct StreamCommandTests {
                                        after: "unless --timeout", signal: SIGINT)
         #expect(run.stderr.contains("stream: 10 pairs at 0.001 per second take 2.78 h; the run stops after 5.56 h unless --timeout"),
                 "\(run.stderr)")
-        #expect(run.secondsToExit < 1, "\(run.secondsToExit) s")
+        #expect(run.secondsToExit < 1 + 2, "\(run.secondsToExit) s")
     }
 }

@@ -34,8 +34,11 @@ public enum DetectionFailure: Error, Hashable, Sendable, CustomStringConvertible
             return "the board is incomplete: the largest grid found has \(largest) of \(expected) inner corners "
                 + "(is the whole board in view, sharp, and the size right?)"
         case .boardOfAnotherSize(let columns, let rows, let expectedColumns, let expectedRows):
-            let larger = columns * rows > expectedColumns * expectedRows
-            return "the board in view has \(columns)x\(rows) inner corners, \(larger ? "larger" : "smaller") than the "
+            let found = columns * rows, expected = expectedColumns * expectedRows
+            // Reported only for whole grids of at least the board's count (a smaller grid is
+            // far likelier the board partly out of view): larger, or the same count reshaped.
+            let comparison = found > expected ? "larger than" : "another shape than"
+            return "the board in view has \(columns)x\(rows) inner corners, \(comparison) the "
                 + "\(expectedColumns)x\(expectedRows) asked for: give its size as \(columns)x\(rows) (inner corners, not squares)"
         case .timeBudgetExceeded(let s):
             return "detection stopped at its time budget of \(s) s"
@@ -164,9 +167,10 @@ public struct ChessboardDetector: Sendable {
             return .success(ChessboardDetection(corners: corners, cornerSpacing: spacing))
         }
         if largest < 4 { return .failure(.noBoard(candidates: candidates.count)) }
-        if let (columns, rows) = Self.wholeGridSize(largestGrid), columns * rows > needed {
-            // A complete grid holding more points than the board: a board of another size
-            // (counted along the board's longer side as given).
+        if let (columns, rows) = Self.wholeGridSize(largestGrid), columns * rows >= needed,
+           (columns, rows) != (board.columns, board.rows), (rows, columns) != (board.columns, board.rows) {
+            // A complete grid with as many points as the board or more, in another shape: a
+            // board of another size (counted along the board's longer side as given).
             let (c, r) = (columns >= rows) == (board.columns >= board.rows) ? (columns, rows) : (rows, columns)
             return .failure(.boardOfAnotherSize(foundColumns: c, foundRows: r, expectedColumns: board.columns,
                                                 expectedRows: board.rows))

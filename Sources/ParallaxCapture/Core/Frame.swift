@@ -57,8 +57,9 @@ public struct FramePayload: @unchecked Sendable {
         self.owner = owner
     }
 
-    /// The same bytes, holding `owner` for as long as this payload or a copy of it exists.
-    public func keepingAlive(_ owner: any AnyObject & Sendable) -> FramePayload {
+    /// The same bytes, holding `owner` for as long as this payload or a copy of it exists, in
+    /// place of the owner it had (which `owner` must keep alive; see ``ImageView``'s).
+    package func keepingAlive(_ owner: any AnyObject & Sendable) -> FramePayload {
         FramePayload(baseAddress: baseAddress, count: count, owner: owner)
     }
 

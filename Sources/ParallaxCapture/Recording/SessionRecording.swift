@@ -33,7 +33,8 @@ extension StereoSession {
         let timedOut = TimeoutFlag()
         let watchdog = timeoutSeconds.map { seconds in
             Task { [weak self] in
-                try? await Task.sleep(nanoseconds: UInt64(max(0, seconds) * 1e9))
+                // Held between 0 and 30 years (UInt64 nanoseconds trap past 584 years; NaN is 0).
+                try? await Task.sleep(nanoseconds: UInt64(min(max(0, seconds.isNaN ? 0 : seconds), 1e9) * 1e9))
                 guard !Task.isCancelled else { return }
                 timedOut.fired.store(true, ordering: .relaxed)
                 self?.stop()

@@ -26,10 +26,12 @@ extension StereoSession {
 
     /// Ends the session and waits for the session thread (unless called on it).
     func end(reason: String, discarding: Bool) {
+        var neverStarted = false
         let worker = state.withLock { s -> CaptureThread? in
             switch s.phase {
             case .idle:
                 s.phase = .stopped
+                neverStarted = true
                 return nil
             case .running:
                 s.phase = .ending
@@ -43,6 +45,14 @@ extension StereoSession {
             return s.worker
         }
         synchronizer.finish()
+        if neverStarted {
+            // No session thread will end the sequences: a reader of a session stopped before
+            // it started gets nil (and `.stopped`) instead of waiting forever.
+            emit(.stopped(reason: reason))
+            pairQueue.finish()
+            eventQueue.finish()
+            return
+        }
         device.requestStop()
         wake()
         worker?.stopAndJoin(timeoutSeconds: 30)

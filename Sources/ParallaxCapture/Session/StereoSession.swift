@@ -196,7 +196,8 @@ public final class StereoSession: Sendable {
     /// format now (scaled, centre-cropped for another aspect ratio) and its maps are built,
     /// so a calibration that cannot fit is refused here rather than at the first pair.
     /// Without one, a calibration attached to the device (``StereoDevice/attach(_:force:)``)
-    /// is used: one calibration, attached in one place, rectifies.
+    /// is used: one calibration, attached in one place, rectifies (for raw pairs from such a
+    /// device, turn ``StereoSessionOptions/usesAttachedCalibration`` off).
     ///
     /// - Throws: ``StereoSessionError/device(_:)`` when the device cannot be configured or
     ///   the calibration records other cameras; ``StereoSessionError/calibrationDoesNotFit(_:)``
@@ -206,7 +207,7 @@ public final class StereoSession: Sendable {
                 options: StereoSessionOptions = StereoSessionOptions()) throws(StereoSessionError) {
         self.device = device
         // The device checked an attached calibration's cameras when it was attached.
-        let attached = given == nil ? device.calibration : nil
+        let attached = given == nil && options.usesAttachedCalibration ? device.calibration : nil
         let calibration = given ?? attached
         self.calibration = calibration
         self.options = options

@@ -84,6 +84,10 @@ public struct StereoSessionOptions: Sendable {
     public var keepsRawFrames: Bool
     /// Use the calibration even when it records other cameras than the device's.
     public var forcesCalibration: Bool
+    /// Rectify with the calibration attached to the device (``StereoDevice/attach(_:force:)``)
+    /// when the session is given none. On by default (one calibration, attached in one
+    /// place); off for raw pairs from a device whose frames carry camera models.
+    public var usesAttachedCalibration: Bool = true
 
     /// Options; see each property for the defaults.
     public init(rectification: SessionRectification = SessionRectification(),

@@ -203,6 +203,7 @@ public final class OutputSynchronizer<Payload: Sendable>: Sendable {
             statistics.addDrops(.right, .queueOverflow, state.outputOverflow.right)
             statistics.pairsDelivered = state.delivered
             statistics.pairsWaiting = state.output.count
+            statistics.pairsDroppedAtOutput = state.outputOverflow.left
             return statistics
         }
     }

@@ -4,14 +4,16 @@ public struct SynchronizerStatistics: Sendable, Hashable, CustomStringConvertibl
     /// Pairs the synchronizer made (released by its pairing rule).
     public var pairsMade: Int
     /// Pairs handed to the consumer: read from ``OutputSynchronizer/pairs`` or passed to
-    /// its pair handler. Made pairs that are not delivered are waiting
-    /// (``pairsWaiting``) or were dropped at the output (both frames counted as
-    /// ``FrameDropReason/queueOverflow``): `pairsMade == pairsDelivered + pairsWaiting +
-    /// drops(.left, reason: .queueOverflow)`. Equal to ``pairsMade`` for a bare
-    /// ``SynchronizerCore``, which hands every pair over as it makes it.
+    /// its pair handler. Made pairs that are not delivered are waiting (``pairsWaiting``)
+    /// or were dropped at the output (``pairsDroppedAtOutput``, their frames counted as
+    /// ``FrameDropReason/queueOverflow`` beside any the input queue dropped alone):
+    /// `pairsMade == pairsDelivered + pairsWaiting + pairsDroppedAtOutput`. Equal to
+    /// ``pairsMade`` for a bare ``SynchronizerCore``, which hands every pair over as it makes it.
     public var pairsDelivered: Int
     /// Made pairs waiting for the consumer of ``OutputSynchronizer/pairs``.
     public var pairsWaiting: Int
+    /// Made pairs the output queue dropped, newest winning, before the consumer read them.
+    public var pairsDroppedAtOutput: Int
     /// Pairs made (the old name of ``pairsMade``).
     @available(*, deprecated, renamed: "pairsMade")
     public var pairs: Int { pairsMade }
@@ -43,6 +45,7 @@ public struct SynchronizerStatistics: Sendable, Hashable, CustomStringConvertibl
         self.pairsMade = pairs
         self.pairsDelivered = pairs
         self.pairsWaiting = 0
+        self.pairsDroppedAtOutput = 0
         self.pairsReleasedOnDeadline = pairsReleasedOnDeadline
         self.framesLeft = framesLeft
         self.framesRight = framesRight

@@ -44,19 +44,18 @@ public enum FileAccess {
     /// - Throws: ``FileAccessError`` naming the path and the system's reason, what the path
     ///   is when it is not a file, or the cap when the input holds more.
     public static func readBytes(atPath path: String, as kind: InputKind = .file) throws(FileAccessError) -> [UInt8] {
-        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
+        // What the path is, before opening it: opening a device can itself do something (a
+        // serial line raising DTR, a camera node powering up).
+        var info = stat()
+        guard stat(path, &info) == 0 else { throw .cannotOpen(path: path, reason: systemReason()) }
+        try refuseNonFiles(info.st_mode, path: path, kind: kind)
+        // A FIFO's open waits for its writer, as `cat` would.
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { throw .cannotOpen(path: path, reason: systemReason()) }
         defer { close(fd) }
-        var info = stat()
+        // Checked again on the descriptor: the path may have been replaced in between.
         guard fstat(fd, &info) == 0 else { throw .cannotRead(path: path, reason: systemReason()) }
-        switch info.st_mode & S_IFMT {
-        case S_IFREG, S_IFIFO: break
-        case S_IFDIR: throw .cannotRead(path: path, reason: "it is a folder; \(kind.name) is expected")
-        case S_IFCHR, S_IFBLK: throw .cannotRead(path: path, reason: "it is a device, not a file; \(kind.name) is expected")
-        default: throw .cannotRead(path: path, reason: "it is not a file (a socket?); \(kind.name) is expected")
-        }
-        // Opened without blocking so that a FIFO with no writer does not hang the open; reads block.
-        _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK)
+        try refuseNonFiles(info.st_mode, path: path, kind: kind)
         let tooLarge = FileAccessError.cannotRead(
             path: path, reason: "it holds more than \(byteCount(kind.limitBytes)), the most read as \(kind.name) (is it the right file?)")
         if (info.st_mode & S_IFMT) == S_IFREG, Int64(info.st_size) > Int64(kind.limitBytes) { throw tooLarge }
@@ -73,6 +72,16 @@ public enum FileAccess {
             result.append(contentsOf: chunk[0..<n])
         }
         return result
+    }
+
+    /// Throws unless `mode` is a regular file's or a FIFO's.
+    private static func refuseNonFiles(_ mode: mode_t, path: String, kind: InputKind) throws(FileAccessError) {
+        switch mode & S_IFMT {
+        case S_IFREG, S_IFIFO: return
+        case S_IFDIR: throw .cannotRead(path: path, reason: "it is a folder; \(kind.name) is expected")
+        case S_IFCHR, S_IFBLK: throw .cannotRead(path: path, reason: "it is a device, not a file; \(kind.name) is expected")
+        default: throw .cannotRead(path: path, reason: "it is not a file (a socket?); \(kind.name) is expected")
+        }
     }
 
     /// The file at `path` as text, read up to `kind`'s cap (see ``readBytes(atPath:as:)``):

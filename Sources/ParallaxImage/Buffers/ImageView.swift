@@ -78,10 +78,12 @@ public struct ImageView: @unchecked Sendable {
     }
 
     /// The same view, holding `owner` (what the pixels live in) for as long as it or any
-    /// copy of it exists. A pool that reuses memory only when nobody else references its
-    /// owner (`isKnownUniquelyReferenced`) then never reuses memory a view still reads.
-    @inlinable
-    public func keepingAlive(_ owner: any AnyObject & Sendable) -> ImageView {
+    /// copy of it exists, in place of the owner it had: `owner` must keep that one alive
+    /// (a frame holds the view it was made with). A pool that reuses memory only when
+    /// nobody else references its owner (`isKnownUniquelyReferenced`) then never reuses
+    /// memory a view still reads. Package-internal: a view made outside takes its owner at
+    /// creation (`owner:` of the initializers).
+    package func keepingAlive(_ owner: any AnyObject & Sendable) -> ImageView {
         ImageView(unchecked: format, size: size, plane0: plane0, plane1: plane1, plane2: plane2, owner: owner)
     }
 

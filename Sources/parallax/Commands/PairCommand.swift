@@ -330,7 +330,6 @@ struct PairCommand: ParsableCommand {
     }
 }
 
-/// Writes a line to standard error.
 extension PairCommand {
     /// Inputs that pair, but not as the user meant: both options naming one file (every frame
     /// pairs with itself, perfectly), and a `--frame-interval` more than 25 % off the logs'
@@ -359,6 +358,7 @@ extension PairCommand {
     }
 }
 
+/// Writes a line to standard error.
 func warn(_ message: String) {
     FileHandle.standardError.write(Data((message + "\n").utf8))
 }

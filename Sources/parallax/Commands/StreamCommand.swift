@@ -142,7 +142,8 @@ struct StreamCommand: AsyncParsableCommand {
         let status = StatusLine(session: session, enabled: true)
         let timedOut = Locked(false)
         let watchdog = Task {
-            try? await Task.sleep(nanoseconds: UInt64(deadline * 1e9))
+            // Held under 30 years: UInt64 nanoseconds trap past 584 years (--frames 10^12).
+            try? await Task.sleep(nanoseconds: UInt64(min(deadline, 1e9) * 1e9))
             if !Task.isCancelled {
                 timedOut.withLock { $0 = true }
                 session.stop()
@@ -223,13 +224,12 @@ struct StreamCommand: AsyncParsableCommand {
         print("mismatched pairs: \(mismatched.map(String.init) ?? "unknown (real cameras)")")
     }
 
-    /// The JSON report (see the discussion).
     /// Sleeps `nanoseconds` (the simulated consumer's work), in steps of at most 50 ms, and
     /// returns early once the session stops: a timeout, Ctrl-C or SIGTERM ends the run within
     /// a step, however long the consumer was to take.
     static func sleep(_ nanoseconds: Int64, whileRunning session: StereoSession) async {
         let end = DispatchTime.now().uptimeNanoseconds &+ UInt64(max(0, nanoseconds))
-        while session.isRunning {
+        while session.isRunning && !Task.isCancelled {
             let now = DispatchTime.now().uptimeNanoseconds
             guard now < end else { return }
             try? await Task.sleep(nanoseconds: min(end - now, 50_000_000))
@@ -244,6 +244,7 @@ struct StreamCommand: AsyncParsableCommand {
         return String(format: "%.3g days", seconds / 86400)
     }
 
+    /// The JSON report (see the discussion).
     static func report(_ stats: StereoSessionStatistics, pairs: Int, mismatched: Int?, format: CaptureFormat? = nil,
                        images: String? = nil) -> JSONValue {
         func counts(_ byName: [String: Int]) -> JSONValue {

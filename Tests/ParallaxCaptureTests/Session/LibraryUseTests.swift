@@ -253,4 +253,34 @@ struct LibraryUseTests {
                     "waited \(waited)")
         }
     }
+
+    /// A session stopped before it ever started ends its sequences: its pairs end at once,
+    /// its events say `.stopped`, and reading either never waits (both used to wait forever).
+    @Test(.timeLimit(.minutes(1))) func aSessionStoppedBeforeItStartedEndsItsSequences() async throws {
+        let (_, device) = SessionFixtures.simulated(drops: 0)
+        let session = try StereoSession(device: device)
+        session.stop()
+        var pairs = 0
+        for try await _ in session.pairs { pairs += 1 }
+        var events: [String] = []
+        for try await event in session.events { events.append(event.name) }
+        #expect(pairs == 0 && events == ["stopped"], "\(pairs) pairs, events \(events)")
+        #expect(throws: StereoSessionError.self) { try session.start() }
+    }
+
+    /// Raw pairs from a device whose frames carry camera models: the attached calibration
+    /// is not used when the options say so.
+    @Test func anAttachedCalibrationCanBeLeftUnused() async throws {
+        let (rig, device) = SessionFixtures.simulated(drops: 0)
+        try device.attach(rig.rig.calibration)
+        var options = StereoSessionOptions()
+        options.usesAttachedCalibration = false
+        let session = try StereoSession(device: device, options: options)
+        #expect(session.calibration == nil)
+        for try await pair in session.pairs {
+            #expect(!pair.isRectified && pair.left.camera != nil && pair.left.frame != nil)
+            break
+        }
+        session.stop()
+    }
 }

@@ -164,12 +164,40 @@ struct OutputSynchronizerTests {
         let overflow = statistics.dropped(.left, reason: .queueOverflow)
         #expect(read == 2 && statistics.pairsDelivered == 2 && statistics.pairsWaiting == 0)
         #expect(statistics.pairsMade == Self.recordingPairs)
-        #expect(statistics.pairsMade == statistics.pairsDelivered + statistics.pairsWaiting + overflow)
-        #expect(statistics.dropped(.right, reason: .queueOverflow) == overflow)
+        #expect(statistics.pairsMade == statistics.pairsDelivered + statistics.pairsWaiting + statistics.pairsDroppedAtOutput)
+        #expect(statistics.pairsDroppedAtOutput == overflow && statistics.dropped(.right, reason: .queueOverflow) == overflow)
         // Every frame is a delivered pair's or a drop with a reason.
         for side in StereoSide.allCases {
             #expect(statistics.frames(side) == statistics.pairsDelivered + statistics.dropped(side))
         }
+    }
+
+    /// Frames the input queue drops alone (one camera's frames pushed far ahead of the
+    /// other's, a queue of 4) are
+    /// `queue_overflow` too, but never pairs: the made/delivered identity counts pairs the
+    /// output dropped apart, so it holds with both kinds of overflow in one run.
+    @Test func theIdentityHoldsWithInputAndOutputOverflow() {
+        var configuration = Self.recordingConfiguration
+        configuration.queueCapacity = 4
+        let synchronizer = OutputSynchronizer<Int>(configuration: configuration, clock: .frameTimestamps)
+        // The left camera's first 20 frames arrive before any right frame: the input queue overflows.
+        let ordered = Self.recording.filter { $0.side == .left }.prefix(20) + Self.recording.filter { $0.side == .right }
+            + Self.recording.filter { $0.side == .left }.dropFirst(20)
+        for frame in ordered {
+            synchronizer.push(frame.side, timestampNanoseconds: frame.timestampNanoseconds, sequence: frame.sequence,
+                              payload: frame.moment)
+        }
+        synchronizer.finish()
+        let statistics = synchronizer.statistics
+        // Input overflow drops single frames: one side's queue_overflow count exceeds the pairs
+        // the output dropped, so the old identity (made = delivered + waiting + left overflow) breaks.
+        let overflow = PerSide(left: statistics.dropped(.left, reason: .queueOverflow),
+                               right: statistics.dropped(.right, reason: .queueOverflow))
+        print("input and output overflow: queue_overflow left \(overflow.left), right \(overflow.right); "
+              + "pairs dropped at the output \(statistics.pairsDroppedAtOutput), made \(statistics.pairsMade)")
+        #expect(max(overflow.left, overflow.right) > statistics.pairsDroppedAtOutput, "the input queue overflowed too")
+        #expect(statistics.pairsDroppedAtOutput > 0 && statistics.pairsDelivered == 0)
+        #expect(statistics.pairsMade == statistics.pairsDelivered + statistics.pairsWaiting + statistics.pairsDroppedAtOutput)
     }
 
     /// Waits (by yielding, up to a 60 s hang guard) until the synchronizer's consumer waits.
