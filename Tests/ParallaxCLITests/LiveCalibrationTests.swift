@@ -96,30 +96,13 @@ struct LiveCalibrationTests {
     func ctrlCStopsTheCapture() throws {
         let dir = try ParallaxCLI.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
-        let log = dir.appendingPathComponent("stderr.txt")
-        try #require(FileManager.default.createFile(atPath: log.path, contents: nil))
-        let process = Process()
-        process.executableURL = ParallaxCLI.executable
-        process.arguments = ["calibrate", "--live", "--simulated", "--size", "160x120", "--output", dir.appendingPathComponent("out/rig.json").path]
-        process.standardInput = FileHandle.nullDevice
-        process.standardOutput = FileHandle.nullDevice
-        let stderrFile = try FileHandle(forWritingTo: log)
-        defer { try? stderrFile.close() }
-        process.standardError = stderrFile
-        try process.run()
-        defer { if process.isRunning { process.terminate() } }
-        func logged() -> String { (try? String(contentsOf: log, encoding: .utf8)) ?? "" }
-        let started = Date(timeIntervalSinceNow: 60)
-        while !logged().contains("live capture from") && process.isRunning && Date() < started { usleep(20_000) }
-        try #require(process.isRunning, "the capture ended before it was interrupted: \(logged())")
-        kill(process.processIdentifier, SIGINT)
-        let deadline = Date(timeIntervalSinceNow: 60)  // a hang guard
-        while process.isRunning && Date() < deadline { usleep(20_000) }
-        if process.isRunning { process.terminate(); Issue.record("the capture did not stop within 60 s of SIGINT") }
-        process.waitUntilExit()
-        let stderr = logged()
+        let run = try ParallaxCLI.runInterrupted(
+            ["calibrate", "--live", "--simulated", "--size", "160x120", "--output", dir.appendingPathComponent("out/rig.json").path],
+            after: "live capture from", signal: SIGINT)
+        #expect(run.secondsToExit < 60, "the capture did not stop within 60 s of SIGINT")
+        let stderr = run.stderr
         #expect(stderr.contains("capture stopped (user)"), "\(stderr)")
-        #expect(process.terminationStatus == 1 && stderr.contains("before it stopped (user); at least 3 are needed"), "\(stderr)")
+        #expect(run.status == 1 && stderr.contains("before it stopped (user); at least 3 are needed"), "\(stderr)")
         #expect(try FileManager.default.contentsOfDirectory(atPath: dir.appendingPathComponent("out").path) == ["rig-pairs"])
         #expect(FileManager.default.fileExists(atPath: dir.appendingPathComponent("out/rig-pairs/corners.json").path))
     }

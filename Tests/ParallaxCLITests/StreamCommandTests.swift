@@ -274,36 +274,10 @@ struct StreamCommandTests {
         #expect(two.status != 0 && two.stderr.contains("choose one source"))
     }
 
-    /// Runs `parallax stream arguments`, waits until its standard error holds `marker`, sends
-    /// `signal`, and returns the status, the standard error and the seconds from the signal
-    /// to the exit (a 60 s hang guard).
     static func interrupted(_ arguments: [String], after marker: String, signal: Int32) throws
         -> (status: Int32, stderr: String, secondsToExit: Double)
     {
-        let dir = try ParallaxCLI.temporaryDirectory()
-        defer { try? FileManager.default.removeItem(at: dir) }
-        let log = dir.appendingPathComponent("stderr.txt")
-        try #require(FileManager.default.createFile(atPath: log.path, contents: nil))
-        let process = Process()
-        process.executableURL = ParallaxCLI.executable
-        process.arguments = ["stream"] + arguments
-        process.standardInput = FileHandle.nullDevice
-        process.standardOutput = FileHandle.nullDevice
-        let stderrFile = try FileHandle(forWritingTo: log)
-        defer { try? stderrFile.close() }
-        process.standardError = stderrFile
-        try process.run()
-        defer { if process.isRunning { process.terminate() } }
-        func logged() -> String { (try? String(contentsOf: log, encoding: .utf8)) ?? "" }
-        let ready = Date(timeIntervalSinceNow: 60)
-        while !logged().contains(marker) && process.isRunning && Date() < ready { usleep(20_000) }
-        try #require(process.isRunning, "stream ended before the signal: \(logged())")
-        kill(process.processIdentifier, signal)
-        let sent = Date()
-        while process.isRunning && Date().timeIntervalSince(sent) < 60 { usleep(10_000) }
-        let seconds = Date().timeIntervalSince(sent)
-        process.waitUntilExit()
-        return (process.terminationStatus, logged(), seconds)
+        try ParallaxCLI.runInterrupted(["stream"] + arguments, after: marker, signal: signal)
     }
 
     /// A consumer that takes an hour a pair used to hold the run past its timeout, Ctrl-C and
