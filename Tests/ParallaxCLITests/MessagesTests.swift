@@ -13,6 +13,17 @@ struct MessagesTests {
         #expect(result.stdout.hasPrefix("parallax 0.1.0"), "\(result.stdout)")
     }
 
+    /// README: "`parallax --help` lists its commands": every subcommand the help texts below
+    /// cover is named in the top-level help.
+    @Test func theTopLevelHelpListsEveryCommand() throws {
+        let result = try ParallaxCLI.run(["--help"])
+        #expect(result.status == 0)
+        for command in ["demo", "devices", "cost", "capture", "stream", "pair", "calibrate", "target", "rectification",
+                        "rectify", "bench"] {
+            #expect(result.stdout.contains("  \(command) "), "parallax --help does not list \(command): \(result.stdout)")
+        }
+    }
+
     /// Help texts are prose and one-line examples: no line ends in a backslash, which in a
     /// Swift string continues the line and printed means a stray `\\`.
     @Test("no help text shows a stray line-continuation backslash")

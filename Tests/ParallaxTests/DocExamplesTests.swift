@@ -15,7 +15,9 @@ struct DocExamplesTests {
 
     /// The ```swift blocks of `text`, each as its lines with surrounding whitespace removed;
     /// `prefix` is stripped first from every line (`///` for doc comments, whose blocks are
-    /// collected only from comment lines).
+    /// collected only from comment lines). A block never closed is returned with
+    /// ``unterminated`` as its last line, so that the check fails on it (an open fence turns
+    /// the rest of a page into code, and its example would escape the compiled check).
     static func blocks(in text: String, commentPrefix: String? = nil) -> [[String]] {
         var blocks: [[String]] = []
         var current: [String]?
@@ -34,8 +36,12 @@ struct DocExamplesTests {
                 current?.append(line)
             }
         }
+        if let current, commentPrefix == nil { blocks.append(current + [unterminated]) }
         return blocks
     }
+
+    /// The marker line of a block whose closing fence is missing.
+    static let unterminated = "<the closing ``` of this block is missing>"
 
     /// Files under `folder` whose names end in `suffix`, recursively.
     static func files(under folder: String, endingIn suffix: String) -> [String] {
