@@ -25,4 +25,20 @@ struct ParallaxCommand: AsyncParsableCommand {
             BenchCommand.self,
         ]
     )
+
+    /// As swift-argument-parser's own entry point, with the signal handling every command
+    /// shares installed first (``Signals``).
+    static func main() async {
+        Signals.install()
+        do {
+            var command = try parseAsRoot()
+            if var asyncCommand = command as? AsyncParsableCommand {
+                try await asyncCommand.run()
+            } else {
+                try command.run()
+            }
+        } catch {
+            exit(withError: error)
+        }
+    }
 }

@@ -1,5 +1,7 @@
 import Foundation
+import ArgumentParser
 import Testing
+@testable import parallax
 
 /// What the CLI says: its version, and errors that name a path once, in a sentence.
 @Suite("Messages")
@@ -18,8 +20,13 @@ struct MessagesTests {
     @Test func theTopLevelHelpListsEveryCommand() throws {
         let result = try ParallaxCLI.run(["--help"])
         #expect(result.status == 0)
-        for command in ["demo", "devices", "cost", "capture", "stream", "pair", "calibrate", "target", "rectification",
-                        "rectify", "bench"] {
+        var commands: [String] = []
+        for command in ParallaxCommand.configuration.subcommands {
+            let configuration: CommandConfiguration = command.configuration
+            if let name = configuration.commandName { commands.append(name) }
+        }
+        #expect(commands.count >= 11)
+        for command in commands {
             #expect(result.stdout.contains("  \(command) "), "parallax --help does not list \(command): \(result.stdout)")
         }
     }
@@ -139,5 +146,32 @@ struct MessagesTests {
                     "\(arguments): \(result.status) after \(seconds) s: \(result.stderr)")
             #expect(!FileManager.default.fileExists(atPath: dir.path + "/l.png"))
         }
+    }
+
+    /// Messages that misled (issue: "a relative path that exists reported as ENOENT", "a
+    /// replug before the unplug", "a camera never plugged back", "a 50 MB log line echoed
+    /// whole"): each now says what is wrong and what to do.
+    @Test("camera names, replugs, cameras that never came back and long input lines are said plainly")
+    func misleadingMessagesSayWhatIsWrong() throws {
+        let dir = try ParallaxCLI.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        #expect(FileManager.default.createFile(atPath: dir.appendingPathComponent("video0").path, contents: Data()))
+        let file = try ParallaxCLI.run(["stream", "--left", "video0", "--right", "video1", "--frames", "3"], workingDirectory: dir)
+        #expect(file.status == 1 && file.stderr.contains("video0: not a camera node (it is a file, not a device)"), "\(file.stderr)")
+        #expect(!file.stderr.contains("libv4l2"), "\(file.stderr)")
+        let unknown = try ParallaxCLI.run(["stream", "--left", "cam-nowhere", "--right", "video1", "--frames", "3"], workingDirectory: dir)
+        #expect(unknown.status == 1 && unknown.stderr.contains("cam-nowhere: no camera with that identity is plugged in"),
+                "\(unknown.stderr)")
+        let early = try ParallaxCLI.run(["stream", "--virtual", "--frames", "10", "--replug", "right@1s"])
+        #expect(early.status == 64 && early.stderr.contains("--replug right@1s comes before any --unplug right"), "\(early.stderr)")
+        let gone = try ParallaxCLI.run(["stream", "--virtual", "--frames", "100", "--unplug", "right@1s", "--timeout", "3s"])
+        #expect(gone.status == 1 && gone.stderr.contains("timed out after 3 s; the right camera was unplugged at 1.00 s and did not come back"),
+                "\(gone.stderr)")
+        // A malformed 5 MB line is quoted by its start and its length.
+        let log = dir.appendingPathComponent("long.csv")
+        try ("#timestamp [ns],filename\nzz" + String(repeating: "x", count: 5_000_000) + ",a.png\n").write(to: log, atomically: true, encoding: .utf8)
+        let long = try ParallaxCLI.run(["pair", "--left", log.path, "--right", log.path])
+        #expect(long.status == 1 && long.stderr.contains("… (5000002 bytes)` is not a non-negative integer"), "\(long.stderr.prefix(300))")
+        #expect(long.stderr.utf8.count < 2_000, "\(long.stderr.utf8.count) bytes of stderr")
     }
 }

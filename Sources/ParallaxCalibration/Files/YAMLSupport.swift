@@ -125,7 +125,7 @@ struct YAMLReader {
         if lowered == ".nan" { return .nan }
         if lowered == ".inf" || lowered == "+.inf" { return .infinity }
         if lowered == "-.inf" { return -.infinity }
-        throw error(node, "'\(text)' is not a number")
+        throw error(node, "'\(excerpt(text))' is not a number")
     }
 
     func integer(_ key: String, in parent: Node? = nil) throws(CalibrationFormatError) -> Int {

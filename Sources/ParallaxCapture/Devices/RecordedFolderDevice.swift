@@ -49,7 +49,7 @@ public final class RecordedFolderDevice: CaptureDevice, StopRequesting, Sendable
             if line.isEmpty || line.hasPrefix("#") { continue }
             let fields = line.split(separator: ",", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces) }
             guard fields.count == 2, let timestamp = Int64(fields[0]), !fields[1].isEmpty else {
-                throw .recording(path: csv, reason: "line \(number + 1): expected `timestamp_ns,filename`, found `\(line)`")
+                throw .recording(path: csv, reason: "line \(number + 1): expected `timestamp_ns,filename`, found `\(excerpt(line))`")
             }
             rows.append(Entry(timestampNanoseconds: timestamp, filename: fields[1]))
         }

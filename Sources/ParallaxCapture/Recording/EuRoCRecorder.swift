@@ -10,28 +10,59 @@ import Synchronization
 ///     DIR/cam0/data/<ns>.png
 ///     DIR/cam1/...
 ///
-/// Each image is written atomically (temporary file, then rename) as soon as
-/// it is recorded; each `data.csv` is written atomically by ``finish()``
-/// (and ``flush()``), so an interrupted recording never leaves a
-/// half-written file, only images the CSV does not list yet. Compressed
-/// frames (MJPEG) are stored as they came, as `.jpg`.
+/// Nothing the user had is lost, whatever ends the recording:
+///
+/// - Each image is written atomically (a temporary file, then a rename), and its line is
+///   appended to its camera's `data.csv` as soon as the image is in place (a pair's lines
+///   once both images are), one `write(2)` each: a recording killed at any moment (even by
+///   SIGKILL) has CSVs that list every image but at most the one or two being written when
+///   it died. Compressed frames (MJPEG) are stored as they came, as `.jpg`.
+/// - While it records, `DIR/.parallax-recording` names the recording process. A recorder
+///   opened on a folder whose recording process is gone tidies what that process left:
+///   images its CSVs do not list, temporary files and an unfinished replacement (each listed
+///   in ``tidied``). A folder another live process records into is refused.
+/// - Replacing an older recording (`replacingExisting`) writes the new one in a staging
+///   folder inside `DIR`; ``finish()`` swaps it in, and ``abandon()`` (or any end before
+///   `finish()`) leaves the older one as it was.
 public final class EuRoCRecorder: Sendable {
     /// The dataset folder.
     public let directory: String
     /// File extension for uncompressed frames (`png` by default; `pgm` and `ppm` also work).
     public let imageExtension: String
-    private let rows: Locked<[[(Int64, String)]]>
+    /// What the recorder tidied in `directory` before starting: what an interrupted
+    /// recording there had left (empty when there was nothing). Worth telling the user.
+    public let tidied: [String]
+    /// True when this recording replaces an older one in `directory` on ``finish()``.
+    public var replacesOlderRecording: Bool { staging != nil }
+
+    /// Where the camera folders are written: `directory`, or the staging folder.
+    private let root: String
+    private let staging: String?
+    private let cameraCount: Int
+    private let state: Locked<WritingState>
     /// Runs before each pair is written: the tests' slow disk.
     private let beforeWritingPair: (@Sendable () -> Void)?
 
-    /// Creates `DIR/camN/data/` for `cameraCount` cameras.
+    private struct WritingState {
+        /// Each camera's `data.csv`, open for appending (-1 once closed).
+        var csv: [Int32]
+        var rows: [Int]
+        var open = true
+    }
+
+    /// The file that says a recording is in progress in a folder, and by which process.
+    static let markerName = ".parallax-recording"
+    static let stagingPrefix = ".parallax-staging-"
+
+    /// Creates `DIR/camN/data/` and each `DIR/camN/data.csv` for `cameraCount` cameras.
     ///
     /// A recording never mixes with an older one: a folder that exists and is not empty is
     /// refused, unless `replacingExisting` is true, in which case its `camN` folders (an
-    /// older recording) are removed first and anything else in it is left alone.
+    /// older recording) are replaced at ``finish()`` and anything else in it is left alone.
+    /// Every check runs before anything is created.
     ///
-    /// - Throws: ``CaptureError/recording(path:reason:)`` when the folder is not empty or a
-    ///   folder cannot be created or cleared.
+    /// - Throws: ``CaptureError/recording(path:reason:)`` when the folder is not empty,
+    ///   another process records into it, or a folder or file cannot be created.
     public convenience init(directory: String, cameraCount: Int = 2, imageExtension: String = "png",
                             replacingExisting: Bool = false) throws(CaptureError) {
         try self.init(directory: directory, cameraCount: cameraCount, imageExtension: imageExtension,
@@ -45,44 +76,61 @@ public final class EuRoCRecorder: Sendable {
         self.beforeWritingPair = beforeWritingPair
         self.directory = directory
         self.imageExtension = imageExtension
-        self.rows = Locked(Array(repeating: [], count: max(1, cameraCount)))
-        let existing = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
-        if !existing.isEmpty {
-            guard replacingExisting else {
-                throw .recording(path: directory, reason: "the folder is not empty (\(existing.count) entries); a new recording "
-                                 + "would mix with what is there. Choose an empty or new folder, or ask to overwrite it")
-            }
-            for entry in existing where entry.hasPrefix("cam") && entry.dropFirst(3).allSatisfy(\.isNumber) {
-                do { try FileManager.default.removeItem(atPath: directory + "/" + entry) } catch {
-                    throw .recording(path: directory + "/" + entry, reason: "cannot remove the older recording: \(error.localizedDescription)")
-                }
-            }
+        self.cameraCount = max(1, cameraCount)
+        tidied = try Self.tidyInterruptedRecording(in: directory)
+        let existing = ((try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? [])
+            .filter { $0 != Self.markerName && !$0.hasPrefix(Self.stagingPrefix) }
+        if !existing.isEmpty && !replacingExisting {
+            throw .recording(path: directory, reason: "the folder is not empty (\(existing.count) entries); a new recording "
+                             + "would mix with what is there. Choose an empty or new folder, or ask to overwrite it")
         }
-        for index in 0..<max(1, cameraCount) {
-            let folder = Self.dataFolder(directory, index)
-            do {
-                try FileAccess.createDirectories(atPath: folder)
-            } catch {
-                throw .recording(path: error.path, reason: error.reason)
+        staging = existing.isEmpty ? nil : directory + "/" + Self.stagingPrefix + "\(getpid())"
+        root = staging ?? directory
+        // Checks done: from here on the folder is written.
+        var descriptors: [Int32] = []
+        do {
+            try FileAccess.createDirectories(atPath: directory)
+            try FileAccess.writeAtomically("\(getpid())\n", toPath: directory + "/" + Self.markerName)
+            for index in 0..<self.cameraCount {
+                try FileAccess.createDirectories(atPath: Self.dataFolder(root, index))
             }
+        } catch {
+            throw .recording(path: error.path, reason: error.reason)
         }
+        for index in 0..<self.cameraCount {
+            let path = Self.cameraFolder(root, index) + "/data.csv"
+            let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0o644)
+            guard fd >= 0, Self.append("#timestamp [ns],filename\n", to: fd) else {
+                let reason = String(cString: strerror(errno))
+                for descriptor in descriptors { close(descriptor) }
+                if fd >= 0 { close(fd) }
+                throw .recording(path: path, reason: "cannot write: \(reason)")
+            }
+            descriptors.append(fd)
+        }
+        state = Locked(WritingState(csv: descriptors, rows: Array(repeating: 0, count: self.cameraCount)))
+    }
+
+    deinit {
+        state.withLock { state in for fd in state.csv where fd >= 0 { close(fd) } }
     }
 
     static func cameraFolder(_ directory: String, _ index: Int) -> String { directory + "/cam\(index)" }
     static func dataFolder(_ directory: String, _ index: Int) -> String { cameraFolder(directory, index) + "/data" }
 
-    /// Writes one frame of camera `index` (0 = left) and remembers it for the CSV.
+    /// Writes one frame of camera `index` (0 = left) and lists it in that camera's CSV.
     ///
-    /// - Throws: ``CaptureError/recording(path:reason:)`` naming the image file.
+    /// - Throws: ``CaptureError/recording(path:reason:)`` naming the image file, or the
+    ///   folder once the recording was finished or abandoned.
     public func record(_ frame: Frame, camera index: Int) throws(CaptureError) {
-        let count = rows.withLock { $0.count }
-        guard index >= 0 && index < count else {
-            throw .recording(path: directory, reason: "camera index \(index) outside 0..<\(count)")
+        guard index >= 0 && index < cameraCount else {
+            throw .recording(path: directory, reason: "camera index \(index) outside 0..<\(cameraCount)")
         }
+        try checkOpen()
         // Compressed frames are kept as they came (a decoded MJPEG frame's JPEG, not its pixels).
         let compressed = frame.format.pixelFormat == nil
         let name = "\(frame.timestampNanoseconds).\(compressed ? "jpg" : imageExtension)"
-        let path = Self.dataFolder(directory, index) + "/" + name
+        let path = Self.dataFolder(root, index) + "/" + name
         if !compressed, let image = frame.copyImage() {
             do { try image.write(toFile: path) } catch { throw .recording(path: path, reason: "\(error)") }
         } else {
@@ -90,29 +138,58 @@ public final class EuRoCRecorder: Sendable {
                 throw .recording(path: path, reason: "\(error)")
             }
         }
-        rows.withLock { $0[index].append((frame.timestampNanoseconds, name)) }
+        try list([(index, path, frame.timestampNanoseconds, name)])
     }
 
     /// Writes both images of a session's pair (rectified when the session rectifies; MJPEG
     /// frames as they came) as cam0 and cam1, and lists them in the CSVs only once both
-    /// are written, so the CSVs always hold whole pairs. A failure removes the image
-    /// already written for this pair.
+    /// are written, so the CSVs hold whole pairs. A failure removes the image already
+    /// written for this pair.
     ///
     /// - Throws: ``CaptureError/recording(path:reason:)`` naming the file.
     public func record(_ pair: StereoPair) throws(CaptureError) {
         beforeWritingPair?()
-        var written: [(index: Int, path: String, row: (Int64, String))] = []
+        try checkOpen()
+        var written: [(index: Int, path: String, timestamp: Int64, name: String)] = []
         for side in StereoSide.allCases {
             let index = side.rawValue
             do {
                 let (path, name) = try write(pair[side], camera: index, rectified: pair.isRectified)
-                written.append((index, path, (pair[side].timestampNanoseconds, name)))
+                written.append((index, path, pair[side].timestampNanoseconds, name))
             } catch {
-                for file in written { try? FileManager.default.removeItem(atPath: file.path) }
+                for file in written { unlink(file.path) }
                 throw error
             }
         }
-        rows.withLock { rows in for file in written { rows[file.index].append(file.row) } }
+        try list(written)
+    }
+
+    /// Appends the CSV lines of images now in place; an image whose line cannot be written
+    /// is removed, so the CSVs and the folders always agree.
+    private func list(_ files: [(index: Int, path: String, timestamp: Int64, name: String)]) throws(CaptureError) {
+        let failure: CaptureError? = state.withLock { state in
+            guard state.open else {
+                return .recording(path: directory, reason: "the recording was already finished or abandoned")
+            }
+            for file in files {
+                guard Self.append("\(file.timestamp),\(file.name)\n", to: state.csv[file.index]) else {
+                    return .recording(path: Self.cameraFolder(root, file.index) + "/data.csv",
+                                      reason: "cannot write: \(String(cString: strerror(errno)))")
+                }
+                state.rows[file.index] += 1
+            }
+            return nil
+        }
+        if let failure {
+            for file in files { unlink(file.path) }
+            throw failure
+        }
+    }
+
+    private func checkOpen() throws(CaptureError) {
+        guard state.withLock({ $0.open }) else {
+            throw .recording(path: directory, reason: "the recording was already finished or abandoned")
+        }
     }
 
     /// Writes one side's pixels (an unrectified MJPEG frame: its JPEG bytes exactly as they
@@ -121,35 +198,166 @@ public final class EuRoCRecorder: Sendable {
         let asItCame = !rectified && side.frame.map { $0.format.pixelFormat == nil } == true
         if !asItCame, let image = side.image {
             let name = "\(side.timestampNanoseconds).\(imageExtension)"
-            let path = Self.dataFolder(directory, index) + "/" + name
+            let path = Self.dataFolder(root, index) + "/" + name
             do { try ImageBuffer(copying: image).write(toFile: path) } catch { throw .recording(path: path, reason: "\(error)") }
             return (path, name)
         }
         guard let frame = side.frame else {
-            throw .recording(path: Self.dataFolder(directory, index), reason: "the pair has no pixels to record")
+            throw .recording(path: Self.dataFolder(root, index), reason: "the pair has no pixels to record")
         }
         let name = "\(side.timestampNanoseconds).jpg"
-        let path = Self.dataFolder(directory, index) + "/" + name
+        let path = Self.dataFolder(root, index) + "/" + name
         do { try FileAccess.writeAtomically(Array(frame.payload.bytes), toPath: path) } catch {
             throw .recording(path: path, reason: "\(error)")
         }
         return (path, name)
     }
 
-    /// Number of frames recorded per camera.
-    public var frameCounts: [Int] { rows.withLock { $0.map(\.count) } }
+    /// Number of frames recorded (and listed) per camera.
+    public var frameCounts: [Int] { state.withLock { $0.rows } }
 
-    /// Writes every camera's `data.csv` (atomically) for what is recorded so far.
+    /// True until ``finish()`` or ``abandon()``.
+    public var isOpen: Bool { state.withLock { $0.open } }
+
+    /// Syncs every camera's `data.csv` to the disk (each line is already in the file as
+    /// soon as its image is).
     public func flush() throws(CaptureError) {
-        let snapshot = rows.withLock { $0 }
-        for (index, entries) in snapshot.enumerated() {
-            let path = Self.cameraFolder(directory, index) + "/data.csv"
-            var text = "#timestamp [ns],filename\n"
-            for (timestamp, name) in entries.sorted(by: { $0.0 < $1.0 }) { text += "\(timestamp),\(name)\n" }
-            do { try FileAccess.writeAtomically(text, toPath: path) } catch { throw .recording(path: path, reason: "\(error)") }
+        let failed: String? = state.withLock { state in
+            for (index, fd) in state.csv.enumerated() where fd >= 0 && fsync(fd) != 0 {
+                return Self.cameraFolder(root, index) + "/data.csv"
+            }
+            return nil
+        }
+        if let failed { throw .recording(path: failed, reason: "cannot write: \(String(cString: strerror(errno)))") }
+    }
+
+    /// Ends the recording: the CSVs are synced and closed, and a replacement takes the older
+    /// recording's place (its `camN` folders; anything else in the folder stays). Calling it
+    /// again does nothing.
+    ///
+    /// - Throws: ``CaptureError/recording(path:reason:)`` when a file cannot be synced or a
+    ///   folder cannot be moved; the older recording is then put back.
+    public func finish() throws(CaptureError) {
+        guard closeFiles() else { return }
+        var failure: CaptureError?
+        if let staging {
+            failure = swapIn(staging)
+            if failure != nil { try? FileManager.default.removeItem(atPath: staging) }
+        }
+        unlink(directory + "/" + Self.markerName)
+        if let failure { throw failure }
+    }
+
+    /// Ends the recording without keeping it as a replacement: a recording that replaces an
+    /// older one is discarded and the older one stays as it was; a recording in a new folder
+    /// keeps what was written (its CSVs list exactly its images). Safe to call from a signal
+    /// handler's clean-up and more than once.
+    public func abandon() {
+        guard closeFiles() else { return }
+        if let staging { try? FileManager.default.removeItem(atPath: staging) }
+        unlink(directory + "/" + Self.markerName)
+    }
+
+    /// Closes the CSVs; false when the recording was already closed.
+    private func closeFiles() -> Bool {
+        state.withLock { state in
+            guard state.open else { return false }
+            state.open = false
+            for fd in state.csv where fd >= 0 {
+                fsync(fd)
+                close(fd)
+            }
+            state.csv = state.csv.map { _ in -1 }
+            return true
         }
     }
 
-    /// Writes the CSVs; the recording is complete afterwards.
-    public func finish() throws(CaptureError) { try flush() }
+    /// Moves the older recording's `camN` folders aside into the staging folder and the new
+    /// ones into their place, then removes the staging folder with the older recording.
+    private func swapIn(_ staging: String) -> CaptureError? {
+        let older = ((try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []).filter(Self.isCameraFolder)
+        var moved: [(from: String, to: String)] = []
+        func undo() { for move in moved.reversed() { rename(move.to, move.from) } }
+        for name in older {
+            let (from, to) = (directory + "/" + name, staging + "/older-" + name)
+            guard rename(from, to) == 0 else {
+                let reason = String(cString: strerror(errno))
+                undo()
+                return .recording(path: from, reason: "cannot move the older recording aside: \(reason); it was kept")
+            }
+            moved.append((from, to))
+        }
+        for index in 0..<cameraCount {
+            let (from, to) = (Self.cameraFolder(staging, index), Self.cameraFolder(directory, index))
+            guard rename(from, to) == 0 else {
+                let reason = String(cString: strerror(errno))
+                undo()
+                return .recording(path: to, reason: "cannot move the new recording into place: \(reason); the older one was kept")
+            }
+            moved.append((from, to))
+        }
+        try? FileManager.default.removeItem(atPath: staging)
+        return nil
+    }
+
+    /// Appends `line` with one `write(2)` (`O_APPEND`: the whole line lands at the end, or
+    /// an error says it did not); false on a failure, with `errno` set.
+    private static func append(_ line: String, to descriptor: Int32) -> Bool {
+        var bytes = Array(line.utf8)
+        var offset = 0
+        while offset < bytes.count {
+            let n = bytes.withUnsafeMutableBytes { Glibc.write(descriptor, $0.baseAddress! + offset, $0.count - offset) }
+            if n < 0 {
+                if errno == EINTR { continue }
+                return false
+            }
+            offset += n
+        }
+        return true
+    }
+
+    private static func isCameraFolder(_ name: String) -> Bool {
+        name.hasPrefix("cam") && name.count > 3 && name.dropFirst(3).allSatisfy(\.isNumber)
+    }
+
+    /// Tidies what a recording interrupted in `directory` left (its process gone): images
+    /// its CSVs do not list, temporary files, and an unfinished replacement. Returns what
+    /// was done, in words (empty when the folder holds no interrupted recording). The
+    /// initializer does this itself; call it first to tell the user also when the
+    /// initializer then refuses the folder.
+    ///
+    /// - Throws: ``CaptureError/recording(path:reason:)`` when a live process records there.
+    public static func tidyInterruptedRecording(in directory: String) throws(CaptureError) -> [String] {
+        let marker = directory + "/" + markerName
+        let entries = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
+        let stagings = entries.filter { $0.hasPrefix(stagingPrefix) }
+        guard entries.contains(markerName) || !stagings.isEmpty else { return [] }
+        let owner = (try? FileAccess.readText(atPath: marker, as: .file))
+            .flatMap { Int32($0.trimmingCharacters(in: .whitespacesAndNewlines)) }
+        if let owner, owner != getpid(), kill(owner, 0) == 0 || errno == EPERM {
+            throw .recording(path: directory, reason: "another process (\(owner)) is recording into this folder; "
+                             + "wait for it to end or choose another folder")
+        }
+        var notes: [String] = []
+        for name in stagings {
+            try? FileManager.default.removeItem(atPath: directory + "/" + name)
+            notes.append("removed the unfinished replacement an interrupted recording left (\(name)); "
+                         + "the recording it was to replace is unchanged")
+        }
+        for camera in entries.filter(isCameraFolder).sorted() {
+            let folder = directory + "/" + camera
+            let listed = Set(((try? FileAccess.readText(atPath: folder + "/data.csv", as: .log)) ?? "")
+                .split(separator: "\n").filter { !$0.hasPrefix("#") }
+                .compactMap { $0.split(separator: ",").last.map { String($0).trimmingCharacters(in: .whitespaces) } })
+            let images = (try? FileManager.default.contentsOfDirectory(atPath: folder + "/data")) ?? []
+            let strays = images.filter { !listed.contains($0) }
+            for stray in strays { unlink(folder + "/data/" + stray) }
+            if !strays.isEmpty {
+                notes.append("\(camera): removed \(strays.count) file(s) an interrupted recording wrote after the last line of "
+                             + "its data.csv (\(strays.sorted().prefix(3).joined(separator: ", "))\(strays.count > 3 ? ", …" : ""))")
+            }
+        }
+        unlink(marker)
+        return notes
+    }
 }

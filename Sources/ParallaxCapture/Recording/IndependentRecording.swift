@@ -15,6 +15,37 @@ public struct CameraRecordingSummary: Hashable, Sendable {
     public var writeError: CaptureError?
 }
 
+/// Ends an independent recording from another thread (on Ctrl-C): the recording stops at
+/// once, as cleanly as when it reaches its frames.
+public final class RecordingStop: @unchecked Sendable {
+    let condition = NSCondition()
+    /// Guarded by `condition`.
+    var requestedUnderLock = false
+    /// Run by ``request()``: the recording's devices told to stop (a rendering start cut short).
+    /// Guarded by `condition`.
+    var onRequest: (@Sendable () -> Void)?
+
+    /// A stop not yet requested.
+    public init() {}
+
+    /// Asks the recording to stop.
+    public func request() {
+        condition.lock()
+        requestedUnderLock = true
+        let action = onRequest
+        condition.broadcast()
+        condition.unlock()
+        action?()
+    }
+
+    /// True once ``request()`` was called.
+    public var isRequested: Bool {
+        condition.lock()
+        defer { condition.unlock() }
+        return requestedUnderLock
+    }
+}
+
 /// Records each device's frames on its own (no pairing) until every device
 /// has `frames` frames or the deadline passes: the recording the CLI does
 /// before a synchronizer pairs frames.
@@ -25,11 +56,16 @@ public struct CameraRecordingSummary: Hashable, Sendable {
 /// - Parameters:
 ///   - devices: camera `i` is written as `cam{i}`.
 ///   - timeoutSeconds: the deadline for the whole recording.
-/// - Returns: one summary per device; the CSVs are written before returning.
-/// - Throws: ``CaptureError`` when a device cannot start or the CSVs cannot be written.
+///   - stop: ends the recording early when requested (Ctrl-C).
+/// - Returns: one summary per device. The recorder is finished when every camera wrote its
+///   frames or the stop was requested; otherwise (the deadline, a camera gone, a write
+///   error) it is left open for the caller to ``EuRoCRecorder/finish()`` or
+///   ``EuRoCRecorder/abandon()``. Each frame is listed in its CSV as soon as it is written.
+/// - Throws: ``CaptureError`` when a device cannot start or the CSVs cannot be synced.
 public func recordIndependently(_ devices: [any CaptureDevice], frames: Int, into recorder: EuRoCRecorder,
-                                timeoutSeconds: Double) throws(CaptureError) -> [CameraRecordingSummary] {
-    let condition = NSCondition()
+                                timeoutSeconds: Double, stop: RecordingStop = RecordingStop()) throws(CaptureError)
+    -> [CameraRecordingSummary] {
+    let condition = stop.condition
     let summaries = Locked(devices.map { CameraRecordingSummary(identity: $0.identity, framesWritten: 0, drops: [:],
                                                                disconnected: false, writeError: nil) })
     func finished() -> Bool {
@@ -40,11 +76,20 @@ public func recordIndependently(_ devices: [any CaptureDevice], frames: Int, int
     // The time counts from here: a simulated camera renders its view when it starts, and
     // gives up when the time runs out first.
     let deadline = Date(timeIntervalSinceNow: timeoutSeconds)
-    let interrupt = DispatchWorkItem { for device in devices { (device as? any StopRequesting)?.requestStop() } }
+    let stopDevices: @Sendable () -> Void = { for device in devices { (device as? any StopRequesting)?.requestStop() } }
+    condition.lock()
+    stop.onRequest = stopDevices
+    condition.unlock()
+    defer {
+        condition.lock()
+        stop.onRequest = nil
+        condition.unlock()
+    }
+    let interrupt = DispatchWorkItem(block: stopDevices)
     DispatchQueue.global().asyncAfter(deadline: .now() + max(0, timeoutSeconds), execute: interrupt)
     defer { interrupt.cancel() }
     for (index, device) in devices.enumerated() {
-        if Date() >= deadline { break }
+        if Date() >= deadline || stop.isRequested { break }
         do throws(CaptureError) {
             try device.start { output in
                 switch output {
@@ -75,12 +120,14 @@ public func recordIndependently(_ devices: [any CaptureDevice], frames: Int, int
         started.append(device)
     }
     condition.lock()
-    while !finished() {
+    while !finished() && !stop.requestedUnderLock {
         if !condition.wait(until: deadline) { break }
     }
+    let stopped = stop.requestedUnderLock
     condition.unlock()
     for device in started { device.stop() }
     started = []
-    try recorder.finish()
-    return summaries.withLock { $0 }
+    let result = summaries.withLock { $0 }
+    if stopped || result.allSatisfy({ $0.framesWritten >= frames }) { try recorder.finish() }
+    return result
 }

@@ -10,13 +10,19 @@ public struct SessionRecordingSummary: Sendable {
     /// The first error while writing, if any (the recording stopped there).
     public var writeError: CaptureError?
     /// Why the session ended before the pairs asked for were written (`nil` when they were).
+    /// The recorder is then left open: ``EuRoCRecorder/finish()`` keeps what was written,
+    /// ``EuRoCRecorder/abandon()`` keeps an older recording it was to replace.
     public var endedEarly: String?
 }
 
 extension StereoSession {
     /// Records this session's pairs in the EuRoC layout (left as cam0, right as cam1) until
     /// `pairs` are written (`nil`: until the session ends), the session ends, or
-    /// `timeoutSeconds` pass; then stops the session and writes the CSVs.
+    /// `timeoutSeconds` pass; then stops the session. Each pair is listed in the CSVs as
+    /// soon as its two images are written. A recording that reached its end (the pairs asked
+    /// for, or with `pairs` nil the session's end) is finished (``EuRoCRecorder/finish()``);
+    /// one that ended early is left open for the caller to finish or abandon
+    /// (``SessionRecordingSummary/endedEarly`` says why).
     ///
     /// The recorder is the consumer of ``pairs`` (a session has one): with live cameras a slow disk shows up
     /// as pairs dropped for `consumer_behind`, with sources that wait nothing is lost. A
@@ -46,7 +52,6 @@ extension StereoSession {
             } catch {
                 watchdog?.cancel()
                 guard timedOut.fired.load(ordering: .relaxed) else { throw error }
-                try? recorder.finish()
                 return SessionRecordingSummary(
                     pairsWritten: 0, statistics: statistics, writeError: nil,
                     endedEarly: "timed out after \(timeoutSeconds ?? 0) s, before the cameras were streaming")
@@ -69,7 +74,9 @@ extension StereoSession {
         watchdog?.cancel()
         let ended = statistics.events.last { if case .stopped = $0.kind { return true }; return false }
         stop()
-        do { try recorder.finish() } catch { writeError = writeError ?? error }
+        if limit.map({ written >= $0 }) ?? (writeError == nil && !timedOut.fired.load(ordering: .relaxed)) {
+            do { try recorder.finish() } catch { writeError = writeError ?? error }
+        }
         var early: String?
         if let limit, written < limit {
             if timedOut.fired.load(ordering: .relaxed) {

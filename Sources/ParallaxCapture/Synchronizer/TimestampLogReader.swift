@@ -199,7 +199,10 @@ public final class TimestampLogReader {
         }
         let (timeStart, timeEnd) = Self.trimmed(bytes, s, comma)
         guard let timestamp = Self.parseTimestamp(bytes, timeStart, timeEnd) else {
-            let text = String(decoding: UnsafeRawBufferPointer(rebasing: bytes[timeStart..<timeEnd]), as: UTF8.self)
+            // At most the start of a long field is decoded: a message quotes it, never echoes it.
+            let shownEnd = min(timeEnd, timeStart + 60)
+            var text = String(decoding: UnsafeRawBufferPointer(rebasing: bytes[timeStart..<shownEnd]), as: UTF8.self)
+            if timeEnd > shownEnd { text += "… (\(timeEnd - timeStart) bytes)" }
             return .problem(.init(line: lineNumber, message: "timestamp `\(text)` is not a non-negative integer (nanoseconds)"))
         }
         let (nameStart, nameEnd) = Self.trimmed(bytes, comma + 1, lineEnd)

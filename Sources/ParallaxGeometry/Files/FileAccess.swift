@@ -128,17 +128,91 @@ public enum FileAccess {
         try writer.commit()
     }
 
-    /// A new file beside `path` to write before renaming it over `path`: created
-    /// exclusively (`O_EXCL`), so that a file of the same name the user had is never
-    /// truncated; another name is tried when one is taken.
-    static func createTemporary(beside path: String) throws(FileAccessError) -> (descriptor: Int32, path: String) {
+    /// The file an output path stands for, checked before anything is written.
+    ///
+    /// An output written through a symbolic link goes to the link's target (followed to the
+    /// end of a chain, relative targets read against the link's folder), and the link stays:
+    /// the temporary file is made beside the target and renamed over it. A path that exists
+    /// and is not a regular file (a device such as `/dev/null`, a FIFO, a socket, a folder),
+    /// directly or through a link, is refused: renaming a file over it would replace it.
+    ///
+    /// - Throws: ``FileAccessError/cannotWrite(path:reason:)`` naming `path` and what it is.
+    public static func outputTarget(for path: String) throws(FileAccessError) -> String {
+        var target = path
+        for _ in 0..<40 {  // the kernel's own limit on links followed (ELOOP)
+            var info = stat()
+            guard lstat(target, &info) == 0 else {
+                if errno == ENOENT { return target }  // a new file (or a dangling link's target)
+                throw .cannotWrite(path: path, reason: systemReason())
+            }
+            switch info.st_mode & S_IFMT {
+            case S_IFREG: return target
+            case S_IFLNK:
+                var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
+                let count = readlink(target, &buffer, buffer.count - 1)
+                guard count > 0 else { throw .cannotWrite(path: path, reason: systemReason()) }
+                let destination = String(decoding: buffer[0..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+                if destination.hasPrefix("/") {
+                    target = destination
+                } else if let slash = target.lastIndex(of: "/") {
+                    target = String(target[...slash]) + destination
+                } else {
+                    target = destination
+                }
+            case S_IFDIR: throw .cannotWrite(path: path, reason: "it is a folder; a file is expected")
+            case S_IFCHR, S_IFBLK:
+                throw .cannotWrite(path: path, reason: "it is a device, not a file; Parallax writes outputs to files only")
+            case S_IFIFO:
+                throw .cannotWrite(path: path, reason: "it is a FIFO, not a file; Parallax writes outputs to files only "
+                                   + "(give - for standard output where a command offers it)")
+            default: throw .cannotWrite(path: path, reason: "it is not a file (a socket?); Parallax writes outputs to files only")
+            }
+        }
+        throw .cannotWrite(path: path, reason: "too many levels of symbolic links")
+    }
+
+    /// A new file beside `path` (see ``outputTarget(for:)``) to write before renaming it
+    /// over that target: created exclusively (`O_EXCL`), so that a file of the same name the
+    /// user had is never truncated; another name is tried when one is taken. The file is
+    /// listed among the ``removeTemporaries()`` until it is renamed or removed.
+    static func createTemporary(beside path: String) throws(FileAccessError) -> (descriptor: Int32, path: String, target: String) {
+        let target = try outputTarget(for: path)
         for attempt in 0..<100 {
-            let temporary = path + ".partial-\(getpid())" + (attempt == 0 ? "" : "-\(attempt)")
+            let temporary = target + ".partial-\(getpid())" + (attempt == 0 ? "" : "-\(attempt)")
             let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
-            if fd >= 0 { return (fd, temporary) }
+            if fd >= 0 {
+                temporaries.withLock { _ = $0.insert(temporary) }
+                return (fd, temporary, target)
+            }
             if errno != EEXIST { throw .cannotWrite(path: path, reason: systemReason()) }
         }
         throw .cannotWrite(path: path, reason: "no free name for a temporary file beside it")
+    }
+
+    /// Temporary files being written now, across the process.
+    private static let temporaries = Locked<Set<String>>([])
+
+    /// Lists a temporary file of the caller's own among those ``removeTemporaries()``
+    /// removes (until ``forgetTemporary(_:)``).
+    public static func trackTemporary(_ path: String) {
+        temporaries.withLock { _ = $0.insert(path) }
+    }
+
+    /// Forgets a temporary file that was renamed into place or removed.
+    public static func forgetTemporary(_ path: String) {
+        temporaries.withLock { _ = $0.remove(path) }
+    }
+
+    /// Removes every temporary file an atomic write in this process has open: for a program
+    /// that is about to exit on a signal (the writes are abandoned; their targets stay as
+    /// they were). Returns how many were removed.
+    @discardableResult
+    public static func removeTemporaries() -> Int {
+        let paths = temporaries.withLock { paths in
+            defer { paths.removeAll() }
+            return paths
+        }
+        return paths.filter { unlink($0) == 0 }.count
     }
 
     /// Creates the folder at `path` and any missing parents (`mkdir -p`).
@@ -171,7 +245,9 @@ public enum FileAccess {
 }
 
 /// Writes a file of any size through a buffer, atomically: the bytes go to a temporary
-/// file beside the target, which replaces the target only at ``commit()``. Dropped without
+/// file beside the target, which replaces the target only at ``commit()``. A path that is a
+/// symbolic link is written through to its target; one that is a device, FIFO, socket or
+/// folder is refused at ``init(path:)`` (see ``FileAccess/outputTarget(for:)``). Dropped without
 /// a commit (an error on the way), it removes the temporary file and the target is as it
 /// was. Writing to standard output (``init(standardOutput:)``) streams instead.
 ///
@@ -182,6 +258,8 @@ public final class AtomicFileWriter {
     /// The target path, or `nil` for standard output.
     public let path: String?
     private let temporary: String?
+    /// Where the file lands: `path`, or the target of the symbolic link `path` is.
+    private let target: String?
     private let descriptor: Int32
     private var buffer: [UInt8] = []
     private let flushThreshold = 1 << 20
@@ -196,7 +274,8 @@ public final class AtomicFileWriter {
     ///   writable.
     public init(path: String) throws(FileAccessError) {
         self.path = path
-        (descriptor, temporary) = try FileAccess.createTemporary(beside: path)
+        let created = try FileAccess.createTemporary(beside: path)
+        (descriptor, temporary, target) = (created.descriptor, created.path, created.target)
         buffer.reserveCapacity(flushThreshold + 4096)
     }
 
@@ -204,6 +283,7 @@ public final class AtomicFileWriter {
     public init(standardOutput: Void) {
         path = nil
         temporary = nil
+        target = nil
         descriptor = 1
         buffer.reserveCapacity(flushThreshold + 4096)
     }
@@ -213,6 +293,7 @@ public final class AtomicFileWriter {
         if let temporary, !committed {
             close(descriptor)
             unlink(temporary)
+            FileAccess.forgetTemporary(temporary)
         }
     }
 
@@ -264,7 +345,8 @@ public final class AtomicFileWriter {
         try flush()
         queue.sync {}
         if let error = failure.error { throw error }
-        guard let temporary, let path else { return }
+        guard let temporary, let path, let target else { return }
+        defer { FileAccess.forgetTemporary(temporary) }
         if fsync(descriptor) != 0 || close(descriptor) != 0 {
             let reason = String(cString: strerror(errno))
             committed = true
@@ -272,7 +354,7 @@ public final class AtomicFileWriter {
             throw .cannotWrite(path: path, reason: reason)
         }
         committed = true
-        guard rename(temporary, path) == 0 else {
+        guard rename(temporary, target) == 0 else {
             let reason = String(cString: strerror(errno))
             unlink(temporary)
             throw .cannotWrite(path: path, reason: reason)

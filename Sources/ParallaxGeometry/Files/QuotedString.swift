@@ -23,3 +23,11 @@ package func doubleQuoted(_ text: String, uppercaseHex: Bool,
     }
     return out + "\""
 }
+
+/// `text` as a message quotes a user's input: whole when it is short, else its first
+/// `limit` characters and how long it was, so a malformed 50 MB line is named without being
+/// echoed to the terminal.
+package func excerpt(_ text: some StringProtocol, limit: Int = 60) -> String {
+    guard text.utf8.count > limit else { return String(text) }
+    return String(text.prefix(limit)) + "… (\(text.utf8.count) bytes)"
+}

@@ -22,8 +22,11 @@ struct CaptureCommand: AsyncParsableCommand {
             before they are written.
 
             DIR must be empty or new, so a recording never mixes with an older one; \
-            --overwrite replaces the cam0/cam1 folders of an older recording there. Ctrl-C \
-            ends a recording cleanly: the CSVs list exactly the pairs written.
+            --overwrite replaces the cam0/cam1 folders of an older recording there, once the \
+            new recording is complete (a run that fails keeps the older one). Each image is \
+            listed in its data.csv as soon as it is written. Ctrl-C, SIGTERM or SIGHUP ends a \
+            recording cleanly: the CSVs list exactly the images written; a second one quits at \
+            once, and a recording killed outright is tidied by the next capture into DIR.
 
             Examples:
               parallax capture --simulated --frames 60 --output rec
@@ -66,8 +69,13 @@ struct CaptureCommand: AsyncParsableCommand {
         let interval = device.activeFormats?.left.frameInterval.seconds ?? 1.0 / 30
         let deadline = timeout?.seconds ?? (Double(frames) * interval * 2 + 10)
         if independent {
-            let recorder = try EuRoCRecorder(directory: output, cameraCount: 2, replacingExisting: overwrite)
-            try recordEach(device.constituents.both, into: recorder, deadline: deadline)
+            let recorder = try openRecorder()
+            let cleanup = Signals.atExit { recorder.abandon() }
+            defer { Signals.removeCleanup(cleanup) }
+            let stop = RecordingStop()
+            let interruption = Interruption { stop.request() }
+            defer { interruption.cancel() }
+            try recordEach(device.constituents.both, into: recorder, deadline: deadline, stop: stop)
             return
         }
         var rectifyWith: StereoCalibration?
@@ -76,17 +84,41 @@ struct CaptureCommand: AsyncParsableCommand {
         }
         // The calibration is checked (cameras, fit) before the output folder is touched.
         let session = try RectificationArguments.session(device: device, calibration: rectifyWith, file: calibration, force: force)
-        let recorder = try EuRoCRecorder(directory: output, cameraCount: 2, replacingExisting: overwrite)
+        let recorder = try openRecorder()
+        // A second Ctrl-C (or a signal before the first pair) ends the program: an older
+        // recording this one was to replace stays, a new one keeps what its CSVs list.
+        let cleanup = Signals.atExit { recorder.abandon() }
+        defer { Signals.removeCleanup(cleanup) }
         let interruption = Interruption { session.stop() }
         defer { interruption.cancel() }
-        let summary = try await session.record(into: recorder, pairs: frames, timeoutSeconds: deadline)
-        report(summary)
+        let summary: SessionRecordingSummary
+        do {
+            summary = try await session.record(into: recorder, pairs: frames, timeoutSeconds: deadline)
+        } catch {
+            recorder.abandon()
+            throw error
+        }
+        // Ended early: kept when the user stopped it; otherwise an older recording is kept.
+        let keptOlder = recorder.isOpen && !interruption.fired && recorder.replacesOlderRecording
+        if recorder.isOpen {
+            if interruption.fired { try recorder.finish() } else { recorder.abandon() }
+        }
+        report(summary, keptOlder: keptOlder)
         if let reason = summary.endedEarly, !interruption.fired {
-            throw CLIError("the recording ended after \(summary.pairsWritten) of \(frames) pairs: \(reason)")
+            throw CLIError("the recording ended after \(summary.pairsWritten) of \(frames) pairs: \(reason)"
+                           + (keptOlder ? "; the older recording in \(output) was kept" : ""))
         }
     }
 
-    private func report(_ summary: SessionRecordingSummary) {
+    /// The recorder for `--output`, after saying what it tidied of an interrupted run there.
+    private func openRecorder() throws -> EuRoCRecorder {
+        for note in try EuRoCRecorder.tidyInterruptedRecording(in: output) {
+            FileHandle.standardError.write(Data("\(output): \(note)\n".utf8))
+        }
+        return try EuRoCRecorder(directory: output, cameraCount: 2, replacingExisting: overwrite)
+    }
+
+    private func report(_ summary: SessionRecordingSummary, keptOlder: Bool) {
         let stats = summary.statistics
         let skew = stats.synchronizer.skew
         print("\(summary.pairsWritten) pairs written; skew p50 \(Self.milliseconds(skew.p50Nanoseconds)), "
@@ -99,11 +131,25 @@ struct CaptureCommand: AsyncParsableCommand {
         }
         for event in stats.events where event.name == "disconnected" || event.name == "reconnected" { print(event) }
         if let error = summary.writeError { print("write error: \(error)") }
-        print("recorded to \(output)/cam0 (left) and \(output)/cam1 (right)")
+        if keptOlder {
+            print("not recorded: the older recording in \(output) was kept (these \(summary.pairsWritten) pairs were discarded)")
+        } else {
+            print("recorded to \(output)/cam0 (left) and \(output)/cam1 (right)")
+        }
     }
 
-    private func recordEach(_ devices: [any CaptureDevice], into recorder: EuRoCRecorder, deadline: Double) throws {
-        let summaries = try recordIndependently(devices, frames: frames, into: recorder, timeoutSeconds: deadline)
+    private func recordEach(_ devices: [any CaptureDevice], into recorder: EuRoCRecorder, deadline: Double,
+                            stop: RecordingStop) throws {
+        let summaries: [CameraRecordingSummary]
+        do {
+            summaries = try recordIndependently(devices, frames: frames, into: recorder, timeoutSeconds: deadline, stop: stop)
+        } catch {
+            recorder.abandon()
+            throw error
+        }
+        // Short of its frames and not stopped by the user: an older recording is kept.
+        let keptOlder = recorder.isOpen && recorder.replacesOlderRecording
+        if recorder.isOpen { recorder.abandon() }
         for (index, summary) in summaries.enumerated() {
             var line = "cam\(index) (\(index == 0 ? "left" : "right"), \(summary.identity.name)): \(summary.framesWritten) frames"
             let dropped = summary.drops.values.reduce(0, +)
@@ -114,9 +160,14 @@ struct CaptureCommand: AsyncParsableCommand {
             if let error = summary.writeError { line += ", write error: \(error)" }
             print(line)
         }
-        print("recorded to \(output)/cam0 and \(output)/cam1")
-        if summaries.contains(where: { $0.framesWritten < frames }) {
-            throw CLIError("fewer than \(frames) frames per camera within \(Int(deadline)) s")
+        if keptOlder {
+            print("not recorded: the older recording in \(output) was kept (this one was discarded)")
+        } else {
+            print("recorded to \(output)/cam0 and \(output)/cam1")
+        }
+        if !stop.isRequested && summaries.contains(where: { $0.framesWritten < frames }) {
+            throw CLIError("fewer than \(frames) frames per camera within \(Int(deadline)) s"
+                           + (keptOlder ? "; the older recording in \(output) was kept" : ""))
         }
     }
 

@@ -6,9 +6,15 @@ import ParallaxGeometry
 enum OutputFiles {
     /// Refuses, before any work, an output that is also an input, and two outputs with the
     /// same path (compared after resolving `.`, `..` and symbolic links).
+    /// An output that exists and is not a regular file (a device, a FIFO, a socket, a
+    /// folder) is refused too; one that is a symbolic link is written through to its target
+    /// (``FileAccess/outputTarget(for:)``).
     static func check(outputs: [(option: String, path: String)], inputs: [(option: String, path: String)]) throws {
         var seen: [String: String] = [:]
         for output in outputs {
+            do { _ = try FileAccess.outputTarget(for: output.path) } catch {
+                throw CLIError("\(output.option) \(output.path): \(error.reason.replacingOccurrences(of: "cannot write: ", with: ""))")
+            }
             let resolved = resolve(output.path)
             if let earlier = seen[resolved] {
                 throw CLIError("\(earlier) and \(output.option) both name \(output.path); give each output its own file")
@@ -32,21 +38,34 @@ enum OutputFiles {
     /// their targets. A failure in the first phase removes the temporary files and leaves
     /// every target as it was; in the second (a rename refused), the targets already
     /// replaced are put back from their backups. Fails with one line naming the file.
+    /// A path that is a symbolic link is written through to its target (the link stays);
+    /// one that is a device, FIFO, socket or folder is refused before anything is written.
+    /// The temporary files are removed by `FileAccess.removeTemporaries()` when a signal
+    /// ends the program in between.
     static func writeAll(_ files: [(path: String, bytes: [UInt8])]) throws {
         let tag = "parallax-\(getpid())"
         var temporaries: [String] = []
+        defer { for t in temporaries { FileAccess.forgetTemporary(t) } }
         func temporary(for path: String, _ index: Int) -> String {
             let url = URL(fileURLWithPath: path)
             return url.deletingLastPathComponent().appendingPathComponent(".\(url.lastPathComponent).\(tag)-\(index).tmp").path
         }
+        var targets: [String] = []
+        for file in files {
+            do { targets.append(try FileAccess.outputTarget(for: file.path)) } catch {
+                throw CLIError("could not write \(file.path): \(error.reason); nothing was written and no existing file was changed")
+            }
+        }
         for (index, file) in files.enumerated() {
-            let staged = temporary(for: file.path, index)
+            let staged = temporary(for: targets[index], index)
             do {
-                let folder = (file.path as NSString).deletingLastPathComponent
+                let folder = (targets[index] as NSString).deletingLastPathComponent
                 if !folder.isEmpty { try FileAccess.createDirectories(atPath: folder) }
+                FileAccess.trackTemporary(staged)
                 try FileAccess.writeAtomically(file.bytes, toPath: staged)
                 temporaries.append(staged)
             } catch {
+                FileAccess.forgetTemporary(staged)
                 for t in temporaries { unlink(t) }
                 // The staged file's own name means nothing to the user; a folder that could not be made does.
                 throw CLIError("could not write \(file.path): \(error.path == staged ? error.reason : error.description); "
@@ -56,21 +75,22 @@ enum OutputFiles {
         // Every output is on disk: move them into place, keeping what they replace until all are.
         var placed: [(path: String, backup: String?)] = []
         for (index, file) in files.enumerated() {
+            let target = targets[index]
             var backup: String?
-            if FileManager.default.fileExists(atPath: file.path) {
-                let saved = temporary(for: file.path, index) + ".previous"
-                if rename(file.path, saved) == 0 { backup = saved }
+            if FileManager.default.fileExists(atPath: target) {
+                let saved = temporary(for: target, index) + ".previous"
+                if rename(target, saved) == 0 { backup = saved }
             }
-            guard rename(temporaries[index], file.path) == 0 else {
+            guard rename(temporaries[index], target) == 0 else {
                 let reason = String(cString: strerror(errno))
-                if let backup { rename(backup, file.path) }
+                if let backup { rename(backup, target) }
                 for done in placed.reversed() {
                     if let previous = done.backup { rename(previous, done.path) } else { unlink(done.path) }
                 }
                 for t in temporaries[index...] { unlink(t) }
                 throw CLIError("could not write \(file.path): \(reason); every file was put back as it was")
             }
-            placed.append((file.path, backup))
+            placed.append((target, backup))
         }
         for done in placed { if let backup = done.backup { unlink(backup) } }
     }

@@ -239,48 +239,25 @@ struct StereoSourceArguments: ParsableArguments {
 
     /// Opens a node path or a stable identity, with its USB location from discovery (for
     /// the hardware cost).
+    /// A name that is a path (absolute, `./…`, or one that exists relative to the working
+    /// folder) opens that node; any other name is a stable identity.
     static func openCamera(_ name: String) throws -> V4L2Camera {
-        if name.hasPrefix("/") {
-            let found = V4L2Discovery().cameras().first { $0.devicePath == name }
-            return try V4L2Camera(path: name, stableID: found?.identity.stableID, usb: found?.usb)
-        }
-        return try V4L2Camera.open(stableID: name)
-    }
-}
-
-/// Calls an action once on Ctrl-C (SIGINT) or SIGTERM instead of the default exit, so a
-/// running session can end cleanly; a second signal exits at once.
-final class Interruption: @unchecked Sendable {
-    private var sources: [DispatchSourceSignal] = []
-    private let firedFlag = NSLock()
-    private var wasFired = false
-
-    /// True once a signal arrived.
-    var fired: Bool { firedFlag.lock(); defer { firedFlag.unlock() }; return wasFired }
-
-    init(_ action: @escaping @Sendable () -> Void) {
-        for number in [SIGINT, SIGTERM] {
-            signal(number, SIG_IGN)
-            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
-            source.setEventHandler { [self] in
-                if fired { exit(130) }
-                firedFlag.lock()
-                wasFired = true
-                firedFlag.unlock()
-                FileHandle.standardError.write(Data("\ninterrupted: stopping cleanly (again to quit at once)\n".utf8))
-                action()
+        if name.hasPrefix("/") || name.hasPrefix("./") || name.hasPrefix("../") || FileManager.default.fileExists(atPath: name) {
+            let path = name.hasPrefix("/") ? name : FileManager.default.currentDirectoryPath + "/" + name
+            var info = stat()
+            if stat(path, &info) == 0 && (info.st_mode & S_IFMT) != S_IFCHR {
+                throw CLIError("\(name): not a camera node (it is a \((info.st_mode & S_IFMT) == S_IFDIR ? "folder" : "file"), "
+                               + "not a device); give a node such as /dev/video0 or an identity that `parallax devices` lists")
             }
-            source.resume()
-            sources.append(source)
+            let found = V4L2Discovery().cameras().first { $0.devicePath == path }
+            return try V4L2Camera(path: path, stableID: found?.identity.stableID, usb: found?.usb)
         }
-    }
-
-    /// Restores the default signal handling.
-    func cancel() {
-        for source in sources { source.cancel() }
-        sources = []
-        signal(SIGINT, SIG_DFL)
-        signal(SIGTERM, SIG_DFL)
+        let discovery = V4L2Discovery()
+        guard discovery.camera(withStableID: name) != nil else {
+            throw CLIError("\(name): no camera with that identity is plugged in, and no file of that name is here; "
+                           + "give a device node (/dev/video0) or an identity that `parallax devices` lists")
+        }
+        return try V4L2Camera.open(stableID: name, discovery: discovery)
     }
 }
 

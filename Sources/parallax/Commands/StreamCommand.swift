@@ -101,6 +101,16 @@ struct StreamCommand: AsyncParsableCommand {
             throw ValidationError(RectificationArguments.distanceSyntax("--convergence", convergence))
         }
         try timeout?.check("--timeout", atMost: DurationArgument(nanoseconds: 86_400_000_000_000))
+        // A replug plugs back a camera that was unplugged before it; otherwise it does nothing.
+        for side in StereoSide.allCases {
+            let unplugs = unplug.filter { $0.side == side }.map(\.seconds).sorted()
+            for back in replug.filter({ $0.side == side }).map(\.seconds).sorted() {
+                guard unplugs.contains(where: { $0 < back }) else {
+                    throw ValidationError("--replug \(side)@\(String(format: "%g", back))s comes before any --unplug \(side): "
+                                          + "a camera is plugged back only after it was unplugged")
+                }
+            }
+        }
     }
 
     func run() async throws {
@@ -179,6 +189,13 @@ struct StreamCommand: AsyncParsableCommand {
             // The timeout's own stop says only "stopped": say why it stopped.
             var reason = "timed out after \(String(format: "%g", deadline)) s"
             if !timedOut.withLock({ $0 }), case .stopped(let why) = endEvent?.kind { reason = why }
+            // A camera still away at the end is most likely why the pairs stopped: say so.
+            for side in StereoSide.allCases {
+                let last = stats.events.last { $0.side == side && ($0.kind == .disconnected || $0.kind == .reconnected) }
+                if let last, last.kind == .disconnected {
+                    reason += "; the \(side) camera was unplugged at \(String(format: "%.2f", last.atSeconds)) s and did not come back"
+                }
+            }
             throw CLIError("the session ended after \(received) of \(frames) pairs: \(reason)")
         }
     }

@@ -77,7 +77,7 @@ struct CalibrationDemoStep: DemoStep {
                      estimate.baseline, truth.baseline, 100 * (estimate.baseline / truth.baseline - 1), rotationError))
         let path = context.path("calibration-estimated.json")
         try estimate.write(toFile: path)
-        print("   wrote the estimated calibration to \(path)")
+        print("   wrote the estimated calibration to \(context.shownPath("calibration-estimated.json"))")
         context.shared["estimatedCalibration"] = estimate
     }
 }

@@ -19,7 +19,8 @@ struct CaptureDemoStep: DemoStep {
         let stereo = StereoDevice(simulated: device)
         try stereo.configure(StereoConfiguration(format: CaptureFormat(fourCC: .grey, size: ImageSize(width: 640, height: 480),
                                                                        frameInterval: FrameInterval(numerator: 1, denominator: 30))))
-        let recorder = try EuRoCRecorder(directory: folder, cameraCount: 2, replacingExisting: true)
+        let recorder = try EuRoCRecorder(directory: folder, cameraCount: 2)
+        defer { recorder.abandon() }  // ended early: what was written stays, listed
         let session = try StereoSession(device: stereo)
         let summary = try await session.record(into: recorder, pairs: 30, timeoutSeconds: 20)
         let stats = summary.statistics
@@ -29,7 +30,7 @@ struct CaptureDemoStep: DemoStep {
               + "max \(String(format: "%.2f", Double(skew.maxNanoseconds) / 1e6)) ms; "
               + "lost by the cameras: left \(stats.lost(.left)), right \(stats.lost(.right)); "
               + "unpaired: left \(stats.synchronizer.dropped(.left)), right \(stats.synchronizer.dropped(.right))")
-        print("   recorded to \(folder)/ (EuRoC layout, cam0 left, cam1 right)")
+        print("   recorded to \(context.shownPath("capture"))/ (EuRoC layout, cam0 left, cam1 right)")
         // What two real webcams would cost on one USB 2.0 bus (`parallax cost`).
         let webcam = CaptureFormat(fourCC: .yuyv, size: ImageSize(width: 1280, height: 720),
                                    frameInterval: FrameInterval(numerator: 1, denominator: 30))

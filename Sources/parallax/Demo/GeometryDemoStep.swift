@@ -22,7 +22,7 @@ struct GeometryDemoStep: DemoStep {
         let calibration = Self.rig
         let path = context.path("rig-calibration.json")
         try calibration.write(toFile: path)
-        print("   wrote the simulated rig's calibration to \(path)")
+        print("   wrote the simulated rig's calibration to \(context.shownPath("rig-calibration.json"))")
         let rectification = try calibration.rectification(RectificationOptions(alpha: 0))
         print(String(format: "   rectified: %@ layout, focal %.2f px, baseline %.2f mm, valid area left %@ right %@",
                      rectification.layout.rawValue, rectification.focalLength, abs(rectification.signedBaseline),

@@ -146,8 +146,18 @@ struct SessionRecordingTests {
         } catch {
             #expect("\(error)".contains("not empty"))
         }
-        _ = try EuRoCRecorder(directory: directory, replacingExisting: true)
+        // The older recording is replaced when the new one finishes, not before; abandoned, it stays.
+        let abandoned = try EuRoCRecorder(directory: directory, replacingExisting: true)
+        #expect(abandoned.replacesOlderRecording)
+        abandoned.abandon()
+        #expect(try FileManager.default.contentsOfDirectory(atPath: directory).sorted() == ["cam0", "notes.txt"])
+        #expect(FileManager.default.fileExists(atPath: directory + "/cam0/data/1.png"))
+        let replacing = try EuRoCRecorder(directory: directory, replacingExisting: true)
+        #expect(FileManager.default.fileExists(atPath: directory + "/cam0/data/1.png"))
+        try replacing.finish()
         #expect(!FileManager.default.fileExists(atPath: directory + "/cam0/data/1.png"))
         #expect(FileManager.default.fileExists(atPath: directory + "/notes.txt"))
+        #expect(try FileManager.default.contentsOfDirectory(atPath: directory).sorted() == ["cam0", "cam1", "notes.txt"])
+        #expect(try String(contentsOfFile: directory + "/cam0/data.csv", encoding: .utf8) == "#timestamp [ns],filename\n")
     }
 }
