@@ -147,6 +147,29 @@ struct CalibrationFormatsTests {
         return ["P1", "P2", "Q"].flatMap { key in (object[key]?.array ?? []).flatMap { $0.array?.compactMap(\.number) ?? [$0.number ?? .nan] } }
     }
 
+    /// Issue: "OpenCV YAML written by `calibrate` loses the unit, so `--convergence 1.5m` is
+    /// refused while the same calibration as JSON works". The YAML `calibrate --opencv-yaml`
+    /// writes (`OpenCVStereoFile.text`) now carries `translation_unit`, and a distance with a
+    /// unit converts against it exactly as against the JSON. Mutation: dropping the key from
+    /// the writer makes the YAML run refuse the metres.
+    @Test("the OpenCV YAML Parallax writes records its unit: --convergence 1.5m works on it as on the JSON")
+    func openCVYAMLKeepsTheUnit() throws {
+        let dir = try ParallaxCLI.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        var calibration = try StereoCalibration(contentsOfFile: Self.sample)
+        calibration.translationUnit = .millimetre
+        let json = dir.appendingPathComponent("rig.json").path, yaml = dir.appendingPathComponent("rig.yml").path
+        try calibration.write(toFile: json)
+        try OpenCVStereoFile.text(for: calibration, rectification: nil).write(toFile: yaml, atomically: true, encoding: .utf8)
+        var outputs: [String] = []
+        for file in [json, yaml] {
+            let result = try ParallaxCLI.run(["rectification", "--calibration", file, "--convergence", "1.5m", "--json"])
+            #expect(result.status == 0, "\(file): \(result.stderr)")
+            outputs.append(result.stdout)
+        }
+        #expect(outputs.count == 2 && outputs[0] == outputs[1] && outputs[0].contains("1500"), "\(outputs)")
+    }
+
     @Test("OpenCV YAML (M1 or K1 names) and ROS camera_info pairs give the rectification the JSON gives")
     func everyFormatGivesTheSameRectification() throws {
         let fm = FileManager.default

@@ -308,10 +308,21 @@ struct WrittenCalibrationFileTests {
         }
         // The right camera's skew is in M2[0][1], where OpenCV keeps it.
         #expect(try Self.matrix(root["M2"], "M2").data[1] == 0.75)
-        // Back through Parallax's reader: every field to the bit; OpenCV's format records no unit.
+        // Back through Parallax's reader: every field to the bit, the unit from `translation_unit`.
+        #expect(rig.translationUnit == .millimetre && root["translation_unit"]?.scalar?.string == "mm")
+        ExchangeFixtures.expectEveryField("OpenCV YAML round trip", try OpenCVStereoFile.calibration(from: [(text, "rig.yml")]), rig)
+        // A unitless calibration writes no key and reads back unitless; an unknown unit is named with its line.
         var unitless = rig
         unitless.translationUnit = .unitless
-        ExchangeFixtures.expectEveryField("OpenCV YAML round trip", try OpenCVStereoFile.calibration(from: [(text, "rig.yml")]), unitless)
+        let plain = OpenCVStereoFile.text(for: unitless, rectification: nil)
+        #expect(!plain.contains("translation_unit"))
+        #expect(try OpenCVStereoFile.calibration(from: [(plain, "rig.yml")]).translationUnit == .unitless)
+        let furlongs = plain.replacingOccurrences(of: "image_height: 720\n", with: "image_height: 720\ntranslation_unit: furlong\n")
+        #expect {
+            try OpenCVStereoFile.calibration(from: [(furlongs, "rig.yml")])
+        } throws: { error in
+            "\(error)".contains("rig.yml:5: 'translation_unit' is furlong; expected mm, cm, m or in")
+        }
     }
 
     /// The camera_info pair ROS needs: every field, the baseline in metres although the calibration is in

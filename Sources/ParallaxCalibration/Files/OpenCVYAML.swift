@@ -11,6 +11,10 @@ import ParallaxGeometry
 /// accepts the sample's two files (intrinsics.yml and extrinsics.yml) given together.
 /// A fisheye calibration adds `distortion_model: fisheye`, since OpenCV's file
 /// cannot otherwise tell four fisheye coefficients from four Brown ones.
+/// A calibration whose translation has a unit adds `translation_unit` (`"mm"`, `"cm"`,
+/// `"m"` or `"in"`): OpenCV's format has no place for the unit, its readers skip keys they
+/// do not ask for, and Parallax reads it back, so a distance such as `--convergence 1.5m`
+/// converts against the YAML file as against the JSON one.
 /// One camera in OpenCV FileStorage YAML, with the keys OpenCV's calibration sample
 /// (`samples/cpp/calibration.cpp`) writes and reads: `image_width`, `image_height`,
 /// `camera_matrix`, `distortion_coefficients` and `avg_reprojection_error`.
@@ -36,6 +40,7 @@ public enum OpenCVStereoFile {
         out += "image_width: \(calibration.left.size.width)\n"
         out += "image_height: \(calibration.left.size.height)\n"
         if calibration.left.distortion.isFisheye { out += "distortion_model: fisheye\n" }
+        if calibration.translationUnit != .unitless { out += "translation_unit: \"\(calibration.translationUnit.rawValue)\"\n" }
         func matrix(_ name: String, rows: Int, cols: Int, _ values: [Double]) {
             out += "\(name): !!opencv-matrix\n   rows: \(rows)\n   cols: \(cols)\n   dt: d\n   data: \(yamlList(values))\n"
         }
@@ -111,8 +116,17 @@ public enum OpenCVStereoFile {
         guard abs(rotation.determinant - 1) < 1e-3 else { throw rr.error(rr.node("R"), "'R' is not a rotation (determinant \(rotation.determinant))") }
         let tr = try reader(for: "T")
         let t = try tr.matrix("T", shapes: [(3, 1), (1, 3)]).data
+        var unit = LengthUnit.unitless
+        if let r = readers.first(where: { $0.node("translation_unit") != nil }) {
+            let symbol = try r.string("translation_unit")
+            guard let known = LengthUnit(symbol: symbol) else {
+                throw r.error(r.node("translation_unit"), "'translation_unit' is \(excerpt(symbol)); expected mm, cm, m or in")
+            }
+            unit = known
+        }
         return StereoCalibration(left: left, right: right,
-                                 extrinsics: RigidTransform(rotation: rotation, translation: SIMD3(t[0], t[1], t[2])))
+                                 extrinsics: RigidTransform(rotation: rotation, translation: SIMD3(t[0], t[1], t[2])),
+                                 translationUnit: unit)
     }
 
     /// Reads `paths` (one file, or the intrinsics and extrinsics files of OpenCV's sample).

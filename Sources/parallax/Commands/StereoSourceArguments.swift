@@ -8,7 +8,7 @@ import ParallaxTestSupport
 /// Where `capture` and `stream` get their two cameras: the simulated rig, two virtual
 /// UVC cameras, or two real ones, with one format and an optional frame-rate cap.
 struct StereoSourceArguments: ParsableArguments {
-    @Flag(name: .long, help: "The simulated rig (no hardware): right camera 3 ms late, 40 ppm drift, ±0.5 ms jitter, 1 % drops on each side.")
+    @Flag(name: .long, help: ArgumentHelp("The simulated rig (no hardware): \(SimulatedRigTiming.summary)."))
     var simulated = false
 
     @Flag(name: .long, help: "Two virtual UVC cameras behind the V4L2 code (no hardware), so unplugging and faults can be tried.")
@@ -137,11 +137,8 @@ struct StereoSourceArguments: ParsableArguments {
             let geometry = SimulatedStereoRig.example(size: imageSize)
             let rig = SimulatedRigDevice(
                 rig: geometry, frameInterval: interval, pixelFormat: requested?.pixelFormat ?? .gray8,
-                leftTiming: SimulatedCameraTiming(jitterNanoseconds: 500_000, dropProbability: 0.01, noiseStandardDeviation: noise,
-                                                  corruptFrameProbability: corrupt),
-                rightTiming: SimulatedCameraTiming(offsetNanoseconds: 3_000_000, driftPPM: 40, jitterNanoseconds: 500_000,
-                                                   dropProbability: 0.01, noiseStandardDeviation: noise,
-                                                   corruptFrameProbability: corrupt),
+                leftTiming: SimulatedRigTiming.left(noise: noise, corrupt: corrupt),
+                rightTiming: SimulatedRigTiming.right(noise: noise, corrupt: corrupt),
                 pace: realTime ? .realTime : .asFastAsPossible,
                 boardTrajectory: movingBoard ? BoardTrajectory.calibrationSweep(for: geometry) : nil)
             let format = CaptureFormat(fourCC: fourCC, size: imageSize, frameInterval: interval)

@@ -12,9 +12,7 @@ struct CaptureDemoStep: DemoStep {
         let device = SimulatedRigDevice(
             rig: .example(size: ImageSize(width: 640, height: 480)),
             frameInterval: FrameInterval(numerator: 1, denominator: 30),
-            leftTiming: SimulatedCameraTiming(jitterNanoseconds: 200_000),
-            rightTiming: SimulatedCameraTiming(offsetNanoseconds: 3_000_000, driftPPM: 40, jitterNanoseconds: 200_000,
-                                               dropProbability: 0.02),
+            leftTiming: SimulatedRigTiming.left(), rightTiming: SimulatedRigTiming.right(),
             pace: .realTime)
         let stereo = StereoDevice(simulated: device)
         try stereo.configure(StereoConfiguration(format: CaptureFormat(fourCC: .grey, size: ImageSize(width: 640, height: 480),
@@ -25,7 +23,7 @@ struct CaptureDemoStep: DemoStep {
         let summary = try await session.record(into: recorder, pairs: 30, timeoutSeconds: 20)
         let stats = summary.statistics
         let skew = stats.synchronizer.skew
-        print("   right camera: 3 ms offset, 40 ppm drift, ±0.2 ms jitter, 2 % drops")
+        print("   the simulated rig (as `--simulated`): \(SimulatedRigTiming.summary)")
         print("   \(summary.pairsWritten) pairs; skew p50 \(String(format: "%.2f", Double(skew.p50Nanoseconds) / 1e6)) ms, "
               + "max \(String(format: "%.2f", Double(skew.maxNanoseconds) / 1e6)) ms; "
               + "lost by the cameras: left \(stats.lost(.left)), right \(stats.lost(.right)); "

@@ -15,9 +15,7 @@ struct SessionDemoStep: DemoStep {
         let size = ImageSize(width: 1280, height: 720)
         let rig = SimulatedRigDevice(
             rig: .example(size: size), frameInterval: FrameInterval(numerator: 1, denominator: 30),
-            leftTiming: SimulatedCameraTiming(jitterNanoseconds: 500_000, dropProbability: 0.01),
-            rightTiming: SimulatedCameraTiming(offsetNanoseconds: 3_000_000, driftPPM: 40, jitterNanoseconds: 500_000,
-                                               dropProbability: 0.01),
+            leftTiming: SimulatedRigTiming.left(), rightTiming: SimulatedRigTiming.right(),
             pace: .asFastAsPossible)
         let device = StereoDevice(simulated: rig)
         var options = StereoSessionOptions()
