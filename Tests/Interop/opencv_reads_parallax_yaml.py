@@ -48,6 +48,11 @@ def same_bits(name, read, expected):
 width, height = int(storage.getNode("image_width").real()), int(storage.getNode("image_height").real())
 if (width, height) != (calibration["left"]["width"], calibration["left"]["height"]):
     failures.append(f"image size: OpenCV read {width}x{height}")
+# The unit Parallax records beside OpenCV's keys: OpenCV reads it as a plain string.
+# A unitless calibration writes no key (OpenCV then reads an empty string).
+unit = storage.getNode("translation_unit").string()
+if unit != calibration.get("unit", "unitless").replace("unitless", ""):
+    failures.append(f"translation_unit: OpenCV read {unit!r}, the JSON says {calibration.get('unit')!r}")
 M1, D1, M2, D2 = matrix("M1"), matrix("D1"), matrix("M2"), matrix("D2")
 R, T = matrix("R"), matrix("T")
 same_bits("M1", M1, camera_matrix("left"))
@@ -73,5 +78,5 @@ for failure in failures:
     print("interop:", failure)
 if failures:
     sys.exit(1)
-print(f"interop: OpenCV {cv2.__version__} read {rig_yaml}: M1, D1, M2, D2, R, T equal the JSON's to the bit; "
+print(f"interop: OpenCV {cv2.__version__} read {rig_yaml}: M1, D1, M2, D2, R, T equal the JSON's to the bit, translation_unit {unit!r}; "
       f"stereoRectify on them gives the file's R1, R2, P1, P2, Q within {worst:.2g} of each matrix's largest entry")
