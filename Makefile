@@ -13,7 +13,7 @@ COMPARE_PACKAGES := python3 python3-venv
 # Extra flags for `swift test`, e.g. `make test TEST_FLAGS="--filter Geometry"`.
 TEST_FLAGS ?=
 
-.PHONY: all deps install-packages build release demo test short-soak allocations test-cpus check-interop check-arm64 check-live test-asan test-tsan test-kernel soak fuzz bench bench-pair compare-opencv clean
+.PHONY: all deps install-packages build release demo check-demo test short-soak allocations test-cpus check-interop check-arm64 check-live test-asan test-tsan test-kernel soak fuzz bench bench-pair compare-opencv clean
 
 all: build
 
@@ -101,10 +101,33 @@ check-live: release
 	@$(MAKE) --no-print-directory install-packages PACKAGES="jq"
 	rm -rf $(LIVE_CHECK) && mkdir -p $(LIVE_CHECK)
 	$$($(SWIFT) build -c release --show-bin-path)/parallax calibrate --live --simulated \
-	  --output $(LIVE_CHECK)/rig.json --report $(LIVE_CHECK)/report --json > $(LIVE_CHECK)/figures.json
+	  --output $(LIVE_CHECK)/rig.json --report $(LIVE_CHECK)/report --json > $(LIVE_CHECK)/figures.json 2> $(LIVE_CHECK)/stderr.txt \
+	  || { cat $(LIVE_CHECK)/stderr.txt; exit 1; }
 	jq '{stop_reason, pairs_taken, pairs_streamed, capture_seconds, rms_stereo, truth_errors}' $(LIVE_CHECK)/figures.json
 	jq -e '$(LIVE_TARGETS)' $(LIVE_CHECK)/figures.json > /dev/null \
 	  || { echo "check-live: the live calibration missed its targets or the truth (figures above)"; exit 1; }
+	@# The guide's status line: the fit (rms, worst σ) shown once at least 12 pairs are taken, never before.
+	grep -E 'pairs (1[2-9]|[2-9][0-9]) .*rms [0-9.]+ px  σ ≤ [0-9.]+ px' $(LIVE_CHECK)/stderr.txt > $(LIVE_CHECK)/fits.txt \
+	  || { echo "check-live: no status line showed the fit"; exit 1; }
+	tail -1 $(LIVE_CHECK)/fits.txt
+	! grep -E 'pairs ([0-9]|1[01]) .*rms ' $(LIVE_CHECK)/stderr.txt \
+	  || { echo "check-live: a fit was shown before 12 pairs were taken"; exit 1; }
+
+# README's `make demo` as a new user runs it, twice (the second run replaces the first's
+# output): every stage ran, its pictures and calibration are written, and the command-line
+# tool is where README.md says, listing its commands. About 15 s after the release build.
+DEMO_CHECK := .build/check-demo.txt
+check-demo: release
+	$(MAKE) --no-print-directory demo > $(DEMO_CHECK)
+	$(MAKE) --no-print-directory demo >> $(DEMO_CHECK)
+	@test "$$(grep -c '^== demo finished; outputs in demo-output/' $(DEMO_CHECK))" = 2 && grep -q '^== 6/6 ' $(DEMO_CHECK) \
+	  || { cat $(DEMO_CHECK); echo "check-demo: the demo did not run every stage twice"; exit 1; }
+	@for f in rig-calibration.json capture/cam0/data.csv capture/cam1/data.csv rectified-left.png rectified-right.png \
+	  rectified-preview.png rectified-anaglyph.png calibration-estimated.json; do \
+	  test -s demo-output/$$f || { echo "check-demo: demo-output/$$f is missing"; exit 1; }; done
+	@test -z "$$(ls -A . | grep -F '.demo-output.parallax-demo-')" || { echo "check-demo: a staging folder was left"; exit 1; }
+	test -x .build/release/parallax && .build/release/parallax --help | grep -q '^  calibrate '
+	@echo "check-demo: two demo runs, every stage and output; .build/release/parallax lists its commands"
 
 # The suite under the address sanitizer (LeakSanitizer on, with the suppressions in
 # Tests/Sanitizers/lsan.supp, each explained there) and under the thread sanitizer. Each

@@ -72,6 +72,11 @@ struct LiveCalibrationTests {
             #expect(abs(a - b) <= (deviation ?? .nan) * shift, "\(a) and \(b), σ \(deviation ?? .nan), bound \(shift) σ")
         }
         #expect(second.translationUnit == .millimetre)
+        // Calibration/GUIDE.md: "Calibrations from image files record no cameras and fit any":
+        // again.json names no cameras, and streams on the virtual webcams without --force.
+        #expect(second.extra["cameras"] == nil && first.extra["cameras"] != nil)
+        let streamed = try ParallaxCLI.run(["stream", "--virtual", "--frames", "3", "--calibration", "again.json"], workingDirectory: dir)
+        #expect(streamed.status == 0, "\(streamed.stderr)")
     }
 
     /// Calibration/GUIDE.md: the pairs folder is "kept even when the calibration afterwards fails its gate".
@@ -89,17 +94,17 @@ struct LiveCalibrationTests {
         #expect(try FileManager.default.contentsOfDirectory(atPath: dir.path) == ["rig-pairs"])
     }
 
-    /// Calibration/GUIDE.md: the capture stops "on Enter or Ctrl-C (`user`)". A real SIGINT once the
-    /// capture has started, before it could take 3 pairs: it stops with that reason, keeps the
-    /// (empty) pairs folder, and calibrates nothing: at least 3 pairs are needed.
-    @Test("Ctrl-C during a live capture stops it with stop reason user")
-    func ctrlCStopsTheCapture() throws {
+    /// Calibration/GUIDE.md: the capture stops "on Ctrl-C, SIGTERM or SIGHUP (`user`)". A real
+    /// signal once the capture has started, before it could take 3 pairs: it stops with that
+    /// reason, keeps the (empty) pairs folder, and calibrates nothing: at least 3 pairs are needed.
+    @Test("Ctrl-C, SIGTERM or SIGHUP during a live capture stops it with stop reason user", arguments: [SIGINT, SIGTERM, SIGHUP])
+    func ctrlCStopsTheCapture(signal: Int32) throws {
         let dir = try ParallaxCLI.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
         let run = try ParallaxCLI.runInterrupted(
             ["calibrate", "--live", "--simulated", "--size", "160x120", "--output", dir.appendingPathComponent("out/rig.json").path],
-            after: "live capture from", signal: SIGINT)
-        #expect(run.secondsToExit < 60, "the capture did not stop within 60 s of SIGINT")
+            after: "live capture from", signal: signal)
+        #expect(run.secondsToExit < 60, "the capture did not stop within 60 s of signal \(signal)")
         let stderr = run.stderr
         #expect(stderr.contains("capture stopped (user)"), "\(stderr)")
         #expect(run.status == 1 && stderr.contains("before it stopped (user); at least 3 are needed"), "\(stderr)")

@@ -174,4 +174,19 @@ struct MessagesTests {
         #expect(long.status == 1 && long.stderr.contains("… (5000002 bytes)` is not a non-negative integer"), "\(long.stderr.prefix(300))")
         #expect(long.stderr.utf8.count < 2_000, "\(long.stderr.utf8.count) bytes of stderr")
     }
+
+    /// README: Calibration/GUIDE.md covers "every option of `parallax calibrate`": each option
+    /// the command's help lists is named in the guide.
+    @Test("every option of parallax calibrate is in Calibration/GUIDE.md")
+    func theGuideNamesEveryCalibrateOption() throws {
+        let help = try ParallaxCLI.run(["calibrate", "--help"])
+        #expect(help.status == 0)
+        let guide = try String(contentsOf: ParallaxCLI.packageRoot.appendingPathComponent("Calibration/GUIDE.md"), encoding: .utf8)
+        let options = Set(help.stdout.matches(of: /(?m)^\s+(--[a-z][a-z-]*)/).map { String($0.1) }).subtracting(["--help", "--version"])
+        #expect(options.count > 30, "\(options.sorted())")
+        for option in options.sorted() {
+            #expect(guide.contains("`\(option)") || guide.contains(" \(option) ") || guide.contains("\(option)\n"),
+                    "Calibration/GUIDE.md does not name \(option)")
+        }
+    }
 }

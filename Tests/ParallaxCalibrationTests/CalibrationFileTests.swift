@@ -31,6 +31,31 @@ struct CalibrationFileTests {
         Self.expectEqual(back, calibration, tolerance: 0, "sample through OpenCV YAML")
     }
 
+    /// Calibration/GUIDE.md: "example stereo calibration files (Parallax JSON, OpenCV YAML, ROS,
+    /// Kalibr) are in `examples/`". Each loads through the one loader as the format its README
+    /// table says, and all describe the rig of `parallax-calibration.json`: the YAML Parallax
+    /// wrote to the bit, the ROS pair up to the rounding of rebuilding R and T from R1, R2 and
+    /// P2 (as in `rosCameraInfoRoundTripsAndRebuildsTheRig`), and the Kalibr camchain is
+    /// exactly what Parallax writes for it today (the file cannot rot unnoticed).
+    @Test func everyExampleLoadsAsTheRigItDescribes() throws {
+        func path(_ name: String) -> String { Self.examples.appendingPathComponent(name).path }
+        let (rig, format) = try CalibrationFile.load(path("parallax-calibration.json"))
+        #expect(format == .parallaxJSON)
+        let yaml = try CalibrationFile.load(path("opencv-stereo-written-by-parallax.yml"))
+        #expect(yaml.format == .openCVYAML)
+        Self.expectEqual(yaml.calibration, rig, tolerance: 0, "opencv-stereo-written-by-parallax.yml")
+        let ros = try CalibrationFile.load(path("ros"))
+        #expect(ros.format == .rosCameraInfo)
+        var rebuilt = ros.calibration
+        #expect(rebuilt.translationUnit == .metre)  // ROS's unit; this rig's translation is in squares
+        rebuilt.translationUnit = rig.translationUnit
+        ExchangeFixtures.expectEveryField("examples/ros", rebuilt, rig, rotation: 7e-16, translation: 6e-15)
+        let camchain = try String(contentsOfFile: path("kalibr-camchain.yaml"), encoding: .utf8)
+        #expect(camchain == KalibrCamchain.text(for: rig, metersPerUnit: 1).text)
+        // OpenCV's own files are the OpenCV sample calibration (readsFilesOpenCVWrote).
+        #expect(try CalibrationFile.load(path("opencv-stereo.yml")).format == .openCVYAML)
+    }
+
     @Test func readsFilesOpenCVWrote() throws {
         try #require(FileManager.default.fileExists(atPath: Self.examples.appendingPathComponent("opencv-stereo.yml").path),
                      "Calibration/examples/opencv-stereo.yml is missing from the package")
