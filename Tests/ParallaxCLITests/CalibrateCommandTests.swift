@@ -140,6 +140,11 @@ struct CalibrateCommandTests {
         // One point per corner residual, both cameras (54 corners a view), and the RMS circle.
         let scatter = try text("residual-scatter.svg")
         #expect(scatter.components(separatedBy: "<circle ").count - 1 == 2 * 54 * pairs + 1)
+        // "residuals-per-view.svg — RMS per pair, left and right": one left (blue) and one right
+        // (orange) bar per pair, each titled with its image.
+        let bars = try text("residuals-per-view.svg")
+        #expect(bars.components(separatedBy: "fill=\"#1f77b4\" stroke=\"none\"><title>").count - 1 == pairs, "\(bars)")
+        #expect(bars.components(separatedBy: "fill=\"#ff7f0e\" stroke=\"none\"><title>").count - 1 == pairs, "\(bars)")
         try Self.expectOneLogarithmicScale(try text("projection-uncertainty.svg"), panels: ["left", "right"], "projection-uncertainty.svg")
         // brown5 has 9 parameters per camera, each with its σ; then the extrinsics' σ and the baseline's.
         let page = try text("index.html")
