@@ -153,10 +153,12 @@ test-asan: deps
 # rendering, encoding and detecting under it; the session threads and MJPEG decoding they use
 # are checked by the session suites. And the write that fails midway:
 # its file-size limit (ulimit -f 8) makes the thread sanitizer's own runtime fault (SIGBUS)
-# before the command starts; make test and make test-asan run it.
+# before the command starts; make test and make test-asan run it. And the twenty recordings
+# killed or hung up at random moments: minutes of rendering and PNG encoding under it, while
+# the signal paths it takes are those the interrupted-capture tests check here.
 TSAN_SKIP := --skip UncertaintyHonestyTests --skip OneCameraTests --skip CornerOutlierTests --skip CircleGridTests \
 	--skip crossValidatesOnHalves --skip takesPairsAndCalibrates --skip virtualMJPEGCalibrates --skip calibratesFromCircleImages \
-	--skip aWriteFailingMidwayLeavesTheOldFile
+	--skip aWriteFailingMidwayLeavesTheOldFile --skip killedAndHungUpRecordingsStayConsistent
 
 test-tsan: deps
 	$(SWIFT) build --build-tests --scratch-path .build-tsan -Xswiftc -sanitize=thread
