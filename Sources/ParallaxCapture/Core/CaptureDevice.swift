@@ -7,7 +7,7 @@ import ParallaxGeometry
 /// `stop()`, and `start` may follow `stop` again. Outputs (frames and
 /// events) reach the handler in order, on the device's own thread; the
 /// handler must return quickly (hand the frame on, do not process it there).
-/// ``outputs(bufferingNewest:)`` wraps this in an `AsyncStream`.
+/// ``outputs(bufferingNewest:)`` reads the same outputs as an `AsyncSequence` instead.
 public protocol CaptureDevice: AnyObject, Sendable {
     /// Who this device is.
     var identity: DeviceIdentity { get }

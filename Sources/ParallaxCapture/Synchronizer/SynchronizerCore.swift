@@ -165,11 +165,8 @@ public final class SynchronizerCore<Payload> {
 
     // MARK: Statistics
 
-    /// Counters and distributions since the core was made (or ``resetStatistics()``).
+    /// Counters and distributions since the core was made.
     public var statistics: SynchronizerStatistics { state.engine.statistics }
-
-    /// Zeroes the counters and distributions (not the clock estimate).
-    public func resetStatistics() { state.engine.resetStatistics() }
 
     /// The current clock estimate, if estimation is on and a pair was matched since the
     /// last reset.

@@ -240,17 +240,6 @@ struct SynchronizerEngine {
             clock: estimatesClock ? clock.estimate : nil)
     }
 
-    @usableFromInline
-    mutating func resetStatistics() {
-        framesPushed = PerSide(repeating: 0)
-        for i in dropCounts.indices { dropCounts[i] = 0 }
-        pairCount = 0
-        deadlinePairCount = 0
-        discontinuityCount = 0
-        skews.reset()
-        latencies.reset()
-    }
-
     @usableFromInline var clockEstimate: ClockEstimate? { estimatesClock ? clock.estimate : nil }
 
     // MARK: Decisions

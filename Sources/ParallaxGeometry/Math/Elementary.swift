@@ -16,6 +16,5 @@ import Darwin
 @usableFromInline @inline(__always) func _atan(_ x: Double) -> Double { atan(x) }
 @usableFromInline @inline(__always) func _atan2(_ y: Double, _ x: Double) -> Double { atan2(y, x) }
 @usableFromInline @inline(__always) func _acos(_ x: Double) -> Double { acos(x) }
-@usableFromInline @inline(__always) func _asin(_ x: Double) -> Double { asin(x) }
 @usableFromInline @inline(__always) func _floor(_ x: Double) -> Double { floor(x) }
 @usableFromInline @inline(__always) func _ceil(_ x: Double) -> Double { ceil(x) }
