@@ -209,11 +209,11 @@ struct MapBuildingTests {
                                                    (.interleaved(1), 40_000)]
             for (layout, rowBytes) in layouts {
                 for interpolation in [Interpolation.bilinear, .nearest, .bicubic] {
-                    let fromModel = CompiledMap(
+                    let fromModel = try CompiledMap(
                         rows: PositionRows(luma: .model(builder), lumaWidth: size.width, lumaHeight: size.height,
                                            lumaSourceWidth: source.width, lumaSourceHeight: source.height, grid: .full),
                         sourceRowBytes: rowBytes, layout: layout, interpolation: interpolation, pool: pool)
-                    let fromFloats = OpenCVRemapFixtures.compile(float, layout: layout, rowBytes: rowBytes,
+                    let fromFloats = try OpenCVRemapFixtures.compile(float, layout: layout, rowBytes: rowBytes,
                                                                  interpolation: interpolation, pool: pool)
                     let label = "\(name), \(layout.pixelStride) bytes per sample, rows \(rowBytes) apart, \(interpolation)"
                     // Counted, not compared as arrays: a failing comparison of 2 million entries
@@ -296,18 +296,33 @@ struct EntryMemoryTests {
     /// A table given back is the one the next request of its size receives; another size
     /// gets new memory. (Memory of the test's own: the maps of tests running beside it use
     /// the shared one and can neither take this table nor evict it.)
-    @Test func aGivenBackTableIsReusedForItsSizeOnly() {
+    @Test func aGivenBackTableIsReusedForItsSizeOnly() throws {
         let memory = EntryMemory(keptBytesLimit: 1 << 20)
-        let table = memory.take(12_345)
+        let table = try memory.take(12_345)
         table[12_344] = 7  // writable to its end
         memory.give(table, count: 12_345)
-        let other = memory.take(12_346)
+        let other = try memory.take(12_346)
         #expect(other != table)
-        let again = memory.take(12_345)
+        let again = try memory.take(12_345)
         #expect(again == table)
         memory.give(again, count: 12_345)
         memory.give(other, count: 12_346)
         #expect(memory.keptByteCount == 4 * (12_345 + 12_346))
+    }
+
+    /// A table the machine cannot hold is an error naming the size, not the end of the process
+    /// (it used to be a `fatalError`): 2^42 entries are 16 TiB, more than any machine here
+    /// maps; `Int.max` entries overflow the byte count.
+    @Test func aTableTooLargeIsAnErrorNotATrap() {
+        let memory = EntryMemory(keptBytesLimit: 0)
+        for count in [1 << 42, Int.max] {
+            #expect {
+                _ = try memory.take(count)
+            } throws: { error in
+                guard case ImageError.outOfMemory(let what, _) = error else { return false }
+                return what.contains("\(count) rectification map entries")
+            }
+        }
     }
 
     /// The README's figure: compiled maps keep at most 128 MiB of given-back tables.
@@ -316,15 +331,15 @@ struct EntryMemoryTests {
     }
 
     /// However many tables come back, at most the limit's worth is kept, the newest ones.
-    @Test func keptTablesStayUnderTheLimit() {
+    @Test func keptTablesStayUnderTheLimit() throws {
         let memory = EntryMemory(keptBytesLimit: 1 << 20)
         let count = memory.keptBytesLimit / 4 / 3 + 1  // three of these exceed the limit
-        let tables = (0..<4).map { _ in memory.take(count) }
+        let tables = try (0..<4).map { _ in try memory.take(count) }
         for table in tables { memory.give(table, count: count) }
         #expect(memory.keptByteCount == 2 * count * 4)
         // The newest two stayed: taken back newest first. (What is given back is what take
         // returned: the test owns those whichever tables they are.)
-        let newest = memory.take(count), next = memory.take(count)
+        let newest = try memory.take(count), next = try memory.take(count)
         #expect(newest == tables[3] && next == tables[2], "the oldest tables were kept instead of the newest")
         memory.give(next, count: count)
         memory.give(newest, count: count)

@@ -145,10 +145,10 @@ enum OpenCVRemapFixtures {
     static func compile(_ map: RectificationMap, layout: SampleLayout,
                         level: parallax_simd_level = SIMDLevel.supported.kernelLevel, rowBytes: Int? = nil,
                         interpolation: Interpolation = .bilinear,
-                        pool: WorkerPool = WorkerPool(threadCount: 2)) -> CompiledMap {
-        map.sourceX.withUnsafeBufferPointer { xs in
-            map.sourceY.withUnsafeBufferPointer { ys in
-                CompiledMap(rows: PositionRows(luma: .stored(xs: xs.baseAddress!, ys: ys.baseAddress!),
+                        pool: WorkerPool = WorkerPool(threadCount: 2)) throws -> CompiledMap {
+        try map.sourceX.withUnsafeBufferPointer { xs in
+            try map.sourceY.withUnsafeBufferPointer { ys in
+                try CompiledMap(rows: PositionRows(luma: .stored(xs: xs.baseAddress!, ys: ys.baseAddress!),
                                             lumaWidth: map.outputSize.width, lumaHeight: map.outputSize.height,
                                             lumaSourceWidth: map.sourceSize.width,
                                             lumaSourceHeight: map.sourceSize.height, grid: .full, level: level),
@@ -249,7 +249,7 @@ struct RectifierTests {
         // checked, by the compiling kernel of every level this CPU runs.
         for layout in [SampleLayout.interleaved(1), .interleaved(3), .interleaved(4)] {
             for level in MapBuildingTests.mapLevels {
-                let ours = OpenCVRemapFixtures.entries(of: OpenCVRemapFixtures.compile(map, layout: layout, level: level))
+                let ours = OpenCVRemapFixtures.entries(of: try OpenCVRemapFixtures.compile(map, layout: layout, level: level))
                 let what = "\(name) \(layout.channels)-channel, level \(level.rawValue)"
                 let (equal, outside) = try OpenCVRemapFixtures.compare(ours, theirs, source: source, what)
                 #expect(equal + outside == output.area)
@@ -339,7 +339,7 @@ struct RectifierTests {
                 let qy = Int(Int16(bitPattern: UInt16(b[4 * i + 2]) | UInt16(b[4 * i + 3]) << 8))
                 return OpenCVRemapFixtures.Entry(x: qx >> 5, y: qy >> 5, fx: qx & 31, fy: qy & 31)
             }
-            let entries = OpenCVRemapFixtures.entries(of: OpenCVRemapFixtures.compile(map, layout: .interleaved(1)))
+            let entries = OpenCVRemapFixtures.entries(of: try OpenCVRemapFixtures.compile(map, layout: .interleaved(1)))
             let (equal, _) = try OpenCVRemapFixtures.compare(entries, theirs, source: size, "\(side) sample map")
             #expect(equal == size.area)
         }

@@ -15,6 +15,8 @@ public enum ImageError: Error, Hashable, Sendable, CustomStringConvertible {
     case corruptFile(path: String, reason: String)
     /// A file that could not be read or written.
     case fileAccess(path: String, reason: String)
+    /// Memory for `what` (`bytes` of it) could not be allocated: a size too large for the machine.
+    case outOfMemory(what: String, bytes: Int)
 
     /// One line naming the file or sizes involved.
     public var description: String {
@@ -25,6 +27,8 @@ public enum ImageError: Error, Hashable, Sendable, CustomStringConvertible {
         case .invalidLayout(let m): return "invalid image layout: \(m)"
         case .corruptFile(let p, let r): return "\(p): \(r)"
         case .fileAccess(let p, let r): return "\(p): \(r)"
+        case .outOfMemory(let what, let bytes):
+            return "cannot allocate \(bytes) bytes for \(what): the machine has not that much memory free; use a smaller size"
         }
     }
 }

@@ -62,7 +62,10 @@ final class CompiledMap: @unchecked Sendable {
     /// the same already quantised) for a source grid laid out as `layout` with
     /// `sourceRowBytes` between rows. Rows are compiled in blocks spread over `pool`'s
     /// threads, by the C kernel written for `rows.level` (every level gives the same map).
-    init(rows: PositionRows, sourceRowBytes: Int, layout: SampleLayout, interpolation: Interpolation, pool: WorkerPool) {
+    ///
+    /// - Throws: ``ImageError/outOfMemory(what:bytes:)`` when the entries cannot be allocated.
+    init(rows: PositionRows, sourceRowBytes: Int, layout: SampleLayout, interpolation: Interpolation,
+         pool: WorkerPool) throws(ImageError) {
         let width = rows.width, height = rows.height
         self.width = width
         self.height = height
@@ -72,7 +75,7 @@ final class CompiledMap: @unchecked Sendable {
         self.layout = layout
         self.interpolation = interpolation
         // Given back in deinit, for the next map of this size.
-        entries = EntryMemory.shared.take(max(1, width * height))
+        entries = try EntryMemory.shared.take(max(1, width * height))
         rowBase = .allocate(capacity: max(1, height))
         spanStart = .allocate(capacity: max(1, height))
         spanEnd = .allocate(capacity: max(1, height))
@@ -229,8 +232,10 @@ final class CompiledMap: @unchecked Sendable {
     /// A map of `chunkRows` rows of `rows`' grid whose entries are compiled on demand by
     /// ``recompile(firstRow:count:)``: what a rectifier with compact maps keeps per
     /// band instead of the whole map.
+    ///
+    /// - Throws: ``ImageError/outOfMemory(what:bytes:)`` when the entries cannot be allocated.
     init(chunkOf rows: PositionRows, chunkRows: Int, sourceRowBytes: Int, layout: SampleLayout,
-         interpolation: Interpolation) {
+         interpolation: Interpolation) throws(ImageError) {
         width = rows.width
         height = max(1, chunkRows)
         self.sourceRowBytes = sourceRowBytes
@@ -238,7 +243,7 @@ final class CompiledMap: @unchecked Sendable {
         sourceHeight = rows.sourceHeight
         self.layout = layout
         self.interpolation = interpolation
-        entries = EntryMemory.shared.take(max(1, width * height))
+        entries = try EntryMemory.shared.take(max(1, width * height))
         rowBase = .allocate(capacity: height)
         spanStart = .allocate(capacity: height)
         spanEnd = .allocate(capacity: height)
@@ -274,9 +279,6 @@ final class CompiledMap: @unchecked Sendable {
         spanStart.deallocate()
         spanEnd.deallocate()
     }
-
-    /// Number of samples handled outside spans (border and undefined).
-    var slowCount: Int { slow.count }
 }
 
 /// Where compiled maps keep their entries. A rebuild (a new calibration, format or
@@ -312,8 +314,12 @@ final class EntryMemory: Sendable {
     /// A table of `count` entries: a kept one of exactly that size, else new memory. Tables of
     /// 2 MiB and more are aligned to 2 MiB and offered transparent huge pages, so that filling a
     /// 1080p table takes a few page faults instead of two thousand (where the kernel grants them).
-    func take(_ count: Int) -> UnsafeMutablePointer<UInt32> {
-        let bytes = count * MemoryLayout<UInt32>.stride
+    ///
+    /// - Throws: ``ImageError/outOfMemory(what:bytes:)`` when the memory cannot be had (a
+    ///   size beyond the machine, or beyond `Int`): the caller's error, never a trap.
+    func take(_ count: Int) throws(ImageError) -> UnsafeMutablePointer<UInt32> {
+        let (bytes, overflow) = count.multipliedReportingOverflow(by: MemoryLayout<UInt32>.stride)
+        guard !overflow, count > 0 else { throw .outOfMemory(what: "\(count) rectification map entries", bytes: overflow ? .max : 0) }
         let reused = kept.withLock { kept -> UnsafeMutableRawPointer? in
             guard let index = kept.tables.lastIndex(where: { $0.bytes == bytes }) else { return nil }
             kept.bytes -= bytes
@@ -324,7 +330,7 @@ final class EntryMemory: Sendable {
         var raw: UnsafeMutableRawPointer?
         let alignment = bytes >= hugePage ? hugePage : 64
         guard posix_memalign(&raw, alignment, bytes) == 0, let raw else {
-            fatalError("CompiledMap: cannot allocate \(bytes) bytes of map entries")
+            throw .outOfMemory(what: "\(count) rectification map entries", bytes: bytes)
         }
         #if os(Linux)
         if bytes >= hugePage {

@@ -230,16 +230,16 @@ public final class Rectifier: @unchecked Sendable {
         // Checked one by one: an array of the two would allocate on every pair.
         try validateOutput(leftOutput, name: "left output", format: left.format)
         try validateOutput(rightOutput, name: "right output", format: left.format)
-        return perform(left: left, right: right, into: leftOutput, rightOutput)
+        return try perform(left: left, right: right, into: leftOutput, rightOutput)
     }
 
     /// The resampling itself, on validated views; returns the rectification applied.
     @discardableResult
     private func perform(left: ImageView, right: ImageView, into leftOutput: MutableImageView,
-                         _ rightOutput: MutableImageView) -> StereoRectification {
+                         _ rightOutput: MutableImageView) throws(ImageError) -> StereoRectification {
         pthread_mutex_lock(mutex)
         defer { pthread_mutex_unlock(mutex) }
-        let plan = self.plan(left: left, right: right)
+        let plan = try self.plan(left: left, right: right)
         let setting = liveSetting(for: left.format)
         withUnsafePointer(to: PairJob(plan: plan, left: left, right: right, leftOutput: leftOutput, rightOutput: rightOutput,
                                       leftShift: setting.left, rightShift: setting.right, level: simdLevel,
@@ -330,11 +330,13 @@ public final class Rectifier: @unchecked Sendable {
             rightOutput = try ImageBuffer(format: left.format, size: outputSize)
         }
         // (The closures return the rectification applied, which this method does not.)
-        _ = leftOutput.withMutableView { l in
+        var failure: ImageError?
+        leftOutput.withMutableView { l in
             rightOutput.withMutableView { r in
-                perform(left: left, right: right, into: l, r)
+                do throws(ImageError) { _ = try perform(left: left, right: right, into: l, r) } catch { failure = error }
             }
         }
+        if let failure { throw failure }
     }
 
     /// Rectifies a pair into new buffers (convenient; allocates two images).
@@ -342,11 +344,17 @@ public final class Rectifier: @unchecked Sendable {
         try validate(left.format, left.size, right.format, right.size)
         var l = try ImageBuffer(format: left.format, size: outputSize)
         var r = l
-        _ = left.withView { lv in
+        var failure: ImageError?
+        left.withView { lv in
             right.withView { rv in
-                l.withMutableView { lo in r.withMutableView { ro in perform(left: lv, right: rv, into: lo, ro) } }
+                l.withMutableView { lo in
+                    r.withMutableView { ro in
+                        do throws(ImageError) { _ = try perform(left: lv, right: rv, into: lo, ro) } catch { failure = error }
+                    }
+                }
             }
         }
+        if let failure { throw failure }
         return (l, r)
     }
 
@@ -360,7 +368,7 @@ public final class Rectifier: @unchecked Sendable {
         defer { pthread_mutex_unlock(mutex) }
         let l = ImageBuffer.packedRowBytes(format, sourceSizes.left)
         let r = ImageBuffer.packedRowBytes(format, sourceSizes.right)
-        _ = plan(key: PlanKey(format: format, left: l, right: r))
+        _ = try plan(key: PlanKey(format: format, left: l, right: r))
     }
 
     private func validateOutput(_ output: MutableImageView, name: String, format: PixelFormat) throws(ImageError) {
@@ -511,15 +519,17 @@ public final class Rectifier: @unchecked Sendable {
         init(jobs: [Job], bands: [Band]) { self.jobs = jobs; self.bands = bands }
     }
 
-    private func plan(left: ImageView, right: ImageView) -> PairPlan {
-        plan(key: PlanKey(format: left.format,
+    private func plan(left: ImageView, right: ImageView) throws(ImageError) -> PairPlan {
+        try plan(key: PlanKey(format: left.format,
                           left: SIMD3(left.plane0.bytesPerRow, left.plane1?.bytesPerRow ?? 0, left.plane2?.bytesPerRow ?? 0),
                           right: SIMD3(right.plane0.bytesPerRow, right.plane1?.bytesPerRow ?? 0,
                                        right.plane2?.bytesPerRow ?? 0)))
     }
 
     /// The cached plan for a layout, compiling what is missing. Mutex held.
-    private func plan(key: PlanKey) -> PairPlan {
+    ///
+    /// - Throws: ``ImageError/outOfMemory(what:bytes:)`` when a map's table cannot be allocated.
+    private func plan(key: PlanKey) throws(ImageError) -> PairPlan {
         if let plan = plans[key] { return plan }
         var jobs: [Job] = []
         var bands: [Band] = []
@@ -530,7 +540,7 @@ public final class Rectifier: @unchecked Sendable {
                 // Compact maps need the camera model (a rectifier made from stored maps keeps whole maps).
                 let compactRows = compactMaps ? model(side: side).map { positionRows($0, side: side, grid: entry.grid) } : nil
                 let map = compactRows == nil
-                    ? compiledMap(side: side, grid: entry.grid, rowBytes: rowBytes, layout: entry.layout) : nil
+                    ? try compiledMap(side: side, grid: entry.grid, rowBytes: rowBytes, layout: entry.layout) : nil
                 jobs.append(Job(side: side, plane: entry.plane, grid: entry.grid, map: map, rows: compactRows,
                                 rowBytes: rowBytes, layout: entry.layout))
                 if entry.grid == .chroma422 && entry.plane == 0 {
@@ -541,7 +551,7 @@ public final class Rectifier: @unchecked Sendable {
                     for b in bands.indices where bands[b].job == chroma - 1 {
                         bands[b].chroma = chroma
                         if let luma = bands[b].chunks?.luma, let rows = jobs[chroma].rows {
-                            bands[b].chunks = (luma, chunkMap(rows, jobs[chroma]))
+                            bands[b].chunks = (luma, try chunkMap(rows, jobs[chroma]))
                         }
                     }
                     continue
@@ -553,7 +563,7 @@ public final class Rectifier: @unchecked Sendable {
                 var start = 0
                 while start < rows {
                     var band = Band(job: jobs.count - 1, rows: start..<min(rows, start + bandRows))
-                    if let compactRows { band.chunks = (chunkMap(compactRows, jobs[jobs.count - 1]), nil) }
+                    if let compactRows { band.chunks = (try chunkMap(compactRows, jobs[jobs.count - 1]), nil) }
                     bands.append(band)
                     start += bandRows
                 }
@@ -581,30 +591,31 @@ public final class Rectifier: @unchecked Sendable {
     }
 
     /// A compact map's chunk table for one job, compiled from `rows`.
-    private func chunkMap(_ rows: PositionRows, _ job: Job) -> CompiledMap {
-        CompiledMap(chunkOf: rows, chunkRows: Band.chunkRows, sourceRowBytes: job.rowBytes, layout: job.layout,
+    private func chunkMap(_ rows: PositionRows, _ job: Job) throws(ImageError) -> CompiledMap {
+        try CompiledMap(chunkOf: rows, chunkRows: Band.chunkRows, sourceRowBytes: job.rowBytes, layout: job.layout,
                     interpolation: interpolation)
     }
 
-    private func compiledMap(side: Int, grid: SampleGrid, rowBytes: Int, layout: SampleLayout) -> CompiledMap {
+    private func compiledMap(side: Int, grid: SampleGrid, rowBytes: Int, layout: SampleLayout) throws(ImageError) -> CompiledMap {
         let key = CompileKey(side: side, grid: grid, rowBytes: rowBytes, layout: layout)
         if let map = compiled[key] { return map }
-        func compile(_ luma: LumaPositions) -> CompiledMap {
-            CompiledMap(rows: positionRows(luma, side: side, grid: grid), sourceRowBytes: rowBytes, layout: layout,
+        func compile(_ luma: LumaPositions) throws(ImageError) -> CompiledMap {
+            try CompiledMap(rows: positionRows(luma, side: side, grid: grid), sourceRowBytes: rowBytes, layout: layout,
                         interpolation: interpolation, pool: pool)
         }
         let map: CompiledMap
         switch positions {
         case .stored(let maps):
             let stored = side == 0 ? maps.left : maps.right
-            map = stored.sourceX.withUnsafeBufferPointer { xs in
-                stored.sourceY.withUnsafeBufferPointer { ys in
+            let result = stored.sourceX.withUnsafeBufferPointer { xs in
+                stored.sourceY.withUnsafeBufferPointer { ys -> Result<CompiledMap, ImageError> in
                     // Non-empty: the map covers a valid (non-zero) output size.
-                    compile(.stored(xs: xs.baseAddress!, ys: ys.baseAddress!))
+                    do throws(ImageError) { return .success(try compile(.stored(xs: xs.baseAddress!, ys: ys.baseAddress!))) } catch { return .failure(error) }
                 }
             }
+            map = try result.get()
         case .model(let left, let right):
-            map = compile(.model(side == 0 ? left : right))
+            map = try compile(.model(side == 0 ? left : right))
         }
         compiled[key] = map
         return map
