@@ -327,7 +327,7 @@ struct PairCommandTests {
             let start = ContinuousClock.now
             let elapsed = Locked<Duration>(.zero)
             let written = Locked<[String]>([])
-            let progress = ProgressLine("pair: pairing", clock: { start + elapsed.withLock { $0 } }, terminal: terminal,
+            let progress = StatusLine.progress("pair: pairing", clock: { start + elapsed.withLock { $0 } }, terminal: terminal,
                                         write: { text in written.withLock { $0.append(text) } })
             func update(atMilliseconds ms: Int, _ fraction: Double) -> [String] {
                 elapsed.withLock { $0 = .milliseconds(ms) }
@@ -349,7 +349,7 @@ struct PairCommandTests {
         let quiet = Locked<[String]>([])
         let start = ContinuousClock.now
         let elapsed = Locked<Duration>(.zero)
-        let short = ProgressLine("pair: pairing", clock: { start + elapsed.withLock { $0 } }, terminal: true,
+        let short = StatusLine.progress("pair: pairing", clock: { start + elapsed.withLock { $0 } }, terminal: true,
                                  write: { text in quiet.withLock { $0.append(text) } })
         elapsed.withLock { $0 = .milliseconds(1999) }
         short.update(1, "")

@@ -77,7 +77,7 @@ struct BenchUncertaintyCommand: ParsableCommand {
         let conditions = [1.0, 0.3].flatMap { spread in
             [0.0, 1.5].flatMap { blur in [1.0, 4.0].map { Condition(noise: $0, blur: blur, spread: spread) } }
         }
-        let progress = ProgressLine("rendered-set study")
+        let progress = StatusLine.progress("rendered-set study")
         var renders: [Double: [(left: GrayImage, right: GrayImage)]] = [:]
         for spread in [1.0, 0.3] {
             guard let poses = BoardTrajectory.calibrationSweep(for: rig, spread: spread)?.poses else {

@@ -135,7 +135,7 @@ extension CalibrateCommand {
         var entries: [String: CornerList.Entry] = [:]
         var pairsSeen = 0
         var fit: (rms: Double, worstSigma: Double)?
-        var status = LiveStatus(total: targets.pairLimit)
+        let status = LiveStatus.statusLine()
         let started = ContinuousClock.now
         func elapsed() -> Double {
             let d = (ContinuousClock.now - started).components
@@ -226,10 +226,10 @@ extension CalibrateCommand {
                     pending.withLock { $0 = result }
                 }
             }
-            status.show(taken: pairs.count, coverage: coverage, fit: fit, seconds: elapsed())
+            status.show(LiveStatus.line(taken: pairs.count, total: targets.pairLimit, coverage: coverage, fit: fit, seconds: elapsed()))
         }
         session.stop()
-        status.finish(taken: pairs.count, coverage: coverage, fit: fit, seconds: elapsed())
+        status.finish(LiveStatus.line(taken: pairs.count, total: targets.pairLimit, coverage: coverage, fit: fit, seconds: elapsed()))
         let reason = stop.withLock { $0 } ?? .streamEnded
 
         // The capture is kept even when too little was taken to calibrate: the user's pictures.
@@ -284,37 +284,15 @@ extension CalibrateCommand {
     }
 }
 
-/// The live capture's progress on stderr: coverage bars, pairs taken, the current fit.
-/// In place on a terminal, twice a second; otherwise a line every five seconds, and every
-/// note (a pair taken, a still set aside) on its own line.
-struct LiveStatus {
-    var total: Int?
-    private let terminal = isatty(2) != 0
-    private var lastShown: ContinuousClock.Instant?
-    private var shownAny = false
+/// The live capture's status text: coverage bars, pairs taken, the current fit. Shown
+/// through the commands' ``StatusLine``: in place on a terminal twice a second, otherwise a
+/// line every five seconds, and every note (a pair taken, a still set aside) on its own line.
+enum LiveStatus {
+    /// A status line for the live capture.
+    static func statusLine() -> StatusLine { StatusLine(terminalInterval: .milliseconds(500), logInterval: .seconds(5)) }
 
-    init(total: Int?) { self.total = total }
-
-    /// A line about an event, kept in the scroll-back.
-    mutating func note(_ text: String) {
-        FileHandle.standardError.write(Data(((terminal && shownAny ? "\r\u{1B}[K" : "") + text + "\n").utf8))
-        lastShown = nil
-    }
-
-    mutating func show(taken: Int, coverage: CaptureCoverage, fit: (rms: Double, worstSigma: Double)?, seconds: Double) {
-        let now = ContinuousClock.now
-        if let lastShown, now - lastShown < (terminal ? .milliseconds(500) : .seconds(5)) { return }
-        lastShown = now
-        shownAny = true
-        let line = Self.line(taken: taken, total: total, coverage: coverage, fit: fit, seconds: seconds)
-        FileHandle.standardError.write(Data((terminal ? "\r" + line + "\u{1B}[K" : line + "\n").utf8))
-    }
-
-    mutating func finish(taken: Int, coverage: CaptureCoverage, fit: (rms: Double, worstSigma: Double)?, seconds: Double) {
-        let line = Self.line(taken: taken, total: total, coverage: coverage, fit: fit, seconds: seconds)
-        FileHandle.standardError.write(Data(((terminal && shownAny ? "\r" : "") + line + (terminal ? "\u{1B}[K" : "") + "\n").utf8))
-    }
-
+    /// The text: seconds, pairs taken (of the limit), a bar per coverage measure, and the fit
+    /// (RMS, worst projection σ) once there is one.
     static func line(taken: Int, total: Int?, coverage: CaptureCoverage, fit: (rms: Double, worstSigma: Double)?,
                      seconds: Double) -> String {
         let bars = zip(BoardViewMeasures.names, coverage.progress).map { name, p in

@@ -67,7 +67,7 @@ struct PairCommand: ParsableCommand {
         }
         // Pass 1: every bad line, the spans, the spacing and the order, before any output.
         // The two logs are read at once, one per core.
-        let checking = ProgressLine("pair: checking the logs")
+        let checking = StatusLine.progress("pair: checking the logs")
         let results = Locked<[Result<TimestampLogSummary, RecordedTimestampLogError>?]>([nil, nil])
         let fractions = Locked<[Double]>([0, 0])
         DispatchQueue.concurrentPerform(iterations: 2) { index in
@@ -133,7 +133,7 @@ struct PairCommand: ParsableCommand {
         // Rows are formatted into a local buffer and handed to the writer a megabyte at a time.
         var rows: [UInt8] = []
         rows.reserveCapacity(1 << 20 + 4096)
-        let pairing = ProgressLine("pair: pairing")
+        let pairing = StatusLine.progress("pair: pairing")
         let totalBytes = Double(max(leftFrames.fileSize + rightFrames.fileSize, 1))
         let statistics = RecordedStreamPairing.replay(
             configuration: configuration, left: leftFrames.next, right: rightFrames.next,

@@ -149,7 +149,7 @@ struct StreamCommand: AsyncParsableCommand {
         try session.start()
         let started = Date()
         let scheduled = schedule(on: session, source: opened)
-        let status = StatusLine(session: session, enabled: true)
+        let status = SessionStatus(session: session)
         let timedOut = Locked(false)
         let watchdog = Task {
             // Held under 30 years: UInt64 nanoseconds trap past 584 years (--frames 10^12).
@@ -362,27 +362,23 @@ struct VirtualFaultArgument: ExpressibleByArgument, Sendable {
     }
 }
 
-/// The live status line on stderr: rewritten in place on a terminal, a line every two
-/// seconds otherwise.
-final class StatusLine: @unchecked Sendable {
+/// The stream's one-line status while it runs (pairs, rate, skew, drops, pressure), through
+/// the commands' ``StatusLine``: four times a second on a terminal, every two seconds elsewhere.
+final class SessionStatus: Sendable {
     private let task: Task<Void, Never>
+    private let line = StatusLine(terminalInterval: .milliseconds(250), logInterval: .seconds(2))
 
-    init(session: StereoSession, enabled: Bool) {
-        let terminal = isatty(2) != 0
+    init(session: StereoSession) {
+        let line = self.line
         task = Task.detached {
-            guard enabled else { return }
-            var ticks = 0
             while !Task.isCancelled && session.isRunning {
                 try? await Task.sleep(nanoseconds: 250_000_000)
                 if Task.isCancelled { break }
-                ticks += 1
-                guard terminal || ticks % 8 == 0 else { continue }
                 let s = session.statistics
-                let line = String(format: "%6d pairs  %5.1f/s  skew p50 %.2f ms  dropped L %d R %d  lost L %d R %d  pressure %@  %.1f fps",
-                                  s.pairsDelivered, s.pairsPerSecond, Double(s.synchronizer.skew.p50Nanoseconds) / 1e6,
-                                  s.dropped(.left), s.dropped(.right), s.lost(.left), s.lost(.right),
-                                  s.pressure.description, s.framesPerSecond ?? 0)
-                FileHandle.standardError.write(Data((terminal ? "\r" + line : line + "\n").utf8))
+                line.show(String(format: "%6d pairs  %5.1f/s  skew p50 %.2f ms  dropped L %d R %d  lost L %d R %d  pressure %@  %.1f fps",
+                                 s.pairsDelivered, s.pairsPerSecond, Double(s.synchronizer.skew.p50Nanoseconds) / 1e6,
+                                 s.dropped(.left), s.dropped(.right), s.lost(.left), s.lost(.right),
+                                 s.pressure.description, s.framesPerSecond ?? 0))
             }
         }
     }
@@ -390,6 +386,6 @@ final class StatusLine: @unchecked Sendable {
     /// Stops updating (and ends the line on a terminal).
     func finish() {
         task.cancel()
-        if isatty(2) != 0 { FileHandle.standardError.write(Data("\n".utf8)) }
+        line.finish()
     }
 }
