@@ -23,6 +23,17 @@ public func fuzzValues(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
         let fps = parsed.frameInterval.framesPerSecond
         Fuzz.expect(!parsed.size.isEmpty && fps > 0 && fps <= 1000, "format \(parsed) from \"\(text)\"")
         Fuzz.expect(CaptureFormat(parsing: parsed.description) != nil, "format \(parsed) does not read back")
+        // And what `cost` and `capture` do with it: two cameras on one bus, capped or not, and
+        // the cheaper alternatives offered when they do not fit (sizes and rates multiply here).
+        for cap in [nil, fps / 2] as [Double?] {
+            let planned = PlannedRig(formats: PerSide(repeating: parsed), sharedBus: true, speed: .high, maximumFramesPerSecond: cap)
+            let cost = planned.cost
+            Fuzz.expect(!cost.cost.isNaN && cost.cost >= 0, "cost \(cost.cost) of \(parsed)")
+            Fuzz.expect(!cost.description.isEmpty && !planned.description.isEmpty, "cost text of \(parsed)")
+            for alternative in planned.alternatives(limit: 3) {
+                Fuzz.expect(alternative.cost.runs, "alternative \(alternative.rig) of \(parsed) does not run: \(alternative.cost.cost)")
+            }
+        }
     case 2:
         // `--convergence 1.5m`, `--square 25mm`
         guard let parsed = Length(parsing: text) else { return 0 }
@@ -45,6 +56,16 @@ public func fuzzValues(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
             return 0
         }
         Fuzz.expect(board.cornerCount >= 4 && board.squareSize > 0, "board \(board)")
+        // And `target`, which draws it: a sheet, or a refusal naming why (too small or too
+        // large for the paper), never a trap on the board's geometry.
+        for paper in TargetSheet.Paper.allCases {
+            do {
+                let sheet = try TargetSheet.svg(for: board, paper: paper)
+                Fuzz.expect(sheet.hasPrefix("<?xml") || sheet.hasPrefix("<svg"), "sheet of \(board) on \(paper)")
+            } catch {
+                Fuzz.expect(!error.description.isEmpty, "refusal of \(board) on \(paper)")
+            }
+        }
     }
     return 0
 }
