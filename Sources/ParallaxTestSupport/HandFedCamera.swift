@@ -7,6 +7,7 @@ import Synchronization
 /// A capture device whose frames a test hands over itself, on the caller's thread, as a
 /// camera's thread would: what a session sees is exactly what the test made, when it chose.
 public final class HandFedCamera: CaptureDevice, @unchecked Sendable {
+    /// The identity given at creation: `name` as both stable ID and display name.
     public let identity: DeviceIdentity
     /// The one format it offers and streams.
     public let format: CaptureFormat
@@ -24,12 +25,20 @@ public final class HandFedCamera: CaptureDevice, @unchecked Sendable {
         self.format = format
     }
 
+    /// Just ``format``; never throws.
     public func supportedFormats() throws(CaptureError) -> [CaptureFormat] { [format] }
+    /// Always ``format``, even before ``configure(_:)`` is called.
     public var activeFormat: CaptureFormat? { format }
+    /// Ignores the format asked for and returns ``format``, as a driver that can only stream
+    /// that one would; never throws.
     public func configure(_ format: CaptureFormat) throws(CaptureError) -> CaptureFormat { self.format }
+    /// Keeps `handler` (replacing any earlier one) for ``deliver(_:)`` to call; no thread is
+    /// started and nothing is delivered until the test hands a frame over. Never throws.
     public func start(_ handler: @escaping @Sendable (CaptureOutput) -> Void) throws(CaptureError) {
         self.handler.withLock { $0 = Handler(handler) }
     }
+    /// Forgets the handler and sends it ``CaptureEvent/stopped`` on the caller's thread;
+    /// nothing happens when the camera is not started, so a second call is harmless.
     public func stop() {
         let handler = self.handler.withLock { h in defer { h = nil }; return h }
         handler?.call(.event(.stopped))

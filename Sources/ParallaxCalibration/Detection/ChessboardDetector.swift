@@ -21,6 +21,8 @@ public enum DetectionFailure: Error, Hashable, Sendable, CustomStringConvertible
     /// The per-image time budget ran out first.
     case timeBudgetExceeded(seconds: Double)
 
+    /// One line saying what was or was not found and, where it helps, what to check (the
+    /// board's size, whether all of it is in view).
     public var description: String {
         switch self {
         case .noBoard(let n):

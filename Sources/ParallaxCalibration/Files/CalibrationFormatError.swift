@@ -14,6 +14,7 @@ public struct CalibrationFormatError: Error, Hashable, Sendable, CustomStringCon
         self.message = message
     }
 
+    /// `file:line: message`, or `file: message` when the line is not known.
     public var description: String {
         if let line { return "\(file):\(line): \(message)" }
         return "\(file): \(message)"

@@ -26,7 +26,11 @@ import ParallaxGeometry
 public struct CornerList: Sendable {
     /// One image's entry: its corners (`nil`: no board found) and, when the list says, its size.
     public struct Entry: Sendable, Hashable {
+        /// The corners in the board's order (row by row), in pixels with (0, 0) at the centre of
+        /// the top-left pixel; `nil` when the list says no full board was found in the image.
         public var corners: [SIMD2<Double>]?
+        /// The image's size in pixels, or `nil` when the list does not give it (the image file is
+        /// then read for it).
         public var size: ImageSize?
 
         /// An entry: `corners` (`nil`: no board found) and, when known, the image's `size`.
@@ -175,10 +179,15 @@ public struct CornerList: Sendable {
 
 /// A corner list that cannot be used, naming the file and where in it.
 public enum CornerListError: Error, Hashable, Sendable, CustomStringConvertible {
+    /// The file could not be read (the system's reason).
     case unreadable(FileAccessError)
+    /// Not valid JSON or `corners.vnl` text at `line` (from 1).
     case syntax(file: String, line: Int, message: String)
+    /// Well-formed, but a value at `location` (an image, a key, a line) cannot be used.
     case invalid(file: String, location: String, message: String)
 
+    /// One line starting with the file (and line or location in it) and saying what is wrong;
+    /// an unreadable file gives the file-access error's own message.
     public var description: String {
         switch self {
         case .unreadable(let e): return e.description

@@ -13,6 +13,7 @@ public enum KalibrCamchain {
     public struct Warning: Hashable, Sendable, CustomStringConvertible {
         /// What was lost.
         public var message: String
+        /// The message itself.
         public var description: String { message }
     }
 

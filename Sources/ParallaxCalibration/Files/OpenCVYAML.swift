@@ -1,20 +1,5 @@
 import ParallaxGeometry
 
-/// OpenCV FileStorage YAML for stereo calibrations, as OpenCV's `stereo_calib`
-/// sample writes them: `%YAML:1.0`, then `!!opencv-matrix` entries (rows, cols,
-/// dt, data) named M1, D1, M2, D2 (intrinsics and distortion; K1 and K2 are read as
-/// M1 and M2, as OpenCV's Python API names them), R, T (left → right),
-/// and R1, R2, P1, P2, Q (rectification).
-///
-/// One file holds everything when Parallax writes it, plus `image_width` and
-/// `image_height` (OpenCV's sample keeps the size out of the files). Reading also
-/// accepts the sample's two files (intrinsics.yml and extrinsics.yml) given together.
-/// A fisheye calibration adds `distortion_model: fisheye`, since OpenCV's file
-/// cannot otherwise tell four fisheye coefficients from four Brown ones.
-/// A calibration whose translation has a unit adds `translation_unit` (`"mm"`, `"cm"`,
-/// `"m"` or `"in"`): OpenCV's format has no place for the unit, its readers skip keys they
-/// do not ask for, and Parallax reads it back, so a distance such as `--convergence 1.5m`
-/// converts against the YAML file as against the JSON one.
 /// One camera in OpenCV FileStorage YAML, with the keys OpenCV's calibration sample
 /// (`samples/cpp/calibration.cpp`) writes and reads: `image_width`, `image_height`,
 /// `camera_matrix`, `distortion_coefficients` and `avg_reprojection_error`.
@@ -33,6 +18,21 @@ public enum OpenCVCameraFile {
     }
 }
 
+/// OpenCV FileStorage YAML for stereo calibrations, as OpenCV's `stereo_calib`
+/// sample writes them: `%YAML:1.0`, then `!!opencv-matrix` entries (rows, cols,
+/// dt, data) named M1, D1, M2, D2 (intrinsics and distortion; K1 and K2 are read as
+/// M1 and M2, as OpenCV's Python API names them), R, T (left → right),
+/// and R1, R2, P1, P2, Q (rectification).
+///
+/// One file holds everything when Parallax writes it, plus `image_width` and
+/// `image_height` (OpenCV's sample keeps the size out of the files). Reading also
+/// accepts the sample's two files (intrinsics.yml and extrinsics.yml) given together.
+/// A fisheye calibration adds `distortion_model: fisheye`, since OpenCV's file
+/// cannot otherwise tell four fisheye coefficients from four Brown ones.
+/// A calibration whose translation has a unit adds `translation_unit` (`"mm"`, `"cm"`,
+/// `"m"` or `"in"`): OpenCV's format has no place for the unit, its readers skip keys they
+/// do not ask for, and Parallax reads it back, so a distance such as `--convergence 1.5m`
+/// converts against the YAML file as against the JSON one.
 public enum OpenCVStereoFile {
     /// The YAML text for `calibration`, with rectification when given.
     public static func text(for calibration: StereoCalibration, rectification: StereoRectification?) -> String {

@@ -14,6 +14,7 @@ public enum LinearAlgebraError: Error, Hashable, Sendable, CustomStringConvertib
     /// LAPACK returned an error code (`info`), or an iteration did not converge.
     case lapackFailure(routine: String, info: Int)
 
+    /// One line starting with the routine's name and saying what went wrong.
     public var description: String {
         switch self {
         case .nonFiniteInput(let r): return "\(r): the input contains NaN or infinity"

@@ -82,6 +82,8 @@ public struct Matrix: Hashable, Sendable, CustomStringConvertible {
     /// True when every entry is finite.
     public var isFinite: Bool { storage.allSatisfy(\.isFinite) }
 
+    /// The entries, one line per row with the values separated by spaces; an empty string
+    /// for a matrix without rows.
     public var description: String {
         (0..<rows).map { r in (0..<columns).map { c in "\(self[r, c])" }.joined(separator: " ") }.joined(separator: "\n")
     }

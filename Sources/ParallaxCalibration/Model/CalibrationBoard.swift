@@ -98,6 +98,8 @@ public struct CalibrationBoard: Hashable, Sendable, CustomStringConvertible {
     /// That holds when the squares per side, `columns + 1` and `rows + 1`, add up to an odd number.
     public var isColourAsymmetric: Bool { (columns + rows) % 2 == 1 }
 
+    /// The board's pattern, grid size and square size or spacing with its unit, such as
+    /// `9x6 inner corners, square 25.0mm`; no unit is written for a unitless size.
     public var description: String {
         switch pattern {
         case .chessboard: "\(columns)x\(rows) inner corners, square \(squareSize)\(unit.suffix)"
@@ -109,9 +111,12 @@ public struct CalibrationBoard: Hashable, Sendable, CustomStringConvertible {
 
 /// A board or square size that could not be read.
 public enum TargetSpecificationError: Error, Hashable, Sendable, CustomStringConvertible {
+    /// The board text could not be read (what was given, and what is expected).
     case badBoard(String)
+    /// The square size could not be read (what was given, and what is expected).
     case badSquare(String)
 
+    /// One line quoting the text that was given and saying what form is accepted.
     public var description: String {
         switch self {
         case .badBoard(let s):

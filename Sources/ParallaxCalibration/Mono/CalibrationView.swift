@@ -33,6 +33,7 @@ public struct RejectedView: Hashable, Sendable, CustomStringConvertible {
         self.right = right
     }
 
+    /// `name: reason`.
     public var description: String { "\(name): \(reason)" }
 }
 
@@ -45,6 +46,8 @@ public enum CalibrationError: Error, Hashable, Sendable, CustomStringConvertible
     /// The views do not all have the image size of the first one.
     case sizeMismatch(String)
 
+    /// One line saying why; for too few views, one further indented line per image set aside
+    /// with its reason.
     public var description: String {
         switch self {
         case .notEnoughViews(let usable, let needed, let rejected):
@@ -69,8 +72,11 @@ public struct RejectedCorner: Hashable, Sendable, CustomStringConvertible {
     public var index: Int
     /// Its residual (pixels) when it was set aside, and the limit it exceeded.
     public var residual: Double
+    /// The limit it exceeded, in pixels: `cornerOutlierFactor` × the camera's corner noise σ
+    /// (estimated from the median residual), but never below `cornerOutlierFloorPixels`.
     public var limit: Double
 
+    /// `image corner N: residual R px above L px`.
     public var description: String {
         "\(image) corner \(index): residual \(formatPixels(residual)) px above \(formatPixels(limit)) px"
     }

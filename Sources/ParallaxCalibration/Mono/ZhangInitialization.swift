@@ -12,6 +12,7 @@ public enum ZhangInitialization {
         /// The views do not constrain the focal length (for example every view is fronto-parallel).
         case degenerateViews(String)
 
+        /// The message the case carries, saying what made the view (or the set of views) degenerate.
         public var description: String {
             switch self {
             case .degenerateView(let s): return s

@@ -103,6 +103,8 @@ public struct CalibrationPipeline: Sendable {
         public var detectionSeconds: [Double]
         /// Corners found per image file, and each image's size.
         public var corners: [String: [SIMD2<Double>]]
+        /// The size of each image in ``corners``, keyed by the same file path, including images
+        /// set aside for having another size.
         public var imageSizes: [String: ImageSize]
     }
 

@@ -13,7 +13,10 @@ import Foundation
 public enum TargetSheet {
     /// Paper sizes in millimetres (portrait).
     public enum Paper: String, Sendable, CaseIterable {
-        case a4, letter
+        /// ISO A4, 210 × 297 mm.
+        case a4
+        /// US Letter, 215.9 × 279.4 mm.
+        case letter
         /// Width and height in millimetres, portrait.
         public var size: (width: Double, height: Double) {
             switch self {
@@ -31,6 +34,7 @@ public enum TargetSheet {
         case doesNotFit(boardWidth: Double, boardHeight: Double, paper: Paper)
         /// The squares (circle spacing) are smaller than ``smallestSquareMillimetres``.
         case squaresTooSmall(millimetres: Double)
+        /// One line saying why no sheet was drawn (sizes in millimetres) and what to change.
         public var description: String {
             switch self {
             case .noUnit:

@@ -84,6 +84,8 @@ public enum SolverError: Error, Hashable, Sendable, CustomStringConvertible {
     /// The normal equations stayed singular even with damping.
     case degenerate(String)
 
+    /// One line saying why the solve failed (the view, the residual and unknown counts, or
+    /// what is degenerate).
     public var description: String {
         switch self {
         case .invalidStart(let v): return "view \(v): the initial estimate puts the board behind the camera"

@@ -31,6 +31,8 @@ public struct ProjectionUncertainty: Sendable, Hashable {
     /// Grid nodes across and down; node (i, j) sits at pixel
     /// (i (width − 1) / (columns − 1), j (height − 1) / (rows − 1)).
     public var columns: Int
+    /// Grid nodes down the image (at least 2 when built from a camera); ``sigma`` holds
+    /// `columns × rows` values.
     public var rows: Int
     /// σ per node in pixels, row-major (NaN where the pixel has no ray).
     public var sigma: [Double]
@@ -124,6 +126,7 @@ public struct ProjectionUncertainty: Sendable, Hashable {
 public struct StereoUncertainty: Sendable, Hashable {
     /// σ of each camera's parameters.
     public var left: CameraUncertainty
+    /// σ of the right camera's parameters, in the same layout as ``left``.
     public var right: CameraUncertainty
     /// σ of the left→right rotation's Rodrigues components, in degrees (for small angles,
     /// the rotation about the x, y and z axes).
@@ -135,6 +138,7 @@ public struct StereoUncertainty: Sendable, Hashable {
     public var baseline: Double
     /// Projection uncertainty over each image.
     public var leftProjection: ProjectionUncertainty
+    /// Projection uncertainty over the right image, in pixels.
     public var rightProjection: ProjectionUncertainty
 
     /// The `uncertainty` object of `parallax calibrate --json` and of the calibration file.
@@ -224,12 +228,15 @@ public struct ProjectionDifference: Sendable, Hashable {
     public var imageSize: ImageSize
     /// Grid nodes across and down (as in ``ProjectionUncertainty``).
     public var columns: Int
+    /// Grid nodes down the image (at least 2); ``difference`` holds `columns × rows` values.
     public var rows: Int
     /// The difference per node in pixels, row-major (NaN where either model has no ray).
     public var difference: [Double]
     /// The median over the grid, and the values at the four corner pixels (top left, top
     /// right, bottom right, bottom left).
     public var median: Double
+    /// The difference at the four corner pixels in pixels: top left, top right, bottom right,
+    /// bottom left (NaN where either model has no ray).
     public var corners: [Double]
 
     /// The angle of the rotation fitted between the two models' frames, in degrees.

@@ -15,6 +15,8 @@ public struct CameraIntrinsics: Hashable, Codable, Sendable {
     /// Skew term (the matrix entry K[0][1]); 0 for every modern sensor.
     public var skew: Double
 
+    /// Intrinsics from focal lengths, principal point and skew, all in pixels; stored as given
+    /// (``isValid`` says whether the focal lengths are usable).
     @inlinable
     public init(fx: Double, fy: Double, cx: Double, cy: Double, skew: Double = 0) {
         self.fx = fx
@@ -123,6 +125,7 @@ public struct FieldOfView: Hashable, Codable, Sendable {
     /// From the top-left corner to the bottom-right corner.
     public var diagonal: Double
 
+    /// A field of view from its three angles, in radians, stored as given.
     public init(horizontal: Double, vertical: Double, diagonal: Double) {
         self.horizontal = horizontal
         self.vertical = vertical

@@ -8,9 +8,14 @@
 public struct CameraModel: Hashable, Sendable {
     /// The image size the intrinsics belong to.
     public var size: ImageSize
+    /// The pinhole projection (focal lengths, principal point, skew) in pixels of ``size``.
     public var intrinsics: CameraIntrinsics
+    /// The lens distortion, applied to normalized coordinates before ``intrinsics``;
+    /// ``LensDistortion/none`` for an ideal pinhole.
     public var distortion: LensDistortion
 
+    /// A camera from its image size, intrinsics and distortion (none unless given), stored
+    /// as given.
     public init(size: ImageSize, intrinsics: CameraIntrinsics, distortion: LensDistortion = .none) {
         self.size = size
         self.intrinsics = intrinsics
@@ -280,6 +285,8 @@ public enum UnprojectionError: Error, Hashable, Sendable, CustomStringConvertibl
     /// The pixel has an infinite or NaN coordinate.
     case nonFinitePixel(SIMD2<Double>)
 
+    /// One line naming the pixel and why it has no ray (the residual in pixels, or the
+    /// off-axis angle in degrees).
     public var description: String {
         switch self {
         case .didNotConverge(let p, let r):

@@ -1,8 +1,11 @@
 /// The size of an image in pixels.
 public struct ImageSize: Hashable, Codable, Sendable, CustomStringConvertible {
+    /// The width in pixels (the number of columns).
     public var width: Int
+    /// The height in pixels (the number of rows).
     public var height: Int
 
+    /// A size of `width` × `height` pixels, stored as given (not checked to be positive).
     @inlinable
     public init(width: Int, height: Int) {
         self.width = width
@@ -21,7 +24,7 @@ public struct ImageSize: Hashable, Codable, Sendable, CustomStringConvertible {
     @inlinable
     public var area: Int { width * height }
 
-    /// True when both dimensions are positive.
+    /// True when either dimension is zero or negative (no pixels).
     @inlinable
     public var isEmpty: Bool { width <= 0 || height <= 0 }
 
@@ -31,11 +34,16 @@ public struct ImageSize: Hashable, Codable, Sendable, CustomStringConvertible {
 
 /// An axis-aligned rectangle of whole pixels: `x`, `y` of the top-left pixel, then the size.
 public struct PixelRect: Hashable, Codable, Sendable, CustomStringConvertible {
+    /// The column of the top-left pixel, 0 at the image's left edge.
     public var x: Int
+    /// The row of the top-left pixel, 0 at the image's top edge.
     public var y: Int
+    /// The width in pixels; 0 for an empty rectangle.
     public var width: Int
+    /// The height in pixels; 0 for an empty rectangle.
     public var height: Int
 
+    /// A rectangle from its top-left pixel and size in pixels, stored as given.
     @inlinable
     public init(x: Int, y: Int, width: Int, height: Int) {
         self.x = x
@@ -55,5 +63,6 @@ public struct PixelRect: Hashable, Codable, Sendable, CustomStringConvertible {
         return PixelRect(x: x0, y: y0, width: x1 - x0, height: y1 - y0)
     }
 
+    /// `(x, y, WxH)`, such as `(8, 12, 1904x1060)`.
     public var description: String { "(\(x), \(y), \(width)x\(height))" }
 }

@@ -68,10 +68,15 @@ public enum LensDistortion: Hashable, Sendable {
 
 /// A distortion model that cannot be built from the given values.
 public enum DistortionError: Error, Hashable, Sendable, CustomStringConvertible {
+    /// A model name Parallax does not know (the name given).
     case unknownModel(String)
+    /// `count` coefficients where `model` takes `expected` (in words).
     case wrongCoefficientCount(model: String, count: Int, expected: String)
+    /// A coefficient is NaN or infinite.
     case nonFiniteCoefficient
 
+    /// One line naming what is wrong; for an unknown model it lists the models and
+    /// coefficient counts that are accepted.
     public var description: String {
         switch self {
         case .unknownModel(let name):
@@ -94,10 +99,27 @@ public enum DistortionError: Error, Hashable, Sendable, CustomStringConvertible 
 ///
 /// The rational terms k4–k6 are OpenCV's `CALIB_RATIONAL_MODEL`.
 public struct BrownConrady: Hashable, Sendable {
-    public var k1, k2, p1, p2, k3, k4, k5, k6: Double
+    /// Radial k1: the r² term of the numerator.
+    public var k1: Double
+    /// Radial k2: the r⁴ term of the numerator.
+    public var k2: Double
+    /// Tangential p1 (decentring), OpenCV's third coefficient.
+    public var p1: Double
+    /// Tangential p2 (decentring), OpenCV's fourth coefficient.
+    public var p2: Double
+    /// Radial k3: the r⁶ term of the numerator; OpenCV's fifth coefficient.
+    public var k3: Double
+    /// Rational k4: the r² term of the denominator (0 unless the rational model is used).
+    public var k4: Double
+    /// Rational k5: the r⁴ term of the denominator (0 unless the rational model is used).
+    public var k5: Double
+    /// Rational k6: the r⁶ term of the denominator (0 unless the rational model is used).
+    public var k6: Double
     /// How many coefficients the model was given (4, 5 or 8); kept so files round-trip unchanged.
     public var coefficientCount: Int
 
+    /// A model from named coefficients (unset ones are 0), stored as given. Without a
+    /// `coefficientCount` it is 8 when any rational term is nonzero and 5 otherwise.
     public init(k1: Double = 0, k2: Double = 0, p1: Double = 0, p2: Double = 0, k3: Double = 0,
                 k4: Double = 0, k5: Double = 0, k6: Double = 0, coefficientCount: Int? = nil) {
         (self.k1, self.k2, self.p1, self.p2, self.k3) = (k1, k2, p1, p2, k3)
@@ -192,8 +214,17 @@ public struct BrownConrady: Hashable, Sendable {
 /// A ray at angle θ from the optical axis lands at distorted radius
 /// `θ_d = θ (1 + k1 θ² + k2 θ⁴ + k3 θ⁶ + k4 θ⁸)` on the normalized plane.
 public struct KannalaBrandt: Hashable, Sendable {
-    public var k1, k2, k3, k4: Double
+    /// k1: the θ³ coefficient of θ_d.
+    public var k1: Double
+    /// k2: the θ⁵ coefficient of θ_d.
+    public var k2: Double
+    /// k3: the θ⁷ coefficient of θ_d.
+    public var k3: Double
+    /// k4: the θ⁹ coefficient of θ_d.
+    public var k4: Double
 
+    /// A model from its four coefficients (unset ones are 0, the undistorted equidistant
+    /// projection θ_d = θ), stored as given.
     public init(k1: Double = 0, k2: Double = 0, k3: Double = 0, k4: Double = 0) {
         (self.k1, self.k2, self.k3, self.k4) = (k1, k2, k3, k4)
     }

@@ -4,11 +4,17 @@
 /// small reader and writer instead of Foundation's. Objects keep their key
 /// order, so files written by hand round-trip without reshuffling.
 public enum JSONValue: Hashable, Sendable {
+    /// `null`.
     case null
+    /// `true` or `false`.
     case bool(Bool)
+    /// A number (JSON has one kind; integers up to 2^53 are exact).
     case number(Double)
+    /// A string, escapes resolved.
     case string(String)
+    /// An array, in order.
     case array([JSONValue])
+    /// An object, its keys in the order they were written.
     case object(JSONObject)
 
     /// The number, if this is one.
@@ -35,15 +41,21 @@ public enum JSONValue: Hashable, Sendable {
 
 /// A JSON object that remembers the order of its keys.
 public struct JSONObject: Hashable, Sendable {
+    /// The keys in the order they were first set; removing a key drops it from the list.
     public private(set) var keys: [String] = []
     private var values: [String: JSONValue] = [:]
 
+    /// An empty object.
     public init() {}
 
+    /// An object of `pairs` in their order; a repeated key keeps its first position and takes
+    /// the last value.
     public init(_ pairs: [(String, JSONValue)]) {
         for (k, v) in pairs { self[k] = v }
     }
 
+    /// The value for `key`, or `nil` when it is absent. Setting a new key appends it; setting
+    /// an existing key replaces the value in place; setting `nil` removes the key.
     public subscript(key: String) -> JSONValue? {
         get { values[key] }
         set {
@@ -61,9 +73,13 @@ public struct JSONObject: Hashable, Sendable {
 
 /// A syntax error in a JSON text, with its 1-based line and column.
 public struct JSONSyntaxError: Error, Hashable, Sendable, CustomStringConvertible {
+    /// What was wrong, such as "expected ',' or '}' in an object".
     public var message: String
+    /// The 1-based line of the error; lines are counted at each `\n`.
     public var line: Int
+    /// The 1-based column of the error, counted in UTF-8 bytes from the start of the line.
     public var column: Int
+    /// `line L, column C: message`.
     public var description: String { "line \(line), column \(column): \(message)" }
 }
 

@@ -93,14 +93,21 @@ extension StereoCalibration {
 
 /// A calibration file that could not be read, with the file and the key at fault.
 public enum CalibrationFileError: Error, Hashable, Sendable, CustomStringConvertible {
+    /// The file could not be read (the system's reason).
     case unreadable(FileAccessError)
     /// The file is not JSON; `found` says what it is ("OpenCV YAML", "ROS camera_info").
     case notParallaxJSON(file: String, found: String)
+    /// Not valid JSON at `line`:`column` (both from 1).
     case syntax(file: String, line: Int, column: Int, message: String)
+    /// A key the format needs is not there (`key` names it, with its path where nested).
     case missing(file: String, key: String)
+    /// The value at `key` is of the wrong type or out of range; `message` says what was expected.
     case invalid(file: String, key: String, message: String)
+    /// Written by a newer Parallax (its `version` is above the newest this one reads).
     case unsupportedVersion(file: String, version: Int, newestSupported: Int)
 
+    /// One line starting with the file name (and `line:column` for a syntax error) and saying
+    /// what is wrong; an unreadable file gives the file-access error's own message.
     public var description: String {
         switch self {
         case .unreadable(let e): return e.description

@@ -1,8 +1,12 @@
 /// A rotation of the output image by a multiple of 90°, clockwise as seen on screen.
 public enum ImageRotation: Int, Hashable, Codable, Sendable, CaseIterable {
+    /// As the camera sees it.
     case none = 0
+    /// Turned a quarter clockwise: the output is as wide as the input is tall.
     case clockwise90 = 90
+    /// Turned half-way round (upside down).
     case rotate180 = 180
+    /// Turned three quarters clockwise (a quarter counter-clockwise).
     case clockwise270 = 270
 }
 
@@ -14,6 +18,7 @@ public struct OutputOrientation: Hashable, Codable, Sendable {
     /// A left–right flip applied after the rotation (a mirror view).
     public var mirrored: Bool
 
+    /// An orientation; the defaults leave the image as it is (``identity``).
     public init(rotation: ImageRotation = .none, mirrored: Bool = false) {
         self.rotation = rotation
         self.mirrored = mirrored

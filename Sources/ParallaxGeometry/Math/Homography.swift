@@ -3,6 +3,7 @@ public struct Homography: Hashable, Codable, Sendable {
     /// The 3×3 matrix, defined up to scale.
     public var matrix: Matrix3x3
 
+    /// The homography with `matrix` (any nonzero scale of it describes the same transform).
     @inlinable
     public init(_ matrix: Matrix3x3) { self.matrix = matrix }
 

@@ -134,6 +134,7 @@ public struct Matrix3x3: Hashable, Sendable {
         Matrix3x3(rows: a.x * b, a.y * b, a.z * b)
     }
 
+    /// The matrix product `lhs · rhs` (apply `rhs` first, then `lhs`).
     @inlinable
     public static func * (lhs: Matrix3x3, rhs: Matrix3x3) -> Matrix3x3 {
         let t = rhs.transposed
@@ -143,21 +144,25 @@ public struct Matrix3x3: Hashable, Sendable {
             SIMD3((lhs.row2 * t.row0).sum(), (lhs.row2 * t.row1).sum(), (lhs.row2 * t.row2).sum()))
     }
 
+    /// The matrix applied to the column vector `rhs`.
     @inlinable
     public static func * (lhs: Matrix3x3, rhs: SIMD3<Double>) -> SIMD3<Double> {
         SIMD3((lhs.row0 * rhs).sum(), (lhs.row1 * rhs).sum(), (lhs.row2 * rhs).sum())
     }
 
+    /// Every entry multiplied by `rhs`.
     @inlinable
     public static func * (lhs: Matrix3x3, rhs: Double) -> Matrix3x3 {
         Matrix3x3(rows: lhs.row0 * rhs, lhs.row1 * rhs, lhs.row2 * rhs)
     }
 
+    /// The entry-by-entry sum.
     @inlinable
     public static func + (lhs: Matrix3x3, rhs: Matrix3x3) -> Matrix3x3 {
         Matrix3x3(rows: lhs.row0 + rhs.row0, lhs.row1 + rhs.row1, lhs.row2 + rhs.row2)
     }
 
+    /// The entry-by-entry difference.
     @inlinable
     public static func - (lhs: Matrix3x3, rhs: Matrix3x3) -> Matrix3x3 {
         Matrix3x3(rows: lhs.row0 - rhs.row0, lhs.row1 - rhs.row1, lhs.row2 - rhs.row2)
@@ -170,6 +175,8 @@ extension Matrix3x3: Codable {
         self.init(rowMajor: try decodeRowMajor(from: decoder, count: 9, shape: "3x3"))
     }
 
+    /// Writes the nine entries as one flat array in row-major order, the form
+    /// ``init(from:)`` reads.
     public func encode(to encoder: Encoder) throws {
         var container = encoder.unkeyedContainer()
         try container.encode(contentsOf: rowMajor)
@@ -177,6 +184,7 @@ extension Matrix3x3: Codable {
 }
 
 extension Matrix3x3: CustomStringConvertible {
+    /// The entries in row-major order, rows separated by semicolons: `[a, b, c; d, e, f; g, h, i]`.
     public var description: String {
         "[\(row0.x), \(row0.y), \(row0.z); \(row1.x), \(row1.y), \(row1.z); \(row2.x), \(row2.y), \(row2.z)]"
     }

@@ -3,6 +3,7 @@ public struct Matrix3x4: Hashable, Sendable {
     /// The rows, top to bottom.
     public var row0, row1, row2: SIMD4<Double>
 
+    /// A matrix from its three rows, top to bottom.
     @inlinable
     public init(rows row0: SIMD4<Double>, _ row1: SIMD4<Double>, _ row2: SIMD4<Double>) {
         self.row0 = row0
@@ -80,6 +81,8 @@ extension Matrix3x4: Codable {
         self.init(rowMajor: try decodeRowMajor(from: decoder, count: 12, shape: "3x4"))
     }
 
+    /// Writes the twelve entries as one flat array in row-major order, the form
+    /// ``init(from:)`` reads.
     public func encode(to encoder: Encoder) throws {
         var container = encoder.unkeyedContainer()
         try container.encode(contentsOf: rowMajor)

@@ -3,6 +3,7 @@ public struct Matrix4x4: Hashable, Sendable {
     /// The rows, top to bottom.
     public var row0, row1, row2, row3: SIMD4<Double>
 
+    /// A matrix from its four rows, top to bottom.
     @inlinable
     public init(rows row0: SIMD4<Double>, _ row1: SIMD4<Double>, _ row2: SIMD4<Double>, _ row3: SIMD4<Double>) {
         self.row0 = row0
@@ -114,6 +115,7 @@ public struct Matrix4x4: Hashable, Sendable {
         return Matrix4x4(rowMajor: r.map { $0 * inv })
     }
 
+    /// The matrix product `lhs · rhs` (apply `rhs` first, then `lhs`).
     @inlinable
     public static func * (lhs: Matrix4x4, rhs: Matrix4x4) -> Matrix4x4 {
         let t = rhs.transposed
@@ -123,6 +125,7 @@ public struct Matrix4x4: Hashable, Sendable {
         return Matrix4x4(rows: row(lhs.row0), row(lhs.row1), row(lhs.row2), row(lhs.row3))
     }
 
+    /// The matrix applied to the homogeneous column vector `rhs`.
     @inlinable
     public static func * (lhs: Matrix4x4, rhs: SIMD4<Double>) -> SIMD4<Double> {
         SIMD4((lhs.row0 * rhs).sum(), (lhs.row1 * rhs).sum(), (lhs.row2 * rhs).sum(), (lhs.row3 * rhs).sum())
@@ -135,6 +138,8 @@ extension Matrix4x4: Codable {
         self.init(rowMajor: try decodeRowMajor(from: decoder, count: 16, shape: "4x4"))
     }
 
+    /// Writes the sixteen entries as one flat array in row-major order, the form
+    /// ``init(from:)`` reads.
     public func encode(to encoder: Encoder) throws {
         var container = encoder.unkeyedContainer()
         try container.encode(contentsOf: rowMajor)

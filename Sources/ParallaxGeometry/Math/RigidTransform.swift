@@ -9,6 +9,8 @@ public struct RigidTransform: Hashable, Sendable {
     /// The translation `t`, applied after the rotation.
     public var translation: SIMD3<Double>
 
+    /// The motion `x' = rotation · x + translation`; the defaults give ``identity``. The rotation
+    /// is stored as given, not checked or re-orthonormalized.
     @inlinable
     public init(rotation: Matrix3x3 = .identity, translation: SIMD3<Double> = .zero) {
         self.rotation = rotation
@@ -52,6 +54,8 @@ public struct RigidTransform: Hashable, Sendable {
 extension RigidTransform: Codable {
     private enum CodingKeys: String, CodingKey { case rotation, translation }
 
+    /// Reads a keyed container with `rotation` (nine row-major numbers) and `translation`
+    /// (three numbers); throws a `DecodingError` when either has the wrong count.
     public init(from decoder: Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
         rotation = try c.decode(Matrix3x3.self, forKey: .rotation)
@@ -63,6 +67,8 @@ extension RigidTransform: Codable {
         translation = SIMD3(t[0], t[1], t[2])
     }
 
+    /// Writes `rotation` (nine row-major numbers) and `translation` (three numbers), the form
+    /// ``init(from:)`` reads.
     public func encode(to encoder: Encoder) throws {
         var c = encoder.container(keyedBy: CodingKeys.self)
         try c.encode(rotation, forKey: .rotation)

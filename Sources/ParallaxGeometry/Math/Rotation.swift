@@ -88,8 +88,16 @@ extension Matrix3x3 {
 
 /// A unit quaternion `w + xi + yj + zk` representing a rotation.
 public struct Quaternion: Hashable, Codable, Sendable {
-    public var w, x, y, z: Double
+    /// The real (scalar) part: cos(θ/2) for a rotation by θ.
+    public var w: Double
+    /// The i component: the rotation axis's x times sin(θ/2).
+    public var x: Double
+    /// The j component: the rotation axis's y times sin(θ/2).
+    public var y: Double
+    /// The k component: the rotation axis's z times sin(θ/2).
+    public var z: Double
 
+    /// A quaternion from its four components, stored as given (not normalized).
     @inlinable
     public init(w: Double, x: Double, y: Double, z: Double) {
         self.w = w

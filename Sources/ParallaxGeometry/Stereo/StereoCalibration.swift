@@ -8,7 +8,9 @@
 /// the square size was given in millimetres), recorded in ``translationUnit``; depth
 /// comes out in the same unit.
 public struct StereoCalibration: Hashable, Sendable {
+    /// The left camera, whose frame is the rig's reference frame.
     public var left: CameraModel
+    /// The right camera; ``extrinsics`` places it relative to the left one.
     public var right: CameraModel
     /// Left camera frame → right camera frame.
     public var extrinsics: RigidTransform

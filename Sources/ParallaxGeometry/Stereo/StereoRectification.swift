@@ -24,6 +24,8 @@ public struct RectificationOptions: Hashable, Sendable {
     /// For fisheye rigs only: values above 1 widen the rectified view (OpenCV's `fov_scale`).
     public var fisheyeFOVScale: Double
 
+    /// Options with OpenCV's `stereoRectify` defaults unless given; each argument sets the
+    /// property of the same name.
     public init(alpha: Double? = nil, outputSize: ImageSize? = nil, zeroDisparity: Bool = true, fisheyeFOVScale: Double = 1) {
         self.alpha = alpha
         self.outputSize = outputSize
@@ -43,10 +45,19 @@ public struct RectificationOptions: Hashable, Sendable {
 /// focal length. `q` maps `(x, y, disparity, 1)` to homogeneous 3-D points in
 /// the left rectified frame.
 public struct StereoRectification: Hashable, Sendable {
+    /// OpenCV's R1: the rotation from the left camera frame to the left rectified frame.
     public var r1: Matrix3x3
+    /// OpenCV's R2: the rotation from the right camera frame to the right rectified frame.
     public var r2: Matrix3x3
+    /// OpenCV's P1: projects points in the left rectified frame to left rectified pixels;
+    /// its last column is zero.
     public var p1: Matrix3x4
+    /// OpenCV's P2: projects points in the left rectified frame to right rectified pixels; its
+    /// last column holds the focal length (pixels) times the signed baseline (calibration's unit).
     public var p2: Matrix3x4
+    /// OpenCV's Q, the disparity-to-depth matrix: maps `(x, y, d, 1)`, a left rectified pixel and
+    /// its disparity (left minus right coordinate along the baseline axis, in pixels), to a
+    /// homogeneous point in the left rectified frame, in the calibration's unit.
     public var q: Matrix4x4
     /// Valid (fully defined) pixels in the left rectified image.
     public var roi1: PixelRect
@@ -54,6 +65,8 @@ public struct StereoRectification: Hashable, Sendable {
     public var roi2: PixelRect
     /// The size of the rectified images.
     public var size: ImageSize
+    /// Whether the rectified cameras sit side by side (disparity along x) or one above the
+    /// other (disparity along y).
     public var layout: StereoLayout
     /// The distance at which disparity is zero after a convergence shift, in
     /// the calibration's units; `nil` for the classic rectification in which
@@ -63,6 +76,8 @@ public struct StereoRectification: Hashable, Sendable {
     /// pixels (left by −shift, right by +shift along the baseline axis).
     public var convergenceShift: Double = 0
 
+    /// A rectification from its parts, each as the property of the same name; the convergence
+    /// shift starts at zero.
     public init(r1: Matrix3x3, r2: Matrix3x3, p1: Matrix3x4, p2: Matrix3x4, q: Matrix4x4,
                 roi1: PixelRect, roi2: PixelRect, size: ImageSize, layout: StereoLayout,
                 convergenceDistance: Double? = nil) {
@@ -108,6 +123,7 @@ public enum RectificationError: Error, Hashable, Sendable, CustomStringConvertib
     /// alpha scaling found no finite scale (the valid area degenerated).
     case degenerateValidArea
 
+    /// One sentence saying why the calibration could not be rectified.
     public var description: String {
         switch self {
         case .zeroBaseline: return "the two cameras share one optical centre (translation is zero): nothing to rectify"

@@ -63,9 +63,12 @@ extension StereoCalibration {
 
 /// Why two pixels could not be triangulated.
 public enum TriangulationError: Error, Hashable, Sendable, CustomStringConvertible {
+    /// A pixel could not be turned into a viewing ray; the wrapped error says why.
     case unprojection(UnprojectionError)
+    /// The two viewing rays are parallel, so they meet only at infinity.
     case parallelRays
 
+    /// One line starting "cannot triangulate:" and giving the reason.
     public var description: String {
         switch self {
         case .unprojection(let e): return "cannot triangulate: \(e)"

@@ -7,6 +7,8 @@ public struct ImagePlane: @unchecked Sendable {
     /// Distance in bytes from one row to the next (≥ the row's used bytes).
     public var bytesPerRow: Int
 
+    /// A plane starting at `baseAddress` with rows `bytesPerRow` bytes apart. It borrows the
+    /// memory: the caller keeps it alive, and nothing here checks the stride.
     @inlinable
     public init(baseAddress: UnsafeRawPointer, bytesPerRow: Int) {
         self.baseAddress = baseAddress

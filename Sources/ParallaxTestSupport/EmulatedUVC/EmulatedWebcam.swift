@@ -65,6 +65,8 @@ public final class EmulatedWebcam: @unchecked Sendable {
         /// The camera's node did not appear in time.
         case noNode(String)
 
+        /// One line saying why the camera could not be attached (with the kernel's reason for a
+        /// refusal).
         public var description: String {
             switch self {
             case .noHostController(let why): return "no USB/IP host controller: \(why)"

@@ -308,6 +308,9 @@ public final class VirtualPictures: Hashable, @unchecked Sendable {
         return bytes
     }
 
+    /// True only when `a` and `b` are the same object: two sets of pictures made alike are
+    /// still different.
     public static func == (a: VirtualPictures, b: VirtualPictures) -> Bool { a === b }
+    /// Hashes the object's identity, to agree with `==`.
     public func hash(into hasher: inout Hasher) { hasher.combine(ObjectIdentifier(self)) }
 }

@@ -177,13 +177,14 @@ public final class VirtualUVCDriver: V4L2Syscalls, @unchecked Sendable {
 
     // MARK: Discovery
 
-    /// The connected cameras' capture nodes with their identities, as ``V4L2Discovery``
-    /// would list real USB cameras (the serial when unique, else the USB port); a camera
-    /// without a USB location is named by its bus info. In node order.
-    /// None: the virtual driver's metadata nodes hold no clock readings (the emulated webcams
+    /// The metadata node beside `path`'s capture node: none: the virtual driver's metadata nodes hold no clock readings (the emulated webcams
     /// under uvcvideo test the camera clock; see ``EmulatedWebcam``).
     public func metadataNode(of path: String) -> String? { nil }
 
+    /// The capture nodes of the connected cameras (metadata nodes and unplugged cameras left
+    /// out) with their identities, as ``V4L2Discovery`` names real USB cameras (the serial when
+    /// unique, else the USB port; a camera without a USB location by its bus info), in node
+    /// order; empty when none is connected.
     public func captureNodes() -> [DiscoveredCamera] {
         lock.lock(); defer { lock.unlock() }
         return V4L2Discovery.identified(cameras.values.filter { $0.connected && !$0.spec.isMetadataNode }
