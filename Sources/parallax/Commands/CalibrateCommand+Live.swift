@@ -88,51 +88,21 @@ extension CalibrateCommand {
         let source = try liveSource()
         let opened = try source.open(quiet: json, movingBoard: true, noise: simulated ? 2 : 0)
         let session = try StereoSession(device: opened.device)
-        let staging = directory + ".partial-\(getpid())"
-        try? FileManager.default.removeItem(atPath: staging)
-        do {
-            try FileManager.default.createDirectory(atPath: staging, withIntermediateDirectories: true)
-        } catch {
-            throw CLIError("--save-pairs: cannot create \(staging): \(error.localizedDescription)")
-        }
-        var finished = false
-        defer { if !finished { try? FileManager.default.removeItem(atPath: staging) } }
-
-        let stop = Locked<LiveStopReason?>(nil)
-        @Sendable func requestStop(_ reason: LiveStopReason) {
-            let first = stop.withLock { current in
-                if current == nil { current = reason; return true }
-                return false
-            }
-            if first { session.stop() }
-        }
-        let interruption = Interruption { requestStop(.user) }
-        defer { interruption.cancel() }
-        if isatty(STDIN_FILENO) != 0 {
-            Thread.detachNewThread { if readLine() != nil { requestStop(.user) } }
-        }
-        let timeLimit = targets.timeLimitSeconds
-        let watchdog = Task.detached {
-            try? await Task.sleep(nanoseconds: UInt64(timeLimit * 1e9))
-            if !Task.isCancelled { requestStop(.timeLimit) }
-        }
-        defer { watchdog.cancel() }
+        let folder = try LivePairFolder(directory: directory)
+        let stops = LiveStops(session: session, timeLimitSeconds: targets.timeLimitSeconds)
+        defer { stops.end() }
 
         try session.start()
         defer { session.stop() }  // also when saving a pair fails
         Self.log("live capture from \(opened.device.constituents.both.map(\.identity.name).joined(separator: " + ")): "
                  + "hold the \(target) board still in different places, distances and angles"
-                 + (isatty(STDIN_FILENO) != 0 ? "; Enter stops and calibrates" : ""))
+                 + (stops.stopsOnEnter ? "; Enter stops and calibrates" : ""))
 
         var detector = ChessboardDetector(board: target)
         detector.timeBudgetSeconds = liveDetectionBudgetSeconds
-        var stillness = BoardStillness()
-        var coverage = CaptureCoverage()
-        var recent: [(sequence: UInt64, corners: [SIMD2<Double>]?)] = []
+        var judge = StillPairJudge(target: target, detector: detector)
         let pending = Locked<Result<StillPair, StereoSessionError>?>(nil)
         var stillInFlight = false
-        var pairs: [ImagePairing.Pair] = []
-        var entries: [String: CornerList.Entry] = [:]
         var pairsSeen = 0
         var fit: (rms: Double, worstSigma: Double)?
         let status = LiveStatus.statusLine()
@@ -141,82 +111,46 @@ extension CalibrateCommand {
             let d = (ContinuousClock.now - started).components
             return Double(d.seconds) + Double(d.attoseconds) * 1e-18
         }
-
-        func detect(_ image: ImageView?) -> (corners: [SIMD2<Double>], size: ImageSize)? {
-            guard let image, let gray = try? GrayImage(ImageBuffer(copying: image)),
-                  case .success(let found) = detector.detect(in: gray) else { return nil }
-            return (found.corners, gray.size)
+        func showStatus() -> String {
+            LiveStatus.line(taken: folder.pairs.count, total: targets.pairLimit, coverage: judge.coverage, fit: fit, seconds: elapsed())
         }
 
-        /// Keeps a finished still when nothing moved during it and the board shows on both sides.
-        func consider(_ still: StillPair) throws {
-            guard still.pairsAveraged >= 4, !still.motionDetected else {
-                status.note("still pair set aside: the board moved while it was averaged")
+        /// Keeps a finished still the judge accepts, then fits what was taken once coverage is there.
+        func take(_ still: StillPair) throws {
+            let accepted: StillPairJudge.Accepted
+            switch try judge.judge(still) {
+            case .setAside(let why):
+                status.note("still pair set aside: \(why)")
                 return
-            }
-            let start = still.first.left.sequence
-            let during = recent.filter { $0.sequence >= start }.prefix(still.pairsAveraged)
-            let reference = during.first?.corners
-            guard let reference, during.allSatisfy({ entry in
-                entry.corners.map { BoardStillness.largestMovement(reference, $0) <= stillness.tolerancePixels } ?? false
-            }) else {
-                status.note("still pair set aside: the board moved while it was averaged")
+            case .ignored:
                 return
+            case .accepted(let a):
+                accepted = a
             }
-            let gray = try StereoSide.allCases.map { side in try still.images[side].converted(to: .gray8) }
-            var found: [[SIMD2<Double>]] = []
-            for image in gray {
-                guard case .success(let d) = detector.detect(in: try GrayImage(image)) else {
-                    status.note("still pair set aside: the averaged \(found.isEmpty ? "left" : "right") image shows no whole board")
-                    return
-                }
-                found.append(d.corners)
+            try folder.save(accepted)
+            judge.coverage.add(accepted.measures)
+            status.note(String(format: "took pair %d (%d averaged): x %.2f y %.2f size %.2f skew %.2f", folder.pairs.count,
+                               still.pairsAveraged, accepted.measures.x, accepted.measures.y, accepted.measures.size,
+                               accepted.measures.skew))
+            if judge.coverage.isComplete && folder.pairs.count >= targets.minimumPairs,
+               let result = try? calibrator.calibrate(pairs: folder.views, size: accepted.gray[0].size), let u = result.uncertainty {
+                let sigmas = [u.leftProjection.center, u.rightProjection.center] + u.leftProjection.corners + u.rightProjection.corners
+                let worst = sigmas.contains { !$0.isFinite } ? Double.infinity : (sigmas.max() ?? .infinity)
+                fit = (result.rms, worst)
+                if worst <= targets.uncertaintyPixels { stops.request(.targetsReached) }
             }
-            guard let measures = BoardViewMeasures(corners: found[0], columns: target.columns, rows: target.rows,
-                                                   imageSize: gray[0].size), coverage.adds(measures) else { return }
-            let index = pairs.count
-            let paths = ["left", "right"].map { (staging as NSString).appendingPathComponent(String(format: "%@%03d.png", $0, index)) }
-            for (image, path) in zip(gray, paths) {
-                do { try image.write(toFile: path) } catch { throw CLIError("--save-pairs: \(error)") }
-            }
-            let final = ["left", "right"].map { (directory as NSString).appendingPathComponent(String(format: "%@%03d.png", $0, index)) }
-            pairs.append(ImagePairing.Pair(left: final[0], right: final[1]))
-            entries[final[0]] = CornerList.Entry(corners: found[0], size: gray[0].size)
-            entries[final[1]] = CornerList.Entry(corners: found[1], size: gray[1].size)
-            coverage.add(measures)
-            status.note(String(format: "took pair %d (%d averaged): x %.2f y %.2f size %.2f skew %.2f", pairs.count,
-                               still.pairsAveraged, measures.x, measures.y, measures.size, measures.skew))
-            // Once coverage is there, fit what was taken to see how certain the result would be.
-            if coverage.isComplete && pairs.count >= targets.minimumPairs {
-                let views = pairs.map { pair in
-                    StereoView(left: CalibrationView(name: pair.left, corners: entries[pair.left]?.corners ?? []),
-                               right: CalibrationView(name: pair.right, corners: entries[pair.right]?.corners ?? []))
-                }
-                if let result = try? calibrator.calibrate(pairs: views, size: gray[0].size), let u = result.uncertainty {
-                    let sigmas = [u.leftProjection.center, u.rightProjection.center] + u.leftProjection.corners + u.rightProjection.corners
-                    let worst = sigmas.contains { !$0.isFinite } ? Double.infinity : (sigmas.max() ?? .infinity)
-                    fit = (result.rms, worst)
-                    if worst <= targets.uncertaintyPixels { requestStop(.targetsReached) }
-                }
-            }
-            if let limit = targets.pairLimit, pairs.count >= limit { requestStop(.pairLimit) }
+            if let limit = targets.pairLimit, folder.pairs.count >= limit { stops.request(.pairLimit) }
         }
 
         for try await pair in session.pairs {
             pairsSeen += 1
-            if stop.withLock({ $0 }) != nil { break }
+            if stops.reason != nil { break }
             if stillInFlight, let result = pending.withLock({ p in defer { p = nil }; return p }) {
                 stillInFlight = false
-                if case .success(let still) = result { try consider(still) }
+                if case .success(let still) = result { try take(still) }
             }
-            if stop.withLock({ $0 }) != nil { break }
-            let left = detect(pair.left.image)
-            stillness.observe(left?.corners)
-            recent.append((pair.left.sequence, left?.corners))
-            if recent.count > 64 { recent.removeFirst(recent.count - 64) }
-            if !stillInFlight, stillness.isStill, let left,
-               let measures = BoardViewMeasures(corners: left.corners, columns: target.columns, rows: target.rows, imageSize: left.size),
-               coverage.adds(measures), detect(pair.right.image) != nil {
+            if stops.reason != nil { break }
+            if judge.startsAStill(after: pair, canStart: !stillInFlight) {
                 stillInFlight = true
                 Task.detached {
                     let result: Result<StillPair, StereoSessionError>
@@ -226,31 +160,18 @@ extension CalibrateCommand {
                     pending.withLock { $0 = result }
                 }
             }
-            status.show(LiveStatus.line(taken: pairs.count, total: targets.pairLimit, coverage: coverage, fit: fit, seconds: elapsed()))
+            status.show(showStatus())
         }
         session.stop()
-        status.finish(LiveStatus.line(taken: pairs.count, total: targets.pairLimit, coverage: coverage, fit: fit, seconds: elapsed()))
-        let reason = stop.withLock { $0 } ?? .streamEnded
+        status.finish(showStatus())
+        let reason = stops.reason ?? .streamEnded
 
         // The capture is kept even when too little was taken to calibrate: the user's pictures.
-        if FileManager.default.fileExists(atPath: directory) {
-            if (try? FileManager.default.contentsOfDirectory(atPath: directory))?.isEmpty == true {
-                try? FileManager.default.removeItem(atPath: directory)
-            } else {
-                throw CLIError("--save-pairs \(directory) appeared while capturing; the pairs are kept in \(staging)")
-            }
-        }
-        do {
-            try FileManager.default.moveItem(atPath: staging, toPath: directory)
-        } catch {
-            throw CLIError("--save-pairs: cannot rename \(staging) to \(directory): \(error.localizedDescription)")
-        }
-        finished = true
-        let list = CornerList(entries: entries, board: (target.columns, target.rows), source: "live capture")
+        let list = try folder.commit(target: target, source: "live capture")
         try writeCornerFile(list, target: target, directory: directory)
-        Self.log("saved \(pairs.count) pairs in \(directory)/ (with corners.json: recalibrate them with "
+        Self.log("saved \(folder.pairs.count) pairs in \(directory)/ (with corners.json: recalibrate them with "
                  + "--left '\(directory)/left*.png' --right '\(directory)/right*.png' --corners-in \(directory)/corners.json)")
-        return LiveCapture(pairs: pairs, cornerList: list, stopReason: reason, truth: opened.knownCalibration,
+        return LiveCapture(pairs: folder.pairs, cornerList: list, stopReason: reason, truth: opened.knownCalibration,
                            pairsSeen: pairsSeen, seconds: elapsed(), cameras: opened.device.identities.map(\.stableID))
     }
 
@@ -281,6 +202,191 @@ extension CalibrateCommand {
             ("baseline_percent", percent(e.baseline * estimateMM, t.baseline * truthMM)),
             ("rotation_degrees", .number(rotation)),
         ]))
+    }
+}
+
+/// What ends a live capture, whichever comes first: Ctrl-C, SIGTERM or SIGHUP, Enter at a
+/// terminal, `--time-limit`, or the capture itself (targets reached, `--pairs`). The first
+/// reason is kept and stops the session.
+final class LiveStops: Sendable {
+    private let stop = Locked<LiveStopReason?>(nil)
+    private let session: StereoSession
+    private let watchdog: Task<Void, Never>
+    private let interruption: Locked<Interruption?> = Locked(nil)
+    /// True when standard input is a terminal, where Enter stops the capture.
+    let stopsOnEnter = isatty(STDIN_FILENO) != 0
+
+    init(session: StereoSession, timeLimitSeconds: Double) {
+        self.session = session
+        let (stop, stopsOnEnter) = (self.stop, self.stopsOnEnter)
+        let request: @Sendable (LiveStopReason) -> Void = { Self.request($0, stop: stop, session: session) }
+        watchdog = Task.detached {
+            try? await Task.sleep(nanoseconds: UInt64(min(timeLimitSeconds, 1e9) * 1e9))
+            if !Task.isCancelled { request(.timeLimit) }
+        }
+        interruption.withLock { $0 = Interruption { request(.user) } }
+        if stopsOnEnter {
+            Thread.detachNewThread { if readLine() != nil { request(.user) } }
+        }
+    }
+
+    /// Why the capture stopped, once it did.
+    var reason: LiveStopReason? { stop.withLock { $0 } }
+
+    /// Stops the capture for `reason`, unless it already stopped for another.
+    func request(_ reason: LiveStopReason) { Self.request(reason, stop: stop, session: session) }
+
+    private static func request(_ reason: LiveStopReason, stop: Locked<LiveStopReason?>, session: StereoSession) {
+        let first = stop.withLock { current in
+            if current == nil { current = reason; return true }
+            return false
+        }
+        if first { session.stop() }
+    }
+
+    /// Back to the program's default signal handling; the time limit no longer applies.
+    func end() {
+        watchdog.cancel()
+        interruption.withLock { $0?.cancel(); $0 = nil }
+    }
+}
+
+/// Decides which pairs start a still and which finished stills are kept: the board still for
+/// three pairs and adding coverage to start one; kept when nothing moved during its average
+/// and the averaged pair shows the whole board on both sides.
+struct StillPairJudge {
+    let target: CalibrationBoard
+    let detector: ChessboardDetector
+    /// The views taken so far.
+    var coverage = CaptureCoverage()
+    private var stillness = BoardStillness()
+    /// The left corners of the last 64 pairs, by sequence number.
+    private var recent: [(sequence: UInt64, corners: [SIMD2<Double>]?)] = []
+
+    /// A still worth keeping: its gray images, the corners found on them, and its view's measures.
+    struct Accepted {
+        var gray: [ImageBuffer]
+        var corners: [[SIMD2<Double>]]
+        var measures: BoardViewMeasures
+    }
+
+    /// The judgement of a finished still.
+    enum Verdict {
+        case accepted(Accepted)
+        /// Set aside, with the reason in words.
+        case setAside(String)
+        /// Sound, but a view the pairs taken already cover (not worth a word).
+        case ignored
+    }
+
+    init(target: CalibrationBoard, detector: ChessboardDetector) {
+        self.target = target
+        self.detector = detector
+    }
+
+    private func detect(_ image: ImageView?) -> (corners: [SIMD2<Double>], size: ImageSize)? {
+        guard let image, let gray = try? GrayImage(ImageBuffer(copying: image)),
+              case .success(let found) = detector.detect(in: gray) else { return nil }
+        return (found.corners, gray.size)
+    }
+
+    /// Follows the board in a streamed pair (every pair, so a still's pairs can be checked
+    /// later); true when a still should start now, which is asked only when `canStart`.
+    mutating func startsAStill(after pair: StereoPair, canStart: Bool) -> Bool {
+        let left = detect(pair.left.image)
+        stillness.observe(left?.corners)
+        recent.append((pair.left.sequence, left?.corners))
+        if recent.count > 64 { recent.removeFirst(recent.count - 64) }
+        guard canStart, stillness.isStill, let left,
+              let measures = BoardViewMeasures(corners: left.corners, columns: target.columns, rows: target.rows, imageSize: left.size),
+              coverage.adds(measures) else { return false }
+        return detect(pair.right.image) != nil
+    }
+
+    /// Judges a finished still against the corners seen while it was averaged.
+    func judge(_ still: StillPair) throws -> Verdict {
+        let moved = Verdict.setAside("the board moved while it was averaged")
+        guard still.pairsAveraged >= 4, !still.motionDetected else { return moved }
+        let during = recent.filter { $0.sequence >= still.first.left.sequence }.prefix(still.pairsAveraged)
+        guard let reference = during.first?.corners, during.allSatisfy({ entry in
+            entry.corners.map { BoardStillness.largestMovement(reference, $0) <= stillness.tolerancePixels } ?? false
+        }) else { return moved }
+        let gray = try StereoSide.allCases.map { side in try still.images[side].converted(to: .gray8) }
+        var found: [[SIMD2<Double>]] = []
+        for image in gray {
+            guard case .success(let d) = detector.detect(in: try GrayImage(image)) else {
+                return .setAside("the averaged \(found.isEmpty ? "left" : "right") image shows no whole board")
+            }
+            found.append(d.corners)
+        }
+        guard let measures = BoardViewMeasures(corners: found[0], columns: target.columns, rows: target.rows,
+                                               imageSize: gray[0].size), coverage.adds(measures) else { return .ignored }
+        return .accepted(Accepted(gray: gray, corners: found, measures: measures))
+    }
+}
+
+/// The folder a live capture saves its pairs in: written under a temporary name beside
+/// `directory` and renamed to it when the capture ends (removed if it never does).
+final class LivePairFolder {
+    let directory: String
+    private let staging: String
+    private var committed = false
+    /// The pairs saved, by their final paths, in the order taken.
+    private(set) var pairs: [ImagePairing.Pair] = []
+    private var entries: [String: CornerList.Entry] = [:]
+
+    init(directory: String) throws {
+        self.directory = directory
+        staging = directory + ".partial-\(getpid())"
+        try? FileManager.default.removeItem(atPath: staging)
+        do {
+            try FileManager.default.createDirectory(atPath: staging, withIntermediateDirectories: true)
+        } catch {
+            throw CLIError("--save-pairs: cannot create \(staging): \(error.localizedDescription)")
+        }
+    }
+
+    deinit { if !committed { try? FileManager.default.removeItem(atPath: staging) } }
+
+    /// The saved pairs as calibration views (their corners).
+    var views: [StereoView] {
+        pairs.map { pair in
+            StereoView(left: CalibrationView(name: pair.left, corners: entries[pair.left]?.corners ?? []),
+                       right: CalibrationView(name: pair.right, corners: entries[pair.right]?.corners ?? []))
+        }
+    }
+
+    /// Writes an accepted still's gray images as `leftNNN.png` and `rightNNN.png`.
+    func save(_ still: StillPairJudge.Accepted) throws {
+        let names = StereoSide.allCases.map { String(format: "%@%03d.png", $0.description, pairs.count) }
+        for (image, name) in zip(still.gray, names) {
+            do { try image.write(toFile: (staging as NSString).appendingPathComponent(name)) } catch {
+                throw CLIError("--save-pairs: \(error)")
+            }
+        }
+        let final = names.map { (directory as NSString).appendingPathComponent($0) }
+        pairs.append(ImagePairing.Pair(left: final[0], right: final[1]))
+        entries[final[0]] = CornerList.Entry(corners: still.corners[0], size: still.gray[0].size)
+        entries[final[1]] = CornerList.Entry(corners: still.corners[1], size: still.gray[1].size)
+    }
+
+    /// Renames the folder into place and returns its corner list.
+    func commit(target: CalibrationBoard, source: String) throws -> CornerList {
+        if FileManager.default.fileExists(atPath: directory) {
+            if (try? FileManager.default.contentsOfDirectory(atPath: directory))?.isEmpty == true {
+                try? FileManager.default.removeItem(atPath: directory)
+            } else {
+                committed = true  // the pictures stay where they are
+                throw CLIError("--save-pairs \(directory) appeared while capturing; the pairs are kept in \(staging)")
+            }
+        }
+        do {
+            try FileManager.default.moveItem(atPath: staging, toPath: directory)
+        } catch {
+            throw CLIError("--save-pairs: cannot rename \(staging) to \(directory): \(error.localizedDescription)")
+        }
+        committed = true
+        return CornerList(entries: entries, board: (target.columns, target.rows), source: source)
     }
 }
 
