@@ -13,7 +13,7 @@ COMPARE_PACKAGES := python3 python3-venv
 # Extra flags for `swift test`, e.g. `make test TEST_FLAGS="--filter Geometry"`.
 TEST_FLAGS ?=
 
-.PHONY: all deps install-packages build release demo check-demo test short-soak allocations test-cpus check-interop check-arm64 check-live test-asan test-tsan test-kernel soak fuzz bench bench-pair compare-opencv clean
+.PHONY: all deps install-packages build release demo check-demo docs test short-soak allocations test-cpus check-interop check-arm64 check-live test-asan test-tsan test-kernel soak fuzz bench bench-pair compare-opencv clean
 
 all: build
 
@@ -112,6 +112,23 @@ check-live: release
 	tail -1 $(LIVE_CHECK)/fits.txt
 	! grep -E 'pairs ([0-9]|1[01]) .*rms ' $(LIVE_CHECK)/stderr.txt \
 	  || { echo "check-live: a fit was shown before 12 pairs were taken"; exit 1; }
+
+# The DocC catalogs of the four library modules (Sources/<Module>/<Module>.docc with every
+# symbol's doc comment), built by swift-docc-plugin with warnings as errors, into
+# .build/plugins/Swift-DocC/outputs/<Module>.doccarchive; first, the count of public
+# declarations without a doc comment, which must be 0 (Tests/Docs/undocumented.py says how it
+# counts). Seconds after the debug build.
+DOC_MODULES := ParallaxGeometry ParallaxImage ParallaxCapture ParallaxCalibration
+docs: build
+	@$(MAKE) --no-print-directory install-packages PACKAGES="python3"
+	python3 Tests/Docs/undocumented.py | tail -1
+	@python3 Tests/Docs/undocumented.py > /dev/null || { python3 Tests/Docs/undocumented.py; exit 1; }
+	@for module in $(DOC_MODULES); do \
+	  $(SWIFT) package --disable-sandbox generate-documentation --target $$module --warnings-as-errors > .build/docs-$$module.txt 2>&1 \
+	    || { cat .build/docs-$$module.txt; echo "docs: $$module has warnings (above)"; exit 1; }; \
+	  test -d .build/plugins/Swift-DocC/outputs/$$module.doccarchive || { echo "docs: no $$module.doccarchive"; exit 1; }; \
+	  echo "docs: $$module built with no warnings (.build/plugins/Swift-DocC/outputs/$$module.doccarchive)"; \
+	done
 
 # README's `make demo` as a new user runs it, twice (the second run replaces the first's
 # output): every stage ran, its pictures and calibration are written, and the command-line

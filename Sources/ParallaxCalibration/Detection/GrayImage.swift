@@ -33,13 +33,13 @@ public struct GrayImage: Sendable, Equatable {
         self.pixels = pixels
     }
 
-    /// The luma of any ``ImageBuffer`` (converted to gray8 first when it is not gray).
+    /// The luma of any `ImageBuffer` (converted to gray8 first when it is not gray).
     public init(_ buffer: ImageBuffer) throws(ImageError) {
         let gray = buffer.format == .gray8 ? buffer : try buffer.converted(to: .gray8)
         self.init(width: gray.size.width, height: gray.size.height, pixels: gray.bytes.map(Float.init))
     }
 
-    /// The size as an ``ImageSize``.
+    /// The size as an `ImageSize`.
     public var size: ImageSize { ImageSize(width: width, height: height) }
 
     @inlinable

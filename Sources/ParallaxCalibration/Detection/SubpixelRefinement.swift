@@ -18,8 +18,14 @@ public enum SubpixelRefinement {
     /// Refines each corner in place; a corner whose refinement would move it
     /// by more than a third of `spacing` (a sign of a wrong basin) keeps its start.
     ///
-    /// - Parameter columns: corners per board row, so each corner's window can be sized from its own
-    ///   nearest neighbours (a foreshortened board has short spacings along one axis only).
+    /// - Parameters:
+    ///   - corners: the corners' starting positions in pixels of `image` (within a pixel or two
+    ///     of the true corner); with `columns`, in board order, row by row.
+    ///   - image: the image the corners were detected in.
+    ///   - spacing: the distance between neighbouring corners in pixels: it sizes each corner's
+    ///     window and bounds its move (a third of it), unless `columns` gives the corner its own.
+    ///   - columns: corners per board row, so each corner's window can be sized from its own
+    ///     nearest neighbours (a foreshortened board has short spacings along one axis only).
     public static func refine(_ corners: [SIMD2<Double>], in image: GrayImage, spacing: Double, columns: Int? = nil) -> [SIMD2<Double>] {
         // Nearest neighbouring corner distance per corner.
         var local = [Double](repeating: spacing, count: corners.count)

@@ -17,8 +17,8 @@ import ParallaxGeometry
 /// - a pair of ROS camera_info files (`calibrate --ros-dir`): the folder that holds
 ///   left.yaml and right.yaml, or `left.yaml,right.yaml`.
 ///
-/// Translations from OpenCV files load as ``LengthUnit/unitless``: that format records no
-/// unit. ROS camera_info pairs load in metres (``LengthUnit/metre``), ROS's unit for every
+/// Translations from OpenCV files load as `LengthUnit.unitless`: that format records no
+/// unit. ROS camera_info pairs load in metres (`LengthUnit.metre`), ROS's unit for every
 /// length. A file of another kind (a Kalibr camchain, one camera's camera_info, an image) is
 /// named as what it is.
 public enum CalibrationFile {

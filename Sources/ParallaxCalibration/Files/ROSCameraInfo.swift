@@ -96,7 +96,7 @@ public struct ROSCameraInfo: Hashable, Sendable {
     ///
     /// The baseline in the right projection matrix is converted to metres when the calibration
     /// records a unit (a calibration in millimetres gets `P[0][3] = −f·B/1000`). A
-    /// ``LengthUnit/unitless`` calibration is written in its own units, which ROS tools (and
+    /// `LengthUnit.unitless` calibration is written in its own units, which ROS tools (and
     /// ``stereoCalibration(left:right:)``) take for metres.
     public static func stereoPair(_ calibration: StereoCalibration, rectification: StereoRectification,
                                   leftName: String = "left", rightName: String = "right") -> (left: ROSCameraInfo, right: ROSCameraInfo) {
@@ -109,7 +109,7 @@ public struct ROSCameraInfo: Hashable, Sendable {
 
     /// The stereo calibration two camera_info files describe: `R = R2ᵀ R1` and
     /// `T = R2ᵀ (P2[0][3] / f', P2[1][3] / f', P2[2][3])` (the baseline in the rectified frame),
-    /// in metres (``LengthUnit/metre``), ROS's unit.
+    /// in metres (`LengthUnit.metre`), ROS's unit.
     public static func stereoCalibration(left: ROSCameraInfo, right: ROSCameraInfo) throws(CalibrationFormatError) -> StereoCalibration {
         let f = right.projection[0, 0]
         guard f > 0 else { throw CalibrationFormatError(file: right.cameraName, line: nil, message: "projection_matrix has no focal length") }

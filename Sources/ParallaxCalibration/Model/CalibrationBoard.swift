@@ -29,7 +29,7 @@ public struct CalibrationBoard: Hashable, Sendable, CustomStringConvertible {
     /// Edge length of one square, in the unit every translation will come out in.
     public var squareSize: Double
     /// The unit of `squareSize`: what every translation of a calibration with this board
-    /// is in (``LengthUnit/unitless`` when the size was given as a bare number).
+    /// is in (`LengthUnit.unitless` when the size was given as a bare number).
     public var unit: LengthUnit
     /// Chessboard or circle grid.
     public var pattern: BoardPattern

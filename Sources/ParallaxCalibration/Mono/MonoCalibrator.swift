@@ -74,7 +74,11 @@ public struct MonoCalibrator: Sendable {
 
     /// Calibrates from `views` of images of `size`.
     ///
-    /// - Parameter initial: a starting camera (skips Zhang's intrinsics); its poses are still found per view.
+    /// - Parameters:
+    ///   - views: the board's corners in each image, in the target's corner order; a view with
+    ///     another corner count or a degenerate homography is set aside (listed in the result).
+    ///   - size: the size of every image, in pixels (the calibrated camera's size).
+    ///   - initial: a starting camera (skips Zhang's intrinsics); its poses are still found per view.
     /// - Throws: ``CalibrationError`` when fewer than ``minimumViews`` views survive.
     public func calibrate(views: [CalibrationView], size: ImageSize, initial: CameraModel? = nil) throws(CalibrationError) -> MonoCalibrationResult {
         var rejected: [RejectedView] = []

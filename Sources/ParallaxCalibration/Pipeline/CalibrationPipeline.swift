@@ -9,7 +9,7 @@ public struct CalibrationPipeline: Sendable {
     public var board: CalibrationBoard
     /// The lens model to fit.
     public var model: LensModelKind
-    /// Which cameras to hold fixed (their values come from `leftCamera` / `rightCamera` in ``run(pairs:unpaired:leftCamera:rightCamera:progress:)``).
+    /// Which cameras to hold fixed (their values come from `leftCamera` / `rightCamera` in ``run(pairs:unpaired:leftCamera:rightCamera:cornerList:progress:)``).
     public var fixed: FixedIntrinsics
     /// Detection time budget per image, in seconds.
     public var timeBudgetSeconds: Double = 2

@@ -32,7 +32,7 @@ public struct StereoView: Hashable, Sendable {
 /// The result of a stereo calibration and the figures users compare with OpenCV.
 public struct StereoCalibrationResult: Sendable {
     /// The calibrated rig (extrinsics map left-camera points into the right camera frame, OpenCV's R, T),
-    /// with T in the board's unit (``CalibrationBoard/unit``; ``LengthUnit/unitless`` when it has none).
+    /// with T in the board's unit (``CalibrationBoard/unit``; `LengthUnit.unitless` when it has none).
     public var calibration: StereoCalibration
     /// The left camera on its own (before the joint refinement).
     public var leftMono: MonoCalibrationResult
@@ -136,8 +136,13 @@ public struct StereoCalibrator: Sendable {
     /// Calibrates from `pairs` of images of `size` (both cameras the same size).
     ///
     /// - Parameters:
-    ///   - leftCamera, rightCamera: known cameras to start from (required for a side that ``fixed`` holds
-    ///     unless that side should be fixed at its own mono calibration).
+    ///   - input: the pairs (argument `pairs`): the board's corners seen by both cameras at each
+    ///     pose. Pairs a camera's mono calibration sets aside, and outliers of the joint
+    ///     refinement, are listed in the result, not used.
+    ///   - size: the size of every image of both cameras, in pixels.
+    ///   - leftCamera: a known left camera to start from (required when ``fixed`` holds the left
+    ///     side, unless it should be fixed at its own mono calibration).
+    ///   - rightCamera: the same for the right camera.
     /// - Throws: ``CalibrationError`` when fewer than ``minimumPairs`` usable pairs remain.
     public func calibrate(pairs input: [StereoView], size: ImageSize,
                           leftCamera: CameraModel? = nil, rightCamera: CameraModel? = nil) throws(CalibrationError) -> StereoCalibrationResult {

@@ -111,6 +111,19 @@ public final class Frame: @unchecked Sendable {
     /// A frame over memory that `release` gives back.
     ///
     /// - Parameters:
+    ///   - image: the pixels as the device delivered them, valid until `release` runs; `nil` for
+    ///     a compressed (MJPEG) frame. ``image`` hands this view out holding the frame.
+    ///   - payload: the bytes as delivered (for a V4L2 buffer, its `bytesused`), valid until
+    ///     `release` runs; ``payload`` hands them out holding the frame.
+    ///   - format: the format the device was streaming.
+    ///   - timestampNanoseconds: when the frame was exposed, in nanoseconds on CLOCK_MONOTONIC,
+    ///     already moved to the middle of exposure where possible
+    ///     (``TimestampSource/midExposure(timestampNanoseconds:exposureNanoseconds:)``); stored as given.
+    ///   - timestampSource: where the driver took its timestamp, before that correction.
+    ///   - sequence: the device's frame counter (V4L2 `sequence`); gaps mean frames were lost.
+    ///   - source: the device that captured the frame.
+    ///   - exposureNanoseconds: the exposure time in nanoseconds; `nil` when the device does not report it.
+    ///   - camera: the camera model for the active format, when a calibration is attached; `nil` otherwise.
     ///   - release: called exactly once, from `deinit`, on whichever thread drops the last reference.
     public init(image: ImageView?, payload: FramePayload, format: CaptureFormat, timestampNanoseconds: Int64,
                 timestampSource: TimestampSource, sequence: UInt64, source: DeviceIdentity,

@@ -55,6 +55,8 @@ public final class RecordingStop: @unchecked Sendable {
 ///
 /// - Parameters:
 ///   - devices: camera `i` is written as `cam{i}`.
+///   - frames: frames to write per camera; a camera's later frames are ignored.
+///   - recorder: the recording folder every frame is written to, as it arrives.
 ///   - timeoutSeconds: the deadline for the whole recording.
 ///   - stop: ends the recording early when requested (Ctrl-C).
 /// - Returns: one summary per device. The recorder is finished when every camera wrote its

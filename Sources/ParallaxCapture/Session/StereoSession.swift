@@ -3,7 +3,7 @@ import ParallaxGeometry
 import ParallaxImage
 
 /// Two cameras in, rectified matched pairs out: a ``StereoDevice`` → an
-/// ``OutputSynchronizer`` → a ``Rectifier`` → your code.
+/// ``OutputSynchronizer`` → a `Rectifier` (ParallaxImage) → your code.
 ///
 /// ```swift
 /// let session = try StereoSession(device: device, calibration: calibration)
@@ -472,10 +472,10 @@ public final class StereoSession: Sendable {
 
     /// Moves the zero-disparity plane to `distance` (the calibration's translation unit;
     /// `nil`: infinity) from the next pair on, without rebuilding the maps (see
-    /// ``Rectifier/setConvergence(atDistance:)`` for the whole-pixel rounding).
+    /// `Rectifier.setConvergence(atDistance:)` for the whole-pixel rounding).
     ///
     /// - Returns: the rectification pairs are now resampled with (its
-    ///   ``StereoRectification/convergenceDistance`` is where disparity is really zero).
+    ///   `StereoRectification.convergenceDistance` is where disparity is really zero).
     /// - Throws: ``StereoSessionError/invalidState(_:)`` for a session without calibration.
     @discardableResult
     public func setConvergence(atDistance distance: Double?) throws(StereoSessionError) -> StereoRectification {

@@ -24,8 +24,8 @@ public enum SessionDropReason: String, Hashable, Sendable, CaseIterable {
 /// undecodable JPEGs, time going backwards, a restart of the stream, simulated losses, and
 /// frames a device's fixed frame-rate cap held back (`frame_rate_cap`).
 ///
-/// **Dropped** (``dropped(_:)``, by reason ``dropped(_:reason:)``, by name
-/// ``droppedByName(_:)``): frames that reached the session and were not
+/// **Dropped** (``dropped(_:)``, by reason ``dropped(_:reason:)-(_,FrameDropReason)`` and
+/// ``dropped(_:reason:)-(_,SessionDropReason)``, by name ``droppedByName(_:)``): frames that reached the session and were not
 /// handed on in a pair, either because the synchronizer could not pair them
 /// (``FrameDropReason``) or because the session dropped the pair it made
 /// (``SessionDropReason``: the consumer behind, no free buffer, its own adaptive cap

@@ -1,7 +1,7 @@
 import ParallaxGeometry
 import ParallaxImage
 
-/// Renders a ``SimulatedScene`` through a ``CameraModel``, anti-aliased.
+/// Renders a ``SimulatedScene`` through a `CameraModel`, anti-aliased.
 ///
 /// How: the exact ray of every pixel *corner* comes from the camera model
 /// (`normalizedCoordinates(ofPixel:)` for pinhole and Brown–Conrady lenses,
@@ -15,7 +15,7 @@ import ParallaxImage
 /// sample's footprint on the surface, so an edge at any angle or phase gets
 /// its true coverage instead of a count of `samplesPerAxis` levels; that is
 /// what keeps rendered chessboard corners within a few thousandths of a pixel
-/// of ``CameraModel/project(_:)``. A pixel whose four corners all see the
+/// of `CameraModel.project(_:)`. A pixel whose four corners all see the
 /// same surface lies wholly on it and takes one sample box-filtered over the
 /// whole pixel (exact for the chessboard); only pixels on a silhouette edge
 /// between surfaces are supersampled, which is where samples are needed.
@@ -32,7 +32,7 @@ public struct SceneRenderer: Sendable {
         self.samplesPerAxis = samplesPerAxis
     }
 
-    /// The pixel formats ``render(_:camera:cameraFromWorld:format:)`` produces.
+    /// The pixel formats ``render(_:camera:cameraFromWorld:format:isCancelled:)`` produces.
     public static let supportedFormats: [PixelFormat] = [.gray8, .rgb8, .bgr8, .yuyv]
 
     /// Renders `scene` seen by `camera` placed at `cameraFromWorld` (world → camera frame).

@@ -66,9 +66,13 @@ public final class SimulatedRigDevice: Sendable {
     public let right: SimulatedCamera
 
     /// - Parameters:
+    ///   - rig: the calibrated cameras and the scene they see; the left camera is cam0, the right cam1.
     ///   - frameInterval: the nominal interval of both cameras.
     ///   - pixelFormat: gray8, rgb8, bgr8 or yuyv (configure `MJPG` for Motion-JPEG: the
     ///     colour view encoded at ``SimulatedCamera/jpegQuality``).
+    ///   - leftTiming: the left camera's offset, drift, jitter, drops and noise on the shared clock.
+    ///   - rightTiming: the same for the right camera.
+    ///   - pace: whether frames arrive at their timestamps' times or as fast as they are taken.
     ///   - epochNanoseconds: the shared clock's zero on CLOCK_MONOTONIC (now by default).
     ///   - seed: seeds jitter and drops (left uses `seed`, right `seed + 1`).
     ///   - boardTrajectory: moves the scene's board (which must have one) along this path;

@@ -11,7 +11,7 @@ import Synchronization
 public struct MJPEGDecoding: Hashable, Sendable, CustomStringConvertible {
     /// What frames decode to (the JPEG's own YCbCr planes unless asked otherwise).
     public var output: MJPEGOutput
-    /// How far the decoding scales down (DCT scaling; see ``MJPEGScale``).
+    /// How far the decoding scales down (DCT scaling; see `MJPEGScale` in ParallaxImage).
     public var scale: MJPEGScale
 
     /// Decoding to `output` at `scale`.

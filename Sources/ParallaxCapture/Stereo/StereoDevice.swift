@@ -160,8 +160,11 @@ public final class StereoDevice: Sendable {
     /// cap that both offer; if they offer none, they keep the format's interval and the
     /// device decimates.
     ///
-    /// - Parameter allowingOverBudget: configure even when the cost is 1.0 or more (for
-    ///   measuring what the kernel does; ``start(_:)`` then tries STREAMON anyway).
+    /// - Parameters:
+    ///   - configuration: the format for both sides (for a side-by-side camera, of each half)
+    ///     and an optional frame-rate cap; both cameras must offer the format.
+    ///   - allowingOverBudget: configure even when the cost is 1.0 or more (for
+    ///     measuring what the kernel does; ``start(_:)`` then tries STREAMON anyway).
     /// - Returns: the configuration as set (the drivers may have adjusted size or interval).
     /// - Throws: ``StereoDeviceError/formatNotOffered(_:missingOn:leftOffers:rightOffers:)``,
     ///   ``StereoDeviceError/overBudget(_:cost:alternatives:separateBusesCost:)`` before
@@ -315,7 +318,7 @@ public final class StereoDevice: Sendable {
     /// rectifies with it (unless given another). `nil` detaches.
     ///
     /// When the calibration records the cameras it was made for
-    /// (``StereoCalibration/calibratedCameras``), they must be this device's
+    /// (`StereoCalibration.calibratedCameras`), they must be this device's
     /// constituents (by stable identity) unless `force` is true.
     ///
     /// - Throws: ``StereoDeviceError/calibrationForOtherCameras(calibrated:attached:)``.
@@ -328,7 +331,7 @@ public final class StereoDevice: Sendable {
     }
 
     /// Checks that `calibration` was made for this device's cameras, when it records them
-    /// (``StereoCalibration/calibratedCameras``); files that do not record them pass.
+    /// (`StereoCalibration.calibratedCameras`); files that do not record them pass.
     ///
     /// - Throws: ``StereoDeviceError/calibrationForOtherCameras(calibrated:attached:)``.
     public func checkCameras(of calibration: StereoCalibration) throws(StereoDeviceError) {

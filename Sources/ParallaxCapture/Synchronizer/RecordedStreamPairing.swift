@@ -63,6 +63,8 @@ public struct RecordedStreamPairing: Sendable {
     /// "arriving" at its own timestamp; `configuration`'s maximum latency is ignored.
     ///
     /// - Parameters:
+    ///   - configuration: the pairing rules (policy, skew limit, queue capacity, clock
+    ///     correction); its maximum latency is replaced by no limit.
     ///   - left: the next left frame's timestamp (nanoseconds), or `nil` at the end. The
     ///     timestamps must increase (a repeat or a decrease is a discontinuity, see
     ///     ``SynchronizerCore/push(_:timestampNanoseconds:sequence:exposureNanoseconds:timestampSource:payload:now:emit:)``).

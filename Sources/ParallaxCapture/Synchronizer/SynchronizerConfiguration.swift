@@ -1,8 +1,9 @@
 /// Everything that decides how a synchronizer pairs frames.
 ///
 /// All durations are nanoseconds. The defaults suit two free-running cameras at the same
-/// frame rate: call ``init(policy:frameIntervalNanoseconds:)`` with the stereo device's
-/// shared frame interval so that pairs are released as soon as they are proven.
+/// frame rate: pass the stereo device's shared frame interval as `frameIntervalNanoseconds`
+/// (``init(policy:frameIntervalNanoseconds:maximumSkewNanoseconds:timestampJitterNanoseconds:maximumLatencyNanoseconds:queueCapacity:outputCapacity:clockCorrection:clockEstimatorWindow:)``)
+/// so that pairs are released as soon as they are proven.
 public struct SynchronizerConfiguration: Sendable, Hashable {
     /// How frames are matched.
     public var policy: SynchronizationPolicy

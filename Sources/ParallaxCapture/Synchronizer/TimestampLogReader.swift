@@ -46,7 +46,10 @@ public final class TimestampLogReader {
 
     /// Opens the log at `path`.
     ///
-    /// - Parameter chunkSize: bytes read at a time (the buffer grows for a longer line).
+    /// - Parameters:
+    ///   - path: the log file (an EuRoC `data.csv`); a folder is refused. It also names the
+    ///     log in messages.
+    ///   - chunkSize: bytes read at a time (the buffer grows for a longer line).
     /// - Throws: ``RecordedTimestampLogError/unreadable(path:reason:)``.
     public init(path: String, chunkSize: Int = 1 << 20) throws(RecordedTimestampLogError) {
         self.path = path

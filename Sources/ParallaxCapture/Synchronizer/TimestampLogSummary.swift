@@ -24,8 +24,11 @@ public struct TimestampLogSummary: Sendable, Hashable {
 
     /// Reads the log at `path` once.
     ///
-    /// - Parameter progress: called now and then with the bytes read so far and the file's
-    ///   size.
+    /// - Parameters:
+    ///   - path: the log file (an EuRoC `data.csv`, see ``RecordedTimestampLog``); it becomes
+    ///     ``path`` and names the log in errors.
+    ///   - progress: called now and then with the bytes read so far and the file's
+    ///     size.
     /// - Throws: ``RecordedTimestampLogError``: unreadable, empty, or malformed lines
     ///   (listed with their numbers; a repeated timestamp in an ordered log is one).
     public init(scanning path: String, progress: (_ bytesRead: Int, _ fileSize: Int) -> Void = { _, _ in })

@@ -85,6 +85,10 @@ public final class V4L2Camera: ReconnectableCaptureDevice, @unchecked Sendable {
     /// Opens `path`, queries it and enumerates its formats.
     ///
     /// - Parameters:
+    ///   - path: the capture node to open (`/dev/video0`).
+    ///   - syscalls: how system calls reach the driver: ``LibV4L2Syscalls`` for the kernel,
+    ///     or a stand-in such as `VirtualUVCDriver` in tests.
+    ///   - options: buffer count, emulated formats, stall timeout and camera-clock timestamps.
     ///   - stableID: the identity to report (from ``V4L2Discovery``); the bus info when omitted.
     ///   - usb: where the camera is plugged in (from ``V4L2Discovery``), for the hardware cost.
     /// - Throws: ``CaptureError/cannotOpen(device:errno:)``, ``CaptureError/notACaptureDevice(device:reason:)``.

@@ -140,11 +140,11 @@ public struct V4L2FormatDescription: Hashable, Sendable {
     /// Frame sizes: discrete ones, or a stepwise or continuous range.
     public var sizeRange: V4L2Range<ImageSize>
     /// Sizes with the intervals the driver enumerates at each: every discrete size, or for
-    /// a range its two ends and the common sizes inside it (``V4L2Range/candidateValues``).
+    /// a range its two ends and the common sizes inside it (``V4L2Range/candidateValues-219hw``).
     public var sizes: [V4L2FrameSize]
 
     /// Every listed (size, interval) pair as capture formats; inside interval ranges, the
-    /// ends and the common rates (``V4L2Range/candidateValues``).
+    /// ends and the common rates (``V4L2Range/candidateValues-1rn5g``).
     public var captureFormats: [CaptureFormat] {
         sizes.flatMap { frameSize in
             frameSize.intervals.candidateValues.map {

@@ -46,8 +46,9 @@ public struct RectificationMap: Sendable, Equatable {
     /// displayed with `orientation`.
     ///
     /// For every output pixel the ray `Rᵀ K_new⁻¹ (u, v, 1)` is projected
-    /// through the full lens model of `camera`. (A ``Builder`` builds the same
-    /// map in row blocks, for callers that spread them over threads.)
+    /// through the full lens model of `camera`. (Inside the package, a
+    /// `RectificationMap.Builder` builds the same map in row blocks, for callers
+    /// that spread them over threads.)
     public init(camera: CameraModel, rotation: Matrix3x3, newCamera: CameraIntrinsics, size: ImageSize,
                 orientation: OutputOrientation = .identity) {
         let builder = Builder(camera: camera, rotation: rotation, newCamera: newCamera, size: size,

@@ -49,8 +49,13 @@ public struct Homography: Hashable, Codable, Sendable {
     /// d' = −d, this is the textbook `K₂ (R − t nᵀ/d') K₁⁻¹`.)
     ///
     /// - Parameters:
+    ///   - first: the intrinsics `K₁` of the first view (the pixels `x₁` the homography maps from).
+    ///   - second: the intrinsics `K₂` of the second view (the pixels `x₂` it maps to).
+    ///   - motion: the second camera's pose relative to the first, `X₂ = R X + t`
+    ///     (for a stereo pair, left to right: OpenCV's R, T).
     ///   - normal: the plane's unit normal in the first camera's frame.
-    ///   - distance: the plane's signed distance from the first camera's centre along `normal` (> 0 in front).
+    ///   - distance: the plane's signed distance from the first camera's centre along `normal` (> 0 in front),
+    ///     in the unit of `motion`'s translation; it must not be zero (the plane would pass through the centre).
     public static func planeInduced(
         from first: CameraIntrinsics, to second: CameraIntrinsics,
         motion: RigidTransform, planeNormal normal: SIMD3<Double>, planeDistance distance: Double

@@ -42,7 +42,8 @@ public struct ImageView: @unchecked Sendable {
     public let plane1: ImagePlane?
     /// The Cr plane of ``PixelFormat/i420`` and ``PixelFormat/i422``; `nil` otherwise.
     public let plane2: ImagePlane?
-    /// What keeps the pixels alive while this view exists (see ``keepingAlive(_:)``), or
+    /// What keeps the pixels alive while this view exists (the `owner:` given at creation, or
+    /// one Parallax's capture layer sets with its package-internal `keepingAlive(_:)`), or
     /// `nil` for a view over memory its maker manages.
     public let owner: (any AnyObject & Sendable)?
 
@@ -188,7 +189,7 @@ public struct MutableImageView: @unchecked Sendable {
     }
 
     /// A writable view of a tightly packed image at `base` (see
-    /// ``ImageView/init(packed:size:baseAddress:)``; nothing is checked).
+    /// ``ImageView/init(packed:size:baseAddress:owner:)``; nothing is checked).
     @inlinable
     public init(packed format: PixelFormat, size: ImageSize, baseAddress base: UnsafeMutableRawPointer) {
         let view = ImageView(packed: format, size: size, baseAddress: UnsafeRawPointer(base))

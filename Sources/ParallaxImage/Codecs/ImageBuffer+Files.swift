@@ -43,10 +43,13 @@ extension ImageBuffer {
     /// PGM stores gray (only gray and YUV images, whose luma is copied), JPEG
     /// stores gray or colour (alpha is dropped).
     ///
-    /// - Parameter quality: JPEG quality, 1…100.
-    /// - Throws: ``ImageError/unsupportedFormat(_:operation:)`` for an unknown
-    ///   extension or a pixel format the file format cannot hold;
-    ///   ``ImageError/fileAccess(path:reason:)`` when writing fails (no partial file remains).
+    /// - Parameters:
+    ///   - path: the file to write; its extension (`.png`, `.jpg`/`.jpeg`, `.pgm`, `.ppm`/`.pnm`,
+    ///     any case) chooses the file format. An existing file is replaced.
+    ///   - quality: JPEG quality, 1…100 (values outside are clamped); ignored by the other formats.
+    /// - Throws: ``ImageError/unsupportedFormat(_:operation:)`` for a pixel format the file
+    ///   format cannot hold; ``ImageError/fileAccess(path:reason:)`` for an unknown extension
+    ///   or when writing fails (no partial file remains).
     public func write(toFile path: String, quality: Int = 95) throws(ImageError) {
         guard let fileFormat = ImageFileFormat(pathExtensionOf: path) else {
             throw .fileAccess(path: path, reason: "unknown image file extension (use .png, .jpg, .jpeg, .pgm or .ppm)")

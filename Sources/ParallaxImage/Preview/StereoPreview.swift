@@ -7,7 +7,7 @@ public enum StereoPreview {
     ///
     /// After a good rectification a feature sits on the same row in both
     /// halves, so it touches the same guide line. For a vertical rig
-    /// (``StereoLayout/vertical``) the images are stacked (left above right)
+    /// (`StereoLayout.vertical`) the images are stacked (left above right)
     /// and the guides are vertical, because epipolar lines are then columns.
     ///
     /// Guides are drawn half-transparent green so the pixels under them stay

@@ -22,7 +22,8 @@ import ParallaxGeometry
 /// models, row by row, with C kernels chosen for the CPU (AVX-512, AVX2 or
 /// the baseline, all giving the same bits), and holds float maps only once
 /// ``maps`` is read. With destination buffers passed back in
-/// (``rectify(left:right:into:_:)``) a pair allocates nothing. Work is split
+/// (``rectify(left:right:into:_:)->()``, or caller-owned memory with
+/// ``rectify(left:right:into:_:)->_``) a pair allocates nothing. Work is split
 /// into bands of rows spread over a pool of threads that all rectifiers with
 /// the same thread count share and that lives as long as the process.
 ///
@@ -105,6 +106,10 @@ public final class Rectifier: @unchecked Sendable {
     /// A rectifier for precomputed maps.
     ///
     /// - Parameters:
+    ///   - maps: the left and right maps (`StereoRectificationMaps`); they fix
+    ///     the output size, the source sizes pairs must have, the rectification and the display
+    ///     orientation.
+    ///   - interpolation: how every pair is resampled between source pixels.
     ///   - threads: threads per pair including the caller's; `nil` uses every
     ///     online processor.
     ///   - simdLevel: the widest vector instructions to use (for comparing levels);
@@ -135,7 +140,7 @@ public final class Rectifier: @unchecked Sendable {
     /// `CompactMapTests`); each pair costs the compilation on top of the resampling
     /// (`parallax bench rectify --compact`).
     ///
-    /// - Throws: ``RectificationError`` when the calibration cannot be rectified.
+    /// - Throws: `RectificationError` when the calibration cannot be rectified.
     public convenience init(calibration: StereoCalibration, convergenceDistance: Double? = nil,
                             options: RectificationOptions = RectificationOptions(),
                             orientation: OutputOrientation = .identity,
@@ -422,7 +427,7 @@ public final class Rectifier: @unchecked Sendable {
     /// pixels a shift brings in from outside are border (black). What was applied,
     /// including the distance where disparity is really zero, is
     /// ``rectification(for:)``. For an exact plane, build a rectifier with
-    /// ``init(calibration:convergenceDistance:options:orientation:interpolation:threads:)``.
+    /// ``init(calibration:convergenceDistance:options:orientation:interpolation:threads:simdLevel:compactMaps:)``.
     public func setConvergence(atDistance distance: Double?) {
         pthread_mutex_lock(mutex)
         defer { pthread_mutex_unlock(mutex) }
@@ -446,7 +451,7 @@ public final class Rectifier: @unchecked Sendable {
 
     /// The rectification pairs of `format` are resampled with now: the maps' own, or, after
     /// ``setConvergence(atDistance:)``, the one with the whole-sample shift applied (its
-    /// `p1`, `p2`, `q`, valid rectangles and ``StereoRectification/convergenceDistance``
+    /// `p1`, `p2`, `q`, valid rectangles and `StereoRectification.convergenceDistance`
     /// describe the pixels as written).
     public func rectification(for format: PixelFormat) -> StereoRectification {
         pthread_mutex_lock(mutex)
