@@ -13,7 +13,7 @@ COMPARE_PACKAGES := python3 python3-venv
 # Extra flags for `swift test`, e.g. `make test TEST_FLAGS="--filter Geometry"`.
 TEST_FLAGS ?=
 
-.PHONY: all deps install-packages build release demo check-demo docs test short-soak allocations test-cpus check-interop check-arm64 check-live test-asan test-tsan test-kernel soak fuzz bench bench-pair compare-opencv clean
+.PHONY: all deps install-packages build release demo check-demo check-bad-inputs docs test short-soak allocations test-cpus check-interop check-arm64 check-live test-asan test-tsan test-kernel soak fuzz bench bench-pair compare-opencv clean
 
 all: build
 
@@ -129,6 +129,12 @@ docs: build
 	  test -d .build/plugins/Swift-DocC/outputs/$$module.doccarchive || { echo "docs: no $$module.doccarchive"; exit 1; }; \
 	  echo "docs: $$module built with no warnings (.build/plugins/Swift-DocC/outputs/$$module.doccarchive)"; \
 	done
+
+# Over 400 bad inputs of every kind (calibration, image and log files, absurd numbers, outputs
+# that are inputs, links, FIFOs or folders, interrupted replacements) fed to the release CLI,
+# each judged OK, LOSS, CRASH, HANG, SILENT-WRONG or MESSAGE (Tests/BadInputs/run; about 20 s).
+check-bad-inputs: release
+	Tests/BadInputs/run
 
 # README's `make demo` as a new user runs it, twice (the second run replaces the first's
 # output): every stage ran, its pictures and calibration are written, and the command-line

@@ -32,6 +32,18 @@ public enum CalibrationFile {
         case rosCameraInfo = "ROS camera_info"
     }
 
+    /// The files `source` names, as ``load(_:)`` reads them: the file itself, a folder's ROS
+    /// `left.yaml` and `right.yaml`, or the two files of a comma-separated pair. For checks
+    /// that an output is not one of a command's inputs.
+    public static func files(of source: String) -> [String] {
+        if exists(source) && !isFolder(source) { return [source] }
+        if isFolder(source) {
+            let folder = source.hasSuffix("/") ? String(source.dropLast()) : source
+            return [folder + "/left.yaml", folder + "/right.yaml"]
+        }
+        return source.split(separator: ",", omittingEmptySubsequences: false).map(String.init)
+    }
+
     /// Reads the calibration `source` names: one file, a folder with ROS `left.yaml` and
     /// `right.yaml`, or two files separated by a comma.
     ///
@@ -74,7 +86,7 @@ public enum CalibrationFile {
         case (2, .rosCameraInfo?) where kinds[1] == .rosCameraInfo:
             let left = try ROSCameraInfo(text: texts[0].text, file: paths[0])
             let right = try ROSCameraInfo(text: texts[1].text, file: paths[1])
-            return (try ROSCameraInfo.stereoCalibration(left: left, right: right), .rosCameraInfo)
+            return (try ROSCameraInfo.stereoCalibration(left: left, right: right, rightFile: paths[1]), .rosCameraInfo)
         case (1, .rosCameraInfo?):
             throw CalibrationFormatError(
                 file: paths[0], line: nil,

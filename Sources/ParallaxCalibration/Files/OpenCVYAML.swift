@@ -80,8 +80,15 @@ public enum OpenCVStereoFile {
             throw CalibrationFormatError(file: texts.map(\.file).joined(separator: " + "), line: nil, message: "missing key '\(key)'")
         }
         var imageSize = size
-        if let r = readers.first(where: { $0.node("image_width") != nil }) {
-            imageSize = ImageSize(width: try r.imageDimension("image_width"), height: try r.imageDimension("image_height"))
+        var fromFiles: ImageSize?
+        for r in readers where r.node("image_width") != nil {
+            let given = ImageSize(width: try r.imageDimension("image_width"), height: try r.imageDimension("image_height"))
+            if let earlier = fromFiles, earlier != given {
+                throw r.error(r.node("image_width"), "image size \(given) here, \(earlier) in the other file; "
+                              + "both files must describe images of one size")
+            }
+            fromFiles = given
+            imageSize = given
         }
         guard let imageSize, !imageSize.isEmpty else {
             throw CalibrationFormatError(file: texts.map(\.file).joined(separator: " + "), line: nil,
@@ -112,6 +119,13 @@ public enum OpenCVStereoFile {
         let left = try camera(m1, "D1"), right = try camera(m2, "D2")
         let rr = try reader(for: "R")
         let r = try rr.matrix("R", shapes: [(3, 3), (3, 1), (1, 3)])
+        if r.data.count == 3 {
+            // OpenCV's rotation vectors are at most π long; past a full turn the angle is noise.
+            let angle = (r.data[0] * r.data[0] + r.data[1] * r.data[1] + r.data[2] * r.data[2]).squareRoot()
+            guard angle.isFinite, angle <= 2 * .pi else {
+                throw rr.error(rr.node("R"), "'R' as a rotation vector turns \(angle) radians; a rotation vector is at most 2π long")
+            }
+        }
         let rotation = r.data.count == 3 ? Matrix3x3(rodrigues: SIMD3(r.data[0], r.data[1], r.data[2])) : Matrix3x3(rowMajor: r.data)
         guard abs(rotation.determinant - 1) < 1e-3 else { throw rr.error(rr.node("R"), "'R' is not a rotation (determinant \(rotation.determinant))") }
         let tr = try reader(for: "T")

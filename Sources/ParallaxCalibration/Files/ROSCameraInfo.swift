@@ -110,13 +110,18 @@ public struct ROSCameraInfo: Hashable, Sendable {
     /// The stereo calibration two camera_info files describe: `R = R2ᵀ R1` and
     /// `T = R2ᵀ (P2[0][3] / f', P2[1][3] / f', P2[2][3])` (the baseline in the rectified frame),
     /// in metres (`LengthUnit.metre`), ROS's unit.
-    public static func stereoCalibration(left: ROSCameraInfo, right: ROSCameraInfo) throws(CalibrationFormatError) -> StereoCalibration {
+    ///
+    /// - Parameter rightFile: names the right camera's file in errors (its `camera_name` when nil).
+    public static func stereoCalibration(left: ROSCameraInfo, right: ROSCameraInfo,
+                                         rightFile: String? = nil) throws(CalibrationFormatError) -> StereoCalibration {
         let f = right.projection[0, 0]
-        guard f > 0 else { throw CalibrationFormatError(file: right.cameraName, line: nil, message: "projection_matrix has no focal length") }
+        let file = rightFile ?? right.cameraName
+        guard f > 0 else { throw CalibrationFormatError(file: file, line: nil, message: "projection_matrix has no focal length") }
         let rectifiedTranslation = SIMD3(right.projection[0, 3] / f, right.projection[1, 3] / f, right.projection[2, 3])
         guard length(rectifiedTranslation) > 0 else {
-            throw CalibrationFormatError(file: right.cameraName, line: nil,
-                                         message: "the right camera's projection_matrix has no baseline (P[0][3] = P[1][3] = 0)")
+            throw CalibrationFormatError(file: file, line: nil,
+                                         message: "the right camera's projection_matrix has no baseline (P[0][3] = P[1][3] = 0)"
+                                             + (rightFile.map { _ in "; is it the left camera's file twice?" } ?? ""))
         }
         let rotation = right.rectification.transposed * left.rectification
         return StereoCalibration(left: left.camera, right: right.camera,

@@ -16,6 +16,11 @@ struct YAMLReader {
                 file: file, line: line,
                 message: "nested more than \(Self.nestingLimit) levels deep (a calibration file needs a few)")
         }
+        if let line = Self.lineWithTooManyAliases(text) {
+            throw CalibrationFormatError(
+                file: file, line: line,
+                message: "more than \(Self.aliasLimit) YAML aliases (*name); calibration files use none")
+        }
         var lines = text.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
         if let first = lines.first, first.hasPrefix("%YAML") { lines[0] = "# " + first }
         let cleaned = lines.joined(separator: "\n")
@@ -31,34 +36,68 @@ struct YAMLReader {
             throw CalibrationFormatError(file: file, line: node?.mark?.line ?? 1, message: "expected a mapping of keys at the top level")
         }
         // YAML forbids a key twice in one mapping, but Yams keeps both and a lookup would
-        // silently take one; refused here, as the JSON reader refuses it.
-        if let (key, first, again) = Self.repeatedKey(in: node) {
+        // silently take one; refused here, as the JSON reader refuses it. The same walk bounds
+        // what aliases can build: `*name` repeats a whole subtree without repeating its text,
+        // so a few lines can stand for billions of nodes or nest deeper than the text shows.
+        var budget = Self.nodeLimit
+        switch Self.repeatedKey(in: node, depth: 0, budget: &budget) {
+        case .none:
+            break
+        case .repeated(let key, let first, let again):
             throw CalibrationFormatError(
                 file: file, line: again,
                 message: "the key \"\(key)\" appears twice in one mapping (first on line \(first.map(String.init) ?? "?")); "
                     + "a calibration file names each key once")
+        case .tooLarge(let line):
+            throw CalibrationFormatError(
+                file: file, line: line,
+                message: "the document expands to more than \(Self.nodeLimit) values or nests deeper than \(Self.nestingLimit) levels "
+                    + "through YAML aliases (*name); a calibration file needs a few hundred values and no aliases")
         }
         root = node
     }
 
+    /// The most values (nodes, aliases expanded) a calibration document may hold: the largest
+    /// Parallax reads (camera_info with rational distortion) has under 100.
+    static let nodeLimit = 100_000
+
+    /// What the walk over a document found.
+    enum WalkProblem {
+        case none
+        /// A key twice in one mapping, with the lines of both.
+        case repeated(key: String, first: Int?, again: Int?)
+        /// Aliases expand the document past ``nodeLimit`` nodes or ``nestingLimit`` levels
+        /// (at this line).
+        case tooLarge(line: Int?)
+    }
+
     /// The first key that appears twice in one mapping anywhere in `node`, with the lines of
-    /// both (the depth is bounded by ``nestingLimit``, checked before parsing).
-    static func repeatedKey(in node: Node) -> (key: String, first: Int?, again: Int?)? {
+    /// both; or where the document outgrows `budget` nodes or ``nestingLimit`` levels (aliases
+    /// expanded: the text's own nesting was checked before parsing).
+    static func repeatedKey(in node: Node, depth: Int, budget: inout Int) -> WalkProblem {
+        budget -= 1
+        guard budget >= 0, depth <= nestingLimit else { return .tooLarge(line: node.mark?.line) }
         switch node {
         case .mapping(let mapping):
             var seen: [String: Int?] = [:]
             for (key, value) in mapping {
-                let name = key.string ?? "\(key)"
-                if let first = seen[name] { return (name, first, key.mark?.line) }
+                let name = key.string ?? "(a key that is not text)"
+                if let first = seen[name] { return .repeated(key: name, first: first, again: key.mark?.line) }
                 seen[name] = key.mark?.line
-                if let inner = repeatedKey(in: value) { return inner }
+                let inner = repeatedKey(in: value, depth: depth + 1, budget: &budget)
+                if case .none = inner { continue }
+                return inner
             }
-            return nil
+            return .none
         case .sequence(let sequence):
-            for element in sequence { if let inner = repeatedKey(in: element) { return inner } }
-            return nil
+            for element in sequence {
+                let inner = repeatedKey(in: element, depth: depth + 1, budget: &budget)
+                if case .none = inner { continue }
+                return inner
+            }
+            return .none
         default:
-            return nil
+            return .none
         }
     }
 
@@ -74,6 +113,42 @@ struct YAMLReader {
     /// leading column of blanks and indicators. Flow nesting is at most one level per `[` or
     /// `{` so far in the text: closing brackets are not subtracted, since one inside quotes
     /// closes nothing and could otherwise hide an opening one.
+    /// The most YAML aliases (`*name`) a calibration document may use. Parallax's formats use
+    /// none; a document with thousands can nest far deeper than its text shows (a chain of
+    /// aliases each wrapping the last), which neither parsing nor freeing the tree survives.
+    static let aliasLimit = 64
+
+    /// The line (1-based) of the alias past ``aliasLimit``: a `*` that starts a node (after
+    /// the line's start, a space, `[`, `{` or `,`) outside quotes and comments.
+    static func lineWithTooManyAliases(_ text: String) -> Int? {
+        var line = 1, aliases = 0
+        var quote: UInt8? = nil, comment = false, previous: UInt8 = UInt8(ascii: "\n")
+        for byte in text.utf8 {
+            defer { previous = byte }
+            if byte == UInt8(ascii: "\n") {
+                line += 1
+                quote = nil
+                comment = false
+                continue
+            }
+            if comment { continue }
+            if let open = quote {
+                if byte == open { quote = nil }
+                continue
+            }
+            switch byte {
+            case UInt8(ascii: "\""), UInt8(ascii: "'"): quote = byte
+            case UInt8(ascii: "#") where previous == UInt8(ascii: " ") || previous == UInt8(ascii: "\n"): comment = true
+            case UInt8(ascii: "*") where [UInt8(ascii: " "), UInt8(ascii: "\t"), UInt8(ascii: "\n"), UInt8(ascii: "["),
+                                          UInt8(ascii: "{"), UInt8(ascii: ",")].contains(previous):
+                aliases += 1
+                if aliases > aliasLimit { return line }
+            default: break
+            }
+        }
+        return nil
+    }
+
     static func lineNestedTooDeeply(_ text: String) -> Int? {
         var line = 1, flowOpenings = 0, leading = 0, atLineStart = true
         for byte in text.utf8 {

@@ -61,8 +61,9 @@ public struct CalibrationBoard: Hashable, Sendable, CustomStringConvertible {
             grid = grid[grid.index(after: colon)...]
         }
         let parts = grid.split(separator: "x")
-        guard parts.count == 2, let c = Int(parts[0]), let r = Int(parts[1]), c >= 2, r >= 2, c <= 200, r <= 200 else {
-            throw .badBoard(board)
+        guard parts.count == 2, let c = Int(parts[0]), let r = Int(parts[1]) else { throw .badBoard(board) }
+        guard c >= 2, r >= 2, c <= 200, r <= 200 else {
+            throw .boardOutOfRange(board)
         }
         // An asymmetric grid needs a shifted row to tell its rows apart.
         if pattern == .asymmetricCircles && r < 3 { throw .badBoard(board) }
@@ -115,6 +116,8 @@ public enum TargetSpecificationError: Error, Hashable, Sendable, CustomStringCon
     case badBoard(String)
     /// The square size could not be read (what was given, and what is expected).
     case badSquare(String)
+    /// A board with a side of fewer than 2 or more than 200 points (the text given).
+    case boardOutOfRange(String)
 
     /// One line quoting the text that was given and saying what form is accepted.
     public var description: String {
@@ -123,6 +126,7 @@ public enum TargetSpecificationError: Error, Hashable, Sendable, CustomStringCon
             return "target '\(s)' is not COLUMNSxROWS of inner corners (e.g. 9x6, each at least 2), chessboard:COLSxROWS, "
                 + "circles:COLSxROWS or acircles:COLSxROWS (circles per row × rows; an asymmetric grid needs 3 rows or more)"
         case .badSquare(let s): return "square size '\(s)' is not a positive number with an optional unit mm, cm, m or in (e.g. 25mm)"
+        case .boardOutOfRange(let s): return "target '\(s)' has a side outside 2 to 200 points"
         }
     }
 }

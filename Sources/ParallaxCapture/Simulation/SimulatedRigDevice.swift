@@ -132,6 +132,8 @@ public final class SimulatedCamera: CaptureDevice, StopRequesting, @unchecked Se
         var pixels: [SharedPixels]?
         var thread: CaptureThread?
         var nextFrame: Int64 = 0
+        /// The frames the timing dropped (`dropProbability`), for ground truth.
+        var dropped: Set<UInt64> = []
         /// A rendering is in progress (``requestStop()`` cancels only then).
         var rendering = false
         /// With a trajectory: the clean view of the pose held last (its index), reused while held.
@@ -254,6 +256,13 @@ public final class SimulatedCamera: CaptureDevice, StopRequesting, @unchecked Se
     }
 
     fileprivate func remember(nextFrame: Int64) { state.withLock { $0.nextFrame = nextFrame } }
+    fileprivate func remember(dropped frame: UInt64) { state.withLock { _ = $0.dropped.insert(frame) } }
+
+    /// Ground truth: whether frame `k` was made and handed on (false for a frame the timing's
+    /// `dropProbability` dropped, reported as a `simulated` drop, and for frames not yet made).
+    public func delivered(frame k: UInt64) -> Bool {
+        state.withLock { Int64(clamping: k) < $0.nextFrame && !$0.dropped.contains(k) }
+    }
 
     /// Renders the view for the active format now (``start(_:)`` does it otherwise); with a
     /// trajectory, the view of the first frame.
@@ -432,6 +441,7 @@ private final class SimulatedStream: @unchecked Sendable {
             k += 1
             camera.remember(nextFrame: k)
             if timing.dropProbability > 0 && random.nextUnit() < timing.dropProbability {
+                camera.remember(dropped: sequence)
                 handler(.event(.dropped(count: 1, reason: .simulated)))
                 if pace == .asFastAsPossible { lockstep.advance(side, to: k) }
                 continue

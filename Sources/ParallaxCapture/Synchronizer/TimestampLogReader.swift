@@ -44,6 +44,9 @@ public final class TimestampLogReader {
     /// end of the buffer for every line. Forgotten when the buffer moves.
     private var knownNewline: Int?
 
+    /// The longest line read (64 MiB): a timestamp and a file name take well under a kilobyte.
+    static let longestLineBytes = 64 << 20
+
     /// Opens the log at `path`.
     ///
     /// - Parameters:
@@ -53,13 +56,19 @@ public final class TimestampLogReader {
     /// - Throws: ``RecordedTimestampLogError/unreadable(path:reason:)``.
     public init(path: String, chunkSize: Int = 1 << 20) throws(RecordedTimestampLogError) {
         self.path = path
+        // What the path is, before opening it: a device or socket is never read (`/dev/zero`
+        // has no end); regular files and pipes are.
+        var status = stat()
+        if stat(path, &status) == 0 {
+            switch status.st_mode & S_IFMT {
+            case S_IFREG, S_IFIFO: break
+            case S_IFDIR: throw .unreadable(path: path, reason: "it is a folder, not a file")
+            case S_IFCHR, S_IFBLK: throw .unreadable(path: path, reason: "it is a device, not a file; a timestamp log is expected")
+            default: throw .unreadable(path: path, reason: "it is not a file (a socket?); a timestamp log is expected")
+            }
+        }
         descriptor = open(path, O_RDONLY | O_CLOEXEC)
         guard descriptor >= 0 else { throw .unreadable(path: path, reason: Self.systemReason()) }
-        var status = stat()
-        if fstat(descriptor, &status) == 0, (status.st_mode & S_IFMT) == S_IFDIR {
-            close(descriptor)
-            throw .unreadable(path: path, reason: "it is a folder, not a file")
-        }
         fileSize = fstat(descriptor, &status) == 0 ? Int(status.st_size) : 0
         buffer = .allocate(byteCount: max(chunkSize, 1), alignment: 16)
     }
@@ -162,7 +171,12 @@ public final class TimestampLogReader {
             end = pending
         }
         if end == buffer.count {
-            let larger = UnsafeMutableRawBufferPointer.allocate(byteCount: buffer.count * 2, alignment: 16)
+            // A line is a timestamp and a file name: one that fills this much is not a log.
+            guard buffer.count < Self.longestLineBytes else {
+                throw .unreadable(path: path, reason: "line \(lineNumber + 1) is longer than \(Self.longestLineBytes >> 20) MiB; "
+                                  + "is it a timestamp log?")
+            }
+            let larger = UnsafeMutableRawBufferPointer.allocate(byteCount: min(buffer.count * 2, Self.longestLineBytes), alignment: 16)
             larger.copyMemory(from: UnsafeRawBufferPointer(rebasing: buffer[0..<end]))
             buffer.deallocate()
             buffer = larger
@@ -187,6 +201,9 @@ public final class TimestampLogReader {
     private func parse(_ lineStart: Int, _ lineEnd: Int) -> Line? {
         let bytes = buffer
         var s = lineStart
+        // A UTF-8 byte-order mark before the first line (some editors save one), as the
+        // calibration readers drop it.
+        if lineNumber == 1, lineEnd - s >= 3, bytes[s] == 0xEF, bytes[s + 1] == 0xBB, bytes[s + 2] == 0xBF { s += 3 }
         while s < lineEnd, Self.isBlank(bytes[s]) { s += 1 }
         if s == lineEnd || bytes[s] == UInt8(ascii: "#") { return nil }
         // Exactly one comma: memchr finds the first, and any second.

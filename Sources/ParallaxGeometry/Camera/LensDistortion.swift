@@ -80,9 +80,9 @@ public enum DistortionError: Error, Hashable, Sendable, CustomStringConvertible 
     public var description: String {
         switch self {
         case .unknownModel(let name):
-            return "unknown distortion model '\(name)'; use \"brown\" (k1, k2, p1, p2[, k3[, k4, k5, k6]]) or \"fisheye\" (k1..k4)"
+            return "unknown distortion model '\(excerpt(name))'; use \"brown\" (k1, k2, p1, p2[, k3[, k4, k5, k6]]) or \"fisheye\" (k1..k4)"
         case .wrongCoefficientCount(let model, let count, let expected):
-            return "distortion model '\(model)' takes \(expected) coefficients, found \(count)"
+            return "distortion model '\(excerpt(model))' takes \(expected) coefficients, found \(count)"
         case .nonFiniteCoefficient:
             return "a distortion coefficient is not a finite number"
         }

@@ -25,8 +25,15 @@ package enum CalibrationTextKind: Equatable, Sendable {
         if trimmed.hasPrefix("{") { self = .parallaxJSON; return }
         if trimmed.hasPrefix("\u{89}PNG") || trimmed.hasPrefix("\u{FFFD}PNG") { self = .other("a PNG image"); return }
         if trimmed.hasPrefix("P5") || trimmed.hasPrefix("P2") || trimmed.hasPrefix("P6") { self = .other("a Netpbm image"); return }
-        if text.utf8.prefix(3).elementsEqual([0xFF, 0xD8, 0xFF]) || trimmed.hasPrefix("\u{FFFD}\u{FFFD}") {
+        // A JPEG starts FF D8 FF, three bytes that are not UTF-8: decoded, three replacement
+        // characters (then, in every JPEG, an APPn or other marker byte ≥ 0xC0, a fourth).
+        if text.utf8.prefix(3).elementsEqual([0xFF, 0xD8, 0xFF]) || trimmed.hasPrefix("\u{FFFD}\u{FFFD}\u{FFFD}\u{FFFD}") {
             self = .other("a JPEG image")
+            return
+        }
+        // Other bytes that are not text (a NUL, or several invalid sequences early on).
+        if head.contains("\u{0}") || head.prefix(64).filter({ $0 == "\u{FFFD}" }).count >= 4 {
+            self = .other("binary data, not text")
             return
         }
         func hasKey(_ key: String) -> Bool {

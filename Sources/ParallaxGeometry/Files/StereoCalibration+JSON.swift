@@ -197,8 +197,8 @@ private struct FieldReader {
         let o = try object(v, at: key)
         let width = try number(o["width"], at: "\(key).width")
         let height = try number(o["height"], at: "\(key).height")
-        guard width >= 1, height >= 1, width == width.rounded(), height == height.rounded(), width < 1e6, height < 1e6 else {
-            throw .invalid(file: file, key: "\(key).width", message: "image size must be positive whole numbers, found \(width)x\(height)")
+        for (name, value) in [("width", width), ("height", height)] where !(value >= 1 && value == value.rounded() && value < 1e6) {
+            throw .invalid(file: file, key: "\(key).\(name)", message: "image size must be positive whole numbers below a million, found \(width)x\(height)")
         }
         let k = try object(o["intrinsics"], at: "\(key).intrinsics")
         let fx = try number(k["fx"], at: "\(key).intrinsics.fx")

@@ -55,7 +55,10 @@ public struct Length: Hashable, Sendable, CustomStringConvertible {
             number = number.dropLast(candidate.rawValue.count)
             break
         }
-        guard let value = Double(number), value.isFinite, value > 0 else { return nil }
+        // Decimal digits, one point and an exponent only: `Double("0x19")` reads hexadecimal,
+        // which nobody types for a length (0x19mm would silently be 25 mm).
+        guard number.allSatisfy({ $0.isASCII && ($0.isNumber || ".eE+-".contains($0)) }),
+              let value = Double(number), value.isFinite, value > 0 else { return nil }
         self.value = value
         self.unit = unit
     }

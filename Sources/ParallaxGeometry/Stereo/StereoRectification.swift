@@ -267,7 +267,9 @@ extension StereoCalibration {
         guard t.x.isFinite, t.y.isFinite, t.z.isFinite else { throw .nonFiniteTranslation }
         // Compared component by component: the length of a huge translation overflows to
         // infinity, which is not "zero".
-        guard max(abs(t.x), abs(t.y), abs(t.z)) > 0 else { throw .zeroBaseline }
+        // Below 1e-9 of its unit (a nanometre when in metres) the cameras are at one place, and
+        // Q's 1/baseline overflows: as good as zero.
+        guard max(abs(t.x), abs(t.y), abs(t.z)) > 1e-9 else { throw .zeroBaseline }
         guard extrinsics.rotation.isFinite, abs(extrinsics.rotation.determinant - 1) < 1e-3 else { throw .invalidRotation }
     }
 

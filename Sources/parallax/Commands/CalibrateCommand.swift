@@ -91,7 +91,7 @@ struct CalibrateCommand: AsyncParsableCommand {
     @Option(name: .customLong("pairs"), parsing: .unconditional, help: "With --live: stop after taking this many pairs.")
     var pairLimit: Int?
 
-    @Option(name: .customLong("uncertainty-target"),
+    @Option(name: .customLong("uncertainty-target"), parsing: .unconditional,
             help: "With --live: stop once the projection uncertainty (worst direction, image centre and corners, both cameras) is at most this many pixels, with coverage reached and at least 12 pairs.")
     var uncertaintyTarget: Double = 1
 
@@ -226,6 +226,12 @@ struct CalibrateCommand: AsyncParsableCommand {
             // The simulated rig's own board, unless another is named.
             target = try CalibrationBoard(parsing: board ?? "9x6", square: square ?? "25mm")
         } catch { throw ValidationError(error.description) }
+        // A printed square is between a tenth of a millimetre and ten metres; a bare number (board
+        // units) is held to the same span, so the solver's scale stays sane. Checked before any work.
+        let millimetres = target.squareSize * (target.unit.millimetres ?? 1)
+        guard millimetres >= 0.1 && millimetres <= 10_000 else {
+            throw ValidationError("square size '\(square ?? "")' is outside 0.1mm to 10m (a bare number, in board units: 0.1 to 10000)")
+        }
         if outputOption == nil {
             Self.log("note: no --output given: the calibration will be written to \(FileManager.default.currentDirectoryPath)/calib.json")
         }
@@ -237,8 +243,7 @@ struct CalibrateCommand: AsyncParsableCommand {
         try OutputFiles.check(
             outputs: stereoOutputs,
             inputs: leftFiles.map { ("--left", $0) } + rightFiles.map { ("--right", $0) }
-                + (intrinsics.map { [("--intrinsics", $0)] } ?? []) + (cornersIn.map { [("--corners-in", $0)] } ?? [])
-                + (against.map { [("--against", $0)] } ?? []))
+                + calibrationInputs + (cornersIn.map { [("--corners-in", $0)] } ?? []))
         let cornerList = try loadCornerList(target: target)
         // The calibration to compare with is read before any work.
         let reference = try against.map { try RectificationArguments.loadCalibration($0) }
@@ -274,6 +279,14 @@ struct CalibrateCommand: AsyncParsableCommand {
         }
     }
 
+    /// The calibrations read (`--intrinsics`, `--against`), each file of a ROS folder or a
+    /// comma-separated pair on its own, for ``OutputFiles/check(outputs:inputs:)``.
+    var calibrationInputs: [(option: String, path: String)] {
+        [("--intrinsics", intrinsics), ("--against", against)].flatMap { option, source in
+            source.map { CalibrationFile.files(of: $0).map { (option, $0) } } ?? []
+        }
+    }
+
     /// The outputs a stereo calibration writes, for ``OutputFiles/check(outputs:inputs:)``.
     var stereoOutputs: [(option: String, path: String)] {
         [("--output", output), ("--opencv-yaml", opencvYAML), ("--kalibr", kalibr), ("--corners-out", cornersOut)]
@@ -294,7 +307,7 @@ struct CalibrateCommand: AsyncParsableCommand {
     func runLive(target: CalibrationBoard, start: ContinuousClock.Instant) async throws {
         let directory = savePairs ?? ((output as NSString).deletingPathExtension + "-pairs")
         try OutputFiles.check(outputs: stereoOutputs + [("--save-pairs", directory + "/corners.json")],
-                              inputs: (intrinsics.map { [("--intrinsics", $0)] } ?? []) + (against.map { [("--against", $0)] } ?? []))
+                              inputs: calibrationInputs)
         if let existing = try? FileManager.default.contentsOfDirectory(atPath: directory), !existing.isEmpty {
             throw CLIError("--save-pairs \(directory) already holds \(existing.count) files; choose a new folder (nothing is overwritten)")
         }

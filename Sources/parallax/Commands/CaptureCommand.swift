@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import ParallaxCalibration
 import ParallaxCapture
 import ParallaxGeometry
 
@@ -79,6 +80,19 @@ struct CaptureCommand: AsyncParsableCommand {
             return
         }
         var rectifyWith: StereoCalibration?
+        if let calibration, overwrite {
+            // --overwrite replaces the older recording's cam folders: an input inside them would go too.
+            let folder = URL(fileURLWithPath: output).standardizedFileURL.resolvingSymlinksInPath().path
+            for file in CalibrationFile.files(of: calibration) {
+                let resolved = URL(fileURLWithPath: file).standardizedFileURL.resolvingSymlinksInPath().path
+                let inside = resolved.dropFirst(folder.count + 1)
+                if resolved.hasPrefix(folder + "/"), let top = inside.split(separator: "/").first,
+                   top.hasPrefix("cam"), top.dropFirst(3).allSatisfy(\.isNumber), !top.dropFirst(3).isEmpty {
+                    throw CLIError("--calibration \(file) is inside \(output)/\(top), which --overwrite replaces; "
+                                   + "copy it out of the recording first")
+                }
+            }
+        }
         if let calibration {
             rectifyWith = try RectificationArguments.loadCalibration(calibration)
         }

@@ -12,6 +12,7 @@ enum OutputFiles {
     static func check(outputs: [(option: String, path: String)], inputs: [(option: String, path: String)]) throws {
         var seen: [String: String] = [:]
         for output in outputs {
+            guard !output.path.isEmpty else { throw CLIError("\(output.option) is empty; give a file name") }
             do { _ = try FileAccess.outputTarget(for: output.path) } catch {
                 throw CLIError("\(output.option) \(output.path): \(error.reason.replacingOccurrences(of: "cannot write: ", with: ""))")
             }

@@ -241,6 +241,8 @@ struct PairCommand: ParsableCommand {
 
     /// Refuses logs whose frame spacings differ by a power of 1000: one of them is not in
     /// nanoseconds.
+    /// Frames under 10 µs apart (100 000 fps) are refused too: such a log is in another unit
+    /// (a 30 fps log in milliseconds reads as frames 33 ns apart).
     static func checkUnits(_ left: TimestampLogSummary, _ right: TimestampLogSummary) throws {
         guard let a = left.typicalSpacingNanoseconds, let b = right.typicalSpacingNanoseconds, a > 0, b > 0 else { return }
         let (coarse, fine) = a < b ? (left, right) : (right, left)
@@ -258,6 +260,15 @@ struct PairCommand: ParsableCommand {
         }
         if ratio > 30 {
             warn("warning: the frame spacings differ by a factor of \(Int(ratio.rounded())) (\(left.path) \(formatDuration(a)), \(right.path) \(formatDuration(b))); are both logs from the same rig, in nanoseconds?")
+        }
+        // Both in the same other unit: the spacings agree, but no camera runs that fast.
+        for log in [left, right] {
+            if let spacing = log.typicalSpacingNanoseconds, spacing < 10_000 {
+                throw CLIError("""
+                    \(log.path): read as nanoseconds its frames are \(formatDuration(spacing)) apart (over 100 000 frames a \
+                    second): its timestamps are in another unit. Both logs must give nanoseconds (EuRoC `#timestamp [ns]`)
+                    """)
+            }
         }
     }
 

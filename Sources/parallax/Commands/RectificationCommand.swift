@@ -25,8 +25,11 @@ struct RectificationCommand: ParsableCommand {
     var json = false
 
     func validate() throws {
-        if let size, ImageSize(parsing: size) == nil {
-            throw ValidationError("--size must look like 1280x720, got '\(size)'")
+        if let size {
+            guard let parsed = ImageSize(parsing: size) else { throw ValidationError("--size must look like 1280x720, got '\(size)'") }
+            guard parsed.width <= 32_768, parsed.height <= 32_768 else {
+                throw ValidationError("--size \(size): each side at most 32768 pixels")
+            }
         }
     }
 

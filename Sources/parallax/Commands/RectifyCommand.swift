@@ -43,7 +43,9 @@ struct RectifyCommand: ParsableCommand {
     var threads: Int?
 
     func validate() throws {
-        if let threads, threads < 1 { throw ValidationError("--threads must be at least 1, got \(threads)") }
+        if let threads, threads < 1 || threads > 1024 {
+            throw ValidationError("--threads must be from 1 to 1024 (this machine has \(ProcessInfo.processInfo.activeProcessorCount) cores), got \(threads)")
+        }
         for path in [outputLeft, outputRight] + [preview, anaglyph].compactMap({ $0 }) where ImageFileFormat(pathExtensionOf: path) == nil {
             throw ValidationError("'\(path)' has no image extension the writer knows (.png, .jpg, .jpeg, .pgm, .ppm)")
         }

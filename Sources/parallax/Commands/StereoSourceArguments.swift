@@ -27,7 +27,7 @@ struct StereoSourceArguments: ParsableArguments {
     @Option(name: .customLong("max-fps"), parsing: .unconditional, help: "A frame-rate cap: never more than this many pairs per second (lowers the USB cost).")
     var maxFPS: Double?
 
-    @Option(name: .long, help: "Simulated image size WxH (default: the --format's size, else 640x480).")
+    @Option(name: .long, parsing: .unconditional, help: "Simulated image size WxH (default: the --format's size, else 640x480).")
     var size: String?
 
     @Option(name: .long, help: "MJPEG frames decode to: ycbcr (the JPEG's own planes, I420 or I422), gray8 (luma only), bgr8 or rgb8.")
@@ -93,15 +93,28 @@ struct StereoSourceArguments: ParsableArguments {
         var knownCalibration: StereoCalibration?
 
         /// Whether a pair's two frames were exposed at the same moment, for sources that know
-        /// (`nil` for real cameras): the left frame must be the one nearest the right in time.
+        /// (`nil` for real cameras): the left frame must be the one nearest the right in time,
+        /// among the left frames the camera delivered, or within `tolerance` of it: when two left
+        /// frames are that close to equally near, the cameras' timestamps (each off by up to its
+        /// jitter) cannot tell which is, and either is the same moment as far as anyone can
+        /// know. The simulated rig's clocks drift, so its right frames pass through such ties
+        /// every few minutes, and a frame it dropped is no candidate.
         func isMismatched(_ pair: StereoPair) -> Bool? {
-            func nearest(_ right: Int64, _ left: UInt64, _ time: (UInt64) -> Int64?) -> Bool {
+            func nearest(_ right: Int64, _ left: UInt64, tolerance: Int64 = 0, _ time: (UInt64) -> Int64?) -> Bool {
                 let candidates = [left > 0 ? left - 1 : left, left, left + 1].compactMap { k in time(k).map { (k, $0) } }
-                return candidates.min { abs($0.1 - right) < abs($1.1 - right) }?.0 == left
+                guard let chosen = candidates.first(where: { $0.0 == left }),
+                      let best = candidates.min(by: { abs($0.1 - right) < abs($1.1 - right) }) else { return false }
+                return abs(chosen.1 - right) - abs(best.1 - right) <= tolerance
             }
             if let rig {
                 let right = rig.right.exposureTimeNanoseconds(ofFrame: pair.right.sequence)
-                return !nearest(right, pair.left.sequence) { rig.left.exposureTimeNanoseconds(ofFrame: $0) }
+                // Two left frames on either side of the right one: each distance is off by both
+                // the right stamp's jitter (in opposite directions) and its own, so their
+                // difference by up to 2 × (left jitter + right jitter).
+                let tolerance = 2 * (rig.left.timing.jitterNanoseconds + rig.right.timing.jitterNanoseconds)
+                return !nearest(right, pair.left.sequence, tolerance: tolerance) { k in
+                    k == pair.left.sequence || rig.left.delivered(frame: k) ? rig.left.exposureTimeNanoseconds(ofFrame: k) : nil
+                }
             }
             if let driver {
                 // Ground truth is when each frame was due, whatever its stamp says (a camera

@@ -58,7 +58,7 @@ struct StreamCommand: AsyncParsableCommand {
     @Flag(name: .long, help: "Use --calibration even when it records other cameras than these.")
     var force = false
 
-    @Option(name: .long, help: "Distance of the zero-parallax plane: a bare number in the calibration's own units, or with a unit (1.5m, 150cm, 1500mm) converted to the unit the calibration records (the simulated rig's is the metre). Default: infinity.")
+    @Option(name: .long, parsing: .unconditional, help: "Distance of the zero-parallax plane: a bare number in the calibration's own units, or with a unit (1.5m, 150cm, 1500mm) converted to the unit the calibration records (the simulated rig's is the metre). Default: infinity.")
     var convergence: String?
 
     @Option(name: .customLong("consumer-delay"), parsing: .unconditional, help: "Time the consumer spends on each pair (e.g. 50ms), to show pressure.",

@@ -17,7 +17,7 @@ struct TargetCommand: ParsableCommand {
             help: "The target: chessboard:COLSxROWS (inner corners; 9x6 alone is a chessboard), circles:COLSxROWS or acircles:COLSxROWS (circles per row × rows, OpenCV's grids). --board is the same option.")
     var board: String
 
-    @Option(name: .long, help: "Square size (the circles' spacing for a grid) with unit: mm, cm, m or in (e.g. 25mm).")
+    @Option(name: .long, parsing: .unconditional, help: "Square size (the circles' spacing for a grid) with unit: mm, cm, m or in (e.g. 25mm).")
     var square: String
 
     @Option(name: .long, help: "Paper: a4 or letter.")
