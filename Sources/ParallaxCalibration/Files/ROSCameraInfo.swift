@@ -9,7 +9,7 @@ import ParallaxGeometry
 /// baseline as `P[0][3] = −f·B` (or `P[1][3]` for a vertical rig), with B in metres:
 /// ROS measures lengths in metres (REP 103), and its stereo nodes turn that column into
 /// depths in metres. ``stereoPair(_:rectification:leftName:rightName:)`` converts a
-/// calibration whose unit is known; ``stereoCalibration(left:right:)`` reads the pair
+/// calibration whose unit is known; ``stereoCalibration(left:right:rightFile:)`` reads the pair
 /// back in metres.
 public struct ROSCameraInfo: Hashable, Sendable {
     /// The `camera_name` field.
@@ -97,7 +97,7 @@ public struct ROSCameraInfo: Hashable, Sendable {
     /// The baseline in the right projection matrix is converted to metres when the calibration
     /// records a unit (a calibration in millimetres gets `P[0][3] = −f·B/1000`). A
     /// `LengthUnit.unitless` calibration is written in its own units, which ROS tools (and
-    /// ``stereoCalibration(left:right:)``) take for metres.
+    /// ``stereoCalibration(left:right:rightFile:)``) take for metres.
     public static func stereoPair(_ calibration: StereoCalibration, rectification: StereoRectification,
                                   leftName: String = "left", rightName: String = "right") -> (left: ROSCameraInfo, right: ROSCameraInfo) {
         let metresPerUnit = calibration.translationUnit.millimetres.map { $0 / 1000 } ?? 1
@@ -111,7 +111,10 @@ public struct ROSCameraInfo: Hashable, Sendable {
     /// `T = R2ᵀ (P2[0][3] / f', P2[1][3] / f', P2[2][3])` (the baseline in the rectified frame),
     /// in metres (`LengthUnit.metre`), ROS's unit.
     ///
-    /// - Parameter rightFile: names the right camera's file in errors (its `camera_name` when nil).
+    /// - Parameters:
+    ///   - left: the left camera's camera_info (R1, P1).
+    ///   - right: the right camera's camera_info (R2, P2, whose last column holds the baseline).
+    ///   - rightFile: names the right camera's file in errors (its `camera_name` when nil).
     public static func stereoCalibration(left: ROSCameraInfo, right: ROSCameraInfo,
                                          rightFile: String? = nil) throws(CalibrationFormatError) -> StereoCalibration {
         let f = right.projection[0, 0]
