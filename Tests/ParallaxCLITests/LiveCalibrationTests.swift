@@ -175,6 +175,10 @@ struct LiveCalibrationTests {
     @Test("--live's defaults are the guide's: --time-budget 2 s (an eighth, 0.25 s, per streamed image), --uncertainty-target 1 px, --time-limit 5 min")
     func liveDefaults() throws {
         let defaults = try CalibrateCommand.parse(["--live", "--simulated"])
+        // Calibration/GUIDE.md: `--size` "640×480 unless `--format` gives one".
+        #expect(try defaults.liveSource().simulatedSize() == ImageSize(width: 640, height: 480))
+        let formatted = try CalibrateCommand.parse(["--live", "--simulated", "--format", "320x240@30:GREY"])
+        #expect(try formatted.liveSource().simulatedSize() == ImageSize(width: 320, height: 240))
         #expect(defaults.timeBudget.seconds == 2 && defaults.liveDetectionBudgetSeconds == 0.25)
         #expect(defaults.uncertaintyTarget == 1)
         #expect(defaults.timeLimit.seconds == 300)

@@ -1,5 +1,5 @@
 import Testing
-import ParallaxCalibration
+@testable import ParallaxCalibration
 import ParallaxGeometry
 
 @Suite("Stereo calibration on synthetic ground truth")
@@ -10,6 +10,13 @@ struct StereoCalibratorTests {
     /// CornerOutlierTests; these are the figures the guide quotes.
     @Test("the outlier rules and the loss default to the figures the calibration guide quotes")
     func defaultsAreTheGuidesFigures() {
+        // Calibration/GUIDE.md: "the default `huber` is quadratic up to 2 px and linear beyond, so a
+        // few bad corners pull with bounded force": weight 1 and cost e² up to 2 px; beyond, the
+        // cost grows as 2·2·e − 4 (slope 4, not 2e) and the weight falls as 2/e.
+        let huber = RobustLoss.huber(threshold: 2)
+        #expect(huber.weight(norm: 1) == 1 && huber.weight(norm: 2) == 1 && huber.weight(norm: 4) == 0.5 && huber.weight(norm: 8) == 0.25)
+        #expect(huber.cost(norm: 1) == 1 && huber.cost(norm: 2) == 4 && huber.cost(norm: 4) == 12 && huber.cost(norm: 8) == 28)
+        #expect(RobustLoss.squared.cost(norm: 8) == 64 && RobustLoss.squared.weight(norm: 8) == 1)
         let board = CalibrationBoard(columns: 9, rows: 6, squareSize: 1)
         let stereo = StereoCalibrator(target: board, model: .brown5)
         #expect(stereo.loss == .huber(threshold: 2))
