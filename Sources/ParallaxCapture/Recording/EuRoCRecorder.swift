@@ -316,7 +316,8 @@ public final class EuRoCRecorder: Sendable {
         return true
     }
 
-    private static func isCameraFolder(_ name: String) -> Bool {
+    /// True for a recording's camera folder name (`cam` and a number), what `--overwrite` replaces.
+    package static func isCameraFolder(_ name: some StringProtocol) -> Bool {
         name.hasPrefix("cam") && name.count > 3 && name.dropFirst(3).allSatisfy(\.isNumber)
     }
 

@@ -181,7 +181,7 @@ public enum FileAccess {
             let temporary = target + ".partial-\(getpid())" + (attempt == 0 ? "" : "-\(attempt)")
             let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
             if fd >= 0 {
-                temporaries.withLock { _ = $0.insert(temporary) }
+                trackTemporary(temporary)
                 return (fd, temporary, target)
             }
             if errno != EEXIST { throw .cannotWrite(path: path, reason: systemReason()) }

@@ -82,12 +82,11 @@ struct CaptureCommand: AsyncParsableCommand {
         var rectifyWith: StereoCalibration?
         if let calibration, overwrite {
             // --overwrite replaces the older recording's cam folders: an input inside them would go too.
-            let folder = URL(fileURLWithPath: output).standardizedFileURL.resolvingSymlinksInPath().path
+            let folder = OutputFiles.resolve(output)
             for file in CalibrationFile.files(of: calibration) {
-                let resolved = URL(fileURLWithPath: file).standardizedFileURL.resolvingSymlinksInPath().path
-                let inside = resolved.dropFirst(folder.count + 1)
-                if resolved.hasPrefix(folder + "/"), let top = inside.split(separator: "/").first,
-                   top.hasPrefix("cam"), top.dropFirst(3).allSatisfy(\.isNumber), !top.dropFirst(3).isEmpty {
+                let resolved = OutputFiles.resolve(file)
+                if resolved.hasPrefix(folder + "/"), let top = resolved.dropFirst(folder.count + 1).split(separator: "/").first,
+                   EuRoCRecorder.isCameraFolder(top) {
                     throw CLIError("--calibration \(file) is inside \(output)/\(top), which --overwrite replaces; "
                                    + "copy it out of the recording first")
                 }

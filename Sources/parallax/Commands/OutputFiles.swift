@@ -29,7 +29,7 @@ enum OutputFiles {
     }
 
     /// An absolute, standardized path with symbolic links resolved (for files that exist).
-    private static func resolve(_ path: String) -> String {
+    static func resolve(_ path: String) -> String {
         let absolute = path.hasPrefix("/") ? path : FileManager.default.currentDirectoryPath + "/" + path
         return URL(fileURLWithPath: absolute).standardizedFileURL.resolvingSymlinksInPath().path
     }

@@ -49,6 +49,11 @@ enum Signals {
         state.withLock { _ = $0.cleanups.removeValue(forKey: token) }
     }
 
+    /// How a message names the signal: "interrupted" (Ctrl-C), "terminated (SIGTERM)", "hung up (SIGHUP)".
+    fileprivate static func name(of number: Int32) -> String {
+        number == SIGHUP ? "hung up (SIGHUP)" : number == SIGTERM ? "terminated (SIGTERM)" : "interrupted"
+    }
+
     fileprivate static func setInterruption(_ interruption: Interruption?) {
         state.withLock { $0.interruption = interruption }
     }
@@ -62,8 +67,7 @@ enum Signals {
         }
         for cleanup in cleanups { cleanup() }
         FileAccess.removeTemporaries()
-        let name = number == SIGINT ? "interrupted" : number == SIGHUP ? "hung up (SIGHUP)" : "terminated (SIGTERM)"
-        FileHandle.standardError.write(Data("\n\(name): stopped; files being written were removed, earlier files kept\n".utf8))
+        FileHandle.standardError.write(Data("\n\(name(of: number)): stopped; files being written were removed, earlier files kept\n".utf8))
         exit(128 + number)
     }
 }
@@ -90,8 +94,7 @@ final class Interruption: Sendable {
             return !fired
         }
         guard first else { return false }
-        let name = number == SIGHUP ? "hung up (SIGHUP)" : number == SIGTERM ? "terminated (SIGTERM)" : "interrupted"
-        FileHandle.standardError.write(Data("\n\(name): stopping cleanly (again to quit at once)\n".utf8))
+        FileHandle.standardError.write(Data("\n\(Signals.name(of: number)): stopping cleanly (again to quit at once)\n".utf8))
         action()
         return true
     }
