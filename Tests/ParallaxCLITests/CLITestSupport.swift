@@ -88,6 +88,20 @@ enum ParallaxCLI {
 }
 
 extension ParallaxCLI {
+    /// Starts `parallax arguments…` in the background, its standard streams closed or discarded,
+    /// for tests that signal it while it runs.
+    static func launch(_ arguments: [String], workingDirectory: URL? = nil) throws -> Process {
+        let process = Process()
+        process.executableURL = executable
+        process.arguments = arguments
+        if let workingDirectory { process.currentDirectoryURL = workingDirectory }
+        process.standardInput = FileHandle.nullDevice
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        return process
+    }
+
     /// Runs `parallax arguments…`, waits (up to 60 s) until its standard error holds `marker`,
     /// sends `signal`, and returns the status, the standard error and the seconds from the
     /// signal to the exit (a 60 s hang guard).

@@ -61,13 +61,7 @@ struct CaptureCommandTests {
     func interruptedCaptureIsConsistent() throws {
         let output = Self.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: output) }
-        let process = Process()
-        process.executableURL = ParallaxCLI.executable
-        process.arguments = ["capture", "--simulated", "--frames", "1000000", "--size", "160x120", "--output", output.path]
-        process.standardInput = FileHandle.nullDevice
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.run()
+        let process = try ParallaxCLI.launch(["capture", "--simulated", "--frames", "1000000", "--size", "160x120", "--output", output.path])
         let images = output.appendingPathComponent("cam1/data").path
         // Interrupted mid-recording: once a dozen right images are on disk.
         let started = Date(timeIntervalSinceNow: 60)

@@ -99,13 +99,7 @@ struct NothingLostTests {
             let signal = run % 2 == 0 ? SIGKILL : SIGHUP
             let output = try ParallaxCLI.temporaryDirectory().appendingPathComponent("rec")
             defer { try? FileManager.default.removeItem(at: output.deletingLastPathComponent()) }
-            let process = Process()
-            process.executableURL = ParallaxCLI.executable
-            process.arguments = ["capture", "--simulated", "--frames", "1000000", "--size", "64x48", "--output", output.path]
-            process.standardInput = FileHandle.nullDevice
-            process.standardOutput = FileHandle.nullDevice
-            process.standardError = FileHandle.nullDevice
-            try process.run()
+            let process = try ParallaxCLI.launch(["capture", "--simulated", "--frames", "1000000", "--size", "64x48", "--output", output.path])
             defer { if process.isRunning { process.terminate() } }
             // Once pairs are being written, a random moment within the next 1.5 s.
             let images = output.appendingPathComponent("cam1/data").path
@@ -161,14 +155,8 @@ struct NothingLostTests {
         for signal in [SIGINT, SIGTERM] {
             let output = try ParallaxCLI.temporaryDirectory()
             defer { try? FileManager.default.removeItem(at: output) }
-            let process = Process()
-            process.executableURL = ParallaxCLI.executable
-            process.arguments = ["capture", "--simulated", "--independent", "--frames", "1000000", "--size", "64x48",
-                                 "--output", output.path]
-            process.standardInput = FileHandle.nullDevice
-            process.standardOutput = FileHandle.nullDevice
-            process.standardError = FileHandle.nullDevice
-            try process.run()
+            let process = try ParallaxCLI.launch(["capture", "--simulated", "--independent", "--frames", "1000000", "--size", "64x48",
+                                                  "--output", output.path])
             defer { if process.isRunning { process.terminate() } }
             let images = output.appendingPathComponent("cam1/data").path
             let started = Date(timeIntervalSinceNow: 60)
@@ -214,14 +202,7 @@ struct NothingLostTests {
         try Self.writeLongLogs(in: directory, frames: 1_500_000)
         let earlier = Data("an earlier output\n".utf8)
         try earlier.write(to: directory.appendingPathComponent("pairs.csv"))
-        let process = Process()
-        process.executableURL = ParallaxCLI.executable
-        process.arguments = ["pair", "--left", "cam0.csv", "--right", "cam1.csv", "--output", "pairs.csv"]
-        process.currentDirectoryURL = directory
-        process.standardInput = FileHandle.nullDevice
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.run()
+        let process = try ParallaxCLI.launch(["pair", "--left", "cam0.csv", "--right", "cam1.csv", "--output", "pairs.csv"], workingDirectory: directory)
         defer { if process.isRunning { process.terminate() } }
         func partials() -> [String] {
             ((try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? []).filter { $0.contains("partial") }
@@ -304,14 +285,7 @@ struct NothingLostTests {
         try "".write(to: earlier.appendingPathComponent(".parallax-demo"), atomically: true, encoding: .utf8)
         try "earlier".write(to: earlier.appendingPathComponent("rig-calibration.json"), atomically: true, encoding: .utf8)
         let before = try Self.snapshot(earlier)
-        let process = Process()
-        process.executableURL = ParallaxCLI.executable
-        process.arguments = ["demo", "--output", "demo-output"]
-        process.currentDirectoryURL = directory
-        process.standardInput = FileHandle.nullDevice
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.run()
+        let process = try ParallaxCLI.launch(["demo", "--output", "demo-output"], workingDirectory: directory)
         defer { if process.isRunning { process.terminate() } }
         // Interrupted once its first outputs are written (beside the earlier output).
         func staged() -> String? {
