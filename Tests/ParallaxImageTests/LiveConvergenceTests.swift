@@ -8,7 +8,7 @@ import Testing
 struct LiveConvergenceTests {
     static let size = ImageSize(width: 160, height: 120)
     static func calibration() throws -> StereoCalibration {
-        try StereoCalibration(contentsOfFile: TestImages.fixtures + "/opencv/opencv-sample-calibration.json").resized(to: size)
+        try StereoCalibration(contentsOfFile: TestImages.fixtures + "/opencv/opencv-sample-calibration.json").adapted(to: size)
     }
 
     /// Half the disparity a point `distance` away has in the classic rectification:

@@ -582,7 +582,7 @@ struct RectifierTests {
     @Test("a rectifier built from a calibration converges by half the disparity on each side")
     func fromCalibration() throws {
         let calibration = try StereoCalibration(contentsOfFile: TestImages.fixtures + "/opencv/opencv-sample-calibration.json")
-            .resized(to: ImageSize(width: 160, height: 120))
+            .adapted(to: ImageSize(width: 160, height: 120))
         let plain = try Rectifier(calibration: calibration, threads: 2)
         // 40 calibration units (chessboard squares): a few pixels of disparity at this size.
         let distance = 40.0

@@ -66,8 +66,8 @@ public struct RejectedCorner: Hashable, Sendable, CustomStringConvertible {
     public var pair: Int
     /// The image file.
     public var image: String
-    /// `left` or `right`.
-    public var side: String
+    /// The camera whose image it is in.
+    public var side: StereoSide
     /// The corner's index in the board's order (row by row from 0).
     public var index: Int
     /// Its residual (pixels) when it was set aside, and the limit it exceeded.

@@ -211,7 +211,7 @@ public struct CalibrationPipeline: Sendable {
             let prefix = "[\(index + 1)/\(pairs.count)] \(pair.name):"
             var found: [(corners: [SIMD2<Double>], size: ImageSize)] = []
             var failure: String?
-            for (side, path) in [("left", pair.left), ("right", pair.right)] {
+            for (side, path) in [(StereoSide.left, pair.left), (.right, pair.right)] {
                 switch board(in: path, detector: detector, cornerList: cornerList, detectionSeconds: &detectionSeconds) {
                 case .success(let entry):
                     found.append(entry)

@@ -1,3 +1,5 @@
+import ParallaxGeometry
+
 /// Pairs left and right image files.
 ///
 /// By default (``Rule/number``) files pair by the number in their names
@@ -63,7 +65,7 @@ public enum ImagePairing {
             }
         case .number:
             /// Each side's files by number; files without one, or sharing one, are unpaired.
-            func index(_ files: [String], side: String) -> [Int: String] {
+            func index(_ files: [String], side: StereoSide) -> [Int: String] {
                 var byNumber: [Int: [String]] = [:]
                 for file in files {
                     if let n = number(in: file) {
@@ -85,24 +87,24 @@ public enum ImagePairing {
                 }
                 return unique
             }
-            let leftByNumber = index(l, side: "left"), rightByNumber = index(r, side: "right")
+            let leftByNumber = index(l, side: .left), rightByNumber = index(r, side: .right)
             for n in leftByNumber.keys.sorted() {
                 let file = leftByNumber[n]!
                 if let partner = rightByNumber[n] {
                     pairs.append(Pair(left: file, right: partner))
                 } else {
-                    unpaired.append(view(file, side: "left", "no right image with number \(n)"))
+                    unpaired.append(view(file, side: .left, "no right image with number \(n)"))
                 }
             }
             for n in rightByNumber.keys.sorted() where leftByNumber[n] == nil {
-                unpaired.append(view(rightByNumber[n]!, side: "right", "no left image with number \(n)"))
+                unpaired.append(view(rightByNumber[n]!, side: .right, "no left image with number \(n)"))
             }
         }
         unpaired.sort { $0.name < $1.name }
         return (pairs, unpaired)
     }
 
-    private static func view(_ file: String, side: String, _ reason: String) -> RejectedView {
-        side == "left" ? RejectedView(name: file, reason: reason, left: file) : RejectedView(name: file, reason: reason, right: file)
+    private static func view(_ file: String, side: StereoSide, _ reason: String) -> RejectedView {
+        side == .left ? RejectedView(name: file, reason: reason, left: file) : RejectedView(name: file, reason: reason, right: file)
     }
 }

@@ -25,6 +25,9 @@ public struct StereoView: Hashable, Sendable {
         self.right = right
     }
 
+    /// One side's view.
+    public subscript(side: StereoSide) -> CalibrationView { side == .left ? left : right }
+
     /// "left-name + right-name", for messages.
     public var name: String { "\(left.name) + \(right.name)" }
 }
@@ -225,7 +228,7 @@ public struct StereoCalibrator: Sendable {
                                   leftMono: leftMono, rightMono: rightMono, rejected: rejected,
                                   rejectedCorners: rejectedCorners, iterations: iterations)
             }
-            for corner in newCorners { masks[corner.pair][(corner.side == "left" ? 0 : count) + corner.index] = false }
+            for corner in newCorners { masks[corner.pair][(corner.side == .left ? 0 : count) + corner.index] = false }
             rejectedCorners += newCorners
         }
         throw .degenerate("outlier rejection did not settle")
@@ -236,16 +239,16 @@ public struct StereoCalibrator: Sendable {
     private func cornerOutliers(_ residuals: [[Double]], masks: [[Bool]], pairs: [StereoView]) -> [RejectedCorner] {
         let count = target.cornerCount
         // (pair, side, index, residual length) of every fitted corner.
-        var fitted: [(pair: Int, side: Int, index: Int, norm: Double)] = []
+        var fitted: [(pair: Int, side: StereoSide, index: Int, norm: Double)] = []
         for (p, r) in residuals.enumerated() {
             var k = 0
             for slot in 0..<(2 * count) where masks[p][slot] {
-                fitted.append((p, slot / count, slot % count, (r[2 * k] * r[2 * k] + r[2 * k + 1] * r[2 * k + 1]).squareRoot()))
+                fitted.append((p, slot < count ? .left : .right, slot % count, (r[2 * k] * r[2 * k] + r[2 * k + 1] * r[2 * k + 1]).squareRoot()))
                 k += 1
             }
         }
         var found: [RejectedCorner] = []
-        for side in 0..<2 {
+        for side in StereoSide.allCases {
             let norms = fitted.filter { $0.side == side }.map(\.norm).sorted()
             guard !norms.isEmpty else { continue }
             let sigma = norms[norms.count / 2] / 1.1774
@@ -257,8 +260,7 @@ public struct StereoCalibrator: Sendable {
             let beyond = norms.reduce(0) { $0 + ($1 > limit ? 1 : 0) }
             guard beyond <= max(3, norms.count / 50), sigma < 1 else { continue }
             for c in fitted where c.side == side && c.norm > limit {
-                let view = side == 0 ? pairs[c.pair].left : pairs[c.pair].right
-                found.append(RejectedCorner(pair: c.pair, image: view.name, side: side == 0 ? "left" : "right",
+                found.append(RejectedCorner(pair: c.pair, image: pairs[c.pair][side].name, side: side,
                                             index: c.index, residual: c.norm, limit: limit))
             }
         }

@@ -34,11 +34,12 @@ public final class RecordedFolderDevice: CaptureDevice, StopRequesting, Sendable
     private let configured: Locked<CaptureFormat>
     private let thread = Locked<CaptureThread?>(nil)
 
-    /// Reads `DIR/cam<camera>/data.csv` and the first image (for the format).
+    /// Reads `side`'s `data.csv` (`DIR/cam0` is the left camera's, `DIR/cam1` the right's, as
+    /// EuRoC numbers them) and its first image (for the format).
     ///
     /// - Throws: ``CaptureError/recording(path:reason:)`` naming the file and line at fault.
-    public init(directory: String, camera: Int, pace: SimulationPace = .asFastAsPossible) throws(CaptureError) {
-        cameraFolder = directory + "/cam\(camera)"
+    public init(directory: String, side: StereoSide, pace: SimulationPace = .asFastAsPossible) throws(CaptureError) {
+        cameraFolder = directory + "/cam\(side.rawValue)"
         self.pace = pace
         let csv = cameraFolder + "/data.csv"
         let text: String
@@ -66,7 +67,7 @@ public final class RecordedFolderDevice: CaptureDevice, StopRequesting, Sendable
         recordedFormat = CaptureFormat(fourCC: fourCC, size: image.size,
                                        frameInterval: FrameInterval(framesPerSecond: 1e9 / Double(median)))
         configured = Locked(recordedFormat)
-        identity = DeviceIdentity(stableID: "recording:\(cameraFolder)", name: "recording cam\(camera)", path: cameraFolder)
+        identity = DeviceIdentity(stableID: "recording:\(cameraFolder)", name: "recording cam\(side.rawValue)", path: cameraFolder)
     }
 
     deinit { stop() }

@@ -38,15 +38,14 @@ public final class EuRoCRecorder: Sendable {
     /// Where the camera folders are written: `directory`, or the staging folder.
     private let root: String
     private let staging: String?
-    private let cameraCount: Int
     private let state: Locked<WritingState>
     /// Runs before each pair is written: the tests' slow disk.
     private let beforeWritingPair: (@Sendable () -> Void)?
 
     private struct WritingState {
         /// Each camera's `data.csv`, open for appending (-1 once closed).
-        var csv: [Int32]
-        var rows: [Int]
+        var csv: PerSide<Int32>
+        var rows = PerSide(repeating: 0)
         var open = true
     }
 
@@ -54,7 +53,8 @@ public final class EuRoCRecorder: Sendable {
     static let markerName = ".parallax-recording"
     static let stagingPrefix = ".parallax-staging-"
 
-    /// Creates `DIR/camN/data/` and each `DIR/camN/data.csv` for `cameraCount` cameras.
+    /// Creates `DIR/cam0/data/` (the left camera's), `DIR/cam1/data/` (the right's) and
+    /// their `data.csv`.
     ///
     /// A recording never mixes with an older one: a folder that exists and is not empty is
     /// refused, unless `replacingExisting` is true, in which case its `camN` folders (an
@@ -63,20 +63,19 @@ public final class EuRoCRecorder: Sendable {
     ///
     /// - Throws: ``CaptureError/recording(path:reason:)`` when the folder is not empty,
     ///   another process records into it, or a folder or file cannot be created.
-    public convenience init(directory: String, cameraCount: Int = 2, imageExtension: String = "png",
+    public convenience init(directory: String, imageExtension: String = "png",
                             replacingExisting: Bool = false) throws(CaptureError) {
-        try self.init(directory: directory, cameraCount: cameraCount, imageExtension: imageExtension,
+        try self.init(directory: directory, imageExtension: imageExtension,
                       replacingExisting: replacingExisting, beforeWritingPair: nil)
     }
 
     /// As the public initializer, with `beforeWritingPair` run before each pair is written
     /// (tests make the disk slow with it).
-    package init(directory: String, cameraCount: Int = 2, imageExtension: String = "png",
+    package init(directory: String, imageExtension: String = "png",
                  replacingExisting: Bool = false, beforeWritingPair: (@Sendable () -> Void)?) throws(CaptureError) {
         self.beforeWritingPair = beforeWritingPair
         self.directory = directory
         self.imageExtension = imageExtension
-        self.cameraCount = max(1, cameraCount)
         tidied = try Self.tidyInterruptedRecording(in: directory)
         let existing = ((try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? [])
             .filter { $0 != Self.markerName && !$0.hasPrefix(Self.stagingPrefix) }
@@ -87,50 +86,48 @@ public final class EuRoCRecorder: Sendable {
         staging = existing.isEmpty ? nil : directory + "/" + Self.stagingPrefix + "\(getpid())"
         root = staging ?? directory
         // Checks done: from here on the folder is written.
-        var descriptors: [Int32] = []
+        var descriptors = PerSide<Int32>(repeating: -1)
         do {
             try FileAccess.createDirectories(atPath: directory)
             try FileAccess.writeAtomically("\(getpid())\n", toPath: directory + "/" + Self.markerName)
-            for index in 0..<self.cameraCount {
-                try FileAccess.createDirectories(atPath: Self.dataFolder(root, index))
+            for side in StereoSide.allCases {
+                try FileAccess.createDirectories(atPath: Self.dataFolder(root, side))
             }
         } catch {
             throw .recording(path: error.path, reason: error.reason)
         }
-        for index in 0..<self.cameraCount {
-            let path = Self.cameraFolder(root, index) + "/data.csv"
+        for side in StereoSide.allCases {
+            let path = Self.cameraFolder(root, side) + "/data.csv"
             let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0o644)
             guard fd >= 0, Self.append("#timestamp [ns],filename\n", to: fd) else {
                 let reason = String(cString: strerror(errno))
-                for descriptor in descriptors { close(descriptor) }
+                for descriptor in descriptors.both where descriptor >= 0 { close(descriptor) }
                 if fd >= 0 { close(fd) }
                 throw .recording(path: path, reason: "cannot write: \(reason)")
             }
-            descriptors.append(fd)
+            descriptors[side] = fd
         }
-        state = Locked(WritingState(csv: descriptors, rows: Array(repeating: 0, count: self.cameraCount)))
+        state = Locked(WritingState(csv: descriptors))
     }
 
     deinit {
-        state.withLock { state in for fd in state.csv where fd >= 0 { close(fd) } }
+        state.withLock { state in for fd in state.csv.both where fd >= 0 { close(fd) } }
     }
 
-    static func cameraFolder(_ directory: String, _ index: Int) -> String { directory + "/cam\(index)" }
-    static func dataFolder(_ directory: String, _ index: Int) -> String { cameraFolder(directory, index) + "/data" }
+    /// `DIR/cam0` for the left camera, `DIR/cam1` for the right (EuRoC numbers its cameras).
+    static func cameraFolder(_ directory: String, _ side: StereoSide) -> String { directory + "/cam\(side.rawValue)" }
+    static func dataFolder(_ directory: String, _ side: StereoSide) -> String { cameraFolder(directory, side) + "/data" }
 
-    /// Writes one frame of camera `index` (0 = left) and lists it in that camera's CSV.
+    /// Writes one frame of the `side` camera and lists it in that camera's CSV.
     ///
     /// - Throws: ``CaptureError/recording(path:reason:)`` naming the image file, or the
     ///   folder once the recording was finished or abandoned.
-    public func record(_ frame: Frame, camera index: Int) throws(CaptureError) {
-        guard index >= 0 && index < cameraCount else {
-            throw .recording(path: directory, reason: "camera index \(index) outside 0..<\(cameraCount)")
-        }
+    public func record(_ frame: Frame, side: StereoSide) throws(CaptureError) {
         try checkOpen()
         // Compressed frames are kept as they came (a decoded MJPEG frame's JPEG, not its pixels).
         let compressed = frame.format.pixelFormat == nil
         let name = "\(frame.timestampNanoseconds).\(compressed ? "jpg" : imageExtension)"
-        let path = Self.dataFolder(root, index) + "/" + name
+        let path = Self.dataFolder(root, side) + "/" + name
         if !compressed, let image = frame.copyImage() {
             do { try image.write(toFile: path) } catch { throw .recording(path: path, reason: "\(error)") }
         } else {
@@ -138,7 +135,7 @@ public final class EuRoCRecorder: Sendable {
                 throw .recording(path: path, reason: "\(error)")
             }
         }
-        try list([(index, path, frame.timestampNanoseconds, name)])
+        try list([(side, path, frame.timestampNanoseconds, name)])
     }
 
     /// Writes both images of a session's pair (rectified when the session rectifies; MJPEG
@@ -150,12 +147,11 @@ public final class EuRoCRecorder: Sendable {
     public func record(_ pair: StereoPair) throws(CaptureError) {
         beforeWritingPair?()
         try checkOpen()
-        var written: [(index: Int, path: String, timestamp: Int64, name: String)] = []
+        var written: [(side: StereoSide, path: String, timestamp: Int64, name: String)] = []
         for side in StereoSide.allCases {
-            let index = side.rawValue
             do {
-                let (path, name) = try write(pair[side], camera: index, rectified: pair.isRectified)
-                written.append((index, path, pair[side].timestampNanoseconds, name))
+                let (path, name) = try write(pair[side], of: side, rectified: pair.isRectified)
+                written.append((side, path, pair[side].timestampNanoseconds, name))
             } catch {
                 for file in written { unlink(file.path) }
                 throw error
@@ -166,17 +162,17 @@ public final class EuRoCRecorder: Sendable {
 
     /// Appends the CSV lines of images now in place; an image whose line cannot be written
     /// is removed, so the CSVs and the folders always agree.
-    private func list(_ files: [(index: Int, path: String, timestamp: Int64, name: String)]) throws(CaptureError) {
+    private func list(_ files: [(side: StereoSide, path: String, timestamp: Int64, name: String)]) throws(CaptureError) {
         let failure: CaptureError? = state.withLock { state in
             guard state.open else {
                 return .recording(path: directory, reason: "the recording was already finished or abandoned")
             }
             for file in files {
-                guard Self.append("\(file.timestamp),\(file.name)\n", to: state.csv[file.index]) else {
-                    return .recording(path: Self.cameraFolder(root, file.index) + "/data.csv",
+                guard Self.append("\(file.timestamp),\(file.name)\n", to: state.csv[file.side]) else {
+                    return .recording(path: Self.cameraFolder(root, file.side) + "/data.csv",
                                       reason: "cannot write: \(String(cString: strerror(errno)))")
                 }
-                state.rows[file.index] += 1
+                state.rows[file.side] += 1
             }
             return nil
         }
@@ -194,19 +190,19 @@ public final class EuRoCRecorder: Sendable {
 
     /// Writes one side's pixels (an unrectified MJPEG frame: its JPEG bytes exactly as they
     /// came); returns the path and the file name.
-    private func write(_ side: StereoPairSide, camera index: Int, rectified: Bool) throws(CaptureError) -> (String, String) {
-        let asItCame = !rectified && side.frame.map { $0.format.pixelFormat == nil } == true
-        if !asItCame, let image = side.image {
-            let name = "\(side.timestampNanoseconds).\(imageExtension)"
-            let path = Self.dataFolder(root, index) + "/" + name
-            do { try ImageBuffer(copying: image).write(toFile: path) } catch { throw .recording(path: path, reason: "\(error)") }
+    private func write(_ image: StereoPairSide, of side: StereoSide, rectified: Bool) throws(CaptureError) -> (String, String) {
+        let asItCame = !rectified && image.frame.map { $0.format.pixelFormat == nil } == true
+        if !asItCame, let pixels = image.image {
+            let name = "\(image.timestampNanoseconds).\(imageExtension)"
+            let path = Self.dataFolder(root, side) + "/" + name
+            do { try ImageBuffer(copying: pixels).write(toFile: path) } catch { throw .recording(path: path, reason: "\(error)") }
             return (path, name)
         }
-        guard let frame = side.frame else {
-            throw .recording(path: Self.dataFolder(root, index), reason: "the pair has no pixels to record")
+        guard let frame = image.frame else {
+            throw .recording(path: Self.dataFolder(root, side), reason: "the pair has no pixels to record")
         }
-        let name = "\(side.timestampNanoseconds).jpg"
-        let path = Self.dataFolder(root, index) + "/" + name
+        let name = "\(image.timestampNanoseconds).jpg"
+        let path = Self.dataFolder(root, side) + "/" + name
         do { try FileAccess.writeAtomically(Array(frame.payload.bytes), toPath: path) } catch {
             throw .recording(path: path, reason: "\(error)")
         }
@@ -214,7 +210,7 @@ public final class EuRoCRecorder: Sendable {
     }
 
     /// Number of frames recorded (and listed) per camera.
-    public var frameCounts: [Int] { state.withLock { $0.rows } }
+    public var frameCounts: PerSide<Int> { state.withLock { $0.rows } }
 
     /// True until ``finish()`` or ``abandon()``.
     public var isOpen: Bool { state.withLock { $0.open } }
@@ -223,8 +219,8 @@ public final class EuRoCRecorder: Sendable {
     /// soon as its image is).
     public func flush() throws(CaptureError) {
         let failed: String? = state.withLock { state in
-            for (index, fd) in state.csv.enumerated() where fd >= 0 && fsync(fd) != 0 {
-                return Self.cameraFolder(root, index) + "/data.csv"
+            for side in StereoSide.allCases where state.csv[side] >= 0 && fsync(state.csv[side]) != 0 {
+                return Self.cameraFolder(root, side) + "/data.csv"
             }
             return nil
         }
@@ -263,11 +259,11 @@ public final class EuRoCRecorder: Sendable {
         state.withLock { state in
             guard state.open else { return false }
             state.open = false
-            for fd in state.csv where fd >= 0 {
+            for fd in state.csv.both where fd >= 0 {
                 fsync(fd)
                 close(fd)
             }
-            state.csv = state.csv.map { _ in -1 }
+            state.csv = PerSide(repeating: -1)
             return true
         }
     }
@@ -287,8 +283,8 @@ public final class EuRoCRecorder: Sendable {
             }
             moved.append((from, to))
         }
-        for index in 0..<cameraCount {
-            let (from, to) = (Self.cameraFolder(staging, index), Self.cameraFolder(directory, index))
+        for side in StereoSide.allCases {
+            let (from, to) = (Self.cameraFolder(staging, side), Self.cameraFolder(directory, side))
             guard rename(from, to) == 0 else {
                 let reason = String(cString: strerror(errno))
                 undo()

@@ -1,5 +1,5 @@
-import ParallaxGeometry
 import Foundation
+import ParallaxGeometry
 
 /// What one camera contributed to a recording.
 public struct CameraRecordingSummary: Hashable, Sendable {
@@ -54,31 +54,31 @@ public final class RecordingStop: @unchecked Sendable {
 /// which for simulated devices running as fast as possible paces them to the disk.
 ///
 /// - Parameters:
-///   - devices: camera `i` is written as `cam{i}`.
+///   - devices: the left camera is written as `cam0`, the right as `cam1`.
 ///   - frames: frames to write per camera; a camera's later frames are ignored.
 ///   - recorder: the recording folder every frame is written to, as it arrives.
 ///   - timeoutSeconds: the deadline for the whole recording.
 ///   - stop: ends the recording early when requested (Ctrl-C).
-/// - Returns: one summary per device. The recorder is finished when every camera wrote its
+/// - Returns: each camera's summary. The recorder is finished when every camera wrote its
 ///   frames or the stop was requested; otherwise (the deadline, a camera gone, a write
 ///   error) it is left open for the caller to ``EuRoCRecorder/finish()`` or
 ///   ``EuRoCRecorder/abandon()``. Each frame is listed in its CSV as soon as it is written.
 /// - Throws: ``CaptureError`` when a device cannot start or the CSVs cannot be synced.
-public func recordIndependently(_ devices: [any CaptureDevice], frames: Int, into recorder: EuRoCRecorder,
+public func recordIndependently(_ devices: PerSide<any CaptureDevice>, frames: Int, into recorder: EuRoCRecorder,
                                 timeoutSeconds: Double, stop: RecordingStop = RecordingStop()) throws(CaptureError)
-    -> [CameraRecordingSummary] {
+    -> PerSide<CameraRecordingSummary> {
     let condition = stop.condition
     let summaries = Locked(devices.map { CameraRecordingSummary(identity: $0.identity, framesWritten: 0, drops: [:],
                                                                disconnected: false, writeError: nil) })
     func finished() -> Bool {
-        summaries.withLock { $0.allSatisfy { $0.framesWritten >= frames || $0.disconnected || $0.writeError != nil } }
+        summaries.withLock { $0.both.allSatisfy { $0.framesWritten >= frames || $0.disconnected || $0.writeError != nil } }
     }
     var started: [any CaptureDevice] = []
     defer { for device in started { device.stop() } }
     // The time counts from here: a simulated camera renders its view when it starts, and
     // gives up when the time runs out first.
     let deadline = Date(timeIntervalSinceNow: timeoutSeconds)
-    let stopDevices: @Sendable () -> Void = { for device in devices { (device as? any StopRequesting)?.requestStop() } }
+    let stopDevices: @Sendable () -> Void = { for device in devices.both { (device as? any StopRequesting)?.requestStop() } }
     condition.lock()
     stop.onRequest = stopDevices
     condition.unlock()
@@ -90,24 +90,25 @@ public func recordIndependently(_ devices: [any CaptureDevice], frames: Int, int
     let interrupt = DispatchWorkItem(block: stopDevices)
     DispatchQueue.global().asyncAfter(deadline: .now() + max(0, timeoutSeconds), execute: interrupt)
     defer { interrupt.cancel() }
-    for (index, device) in devices.enumerated() {
+    for side in StereoSide.allCases {
+        let device = devices[side]
         if Date() >= deadline || stop.isRequested { break }
         do throws(CaptureError) {
             try device.start { output in
                 switch output {
                 case .frame(let frame):
-                    let done = summaries.withLock { $0[index].framesWritten >= frames || $0[index].writeError != nil }
+                    let done = summaries.withLock { $0[side].framesWritten >= frames || $0[side].writeError != nil }
                     if done { return }
                     do throws(CaptureError) {
-                        try recorder.record(frame, camera: index)
-                        summaries.withLock { $0[index].framesWritten += 1 }
+                        try recorder.record(frame, side: side)
+                        summaries.withLock { $0[side].framesWritten += 1 }
                     } catch {
-                        summaries.withLock { $0[index].writeError = error }
+                        summaries.withLock { $0[side].writeError = error }
                     }
                 case .event(.dropped(let count, let reason)):
-                    summaries.withLock { $0[index].drops[reason, default: 0] += count }
+                    summaries.withLock { $0[side].drops[reason, default: 0] += count }
                 case .event(.disconnected):
-                    summaries.withLock { $0[index].disconnected = true }
+                    summaries.withLock { $0[side].disconnected = true }
                 case .event:
                     break
                 }
@@ -130,6 +131,6 @@ public func recordIndependently(_ devices: [any CaptureDevice], frames: Int, int
     for device in started { device.stop() }
     started = []
     let result = summaries.withLock { $0 }
-    if stopped || result.allSatisfy({ $0.framesWritten >= frames }) { try recorder.finish() }
+    if stopped || result.both.allSatisfy({ $0.framesWritten >= frames }) { try recorder.finish() }
     return result
 }

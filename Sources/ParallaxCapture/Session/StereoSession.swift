@@ -337,21 +337,16 @@ public final class StereoSession: Sendable {
 
     /// The calibration adapted to images of `size` (see ``adapt(_:to:)``).
     static func adapt(_ calibration: StereoCalibration, toSize size: ImageSize) throws(StereoSessionError) -> StereoCalibration {
-        for (name, camera) in [("left", calibration.left), ("right", calibration.right)] {
-            let (w, h) = (Double(camera.size.width), Double(camera.size.height))
-            let kept = min(1, (w / h) / (Double(size.width) / Double(size.height)))
-            let keptOther = min(1, (Double(size.width) / Double(size.height)) / (w / h))
-            // A crop to another aspect ratio keeps kept·keptOther of the calibrated area.
-            guard kept * keptOther >= 0.5 else {
-                throw .calibrationDoesNotFit("the \(name) camera was calibrated at \(camera.size); \(size) has another "
-                                             + "aspect ratio that would keep only \(Int(kept * keptOther * 100)) % of the "
+        for side in StereoSide.allCases {
+            let camera = calibration[side]
+            let kept = camera.areaKept(adaptedTo: size)
+            guard kept >= 0.5 else {
+                throw .calibrationDoesNotFit("the \(side) camera was calibrated at \(camera.size); \(size) has another "
+                                             + "aspect ratio that would keep only \(Int(kept * 100)) % of the "
                                              + "calibrated image; calibrate at this format")
             }
         }
-        var adapted = calibration
-        adapted.left = calibration.left.adapted(to: size)
-        adapted.right = calibration.right.adapted(to: size)
-        return adapted
+        return calibration.adapted(to: size)
     }
 
     // MARK: Running

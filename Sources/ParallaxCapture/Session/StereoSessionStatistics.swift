@@ -1,3 +1,5 @@
+import ParallaxGeometry
+
 /// Why a session dropped a pair after the synchronizer made it (both frames count): the
 /// third stage of the frame account (see ``DropReason`` for the three). The raw value is
 /// the reason's stable snake_case name.

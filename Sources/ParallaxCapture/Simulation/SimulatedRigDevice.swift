@@ -94,8 +94,8 @@ public final class SimulatedRigDevice: Sendable {
     /// The board's path, when it moves.
     public var boardTrajectory: BoardTrajectory? { left.trajectory }
 
-    /// Both cameras, left first.
-    public var cameras: [SimulatedCamera] { [left, right] }
+    /// Both cameras.
+    public var cameras: PerSide<SimulatedCamera> { PerSide(left: left, right: right) }
 
     /// Renders both views now (otherwise each camera renders when it starts). Call it
     /// before starting cameras that run as fast as possible, so the first one does not race
@@ -211,7 +211,7 @@ public final class SimulatedCamera: CaptureDevice, StopRequesting, @unchecked Se
     public var model: CameraModel {
         let size = state.withLock { $0.format.size }
         let native = rig.model(camera)
-        return native.size == size ? native : native.resized(to: size)
+        return native.adapted(to: size)
     }
 
     /// Ground truth: when frame `k` (its sequence number) was exposed, in nanoseconds on CLOCK_MONOTONIC.

@@ -1,3 +1,5 @@
+import ParallaxGeometry
+
 /// The hardware cost of two cameras before anyone buys or plugs them in: formats on a
 /// USB bus of a given speed, shared or one bus each, with the typical packet sizes of
 /// that speed (``USBSpeed/typicalPacketSizes``). `parallax cost` prints it.

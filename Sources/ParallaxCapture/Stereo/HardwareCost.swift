@@ -1,3 +1,5 @@
+import ParallaxGeometry
+
 /// The USB bus classes whose periodic bandwidth Parallax budgets.
 ///
 /// Isochronous (video) transfers are scheduled once per service interval: a 1 ms frame at

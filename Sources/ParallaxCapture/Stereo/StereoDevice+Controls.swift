@@ -1,3 +1,5 @@
+import ParallaxGeometry
+
 #if canImport(Glibc)
 import Glibc
 #endif

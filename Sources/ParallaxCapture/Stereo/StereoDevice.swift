@@ -96,8 +96,8 @@ public final class StereoDevice: Sendable {
     ///
     /// - Throws: ``CaptureError/recording(path:reason:)`` naming the folder or file at fault.
     public convenience init(recording directory: String, pace: SimulationPace = .asFastAsPossible) throws(CaptureError) {
-        let left = try RecordedFolderDevice(directory: directory, camera: 0, pace: pace)
-        let right = try RecordedFolderDevice(directory: directory, camera: 1, pace: pace)
+        let left = try RecordedFolderDevice(directory: directory, side: .left, pace: pace)
+        let right = try RecordedFolderDevice(directory: directory, side: .right, pace: pace)
         self.init(constituents: PerSide(left: left, right: right), kind: .recording)
     }
 
@@ -349,28 +349,7 @@ public final class StereoDevice: Sendable {
     public var cameraModels: PerSide<CameraModel>? { state.withLock { $0.models } }
 
     static func models(of calibration: StereoCalibration, for formats: PerSide<CaptureFormat>) -> PerSide<CameraModel> {
-        PerSide(left: calibration.left.adapted(to: formats.left.size), right: calibration.right.adapted(to: formats.right.size))
-    }
-}
-
-extension CameraModel {
-    /// This camera in an image of `size`: scaled when the aspect ratio is the same; when it
-    /// differs, first centre-cropped to that aspect ratio, then scaled (how sensors make
-    /// a 16:9 mode from a 4:3 array). Calling it twice with the same size is harmless.
-    public func adapted(to newSize: ImageSize) -> CameraModel {
-        guard newSize != size else { return self }
-        let (w, h) = (Double(size.width), Double(size.height))
-        let target = Double(newSize.width) / Double(newSize.height)
-        if abs(w / h - target) * h < 0.5 { return resized(to: newSize) }
-        let crop: PixelRect
-        if w / h > target {
-            let width = Int((h * target).rounded())
-            crop = PixelRect(x: (size.width - width) / 2, y: 0, width: width, height: size.height)
-        } else {
-            let height = Int((w / target).rounded())
-            crop = PixelRect(x: 0, y: (size.height - height) / 2, width: size.width, height: height)
-        }
-        return cropped(to: crop).resized(to: newSize)
+        PerSide { side in calibration[side].adapted(to: formats[side].size) }
     }
 }
 

@@ -1,3 +1,5 @@
+import ParallaxGeometry
+
 /// Why a stereo device cannot do what was asked. Each case names the cameras and values
 /// involved and, where there is one, what to do instead.
 public enum StereoDeviceError: Error, Hashable, Sendable, CustomStringConvertible {

@@ -1,3 +1,5 @@
+import ParallaxGeometry
+
 /// Everything a ``StereoDevice`` hands its consumer, in order per side.
 public enum StereoOutput: Sendable {
     /// A frame from one side.

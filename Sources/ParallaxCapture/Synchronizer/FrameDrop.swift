@@ -1,3 +1,5 @@
+import ParallaxGeometry
+
 /// Why a frame did not end up in a synchronized pair: the second stage of the frame
 /// account (see ``DropReason`` for the three).
 ///

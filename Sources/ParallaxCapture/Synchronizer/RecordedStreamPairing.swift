@@ -1,3 +1,5 @@
+import ParallaxGeometry
+
 /// Pairs two recorded timestamp logs offline, exactly as a live synchronizer would have
 /// paired the same streams.
 ///

@@ -1,3 +1,5 @@
+import ParallaxGeometry
+
 /// One frame as the synchronizer saw it: what the capture layer pushed, plus the
 /// timestamp the synchronizer paired it on.
 public struct SynchronizedFrame<Payload>: CustomStringConvertible {

@@ -1,3 +1,5 @@
+import ParallaxGeometry
+
 /// The synchronizer's deterministic state machine: single-threaded, driven by the caller's
 /// clock, so that tests and offline tools (``RecordedStreamPairing``, `parallax pair`)
 /// replay exactly what a live ``OutputSynchronizer`` would do.

@@ -1,3 +1,5 @@
+import ParallaxGeometry
+
 /// What a synchronizer did so far: pairs, drops by camera and reason, skew and latency
 /// distributions, and the clock estimate.
 public struct SynchronizerStatistics: Sendable, Hashable, CustomStringConvertible {

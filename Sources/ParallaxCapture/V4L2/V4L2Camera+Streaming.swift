@@ -313,7 +313,7 @@ private final class CaptureContext: @unchecked Sendable {
             }
         }
         let (identity, calibration, exposure) = frameContext
-        let model = calibration.map { $0.size == negotiation.actual.size ? $0 : $0.resized(to: negotiation.actual.size) }
+        let model = calibration.map { $0.adapted(to: negotiation.actual.size) }
 
         while !thread.shouldStop && camera != nil {
             for refusal in session.retryRefused() {

@@ -244,9 +244,41 @@ public struct CameraModel: Hashable, Sendable {
         return FieldOfView(horizontal: left + right, vertical: top + bottom, diagonal: diagonal)
     }
 
+    /// This camera in an image of `newSize` from the same sensor, as cameras make their
+    /// formats: scaled when the aspect ratio is the same; when it differs, first
+    /// centre-cropped to that aspect ratio, then scaled (a 16:9 mode of a 4:3 array).
+    /// Calling it twice with the same size is harmless.
+    ///
+    /// The one way every layer adapts a calibrated model to a format (the V4L2 camera, the
+    /// simulated rig, the stereo device and the session); ``areaKept(adaptedTo:)`` says how
+    /// much of the calibrated image a crop keeps.
+    public func adapted(to newSize: ImageSize) -> CameraModel {
+        guard newSize != size else { return self }
+        let (w, h) = (Double(size.width), Double(size.height))
+        let target = Double(newSize.width) / Double(newSize.height)
+        if abs(w / h - target) * h < 0.5 { return resized(to: newSize) }
+        let crop: PixelRect
+        if w / h > target {
+            let width = Int((h * target).rounded())
+            crop = PixelRect(x: (size.width - width) / 2, y: 0, width: width, height: size.height)
+        } else {
+            let height = Int((w / target).rounded())
+            crop = PixelRect(x: 0, y: (size.height - height) / 2, width: size.width, height: height)
+        }
+        return cropped(to: crop).resized(to: newSize)
+    }
+
+    /// The share of this camera's image that ``adapted(to:)`` keeps for `newSize`: 1 for
+    /// the same aspect ratio, the cropped share otherwise (0.75 from 4:3 to 16:9).
+    public func areaKept(adaptedTo newSize: ImageSize) -> Double {
+        let calibrated = Double(size.width) / Double(size.height)
+        let wanted = Double(newSize.width) / Double(newSize.height)
+        return min(calibrated, wanted) / max(calibrated, wanted)
+    }
+
     /// This camera for another resolution of the same sensor area (a scaled
     /// format): the intrinsics scale, the distortion (in normalized
-    /// coordinates) stays.
+    /// coordinates) stays. ``adapted(to:)`` also handles another aspect ratio.
     public func resized(to newSize: ImageSize) -> CameraModel {
         CameraModel(size: newSize, intrinsics: intrinsics.scaled(from: size, to: newSize), distortion: distortion)
     }

@@ -216,6 +216,9 @@ public struct StereoRectificationMaps: Sendable, Equatable {
         self.rectification = rectification
         self.orientation = orientation
     }
+
+    /// One side's map.
+    public subscript(side: StereoSide) -> RectificationMap { side == .left ? left : right }
 }
 
 extension StereoCalibration {

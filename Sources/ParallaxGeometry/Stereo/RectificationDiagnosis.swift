@@ -62,12 +62,12 @@ extension StereoRectification {
                          + "the baseline runs along the viewing direction, which rectification cannot turn into a side-by-side pair")
         }
         let relative = degrees(calibration.extrinsics.rotation)
-        for (side, roi) in [("left", roi1), ("right", roi2)] where roi.width <= 0 || roi.height <= 0 {
+        for (side, roi) in [(StereoSide.left, roi1), (.right, roi2)] where roi.width <= 0 || roi.height <= 0 {
             // An empty valid rectangle has three causes: the views do not overlap at all
             // (fatal), cameras turned far apart, or a lens model that folds over near the
             // corners (a poor fit; the middle is usable).
             let region = "its region is \(roi.width)x\(roi.height)"
-            if sampledValidFraction(leftSide: side == "left", of: calibration) == 0 {
+            if sampledValidFraction(side: side, of: calibration) == 0 {
                 fatal.append("the rectified \(side) image has no valid pixel (\(region)): "
                              + "after rectification the cameras do not see the same scene; check the rotation and translation")
             } else if relative > RectificationFinding.rotationWarningDegrees {
@@ -82,14 +82,14 @@ extension StereoRectification {
         if relative > RectificationFinding.rotationWarningDegrees {
             warnings.append("the cameras are turned \(short(relative))° against each other; rectification will crop and stretch much of each image")
         }
-        for (side, rotation) in [("left", r1), ("right", r2)] where relative <= RectificationFinding.rotationWarningDegrees {
+        for (side, rotation) in [(StereoSide.left, r1), (.right, r2)] where relative <= RectificationFinding.rotationWarningDegrees {
             let angle = degrees(rotation)
             if angle > RectificationFinding.rotationWarningDegrees {
                 warnings.append("rectifying turns the \(side) camera by \(short(angle))°; the baseline is far from the image rows (\(formattedT))")
             }
         }
         let area = Double(size.width * size.height)
-        for (side, roi) in [("left", roi1), ("right", roi2)] where roi.width > 0 && roi.height > 0 && area > 0 {
+        for (side, roi) in [(StereoSide.left, roi1), (.right, roi2)] where roi.width > 0 && roi.height > 0 && area > 0 {
             let fraction = Double(roi.width * roi.height) / area
             if fraction < RectificationFinding.smallValidAreaFraction {
                 warnings.append("only \(short(fraction * 100)) % of the rectified \(side) image is valid (\(roi))")
@@ -109,8 +109,8 @@ extension StereoRectification {
     /// that the left (or right) camera sees: 0 when, after rectification, the camera looks
     /// away from where the rig looks. Independent of the rectified focal length, which a
     /// poor lens model can blow up or shrink.
-    func sampledValidFraction(leftSide: Bool, of calibration: StereoCalibration) -> Double {
-        let (rotation, camera) = leftSide ? (r1, calibration.left) : (r2, calibration.right)
+    func sampledValidFraction(side: StereoSide, of calibration: StereoCalibration) -> Double {
+        let (rotation, camera) = (side == .left ? r1 : r2, calibration[side])
         let spread = 10 * Double.pi / 180
         var inside = 0, total = 0
         for i in -2...2 {

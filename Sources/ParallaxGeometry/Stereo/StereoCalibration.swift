@@ -32,6 +32,12 @@ public struct StereoCalibration: Hashable, Sendable {
         self.extra = extra
     }
 
+    /// One side's camera.
+    public subscript(side: StereoSide) -> CameraModel {
+        get { side == .left ? left : right }
+        set { if side == .left { left = newValue } else { right = newValue } }
+    }
+
     /// The distance between the two optical centres, in the translation's unit.
     public var baseline: Double {
         // Scaled first, so that a translation of 1e200 has a length of 1.7e200, not infinity.
@@ -54,11 +60,12 @@ public struct StereoCalibration: Hashable, Sendable {
         right.intrinsics.inverseMatrix.transposed * essentialMatrix * left.intrinsics.inverseMatrix
     }
 
-    /// The same rig with both cameras in another resolution of the same sensor area.
-    public func resized(to size: ImageSize) -> StereoCalibration {
+    /// The same rig with both cameras in images of `size` (see ``CameraModel/adapted(to:)``:
+    /// scaled, and centre-cropped first for another aspect ratio).
+    public func adapted(to size: ImageSize) -> StereoCalibration {
         var copy = self
-        copy.left = left.resized(to: size)
-        copy.right = right.resized(to: size)
+        copy.left = left.adapted(to: size)
+        copy.right = right.adapted(to: size)
         return copy
     }
 }

@@ -117,7 +117,7 @@ public enum RectificationError: Error, Hashable, Sendable, CustomStringConvertib
     /// The two cameras have different image sizes.
     case sizeMismatch(left: ImageSize, right: ImageSize)
     /// A camera's intrinsics are unusable (non-positive or non-finite focal length).
-    case invalidIntrinsics(side: String)
+    case invalidIntrinsics(side: StereoSide)
     /// The rotation is not a proper rotation matrix.
     case invalidRotation
     /// alpha scaling found no finite scale (the valid area degenerated).
@@ -261,8 +261,8 @@ extension StereoCalibration {
     /// intrinsics, a proper rotation and a non-zero baseline.
     func validateForRectification() throws(RectificationError) {
         guard left.size == right.size else { throw .sizeMismatch(left: left.size, right: right.size) }
-        guard left.intrinsics.isValid else { throw .invalidIntrinsics(side: "left") }
-        guard right.intrinsics.isValid else { throw .invalidIntrinsics(side: "right") }
+        guard left.intrinsics.isValid else { throw .invalidIntrinsics(side: .left) }
+        guard right.intrinsics.isValid else { throw .invalidIntrinsics(side: .right) }
         let t = extrinsics.translation
         guard t.x.isFinite, t.y.isFinite, t.z.isFinite else { throw .nonFiniteTranslation }
         // Compared component by component: the length of a huge translation overflows to

@@ -286,18 +286,19 @@ public enum JPEGEncoder {
 /// with the same thread count share (so decoding and rectifying a pair keep the same,
 /// already running threads).
 public final class MJPEGPairDecoder: @unchecked Sendable {
-    private let decoders: (MJPEGDecoder, MJPEGDecoder)
+    private let decoders: PerSide<MJPEGDecoder>
     private let pool: WorkerPool
 
     /// A pair decoder to `output` at `scale`, on `threads` threads (`nil`: every processor;
     /// 1 decodes the two one after the other on the caller's thread).
     public init(output: MJPEGOutput = .ycbcr, scale: MJPEGScale = .full, threads: Int? = nil) throws(ImageError) {
-        decoders = (try MJPEGDecoder(output: output, scale: scale), try MJPEGDecoder(output: output, scale: scale))
+        decoders = PerSide(left: try MJPEGDecoder(output: output, scale: scale),
+                           right: try MJPEGDecoder(output: output, scale: scale))
         pool = WorkerPool.shared(threadCount: threads ?? WorkerPool.processorCount)
     }
 
     /// The decoder of each side (for ``MJPEGDecoder/header(of:)`` and ``MJPEGDecoder/layout(for:)``).
-    public var left: MJPEGDecoder { decoders.0 }
+    public var left: MJPEGDecoder { decoders.left }
 
     /// Decodes `left` into `leftOutput` and `right` into `rightOutput` (see
     /// ``MJPEGDecoder/decode(_:into:)``).
@@ -306,27 +307,25 @@ public final class MJPEGPairDecoder: @unchecked Sendable {
     public func decode(left: UnsafeRawBufferPointer, right: UnsafeRawBufferPointer,
                        into leftOutput: MutableImageView, _ rightOutput: MutableImageView) throws(MJPEGDecodingError) {
         struct Job {
-            let decoders: (MJPEGDecoder, MJPEGDecoder)
-            let inputs: (UnsafeRawBufferPointer, UnsafeRawBufferPointer)
-            let outputs: (MutableImageView, MutableImageView)
-            var failures: (MJPEGDecodingError?, MJPEGDecodingError?) = (nil, nil)
+            let decoders: PerSide<MJPEGDecoder>
+            let inputs: PerSide<UnsafeRawBufferPointer>
+            let outputs: PerSide<MutableImageView>
+            var failures = PerSide<MJPEGDecodingError?>(repeating: nil)
         }
-        var job = Job(decoders: decoders, inputs: (left, right), outputs: (leftOutput, rightOutput))
+        var job = Job(decoders: decoders, inputs: PerSide(left: left, right: right),
+                      outputs: PerSide(left: leftOutput, right: rightOutput))
         withUnsafeMutablePointer(to: &job) { pointer in
-            pool.run(tasks: 2, context: UnsafeRawPointer(pointer)) { context, side in
+            pool.run(tasks: 2, context: UnsafeRawPointer(pointer)) { context, task in
                 // Each task writes only its own side's failure.
                 let job = UnsafeMutableRawPointer(mutating: context).assumingMemoryBound(to: Job.self)
+                let side: StereoSide = task == 0 ? .left : .right
                 do throws(MJPEGDecodingError) {
-                    if side == 0 {
-                        try job.pointee.decoders.0.decode(job.pointee.inputs.0, into: job.pointee.outputs.0)
-                    } else {
-                        try job.pointee.decoders.1.decode(job.pointee.inputs.1, into: job.pointee.outputs.1)
-                    }
+                    try job.pointee.decoders[side].decode(job.pointee.inputs[side], into: job.pointee.outputs[side])
                 } catch {
-                    if side == 0 { job.pointee.failures.0 = error } else { job.pointee.failures.1 = error }
+                    job.pointee.failures[side] = error
                 }
             }
         }
-        if let failure = job.failures.0 ?? job.failures.1 { throw failure }
+        if let failure = job.failures.left ?? job.failures.right { throw failure }
     }
 }

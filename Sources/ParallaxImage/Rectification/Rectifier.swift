@@ -43,9 +43,9 @@ public final class Rectifier: @unchecked Sendable {
         switch positions {
         case .stored(let maps):
             return maps
-        case .model(let left, let right):
+        case .model(let builders):
             if let builtMaps { return builtMaps }
-            let maps = Self.buildMaps(left, right, rectification: baseRectification, orientation: orientation, pool: pool)
+            let maps = Self.buildMaps(builders.left, builders.right, rectification: baseRectification, orientation: orientation, pool: pool)
             builtMaps = maps
             return maps
         }
@@ -67,13 +67,13 @@ public final class Rectifier: @unchecked Sendable {
     /// Where the source positions come from.
     private enum Positions {
         case stored(StereoRectificationMaps)
-        case model(left: RectificationMap.Builder, right: RectificationMap.Builder)
+        case model(PerSide<RectificationMap.Builder>)
     }
     private let positions: Positions
     /// The maps' rectification, display orientation and source image sizes.
     private let baseRectification: StereoRectification
     private let orientation: OutputOrientation
-    private let sourceSizes: (left: ImageSize, right: ImageSize)
+    private let sourceSizes: PerSide<ImageSize>
 
     private let pool: WorkerPool
     private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
@@ -117,7 +117,7 @@ public final class Rectifier: @unchecked Sendable {
     public convenience init(maps: StereoRectificationMaps, interpolation: Interpolation = .bilinear, threads: Int? = nil,
                             simdLevel: SIMDLevel = .supported) {
         self.init(positions: .stored(maps), rectification: maps.rectification, orientation: maps.orientation,
-                  outputSize: maps.left.outputSize, sourceSizes: (maps.left.sourceSize, maps.right.sourceSize),
+                  outputSize: maps.left.outputSize, sourceSizes: PerSide(left: maps.left.sourceSize, right: maps.right.sourceSize),
                   interpolation: interpolation, pool: WorkerPool.shared(threadCount: threads ?? WorkerPool.processorCount),
                   simdLevel: simdLevel, compactMaps: false)
     }
@@ -153,14 +153,14 @@ public final class Rectifier: @unchecked Sendable {
                                             size: r.size, orientation: orientation)
         let right = RectificationMap.Builder(camera: calibration.right, rotation: r.r2, newCamera: r.rightIntrinsics,
                                              size: r.size, orientation: orientation)
-        self.init(positions: .model(left: left, right: right), rectification: r, orientation: orientation,
-                  outputSize: left.outputSize, sourceSizes: (calibration.left.size, calibration.right.size),
+        self.init(positions: .model(PerSide(left: left, right: right)), rectification: r, orientation: orientation,
+                  outputSize: left.outputSize, sourceSizes: PerSide(left: calibration.left.size, right: calibration.right.size),
                   interpolation: interpolation, pool: WorkerPool.shared(threadCount: threads ?? WorkerPool.processorCount),
                   simdLevel: simdLevel, compactMaps: compactMaps)
     }
 
     private init(positions: Positions, rectification: StereoRectification, orientation: OutputOrientation,
-                 outputSize: ImageSize, sourceSizes: (left: ImageSize, right: ImageSize),
+                 outputSize: ImageSize, sourceSizes: PerSide<ImageSize>,
                  interpolation: Interpolation, pool: WorkerPool, simdLevel: SIMDLevel, compactMaps: Bool) {
         self.positions = positions
         self.compactMaps = compactMaps
@@ -180,9 +180,9 @@ public final class Rectifier: @unchecked Sendable {
                                   rectification: StereoRectification, orientation: OutputOrientation,
                                   pool: WorkerPool) -> StereoRectificationMaps {
         struct Job {
-            let builders: (RectificationMap.Builder, RectificationMap.Builder)
-            let xs: (UnsafeMutablePointer<Float>, UnsafeMutablePointer<Float>)
-            let ys: (UnsafeMutablePointer<Float>, UnsafeMutablePointer<Float>)
+            let builders: PerSide<RectificationMap.Builder>
+            let xs: PerSide<UnsafeMutablePointer<Float>>
+            let ys: PerSide<UnsafeMutablePointer<Float>>
             let blocksPerSide: Int
         }
         // Four blocks per thread and side balance rows of uneven cost (fisheye edges).
@@ -191,15 +191,17 @@ public final class Rectifier: @unchecked Sendable {
         var right: RectificationMap?
         let left = leftBuilder.map { leftX, leftY in
             right = rightBuilder.map { rightX, rightY in
-                withUnsafePointer(to: Job(builders: (leftBuilder, rightBuilder), xs: (leftX, rightX), ys: (leftY, rightY),
+                withUnsafePointer(to: Job(builders: PerSide(left: leftBuilder, right: rightBuilder),
+                                          xs: PerSide(left: leftX, right: rightX), ys: PerSide(left: leftY, right: rightY),
                                           blocksPerSide: blocksPerSide)) { job in
                     pool.run(tasks: 2 * blocksPerSide, context: UnsafeRawPointer(job)) { context, task in
                         let j = context.assumingMemoryBound(to: Job.self).pointee
-                        let side = task / j.blocksPerSide, block = task % j.blocksPerSide
-                        let builder = side == 0 ? j.builders.0 : j.builders.1
+                        let side: StereoSide = task < j.blocksPerSide ? .left : .right
+                        let block = task % j.blocksPerSide
+                        let builder = j.builders[side]
                         let rows = builder.outputSize.height
                         builder.fill(rows: (block * rows / j.blocksPerSide)..<((block + 1) * rows / j.blocksPerSide),
-                                     xs: side == 0 ? j.xs.0 : j.xs.1, ys: side == 0 ? j.ys.0 : j.ys.1)
+                                     xs: j.xs[side], ys: j.ys[side])
                     }
                 }
             }
@@ -246,9 +248,9 @@ public final class Rectifier: @unchecked Sendable {
         defer { pthread_mutex_unlock(mutex) }
         let plan = try self.plan(left: left, right: right)
         let setting = liveSetting(for: left.format)
-        withUnsafePointer(to: PairJob(plan: plan, left: left, right: right, leftOutput: leftOutput, rightOutput: rightOutput,
-                                      leftShift: setting.left, rightShift: setting.right, level: simdLevel,
-                                      loads: tapsByLoads)) { job in
+        withUnsafePointer(to: PairJob(plan: plan, inputs: PerSide(left: left, right: right),
+                                      outputs: PerSide(left: leftOutput, right: rightOutput),
+                                      shifts: setting.shifts, level: simdLevel, loads: tapsByLoads)) { job in
             pool.run(tasks: plan.bands.count, context: UnsafeRawPointer(job)) { context, index in
                 Rectifier.runBand(context.assumingMemoryBound(to: PairJob.self), index)
             }
@@ -259,13 +261,10 @@ public final class Rectifier: @unchecked Sendable {
     /// What every band of one pair needs, passed to the pool by pointer.
     private struct PairJob {
         let plan: PairPlan
-        let left: ImageView
-        let right: ImageView
-        let leftOutput: MutableImageView
-        let rightOutput: MutableImageView
+        let inputs: PerSide<ImageView>
+        let outputs: PerSide<MutableImageView>
         /// Output shift of each side for the live convergence, in displayed pixels.
-        let leftShift: SIMD2<Int>
-        let rightShift: SIMD2<Int>
+        let shifts: PerSide<SIMD2<Int>>
         let level: SIMDLevel
         /// AVX2 taps by scalar loads (see ``Rectifier/avx2TapsByLoads``).
         let loads: Bool
@@ -276,14 +275,14 @@ public final class Rectifier: @unchecked Sendable {
         let plan = pair.pointee.plan
         let band = plan.bands[index]
         let job = plan.jobs[band.job]
-        let source = job.side == 0 ? pair.pointee.left : pair.pointee.right
-        let destination = job.side == 0 ? pair.pointee.leftOutput : pair.pointee.rightOutput
+        let source = pair.pointee.inputs[job.side]
+        let destination = pair.pointee.outputs[job.side]
         // Validated: views carry every plane their format has.
         guard let sourcePlane = source.plane(job.plane), let outputPlane = destination.plane(job.plane) else { return }
         let (sourceBase, destinationBase, destinationRowBytes) = (sourcePlane.baseAddress, outputPlane.base,
                                                                   outputPlane.bytesPerRow)
         // The live-convergence shift, on this plane's grid (whole samples: see `convergenceStep`).
-        var shift = job.side == 0 ? pair.pointee.leftShift : pair.pointee.rightShift
+        var shift = pair.pointee.shifts[job.side]
         switch job.grid {
         case .full: break
         case .chroma422: shift.x /= 2
@@ -371,9 +370,7 @@ public final class Rectifier: @unchecked Sendable {
         try format.validate(sourceSizes.right)
         pthread_mutex_lock(mutex)
         defer { pthread_mutex_unlock(mutex) }
-        let l = ImageBuffer.packedRowBytes(format, sourceSizes.left)
-        let r = ImageBuffer.packedRowBytes(format, sourceSizes.right)
-        _ = try plan(key: PlanKey(format: format, left: l, right: r))
+        _ = try plan(key: PlanKey(format: format, strides: sourceSizes.map { ImageBuffer.packedRowBytes(format, $0) }))
     }
 
     private func validateOutput(_ output: MutableImageView, name: String, format: PixelFormat) throws(ImageError) {
@@ -473,9 +470,9 @@ public final class Rectifier: @unchecked Sendable {
 
     /// The applied rectification and the per-side output shifts. Mutex held.
     private func liveSetting(for format: PixelFormat) -> (rectification: StereoRectification,
-                                                          left: SIMD2<Int>, right: SIMD2<Int>) {
+                                                          shifts: PerSide<SIMD2<Int>>) {
         let base = baseRectification
-        guard case .some(let distance) = liveConvergence else { return (base, .zero, .zero) }
+        guard case .some(let distance) = liveConvergence else { return (base, PerSide(repeating: .zero)) }
         let classic = base.unconverged
         let wanted = distance.map { classic.converged(atDistance: $0).convergenceShift } ?? 0
         let axis = displayedBaselineAxis
@@ -484,27 +481,26 @@ public final class Rectifier: @unchecked Sendable {
         // distance (however near) gives a shift the kernels and `Int` can take.
         let limit = Double(baseRectification.size.width + baseRectification.size.height)
         let samples = (min(max((wanted - base.convergenceShift) / step, -limit), limit)).rounded() * step
-        guard samples != 0 else { return (base, .zero, .zero) }
+        guard samples != 0 else { return (base, PerSide(repeating: .zero)) }
         let applied = classic.converged(halfShift: base.convergenceShift + samples)
         // A principal point moved by +s shows rectified pixel u − s at u.
         let k = Int(samples)
-        return (applied, axis &* -k, axis &* k)
+        return (applied, PerSide(left: axis &* -k, right: axis &* k))
     }
 
     // MARK: Plans
 
-    private struct CompileKey: Hashable { var side: Int; var grid: SampleGrid; var rowBytes: Int; var layout: SampleLayout }
+    private struct CompileKey: Hashable { var side: StereoSide; var grid: SampleGrid; var rowBytes: Int; var layout: SampleLayout }
     private struct PlanKey: Hashable {
         var format: PixelFormat
         /// Row strides of planes 0, 1, 2 (0 for planes the format lacks).
-        var left: SIMD3<Int>
-        var right: SIMD3<Int>
+        var strides: PerSide<SIMD3<Int>>
     }
 
     /// One plane of one image, compiled (`map`), or for compact maps the positions its
     /// bands compile from.
     private struct Job {
-        var side: Int; var plane: Int; var grid: SampleGrid; var map: CompiledMap?
+        var side: StereoSide; var plane: Int; var grid: SampleGrid; var map: CompiledMap?
         /// Compact maps only: the positions the bands' chunks are compiled from.
         var rows: PositionRows?; var rowBytes: Int; var layout: SampleLayout
     }
@@ -525,10 +521,10 @@ public final class Rectifier: @unchecked Sendable {
     }
 
     private func plan(left: ImageView, right: ImageView) throws(ImageError) -> PairPlan {
-        try plan(key: PlanKey(format: left.format,
-                          left: SIMD3(left.plane0.bytesPerRow, left.plane1?.bytesPerRow ?? 0, left.plane2?.bytesPerRow ?? 0),
-                          right: SIMD3(right.plane0.bytesPerRow, right.plane1?.bytesPerRow ?? 0,
-                                       right.plane2?.bytesPerRow ?? 0)))
+        func strides(_ view: ImageView) -> SIMD3<Int> {
+            SIMD3(view.plane0.bytesPerRow, view.plane1?.bytesPerRow ?? 0, view.plane2?.bytesPerRow ?? 0)
+        }
+        return try plan(key: PlanKey(format: left.format, strides: PerSide(left: strides(left), right: strides(right))))
     }
 
     /// The cached plan for a layout, compiling what is missing. Mutex held.
@@ -538,8 +534,8 @@ public final class Rectifier: @unchecked Sendable {
         if let plan = plans[key] { return plan }
         var jobs: [Job] = []
         var bands: [Band] = []
-        for side in 0..<2 {
-            let strides = side == 0 ? key.left : key.right
+        for side in StereoSide.allCases {
+            let strides = key.strides[side]
             for entry in key.format.remapPlanes {
                 let rowBytes = strides[entry.plane]
                 // Compact maps need the camera model (a rectifier made from stored maps keeps whole maps).
@@ -581,15 +577,15 @@ public final class Rectifier: @unchecked Sendable {
 
     /// Side `side`'s camera model as a source of positions, or nil for a rectifier made
     /// from stored maps.
-    private func model(side: Int) -> LumaPositions? {
-        guard case .model(let left, let right) = positions else { return nil }
-        return .model(side == 0 ? left : right)
+    private func model(side: StereoSide) -> LumaPositions? {
+        guard case .model(let builders) = positions else { return nil }
+        return .model(builders[side])
     }
 
     /// The positions of one side's grid from `luma`, computed and compiled at this
     /// rectifier's vector level.
-    private func positionRows(_ luma: LumaPositions, side: Int, grid: SampleGrid) -> PositionRows {
-        let source = side == 0 ? sourceSizes.left : sourceSizes.right
+    private func positionRows(_ luma: LumaPositions, side: StereoSide, grid: SampleGrid) -> PositionRows {
+        let source = sourceSizes[side]
         return PositionRows(luma: luma, lumaWidth: outputSize.width, lumaHeight: outputSize.height,
                             lumaSourceWidth: source.width, lumaSourceHeight: source.height, grid: grid,
                             level: simdLevel.kernelLevel)
@@ -601,7 +597,7 @@ public final class Rectifier: @unchecked Sendable {
                     interpolation: interpolation)
     }
 
-    private func compiledMap(side: Int, grid: SampleGrid, rowBytes: Int, layout: SampleLayout) throws(ImageError) -> CompiledMap {
+    private func compiledMap(side: StereoSide, grid: SampleGrid, rowBytes: Int, layout: SampleLayout) throws(ImageError) -> CompiledMap {
         let key = CompileKey(side: side, grid: grid, rowBytes: rowBytes, layout: layout)
         if let map = compiled[key] { return map }
         func compile(_ luma: LumaPositions) throws(ImageError) -> CompiledMap {
@@ -611,7 +607,7 @@ public final class Rectifier: @unchecked Sendable {
         let map: CompiledMap
         switch positions {
         case .stored(let maps):
-            let stored = side == 0 ? maps.left : maps.right
+            let stored = maps[side]
             let result = stored.sourceX.withUnsafeBufferPointer { xs in
                 stored.sourceY.withUnsafeBufferPointer { ys -> Result<CompiledMap, ImageError> in
                     // Non-empty: the map covers a valid (non-zero) output size.
@@ -619,8 +615,8 @@ public final class Rectifier: @unchecked Sendable {
                 }
             }
             map = try result.get()
-        case .model(let left, let right):
-            map = try compile(.model(side == 0 ? left : right))
+        case .model(let builders):
+            map = try compile(.model(builders[side]))
         }
         compiled[key] = map
         return map

@@ -76,7 +76,7 @@ struct CaptureCommand: AsyncParsableCommand {
             let stop = RecordingStop()
             let interruption = Interruption { stop.request() }
             defer { interruption.cancel() }
-            try recordEach(device.constituents.both, into: recorder, deadline: deadline, stop: stop)
+            try recordEach(device.constituents, into: recorder, deadline: deadline, stop: stop)
             return
         }
         var rectifyWith: StereoCalibration?
@@ -128,7 +128,7 @@ struct CaptureCommand: AsyncParsableCommand {
         for note in try EuRoCRecorder.tidyInterruptedRecording(in: output) {
             FileHandle.standardError.write(Data("\(output): \(note)\n".utf8))
         }
-        return try EuRoCRecorder(directory: output, cameraCount: 2, replacingExisting: overwrite)
+        return try EuRoCRecorder(directory: output, replacingExisting: overwrite)
     }
 
     private func report(_ summary: SessionRecordingSummary, keptOlder: Bool) {
@@ -151,9 +151,9 @@ struct CaptureCommand: AsyncParsableCommand {
         }
     }
 
-    private func recordEach(_ devices: [any CaptureDevice], into recorder: EuRoCRecorder, deadline: Double,
+    private func recordEach(_ devices: PerSide<any CaptureDevice>, into recorder: EuRoCRecorder, deadline: Double,
                             stop: RecordingStop) throws {
-        let summaries: [CameraRecordingSummary]
+        let summaries: PerSide<CameraRecordingSummary>
         do {
             summaries = try recordIndependently(devices, frames: frames, into: recorder, timeoutSeconds: deadline, stop: stop)
         } catch {
@@ -163,8 +163,9 @@ struct CaptureCommand: AsyncParsableCommand {
         // Short of its frames and not stopped by the user: an older recording is kept.
         let keptOlder = recorder.isOpen && recorder.replacesOlderRecording
         if recorder.isOpen { recorder.abandon() }
-        for (index, summary) in summaries.enumerated() {
-            var line = "cam\(index) (\(index == 0 ? "left" : "right"), \(summary.identity.name)): \(summary.framesWritten) frames"
+        for side in StereoSide.allCases {
+            let summary = summaries[side]
+            var line = "cam\(side.rawValue) (\(side), \(summary.identity.name)): \(summary.framesWritten) frames"
             let dropped = summary.drops.values.reduce(0, +)
             if dropped > 0 {
                 line += ", \(dropped) dropped (" + summary.drops.map { "\($0.value) \($0.key.rawValue)" }.sorted().joined(separator: ", ") + ")"
@@ -178,7 +179,7 @@ struct CaptureCommand: AsyncParsableCommand {
         } else {
             print("recorded to \(output)/cam0 and \(output)/cam1")
         }
-        if !stop.isRequested && summaries.contains(where: { $0.framesWritten < frames }) {
+        if !stop.isRequested && summaries.both.contains(where: { $0.framesWritten < frames }) {
             throw CLIError("fewer than \(frames) frames per camera within \(Int(deadline)) s"
                            + (keptOlder ? "; the older recording in \(output) was kept" : ""))
         }

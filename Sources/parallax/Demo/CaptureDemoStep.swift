@@ -17,7 +17,7 @@ struct CaptureDemoStep: DemoStep {
         let stereo = StereoDevice(simulated: device)
         try stereo.configure(StereoConfiguration(format: CaptureFormat(fourCC: .grey, size: ImageSize(width: 640, height: 480),
                                                                        frameInterval: FrameInterval(numerator: 1, denominator: 30))))
-        let recorder = try EuRoCRecorder(directory: folder, cameraCount: 2)
+        let recorder = try EuRoCRecorder(directory: folder)
         defer { recorder.abandon() }  // ended early: what was written stays, listed
         let session = try StereoSession(device: stereo)
         let summary = try await session.record(into: recorder, pairs: 30, timeoutSeconds: 20)

@@ -1,5 +1,6 @@
 import Foundation
 import ParallaxCapture
+import ParallaxGeometry
 
 /// Pairs two simulated cameras' timestamp streams and prints what the synchronizer did.
 ///

@@ -21,13 +21,13 @@ struct RecordingTests {
         let device = SimulatedRigDevice(rig: rig, rightTiming: SimulatedCameraTiming(offsetNanoseconds: 1_000_000),
                                         pace: .asFastAsPossible)
         let recorder = try EuRoCRecorder(directory: directory)
-        let summaries = try recordIndependently(device.cameras, frames: 5, into: recorder, timeoutSeconds: 10)
-        #expect(summaries.map(\.framesWritten) == [5, 5])
+        let summaries = try recordIndependently(device.cameras.map { $0 }, frames: 5, into: recorder, timeoutSeconds: 10)
+        #expect(summaries.map(\.framesWritten) == PerSide(repeating: 5))
         let csv = try String(contentsOfFile: directory + "/cam1/data.csv", encoding: .utf8)
         #expect(csv.hasPrefix("#timestamp [ns],filename\n"))
         #expect(csv.split(separator: "\n").count == 6)
 
-        let playback = try RecordedFolderDevice(directory: directory, camera: 1)
+        let playback = try RecordedFolderDevice(directory: directory, side: .right)
         #expect(playback.entries.count == 5)
         #expect(playback.activeFormat?.size == ImageSize(width: 32, height: 24))
         #expect(playback.activeFormat?.fourCC == .grey)
@@ -51,7 +51,7 @@ struct RecordingTests {
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let rig = SimulatedStereoRig.example(size: ImageSize(width: 32, height: 24))
         let recorder = try EuRoCRecorder(directory: directory)
-        _ = try recordIndependently(SimulatedRigDevice(rig: rig, pace: .asFastAsPossible).cameras, frames: 3,
+        _ = try recordIndependently(SimulatedRigDevice(rig: rig, pace: .asFastAsPossible).cameras.map { $0 }, frames: 3,
                                     into: recorder, timeoutSeconds: 10)
         let device = try StereoDevice(recording: directory)
         let format = try #require(try device.preferredFormat())
@@ -67,7 +67,7 @@ struct RecordingTests {
         try "#timestamp [ns],filename\n100,a.png\nnot-a-number,b.png\n".write(toFile: directory + "/cam0/data.csv",
                                                                            atomically: true, encoding: .utf8)
         #expect {
-            _ = try RecordedFolderDevice(directory: directory, camera: 0)
+            _ = try RecordedFolderDevice(directory: directory, side: .left)
         } throws: { error in
             guard case CaptureError.recording(let path, let reason) = error else { return false }
             return path.hasSuffix("cam0/data.csv") && reason.contains("line 3")
@@ -77,7 +77,7 @@ struct RecordingTests {
     @Test("A missing recording is an error naming data.csv")
     func missingRecording() {
         #expect {
-            _ = try RecordedFolderDevice(directory: "/nonexistent-parallax", camera: 0)
+            _ = try RecordedFolderDevice(directory: "/nonexistent-parallax", side: .left)
         } throws: { error in
             guard case CaptureError.recording(let path, _) = error else { return false }
             return path == "/nonexistent-parallax/cam0/data.csv"

@@ -74,11 +74,11 @@ struct SessionRecordingTests {
         // yields its thread (the recording's consumer needs one).
         let stopper = Task { () -> Bool in
             let deadline = ContinuousClock.now + .seconds(600)  // a hang guard
-            while recorder.frameCounts[0] < 5 && ContinuousClock.now < deadline {
+            while recorder.frameCounts.left < 5 && ContinuousClock.now < deadline {
                 try? await Task.sleep(nanoseconds: 10_000_000)
             }
             session.stop()
-            return recorder.frameCounts[0] >= 5
+            return recorder.frameCounts.left >= 5
         }
         let summary = try await session.record(into: recorder, pairs: 1000, timeoutSeconds: nil)
         #expect(await stopper.value, "five pairs were written before the stop")

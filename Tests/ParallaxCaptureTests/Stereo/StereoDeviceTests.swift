@@ -445,7 +445,7 @@ struct StereoDeviceTests {
         device.stop()
         let (_, _, models, _) = outputs.snapshot()
         for side in StereoSide.allCases {
-            let expected = (side == .left ? calibration.left : calibration.right).resized(to: Self.size(320, 240))
+            let expected = calibration[side].resized(to: Self.size(320, 240))
             #expect(models[side].count >= 10)
             #expect(models[side].allSatisfy { $0 == expected })
             #expect(abs((models[side].first??.intrinsics.fx ?? 0) - (side == .left ? calibration.left : calibration.right).intrinsics.fx / 2) < 1e-12)

@@ -1,4 +1,6 @@
+import ParallaxGeometry
 import Testing
+
 @testable import ParallaxCapture
 
 /// The scenarios message_filters' ApproximateTime tests check, re-created for two cameras.

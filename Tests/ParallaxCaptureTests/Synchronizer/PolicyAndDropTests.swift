@@ -1,4 +1,6 @@
+import ParallaxGeometry
 import Testing
+
 @testable import ParallaxCapture
 
 @Suite("Synchronizer policies and drop reasons")

@@ -1,4 +1,5 @@
 import ParallaxCapture
+import ParallaxGeometry
 
 /// The library's SplitMix64: the same sequence on every platform for a given seed.
 typealias SeededGenerator = SeededRandomGenerator

@@ -182,6 +182,24 @@ struct V4L2CameraTests {
         #expect(controls.map(\.id).contains(.gain))
     }
 
+    @Test("A calibration of another aspect ratio is cropped, then scaled, to the format: square pixels stay square")
+    func calibrationOfAnotherAspectRatioIsAdapted() throws {
+        let driver = VirtualUVCDriver(cameras: [Self.fastSpec()])
+        let camera = try Self.openFast(driver)
+        // Calibrated at 16:9, streaming 64x48 (4:3): the middle 96x72 of the calibrated
+        // image, scaled by 2/3. Scaling alone (the old path) gave fx 50 and fy 66.7.
+        let wide = CameraModel(size: ImageSize(width: 128, height: 72), intrinsics: CameraIntrinsics(fx: 100, fy: 100, cx: 63.5, cy: 35.5))
+        camera.attach(calibration: wide)
+        let collector = FrameCollector()
+        try camera.start(collector.handler)
+        defer { camera.stop() }
+        #expect(collector.waitForFrames(1, timeoutSeconds: 5))
+        let intrinsics = try #require(collector.frames.first?.intrinsics)
+        // Each figure is a product or sum of a few doubles: within a few ulps of 66.7 or 31.5.
+        #expect(abs(intrinsics.fx - 200.0 / 3) < 1e-12 && abs(intrinsics.fy - 200.0 / 3) < 1e-12)
+        #expect(abs(intrinsics.cx - 31.5) < 1e-12 && abs(intrinsics.cy - 23.5) < 1e-12)
+    }
+
     // MARK: Faults
 
     @Test("ENOSPC at STREAMON is insufficientBandwidth, with nothing left mapped")

@@ -18,8 +18,9 @@ public enum StereoSide: Int, Sendable, Hashable, CaseIterable, CustomStringConve
 
 /// One value for each camera of a stereo pair: the left camera's and the right camera's.
 ///
-/// Every per-camera quantity of the capture layer (drop counts, formats, enabled states,
-/// identities) is a `PerSide`, so code reads `drops[.left]` instead of `drops[0]`.
+/// Every per-camera quantity of every layer (rectification jobs, decoding failures, drop
+/// counts, formats, enabled states, identities) is a `PerSide` or carries a ``StereoSide``,
+/// so code reads `drops[.left]`, never `drops[0]` or `"left"`.
 public struct PerSide<Value> {
     /// The left camera's value.
     public var left: Value
