@@ -17,7 +17,7 @@ public final class HandFedCamera: CaptureDevice, @unchecked Sendable {
         let call: @Sendable (CaptureOutput) -> Void
         init(_ call: @escaping @Sendable (CaptureOutput) -> Void) { self.call = call }
     }
-    private let handler = Mutex<Handler?>(nil)
+    private let handler = Locked<Handler?>(nil)
 
     /// A camera named `name` offering `format` only.
     public init(name: String, format: CaptureFormat) {

@@ -13,7 +13,11 @@ import Glibc
 /// so `make test-tsan` reports only real races. Outside a sanitizer build the hooks are
 /// absent and cost one predictable branch each.
 ///
-/// Every lock in the package is a `Locked` (the same API as `Mutex.withLock`).
+/// Every lock that guards state is a `Locked` (the same API as `Mutex.withLock`). Where a
+/// thread must sleep until something happens, the lock comes with its condition: an
+/// `NSCondition` (capture threads, sessions, the simulated rig), or in the worker pool,
+/// which must not allocate per job, a pthread mutex and condition variables fenced in
+/// `PoolState` (`WorkerPool.swift`). ThreadSanitizer sees both.
 @usableFromInline
 package final class Locked<Value: ~Copyable>: @unchecked Sendable {
     @usableFromInline let mutex: Mutex<Value>

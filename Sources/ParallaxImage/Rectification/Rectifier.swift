@@ -38,16 +38,17 @@ public final class Rectifier: @unchecked Sendable {
     /// the camera models, row by row, and builds these float maps only when first asked
     /// (on all of its threads); they hold the same positions the compiled maps were made from.
     public var maps: StereoRectificationMaps {
-        pthread_mutex_lock(mutex)
-        defer { pthread_mutex_unlock(mutex) }
-        switch positions {
-        case .stored(let maps):
-            return maps
-        case .model(let builders):
-            if let builtMaps { return builtMaps }
-            let maps = Self.buildMaps(builders.left, builders.right, rectification: baseRectification, orientation: orientation, pool: pool)
-            builtMaps = maps
-            return maps
+        guarded.withLock { _ in
+            switch positions {
+            case .stored(let maps):
+                return maps
+            case .model(let builders):
+                if let builtMaps { return builtMaps }
+                let maps = Self.buildMaps(builders.left, builders.right, rectification: baseRectification,
+                                          orientation: orientation, pool: pool)
+                builtMaps = maps
+                return maps
+            }
         }
     }
     /// The interpolation of every pair.
@@ -76,8 +77,10 @@ public final class Rectifier: @unchecked Sendable {
     private let sourceSizes: PerSide<ImageSize>
 
     private let pool: WorkerPool
-    private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
-    // Guarded by `mutex`:
+    /// Held while the state below is read or written, and for a whole pair (one pair at a
+    /// time: the plans and the shared pool's run serve one caller).
+    private let guarded = Locked<Void>(())
+    // Guarded by `guarded`:
     /// The float maps of a `.model` rectifier, once asked for.
     private var builtMaps: StereoRectificationMaps?
     private var compiled: [CompileKey: CompiledMap] = [:]
@@ -91,16 +94,8 @@ public final class Rectifier: @unchecked Sendable {
     /// `vpgatherdd`: ``SIMDLevel/avx2TapsByLoads`` unless set (tests compare both; the
     /// pixels are the same).
     package var avx2TapsByLoads: Bool {
-        get {
-            pthread_mutex_lock(mutex)
-            defer { pthread_mutex_unlock(mutex) }
-            return tapsByLoads
-        }
-        set {
-            pthread_mutex_lock(mutex)
-            defer { pthread_mutex_unlock(mutex) }
-            tapsByLoads = newValue
-        }
+        get { guarded.withLock { _ in tapsByLoads } }
+        set { guarded.withLock { _ in tapsByLoads = newValue } }
     }
 
     /// A rectifier for precomputed maps.
@@ -171,7 +166,6 @@ public final class Rectifier: @unchecked Sendable {
         self.interpolation = interpolation
         self.pool = pool
         self.simdLevel = min(simdLevel, .supported)
-        pthread_mutex_init(mutex, nil)
     }
 
     /// Both cameras' float maps, built on `pool` in blocks of rows (both sides' blocks in
@@ -211,11 +205,6 @@ public final class Rectifier: @unchecked Sendable {
         return StereoRectificationMaps(left: left, right: rightMap, rectification: rectification, orientation: orientation)
     }
 
-    deinit {
-        pthread_mutex_destroy(mutex)
-        mutex.deallocate()
-    }
-
     // MARK: Rectifying
 
     /// Rectifies a pair into caller-owned memory (for example a display
@@ -244,18 +233,18 @@ public final class Rectifier: @unchecked Sendable {
     @discardableResult
     private func perform(left: ImageView, right: ImageView, into leftOutput: MutableImageView,
                          _ rightOutput: MutableImageView) throws(ImageError) -> StereoRectification {
-        pthread_mutex_lock(mutex)
-        defer { pthread_mutex_unlock(mutex) }
-        let plan = try self.plan(left: left, right: right)
-        let setting = liveSetting(for: left.format)
-        withUnsafePointer(to: PairJob(plan: plan, inputs: PerSide(left: left, right: right),
-                                      outputs: PerSide(left: leftOutput, right: rightOutput),
-                                      shifts: setting.shifts, level: simdLevel, loads: tapsByLoads)) { job in
-            pool.run(tasks: plan.bands.count, context: UnsafeRawPointer(job)) { context, index in
-                Rectifier.runBand(context.assumingMemoryBound(to: PairJob.self), index)
+        try guarded.withLock { _ throws(ImageError) in
+            let plan = try self.plan(left: left, right: right)
+            let setting = liveSetting(for: left.format)
+            withUnsafePointer(to: PairJob(plan: plan, inputs: PerSide(left: left, right: right),
+                                          outputs: PerSide(left: leftOutput, right: rightOutput),
+                                          shifts: setting.shifts, level: simdLevel, loads: tapsByLoads)) { job in
+                pool.run(tasks: plan.bands.count, context: UnsafeRawPointer(job)) { context, index in
+                    Rectifier.runBand(context.assumingMemoryBound(to: PairJob.self), index)
+                }
             }
+            return setting.rectification
         }
-        return setting.rectification
     }
 
     /// What every band of one pair needs, passed to the pool by pointer.
@@ -368,9 +357,8 @@ public final class Rectifier: @unchecked Sendable {
         try format.validate(outputSize)
         try format.validate(sourceSizes.left)
         try format.validate(sourceSizes.right)
-        pthread_mutex_lock(mutex)
-        defer { pthread_mutex_unlock(mutex) }
-        _ = try plan(key: PlanKey(format: format, strides: sourceSizes.map { ImageBuffer.packedRowBytes(format, $0) }))
+        let strides = sourceSizes.map { ImageBuffer.packedRowBytes(format, $0) }
+        _ = try guarded.withLock { _ throws(ImageError) in try plan(key: PlanKey(format: format, strides: strides)) }
     }
 
     private func validateOutput(_ output: MutableImageView, name: String, format: PixelFormat) throws(ImageError) {
@@ -404,11 +392,11 @@ public final class Rectifier: @unchecked Sendable {
     /// own, or the last ``setConvergence(atDistance:)``. Where disparity is really zero after
     /// the whole-pixel rounding is ``rectification(for:)``'s `convergenceDistance`.
     public var requestedConvergenceDistance: Double? {
-        pthread_mutex_lock(mutex)
-        defer { pthread_mutex_unlock(mutex) }
-        switch liveConvergence {
-        case .none: return baseRectification.convergenceDistance
-        case .some(let distance): return distance
+        guarded.withLock { _ in
+            switch liveConvergence {
+            case .none: return baseRectification.convergenceDistance
+            case .some(let distance): return distance
+            }
         }
     }
 
@@ -426,9 +414,7 @@ public final class Rectifier: @unchecked Sendable {
     /// ``rectification(for:)``. For an exact plane, build a rectifier with
     /// ``init(calibration:convergenceDistance:options:orientation:interpolation:threads:simdLevel:compactMaps:)``.
     public func setConvergence(atDistance distance: Double?) {
-        pthread_mutex_lock(mutex)
-        defer { pthread_mutex_unlock(mutex) }
-        liveConvergence = .some(distance.flatMap { $0.isFinite && $0 > 0 ? $0 : nil })
+        guarded.withLock { _ in liveConvergence = .some(distance.flatMap { $0.isFinite && $0 > 0 ? $0 : nil }) }
     }
 
     /// Whole samples a live convergence shift moves by for `format`: 2 along an axis on
@@ -451,9 +437,7 @@ public final class Rectifier: @unchecked Sendable {
     /// `p1`, `p2`, `q`, valid rectangles and `StereoRectification.convergenceDistance`
     /// describe the pixels as written).
     public func rectification(for format: PixelFormat) -> StereoRectification {
-        pthread_mutex_lock(mutex)
-        defer { pthread_mutex_unlock(mutex) }
-        return liveSetting(for: format).rectification
+        guarded.withLock { _ in liveSetting(for: format).rectification }
     }
 
     /// The rectified baseline axis as a unit step in displayed pixels (the output
@@ -468,7 +452,7 @@ public final class Rectifier: @unchecked Sendable {
         return SIMD2(Int(ex[axis].rounded()), Int(ey[axis].rounded()))
     }
 
-    /// The applied rectification and the per-side output shifts. Mutex held.
+    /// The applied rectification and the per-side output shifts. Lock held.
     private func liveSetting(for format: PixelFormat) -> (rectification: StereoRectification,
                                                           shifts: PerSide<SIMD2<Int>>) {
         let base = baseRectification
@@ -527,7 +511,7 @@ public final class Rectifier: @unchecked Sendable {
         return try plan(key: PlanKey(format: left.format, strides: PerSide(left: strides(left), right: strides(right))))
     }
 
-    /// The cached plan for a layout, compiling what is missing. Mutex held.
+    /// The cached plan for a layout, compiling what is missing. Lock held.
     ///
     /// - Throws: ``ImageError/outOfMemory(what:bytes:)`` when a map's table cannot be allocated.
     private func plan(key: PlanKey) throws(ImageError) -> PairPlan {

@@ -46,16 +46,10 @@ final class WorkerPool: @unchecked Sendable {
 
     deinit {
         state.shutDown()
-        pthread_mutex_destroy(runLock)
-        runLock.deallocate()
     }
 
     /// Serialises jobs of different owners on a shared pool.
-    private let runLock: UnsafeMutablePointer<pthread_mutex_t> = {
-        let lock = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
-        pthread_mutex_init(lock, nil)
-        return lock
-    }()
+    private let runLock = Locked<Void>(())
 
     /// One pool per thread count for the whole process, created on first use and kept, as
     /// OpenCV keeps its threads: a rectifier built later starts with threads that are
@@ -93,14 +87,16 @@ final class WorkerPool: @unchecked Sendable {
             for t in 0..<tasks { task(context, t) }
             return
         }
-        pthread_mutex_lock(runLock)
-        defer { pthread_mutex_unlock(runLock) }
-        state.execute(tasks: tasks, context: context, task)
+        runLock.withLock { _ in state.execute(tasks: tasks, context: context, task) }
     }
 }
 
 /// The shared part of a ``WorkerPool``: the job, a task counter and the
 /// synchronisation, all guarded by one mutex.
+///
+/// Not a `Locked`: the threads sleep here on condition variables between jobs, and a
+/// condition variable waits on a pthread mutex (`Mutex` has no condition to wait on).
+/// Nothing else in the package uses these primitives.
 private final class PoolState: @unchecked Sendable {
     private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
     private let wake = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
