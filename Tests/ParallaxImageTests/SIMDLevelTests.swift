@@ -139,7 +139,7 @@ struct SIMDLevelTests {
         try #require(mprotect(guardPage, page, PROT_NONE) == 0)
         let start = guardPage - count
         image.bytes.withUnsafeBytes { start.copyMemory(from: $0.baseAddress!, byteCount: count) }
-        let view = ImageView(packed: format, size: size, baseAddress: UnsafeRawPointer(start))
+        let view = ImageView(packed: format, size: size, baseAddress: UnsafeRawPointer(start), byteCount: count)
         for (level, loads) in Self.kernelChoices {
             var left = try ImageBuffer(format: format, size: size), right = left
             let rectifier = Rectifier(maps: maps, threads: 2, simdLevel: level)

@@ -186,7 +186,8 @@ public final class SharedPixels: Sendable {
 
     /// A view of the pixels; it keeps this object alive.
     public var view: ImageView {
-        ImageView(packed: format, size: size, baseAddress: UnsafeRawPointer(storage.memory.baseAddress!), owner: self)
+        ImageView(packed: format, size: size, baseAddress: UnsafeRawPointer(storage.memory.baseAddress!),
+                  byteCount: storage.memory.count, owner: self)
     }
 
     /// The whole buffer as a payload; it keeps this object alive.

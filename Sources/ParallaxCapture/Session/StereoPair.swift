@@ -69,11 +69,14 @@ final class PairStorage: @unchecked Sendable {
     let format: PixelFormat
     let size: ImageSize
     private let memory: PerSide<UnsafeMutableRawPointer>
+    /// Bytes of each side's memory.
+    private let byteCount: Int
 
     init(format: PixelFormat, size: ImageSize) {
         self.format = format
         self.size = size
         let bytes = max(1, ImageBuffer.byteCount(format: format, size: size))
+        byteCount = bytes
         memory = PerSide { _ in
             let pointer = UnsafeMutableRawPointer.allocate(byteCount: bytes, alignment: 64)
             pointer.initializeMemory(as: UInt8.self, repeating: 0, count: bytes)
@@ -89,12 +92,12 @@ final class PairStorage: @unchecked Sendable {
     /// A read-only view of one side (the memory is sized for `format` and `size`).
     /// The view holds this storage, so the pool does not reuse it while the view lives.
     func view(_ side: StereoSide) -> ImageView {
-        ImageView(packed: format, size: size, baseAddress: memory[side], owner: self)
+        ImageView(packed: format, size: size, baseAddress: memory[side], byteCount: byteCount, owner: self)
     }
 
     /// A writable view of one side.
     func mutableView(_ side: StereoSide) -> MutableImageView {
-        MutableImageView(packed: format, size: size, baseAddress: memory[side])
+        MutableImageView(packed: format, size: size, baseAddress: memory[side], byteCount: byteCount)
     }
 }
 

@@ -80,7 +80,7 @@ final class MJPEGFrameDecoder: @unchecked Sendable {
                 pool = DecodedImagePool(format: format, size: size, limit: Self.poolLimit)
             }
             guard let pool, let memory = pool.take() else { return .dropped(.noDecodeBuffer, report: nil) }
-            let view = MutableImageView(packed: format, size: size, baseAddress: memory.base)
+            let view = MutableImageView(packed: format, size: size, baseAddress: memory.base, byteCount: memory.byteCount)
             do throws(MJPEGDecodingError) {
                 try decoder.decode(frame.payload.bytes, into: view)
             } catch {
@@ -108,7 +108,7 @@ final class DecodedImagePool: Sendable {
         var free: [UnsafeMutableRawPointer] = []
         var all: [UnsafeMutableRawPointer] = []
     }
-    private let buffers: Mutex<Buffers>
+    private let buffers: Locked<Buffers>
 
     init(format: PixelFormat, size: ImageSize, limit: Int) {
         self.format = format
@@ -118,7 +118,7 @@ final class DecodedImagePool: Sendable {
         var initial = Buffers()
         initial.free.reserveCapacity(limit)
         initial.all.reserveCapacity(limit)
-        buffers = Mutex(initial)
+        buffers = Locked(initial)
     }
 
     deinit {
@@ -128,16 +128,18 @@ final class DecodedImagePool: Sendable {
     /// One of the pool's buffers; owned by whoever took it until given back.
     struct Memory: @unchecked Sendable {
         let base: UnsafeMutableRawPointer
+        /// Its size in bytes (the pool's images').
+        let byteCount: Int
     }
 
     /// A free buffer, a new one while fewer than `limit` exist, or `nil`.
     func take() -> Memory? {
         buffers.withLock { b -> Memory? in
-            if let memory = b.free.popLast() { return Memory(base: memory) }
+            if let memory = b.free.popLast() { return Memory(base: memory, byteCount: byteCount) }
             guard b.all.count < limit else { return nil }
             let memory = UnsafeMutableRawPointer.allocate(byteCount: byteCount, alignment: 64)
             b.all.append(memory)
-            return Memory(base: memory)
+            return Memory(base: memory, byteCount: byteCount)
         }
     }
 

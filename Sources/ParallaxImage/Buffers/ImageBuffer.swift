@@ -54,7 +54,7 @@ public struct ImageBuffer: Sendable, Equatable {
     @inlinable
     public func withView<R>(_ body: (ImageView) throws -> R) rethrows -> R {
         try bytes.withUnsafeBytes { raw in
-            try body(ImageView(packed: format, size: size, baseAddress: raw.baseAddress!))
+            try body(ImageView(packed: format, size: size, baseAddress: raw.baseAddress!, byteCount: raw.count))
         }
     }
 
@@ -63,7 +63,7 @@ public struct ImageBuffer: Sendable, Equatable {
     public mutating func withMutableView<R>(_ body: (MutableImageView) throws -> R) rethrows -> R {
         let format = self.format, size = self.size
         return try _bytes.withUnsafeMutableBytes { raw in
-            try body(MutableImageView(packed: format, size: size, baseAddress: raw.baseAddress!))
+            try body(MutableImageView(packed: format, size: size, baseAddress: raw.baseAddress!, byteCount: raw.count))
         }
     }
 
@@ -73,7 +73,7 @@ public struct ImageBuffer: Sendable, Equatable {
         self.size = view.size
         var bytes = [UInt8](repeating: 0, count: Self.byteCount(format: view.format, size: view.size))
         bytes.withUnsafeMutableBytes { dst in
-            let packed = MutableImageView(packed: view.format, size: view.size, baseAddress: dst.baseAddress!)
+            let packed = MutableImageView(packed: view.format, size: view.size, baseAddress: dst.baseAddress!, byteCount: dst.count)
             ImageBuffer.copyPlanes(of: view, into: packed)
         }
         self._bytes = bytes

@@ -68,9 +68,11 @@ public struct ImageView: @unchecked Sendable {
         self.init(unchecked: format, size: size, plane0: plane0, plane1: plane1, plane2: plane2, owner: owner)
     }
 
-    /// A view whose layout the caller has already validated.
+    /// A view whose layout the caller has already validated (package-internal: a view made
+    /// outside is checked, by ``init(format:size:plane0:plane1:plane2:owner:)`` or against
+    /// its memory's extent by ``init(packed:size:baseAddress:byteCount:owner:)``).
     @inlinable
-    public init(unchecked format: PixelFormat, size: ImageSize, plane0: ImagePlane, plane1: ImagePlane?,
+    package init(unchecked format: PixelFormat, size: ImageSize, plane0: ImagePlane, plane1: ImagePlane?,
                 plane2: ImagePlane? = nil, owner: (any AnyObject & Sendable)? = nil) {
         self.format = format
         self.size = size
@@ -101,19 +103,23 @@ public struct ImageView: @unchecked Sendable {
     }
 
     /// A view of a tightly packed image (``ImageBuffer``'s layout: rows without
-    /// padding, each chroma plane right after the plane before it) at `baseAddress`.
+    /// padding, each chroma plane right after the plane before it) in the `byteCount` bytes
+    /// at `baseAddress`.
     ///
-    /// - Precondition: the memory holds
-    ///   ``ImageBuffer/byteCount(format:size:)`` bytes and `size` suits `format`
-    ///   (the caller owns such a buffer; nothing is checked).
+    /// - Precondition: `byteCount` is at least ``ImageBuffer/byteCount(format:size:)``
+    ///   (checked: a shorter extent stops the process rather than let a kernel read past
+    ///   it) and `size` suits `format` (see ``PixelFormat/validate(_:)``).
     @inlinable
-    public init(packed format: PixelFormat, size: ImageSize, baseAddress base: UnsafeRawPointer,
+    public init(packed format: PixelFormat, size: ImageSize, baseAddress base: UnsafeRawPointer, byteCount: Int,
                 owner: (any AnyObject & Sendable)? = nil) {
         // No arrays here: views are made per frame, and the per-frame path allocates nothing.
         let stride0 = format.minimumBytesPerRow(width: size.width)
         let stride1 = format.minimumBytesPerRow(width: size.width, plane: 1)
+        let chromaRows = format.rows(height: size.height, plane: 1)
         let start1 = stride0 * size.height
-        let start2 = start1 + stride1 * format.rows(height: size.height, plane: 1)
+        let start2 = start1 + stride1 * chromaRows
+        let end = format.planeCount > 2 ? start2 + stride1 * chromaRows : format.planeCount > 1 ? start2 : start1
+        precondition(byteCount >= end, "a packed \(size) \(format.rawValue) image needs \(end) bytes, not \(byteCount)")
         self.init(unchecked: format, size: size, plane0: ImagePlane(baseAddress: base, bytesPerRow: stride0),
                   plane1: format.planeCount > 1 ? ImagePlane(baseAddress: base + start1, bytesPerRow: stride1) : nil,
                   plane2: format.planeCount > 2 ? ImagePlane(baseAddress: base + start2, bytesPerRow: stride1) : nil,
@@ -173,9 +179,11 @@ public struct MutableImageView: @unchecked Sendable {
     /// Distance in bytes between rows of plane 2 (unused without one).
     public let bytesPerRow2: Int
 
-    /// A writable view whose layout the caller has already validated.
+    /// A writable view whose layout the caller has already validated (package-internal: a
+    /// view made outside is checked against its memory's extent by
+    /// ``init(packed:size:baseAddress:byteCount:)``).
     @inlinable
-    public init(unchecked format: PixelFormat, size: ImageSize, plane0: UnsafeMutableRawPointer, bytesPerRow0: Int,
+    package init(unchecked format: PixelFormat, size: ImageSize, plane0: UnsafeMutableRawPointer, bytesPerRow0: Int,
                 plane1: UnsafeMutableRawPointer?, bytesPerRow1: Int,
                 plane2: UnsafeMutableRawPointer? = nil, bytesPerRow2: Int = 0) {
         self.format = format
@@ -188,11 +196,11 @@ public struct MutableImageView: @unchecked Sendable {
         self.bytesPerRow2 = bytesPerRow2
     }
 
-    /// A writable view of a tightly packed image at `base` (see
-    /// ``ImageView/init(packed:size:baseAddress:owner:)``; nothing is checked).
+    /// A writable view of a tightly packed image in the `byteCount` bytes at `base` (see
+    /// ``ImageView/init(packed:size:baseAddress:byteCount:owner:)``, which checks the extent).
     @inlinable
-    public init(packed format: PixelFormat, size: ImageSize, baseAddress base: UnsafeMutableRawPointer) {
-        let view = ImageView(packed: format, size: size, baseAddress: UnsafeRawPointer(base))
+    public init(packed format: PixelFormat, size: ImageSize, baseAddress base: UnsafeMutableRawPointer, byteCount: Int) {
+        let view = ImageView(packed: format, size: size, baseAddress: UnsafeRawPointer(base), byteCount: byteCount)
         self.init(unchecked: format, size: size, plane0: base, bytesPerRow0: view.plane0.bytesPerRow,
                   plane1: view.plane1.map { UnsafeMutableRawPointer(mutating: $0.baseAddress) },
                   bytesPerRow1: view.plane1?.bytesPerRow ?? 0,
