@@ -32,16 +32,14 @@ public final class TimestampLogReader {
 
     /// The open file, or -1 for a log read from memory.
     private let descriptor: Int32
-    private var buffer: UnsafeMutableRawBufferPointer
-    /// Unparsed bytes are `buffer[start..<end]`.
-    private var start = 0
-    private var end = 0
+    /// The bytes read and not yet parsed, and the only code here that touches memory.
+    private var window: ByteWindow
     private var atEndOfFile = false
     private var lineNumber = 0
     private var filenameRange = 0..<0
-    /// Where the next `\n` at or after the last search is (`end` when there is none in the
-    /// buffer): kept so that a file whose lines end in a bare `\r` is not searched to the
-    /// end of the buffer for every line. Forgotten when the buffer moves.
+    /// Where the next `\n` at or after the last search is (`window.end` when there is none):
+    /// kept so that a file whose lines end in a bare `\r` is not searched to the end of the
+    /// window for every line. Forgotten when the window moves.
     private var knownNewline: Int?
 
     /// The longest line read (64 MiB): a timestamp and a file name take well under a kilobyte.
@@ -70,7 +68,7 @@ public final class TimestampLogReader {
         descriptor = open(path, O_RDONLY | O_CLOEXEC)
         guard descriptor >= 0 else { throw .unreadable(path: path, reason: Self.systemReason()) }
         fileSize = fstat(descriptor, &status) == 0 ? Int(status.st_size) : 0
-        buffer = .allocate(byteCount: max(chunkSize, 1), alignment: 16)
+        window = ByteWindow(capacity: chunkSize)
     }
 
     /// Reads a log already in memory (`path` names it in messages).
@@ -78,24 +76,20 @@ public final class TimestampLogReader {
         self.path = path
         descriptor = -1
         fileSize = bytes.count
-        buffer = .allocate(byteCount: max(bytes.count, 1), alignment: 16)
-        bytes.withUnsafeBytes { buffer.copyMemory(from: $0) }
-        end = bytes.count
+        window = ByteWindow(copying: bytes)
         atEndOfFile = true
     }
 
     deinit {
         if descriptor >= 0 { close(descriptor) }
-        buffer.deallocate()
+        window.deallocate()
     }
 
     /// The file name of the frame ``next()`` returned last.
-    public var filename: String {
-        String(decoding: UnsafeRawBufferPointer(rebasing: buffer[filenameRange]), as: UTF8.self)
-    }
+    public var filename: String { String(decoding: window.bytes(filenameRange), as: UTF8.self) }
 
     /// The file name's UTF-8 bytes, valid until the next call to ``next()``.
-    public var filenameBytes: UnsafeRawBufferPointer { UnsafeRawBufferPointer(rebasing: buffer[filenameRange]) }
+    public var filenameBytes: UnsafeRawBufferPointer { window.bytes(filenameRange) }
 
     /// The next frame or bad line, or `nil` at the end of the file.
     ///
@@ -112,94 +106,80 @@ public final class TimestampLogReader {
 
     private static let newline = UInt8(ascii: "\n"), carriageReturn = UInt8(ascii: "\r")
 
-    /// The bounds of the next line in `buffer` (terminator excluded), reading more as needed.
+    /// The bounds of the next line in the window (terminator excluded), reading more as needed.
     private func nextLineBounds() throws(RecordedTimestampLogError) -> (Int, Int)? {
-        var searchFrom = start
+        var searchFrom = window.start
         while true {
             if let terminator = firstTerminator(from: searchFrom) {
-                let isPairedCR = buffer[terminator] == Self.carriageReturn
-                if isPairedCR && terminator + 1 == end && !atEndOfFile {
+                let isPairedCR = window[terminator] == Self.carriageReturn
+                if isPairedCR && terminator + 1 == window.end && !atEndOfFile {
                     // Whether `\r` is followed by `\n` is in the next chunk.
-                    searchFrom = terminator - start
+                    searchFrom = terminator - window.start
                     try refill()
-                    searchFrom += start
+                    searchFrom += window.start
                     continue
                 }
-                let next = isPairedCR && terminator + 1 < end && buffer[terminator + 1] == Self.newline ? terminator + 2 : terminator + 1
-                let bounds = (start, terminator)
-                bytesRead += next - start
-                start = next
+                let next = isPairedCR && terminator + 1 < window.end && window[terminator + 1] == Self.newline
+                    ? terminator + 2 : terminator + 1
+                let bounds = (window.start, terminator)
+                bytesRead += next - window.start
+                window.start = next
                 return bounds
             }
             if atEndOfFile {
-                guard start < end else { return nil }
-                let bounds = (start, end)
-                bytesRead += end - start
-                start = end
+                guard window.start < window.end else { return nil }
+                let bounds = (window.start, window.end)
+                bytesRead += window.end - window.start
+                window.start = window.end
                 return bounds
             }
-            searchFrom = end - start
+            searchFrom = window.end - window.start
             try refill()
-            searchFrom += start
+            searchFrom += window.start
         }
     }
 
     /// The first `\n` or `\r` at or after `index`: `memchr` finds the `\n` (vectorized), then
     /// the line before it is searched for a `\r`.
     private func firstTerminator(from index: Int) -> Int? {
-        guard index < end, let base = buffer.baseAddress else { return nil }
+        guard index < window.end else { return nil }
         let newline: Int
         if let known = knownNewline, known >= index {
             newline = known
         } else {
-            newline = memchr(base + index, Int32(Self.newline), end - index).map { $0 - UnsafeMutableRawPointer(base) } ?? end
+            newline = window.firstIndex(of: Self.newline, in: index..<window.end) ?? window.end
             knownNewline = newline
         }
-        let cr = memchr(base + index, Int32(Self.carriageReturn), newline - index).map { $0 - UnsafeMutableRawPointer(base) }
-        if let cr { return cr }
-        return newline < end ? newline : nil
+        if let cr = window.firstIndex(of: Self.carriageReturn, in: index..<newline) { return cr }
+        return newline < window.end ? newline : nil
     }
 
-    /// Moves the unparsed bytes to the front (growing the buffer for a line longer than it)
+    /// Moves the unparsed bytes to the front (growing the window for a line longer than it)
     /// and reads more after them.
     private func refill() throws(RecordedTimestampLogError) {
         knownNewline = nil
-        let pending = end - start
-        if start > 0 {
-            if pending > 0, let base = buffer.baseAddress { memmove(base, base + start, pending) }
-            start = 0
-            end = pending
-        }
-        if end == buffer.count {
+        window.moveUnparsedToFront()
+        if window.isFull {
             // A line is a timestamp and a file name: one that fills this much is not a log.
-            guard buffer.count < Self.longestLineBytes else {
+            guard window.capacity < Self.longestLineBytes else {
                 throw .unreadable(path: path, reason: "line \(lineNumber + 1) is longer than \(Self.longestLineBytes >> 20) MiB; "
                                   + "is it a timestamp log?")
             }
-            let larger = UnsafeMutableRawBufferPointer.allocate(byteCount: min(buffer.count * 2, Self.longestLineBytes), alignment: 16)
-            larger.copyMemory(from: UnsafeRawBufferPointer(rebasing: buffer[0..<end]))
-            buffer.deallocate()
-            buffer = larger
+            window.grow(to: min(window.capacity * 2, Self.longestLineBytes))
         }
-        while true {
-            let n = read(descriptor, buffer.baseAddress! + end, buffer.count - end)
-            if n < 0 {
-                if errno == EINTR { continue }
-                throw .unreadable(path: path, reason: Self.systemReason())
-            }
-            if n == 0 { atEndOfFile = true }
-            end += n
-            return
+        guard let n = window.append(readingFrom: descriptor) else {
+            throw .unreadable(path: path, reason: Self.systemReason())
         }
+        if n == 0 { atEndOfFile = true }
     }
 
     // MARK: Fields
 
     private static func isBlank(_ byte: UInt8) -> Bool { byte == 0x20 || byte == 0x09 }
 
-    /// Parses `buffer[lineStart..<lineEnd]`: `nil` for a comment or blank line.
+    /// Parses `window[lineStart..<lineEnd]`: `nil` for a comment or blank line.
     private func parse(_ lineStart: Int, _ lineEnd: Int) -> Line? {
-        let bytes = buffer
+        let bytes = window
         var s = lineStart
         // A UTF-8 byte-order mark before the first line (some editors save one), as the
         // calibration readers drop it.
@@ -207,12 +187,10 @@ public final class TimestampLogReader {
         while s < lineEnd, Self.isBlank(bytes[s]) { s += 1 }
         if s == lineEnd || bytes[s] == UInt8(ascii: "#") { return nil }
         // Exactly one comma: memchr finds the first, and any second.
-        let base = bytes.baseAddress.unsafelyUnwrapped
-        guard let first = memchr(base + s, Int32(UInt8(ascii: ",")), lineEnd - s) else {
+        guard let comma = bytes.firstIndex(of: UInt8(ascii: ","), in: s..<lineEnd) else {
             return .problem(.init(line: lineNumber, message: "expected 2 fields `timestamp,filename`, found 1"))
         }
-        let comma = first - UnsafeMutableRawPointer(base)
-        if memchr(base + comma + 1, Int32(UInt8(ascii: ",")), lineEnd - comma - 1) != nil {
+        if bytes.firstIndex(of: UInt8(ascii: ","), in: (comma + 1)..<lineEnd) != nil {
             var commas = 0
             for i in comma..<lineEnd where bytes[i] == UInt8(ascii: ",") { commas += 1 }
             return .problem(.init(line: lineNumber, message: "expected 2 fields `timestamp,filename`, found \(commas + 1)"))
@@ -221,7 +199,7 @@ public final class TimestampLogReader {
         guard let timestamp = Self.parseTimestamp(bytes, timeStart, timeEnd) else {
             // At most the start of a long field is decoded: a message quotes it, never echoes it.
             let shownEnd = min(timeEnd, timeStart + 60)
-            var text = String(decoding: UnsafeRawBufferPointer(rebasing: bytes[timeStart..<shownEnd]), as: UTF8.self)
+            var text = String(decoding: bytes.bytes(timeStart..<shownEnd), as: UTF8.self)
             if timeEnd > shownEnd { text += "… (\(timeEnd - timeStart) bytes)" }
             return .problem(.init(line: lineNumber, message: "timestamp `\(text)` is not a non-negative integer (nanoseconds)"))
         }
@@ -231,7 +209,7 @@ public final class TimestampLogReader {
         return .frame(timestampNanoseconds: timestamp, line: lineNumber)
     }
 
-    private static func trimmed(_ bytes: UnsafeMutableRawBufferPointer, _ from: Int, _ to: Int) -> (Int, Int) {
+    private static func trimmed(_ bytes: ByteWindow, _ from: Int, _ to: Int) -> (Int, Int) {
         var a = from, b = to
         while a < b, isBlank(bytes[a]) { a += 1 }
         while b > a, isBlank(bytes[b - 1]) { b -= 1 }
@@ -239,7 +217,7 @@ public final class TimestampLogReader {
     }
 
     /// Decimal digits with an optional `+`, within Int64.
-    private static func parseTimestamp(_ bytes: UnsafeMutableRawBufferPointer, _ from: Int, _ to: Int) -> Int64? {
+    private static func parseTimestamp(_ bytes: ByteWindow, _ from: Int, _ to: Int) -> Int64? {
         var i = from
         if i < to, bytes[i] == UInt8(ascii: "+") { i += 1 }
         guard i < to else { return nil }
@@ -267,4 +245,88 @@ public final class TimestampLogReader {
     }
 
     private static func systemReason() -> String { String(cString: strerror(errno)) }
+}
+
+/// The reader's bytes: `capacity` bytes of memory, of which `0..<end` hold what was read and
+/// `start..<end` what is not parsed yet. Every pointer operation of the reader is here, each
+/// checked against those bounds (`precondition`: a wrong index stops the process rather
+/// than read memory outside the window).
+private struct ByteWindow {
+    private var memory: UnsafeMutableRawBufferPointer
+    /// The first byte not parsed yet.
+    var start = 0 {
+        didSet { precondition(start >= 0 && start <= end, "window start \(start) outside 0...\(end)") }
+    }
+    /// One past the last byte read.
+    private(set) var end = 0
+
+    var capacity: Int { memory.count }
+    var isFull: Bool { end == memory.count }
+
+    /// An empty window of `capacity` bytes (at least 1).
+    init(capacity: Int) {
+        memory = .allocate(byteCount: max(capacity, 1), alignment: 16)
+    }
+
+    /// A window holding `bytes`, all read.
+    init(copying bytes: [UInt8]) {
+        memory = .allocate(byteCount: max(bytes.count, 1), alignment: 16)
+        bytes.withUnsafeBytes { memory.copyMemory(from: $0) }
+        end = bytes.count
+    }
+
+    /// Frees the memory (the owner's `deinit`).
+    func deallocate() { memory.deallocate() }
+
+    /// The byte at `index` (within what was read).
+    subscript(index: Int) -> UInt8 {
+        precondition(index >= 0 && index < end, "byte \(index) outside 0..<\(end)")
+        return memory[index]
+    }
+
+    /// The bytes of `range` (within what was read), valid until the window next changes.
+    func bytes(_ range: Range<Int>) -> UnsafeRawBufferPointer {
+        precondition(range.lowerBound >= 0 && range.upperBound <= end, "bytes \(range) outside 0..<\(end)")
+        return UnsafeRawBufferPointer(rebasing: memory[range])
+    }
+
+    /// The first index of `byte` in `range` (`memchr`, vectorised), or `nil`.
+    func firstIndex(of byte: UInt8, in range: Range<Int>) -> Int? {
+        precondition(range.lowerBound >= 0 && range.upperBound <= end, "search \(range) outside 0..<\(end)")
+        guard !range.isEmpty, let base = memory.baseAddress else { return nil }
+        return memchr(base + range.lowerBound, Int32(byte), range.count).map { $0 - base }
+    }
+
+    /// Moves the unparsed bytes to the front: `start` becomes 0.
+    mutating func moveUnparsedToFront() {
+        guard start > 0 else { return }
+        let pending = end - start
+        if pending > 0, let base = memory.baseAddress { memmove(base, base + start, pending) }
+        end = pending
+        start = 0
+    }
+
+    /// Grows the memory to `capacity` bytes, keeping what was read.
+    mutating func grow(to capacity: Int) {
+        precondition(capacity >= end, "a window of \(end) bytes cannot shrink to \(capacity)")
+        let larger = UnsafeMutableRawBufferPointer.allocate(byteCount: capacity, alignment: 16)
+        larger.copyMemory(from: UnsafeRawBufferPointer(rebasing: memory[0..<end]))
+        memory.deallocate()
+        memory = larger
+    }
+
+    /// Reads from `descriptor` into the free space after `end` (retrying when a signal
+    /// interrupts); returns the bytes read (0 at the end of the file), or `nil` with `errno`
+    /// set on a failure.
+    mutating func append(readingFrom descriptor: Int32) -> Int? {
+        guard let base = memory.baseAddress else { return nil }
+        let free = memory.count - end
+        while true {
+            let n = read(descriptor, base + end, free)
+            if n < 0 && errno == EINTR { continue }
+            guard n >= 0 else { return nil }
+            end += n
+            return n
+        }
+    }
 }
