@@ -302,11 +302,10 @@ public final class EuRoCRecorder: Sendable {
         var bytes = Array(line.utf8)
         var offset = 0
         while offset < bytes.count {
-            let n = bytes.withUnsafeMutableBytes { Glibc.write(descriptor, $0.baseAddress! + offset, $0.count - offset) }
-            if n < 0 {
-                if errno == EINTR { continue }
-                return false
+            let n = SystemCall.retryingInterrupts {
+                bytes.withUnsafeMutableBytes { Glibc.write(descriptor, $0.baseAddress! + offset, $0.count - offset) }
             }
+            if n < 0 { return false }
             offset += n
         }
         return true

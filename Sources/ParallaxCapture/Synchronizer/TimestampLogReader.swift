@@ -5,6 +5,7 @@ import Musl
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import ParallaxGeometry
 
 /// Reads a recorded timestamp log (see ``RecordedTimestampLog`` for the format) one line at
 /// a time in bounded memory, for logs of millions of frames.
@@ -321,12 +322,9 @@ private struct ByteWindow {
     mutating func append(readingFrom descriptor: Int32) -> Int? {
         guard let base = memory.baseAddress else { return nil }
         let free = memory.count - end
-        while true {
-            let n = read(descriptor, base + end, free)
-            if n < 0 && errno == EINTR { continue }
-            guard n >= 0 else { return nil }
-            end += n
-            return n
-        }
+        let n = SystemCall.retryingInterrupts { read(descriptor, base + end, free) }
+        guard n >= 0 else { return nil }
+        end += n
+        return n
     }
 }

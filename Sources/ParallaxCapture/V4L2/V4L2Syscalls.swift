@@ -1,4 +1,5 @@
 import CV4L2
+import ParallaxGeometry
 
 #if canImport(Glibc)
 import Glibc
@@ -130,11 +131,10 @@ public struct LibV4L2Syscalls: V4L2Syscalls {
 
     /// See ``V4L2Syscalls/ioctl(_:_:_:)``.
     public func ioctl(_ fd: Int32, _ request: UInt, _ argument: UnsafeMutableRawPointer) throws(V4L2Errno) {
-        while true {
-            if cv4l2_ioctl(fd, request, argument) >= 0 { return }
-            let code = cv4l2_errno()
-            if code != EINTR { throw V4L2Errno(code) }
+        guard SystemCall.retryingInterrupts(errorNumber: { cv4l2_errno() }, { cv4l2_ioctl(fd, request, argument) }) < 0 else {
+            return
         }
+        throw V4L2Errno(cv4l2_errno())
     }
 
     /// See ``V4L2Syscalls/mmap(_:length:offset:)``.
@@ -150,10 +150,8 @@ public struct LibV4L2Syscalls: V4L2Syscalls {
     /// See ``V4L2Syscalls/poll(_:events:timeoutMilliseconds:)``.
     public func poll(_ fd: Int32, events: Int16, timeoutMilliseconds: Int32) throws(V4L2Errno) -> Int16 {
         var descriptor = pollfd(fd: fd, events: events, revents: 0)
-        while true {
-            let n = Glibc.poll(&descriptor, 1, timeoutMilliseconds)
-            if n >= 0 { return n == 0 ? 0 : descriptor.revents }
-            if errno != EINTR { throw V4L2Errno(errno) }
-        }
+        let n = SystemCall.retryingInterrupts { Glibc.poll(&descriptor, 1, timeoutMilliseconds) }
+        guard n >= 0 else { throw V4L2Errno(errno) }
+        return n == 0 ? 0 : descriptor.revents
     }
 }

@@ -62,11 +62,8 @@ public enum FileAccess {
         var result: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 1 << 16)
         while true {
-            let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-            if n < 0 {
-                if errno == EINTR { continue }
-                throw .cannotRead(path: path, reason: systemReason())
-            }
+            let n = SystemCall.retryingInterrupts { chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) } }
+            if n < 0 { throw .cannotRead(path: path, reason: systemReason()) }
             if n == 0 { break }
             guard result.count + n <= kind.limitBytes else { throw tooLarge }
             result.append(contentsOf: chunk[0..<n])
@@ -329,9 +326,10 @@ public final class AtomicFileWriter {
             guard failure.error == nil else { return }
             var offset = 0
             while offset < chunk.count {
-                let n = chunk.withUnsafeBytes { writeBytes(descriptor, $0.baseAddress! + offset, $0.count - offset) }
+                let n = SystemCall.retryingInterrupts {
+                    chunk.withUnsafeBytes { writeBytes(descriptor, $0.baseAddress! + offset, $0.count - offset) }
+                }
                 if n < 0 {
-                    if errno == EINTR { continue }
                     failure.error = .cannotWrite(path: name, reason: String(cString: strerror(errno)))
                     return
                 }
