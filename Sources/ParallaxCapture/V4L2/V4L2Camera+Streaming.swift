@@ -281,6 +281,31 @@ private final class CaptureContext: @unchecked Sendable {
         session.syscalls.call(session.fd, CV4L2_VIDIOC_DQBUF, &buffer)
     }
 
+    /// What the capture loop remembers from one buffer to the next.
+    private struct LoopState {
+        var lastSequence: UInt32?
+        /// The driver's 32-bit counter, extended to 64 bits so that a wrap (after 2³² frames,
+        /// or at once under vivid's "Wrap Sequence Number") keeps the sequence rising.
+        var sequence: UInt64 = 0
+        var lastTimestamp: Int64?
+        var lastFrameAt = monotonicNanoseconds()
+        var stalled = false
+        var warnedAboutClock = false
+        var warnedAboutSequence = false
+        /// Stream restarts after a queue error: one happened and no frame came yet; how many
+        /// in a row came before a frame; whether a restart's own failure was said.
+        var restarted = false
+        var failedRestarts = 0
+        var restartFailing = false
+        var lastDequeuedTimestamp: Int64?
+    }
+
+    /// How the loop goes on after a failed DQBUF: after waiting (a stall may be due), at
+    /// once, or not (the camera is gone).
+    private enum Recovery { case waited, pollAgain, disconnected }
+
+    /// The capture loop: poll, dequeue, recover from queue errors, stamp and number each
+    /// buffer, hand it on as a frame; until the thread is told to stop or the camera goes.
     func run(_ thread: CaptureThread) {
         // The metadata stream is this thread's alone: it ends with it, however the loop ends.
         defer { session.clock?.stop() }
@@ -289,31 +314,16 @@ private final class CaptureContext: @unchecked Sendable {
         let stallAfter = max(stallTimeoutNanoseconds, 4 * frameNs)
         // poll() in slices so stop() is honoured within one slice.
         let sliceMs = Int32(max(5, min(50, frameNs / 1_000_000)))
-        var lastSequence: UInt32?
-        // The driver's 32-bit counter, extended to 64 bits so that a wrap (after 2³² frames,
-        // or at once under vivid's "Wrap Sequence Number") keeps the sequence rising.
-        var sequence: UInt64 = 0
-        var lastTimestamp: Int64?
-        var lastFrameAt = monotonicNanoseconds()
         let streamStartedAt = syscalls.monotonicNanoseconds()
-        var stalled = false
-        var warnedAboutClock = false
-        var warnedAboutSequence = false
-        // Stream restarts after a queue error: one happened and no frame came yet; how many
-        // in a row came before a frame; whether a restart's own failure was said.
-        var restarted = false
-        var failedRestarts = 0
-        var restartFailing = false
-        var lastDequeuedTimestamp: Int64?
+        var state = LoopState()
         func reportStallIfDue() {
-            let waited = monotonicNanoseconds() - lastFrameAt
-            if !stalled && waited > stallAfter {
-                stalled = true
+            let waited = monotonicNanoseconds() - state.lastFrameAt
+            if !state.stalled && waited > stallAfter {
+                state.stalled = true
                 handler(.event(.stalled(waitedNanoseconds: waited)))
             }
         }
-        let (identity, calibration, exposure) = frameContext
-        let model = calibration.map { $0.adapted(to: negotiation.actual.size) }
+        let model = frameContext.calibration.map { $0.adapted(to: negotiation.actual.size) }
 
         while !thread.shouldStop && camera != nil {
             for refusal in session.retryRefused() {
@@ -337,149 +347,184 @@ private final class CaptureContext: @unchecked Sendable {
             buffer.type = V4L2_BUF_TYPE_VIDEO_CAPTURE.rawValue
             buffer.memory = V4L2_MEMORY_MMAP.rawValue
             if let error = dequeue(&buffer) {
-                if error.code == ENODEV { return disconnect() }
-                if queueFailed && (error.code == EAGAIN || error.code == EINTR) {
-                    // vb2 says POLLERR while it waits for buffers to be queued (after a restart
-                    // with every buffer held by frames): nothing to do until a frame is released.
-                    _ = thread.sleep(untilMonotonicNanoseconds: monotonicNanoseconds() + Int64(sliceMs) * 1_000_000)
-                    reportStallIfDue()
-                    continue
+                switch recover(from: error, queueFailed: queueFailed, sliceMs: sliceMs, state: &state, thread: thread) {
+                case .disconnected: return disconnect()
+                case .waited: reportStallIfDue()
+                case .pollAgain: break
                 }
-                // EIO is vb2's fatal queue error (it stays until STREAMOFF); POLLERR with EINVAL
-                // means the queue is not streaming. Both: restart the stream, said once per run
-                // of failures, backing off while the error keeps coming back before a frame does.
-                if error.code == EIO || queueFailed {
-                    if failedRestarts == 0 {
-                        handler(.event(.recoverableError(.ioctlFailed(device: path, request: "VIDIOC_DQBUF", errno: error.code))))
-                    } else {
-                        let backoff = min(Int64(1_000_000_000), Int64(sliceMs) * 1_000_000 << min(failedRestarts - 1, 10))
-                        _ = thread.sleep(untilMonotonicNanoseconds: monotonicNanoseconds() + backoff)
-                    }
-                    failedRestarts += 1
-                    if thread.shouldStop { continue }
-                    if let failed = session.restart() {
-                        if failed.error.code == ENODEV { return disconnect() }
-                        if !restartFailing {
-                            restartFailing = true
-                            handler(.event(.recoverableError(.ioctlFailed(device: path, request: failed.request, errno: failed.error.code))))
-                        }
-                    } else {
-                        restarted = true
-                    }
-                    reportStallIfDue()
-                    continue
-                }
-                switch error.code {
-                case EAGAIN, EINTR: continue  // a spurious wake-up: poll again
-                default:
-                    handler(.event(.recoverableError(.ioctlFailed(device: path, request: "VIDIOC_DQBUF", errno: error.code))))
-                    continue
-                }
+                continue
             }
-            lastFrameAt = monotonicNanoseconds()
-            failedRestarts = 0
-            restartFailing = false
-            if stalled {
-                stalled = false
+            state.lastFrameAt = monotonicNanoseconds()
+            state.failedRestarts = 0
+            state.restartFailing = false
+            if state.stalled {
+                state.stalled = false
                 handler(.event(.resumed))
             }
             session.dequeued(buffer.index)
-            let dequeuedAt = syscalls.monotonicNanoseconds()
-            var (timestamp, source) = Self.timestamp(of: buffer, exposure: exposure)
-            // A stamp off CLOCK_MONOTONIC (by its flag, ahead of the moment it was dequeued, or
-            // before the stream started, as under vivid's "Wrap Timestamp", whose stamps run
-            // just below 2⁶³ ns and then wrap) cannot be paired with another camera's: the
-            // dequeue time is used instead, and that is said once.
-            // In Double: a driver's stamp may lie anywhere in Int64 (vivid's wrap crosses 2⁶³).
-            let lead = Double(timestamp) - Double(dequeuedAt), lateness = Double(streamStartedAt) - Double(timestamp)
-            let clockProblem: String? =
-                buffer.flags & UInt32(V4L2_BUF_FLAG_TIMESTAMP_MASK) != UInt32(V4L2_BUF_FLAG_TIMESTAMP_MONOTONIC)
-                    ? "are not on CLOCK_MONOTONIC"
-                    : lead > Self.greatestLeadSeconds * 1e9
-                        ? "are \(String(format: "%.3f", lead / 1e9)) s ahead of CLOCK_MONOTONIC"
-                        : lateness > Self.greatestLeadSeconds * 1e9
-                            ? "lie \(String(format: "%.3f", lateness / 1e9)) s before the stream started on CLOCK_MONOTONIC"
-                            : nil
-            if clockProblem == nil, let clock = session.clock {
-                // The camera's own clock: the start of exposure, free of the bus's delays.
-                let raw = Int64(buffer.timestamp.tv_sec) &* 1_000_000_000 &+ Int64(buffer.timestamp.tv_usec) &* 1000
-                if let start = clock.exposureStart(sequence: buffer.sequence, driverStamp: raw) {
-                    (timestamp, source) = (TimestampSource.cameraClock.midExposure(timestampNanoseconds: start, exposureNanoseconds: exposure),
-                                           .cameraClock)
-                }
-            }
-            if let clockProblem {
-                (timestamp, source) = (TimestampSource.arrival.midExposure(timestampNanoseconds: dequeuedAt, exposureNanoseconds: exposure), .arrival)
-                if !warnedAboutClock {
-                    warnedAboutClock = true
-                    handler(.event(.recoverableError(.invalidState(
-                        device: path, reason: "the driver's buffer timestamps \(clockProblem); frames are stamped when dequeued instead, which is less exact"))))
-                }
-            }
-            if restarted, let previous = lastDequeuedTimestamp {
-                // The driver counts from 0 again after a restart: number on from the last frame
-                // dequeued, counting the frames that were due while the stream was down as lost.
-                let lost = frameNs > 0 ? max(0, Int((timestamp - previous + frameNs / 2) / frameNs) - 1) : 0
-                if lost > 0 { handler(.event(.dropped(count: lost, reason: .streamRestarted))) }
-                sequence &+= UInt64(1 + lost)
-            } else if restarted {
-                sequence = lastSequence == nil ? UInt64(buffer.sequence) : sequence &+ 1
-            } else if let last = lastSequence {
-                let step = buffer.sequence &- last
-                if step == 0 || step > UInt32.max / 2 {
-                    // The counter repeated or stepped back (vivid repeats one when its thread
-                    // wakes twice in a frame period). The frame is real and its timestamp is
-                    // checked below; it is numbered one past the previous so sequences keep rising.
-                    sequence &+= 1
-                    if !warnedAboutSequence {
-                        warnedAboutSequence = true
-                        handler(.event(.recoverableError(.invalidState(
-                            device: path, reason: "the driver's frame counter went from \(last) to \(buffer.sequence); "
-                                + "frames are numbered on from the previous one"))))
-                    }
-                } else {
-                    if step > 1 {
-                        handler(.event(.dropped(count: Int(step - 1), reason: .sequenceGap)))
-                    }
-                    sequence &+= UInt64(step)
-                }
-            } else {
-                sequence = UInt64(buffer.sequence)
-            }
-            restarted = false
-            lastSequence = buffer.sequence
-            lastDequeuedTimestamp = timestamp
+            let (timestamp, source) = stamp(buffer, dequeuedAt: syscalls.monotonicNanoseconds(),
+                                            streamStartedAt: streamStartedAt, state: &state)
+            let sequence = number(buffer, timestamp: timestamp, frameNs: frameNs, state: &state)
             if buffer.flags & UInt32(V4L2_BUF_FLAG_ERROR) != 0 {
                 session.requeue(buffer.index)
                 handler(.event(.dropped(count: 1, reason: .corruptBuffer)))
                 continue
             }
-            if let last = lastTimestamp, timestamp <= last {
+            if let last = state.lastTimestamp, timestamp <= last {
                 session.requeue(buffer.index)
                 handler(.event(.dropped(count: 1, reason: .timestampWentBackwards)))
                 continue
             }
-            lastTimestamp = timestamp
-            guard Int(buffer.index) < session.mappings.count else {
+            state.lastTimestamp = timestamp
+            guard let frame = frame(of: buffer, timestamp: timestamp, source: source, sequence: sequence, model: model) else {
                 session.requeue(buffer.index)
                 continue
             }
-            let mapping = session.mappings[Int(buffer.index)]
-            let used = buffer.bytesused == 0 ? mapping.length : min(Int(buffer.bytesused), mapping.length)
-            let base = UnsafeRawPointer(mapping.address)
-            let image: ImageView? = negotiation.actual.pixelFormat.flatMap { format in
-                try? ImageView(format: format, size: negotiation.actual.size, baseAddress: base, byteCount: mapping.length,
-                               bytesPerRow: negotiation.bytesPerRow > 0 ? negotiation.bytesPerRow : nil)
-            }
-            let index = buffer.index
-            let session = self.session
-            let frame = Frame(image: image, payload: FramePayload(baseAddress: base, count: used),
-                              format: negotiation.actual, timestampNanoseconds: timestamp, timestampSource: source,
-                              sequence: sequence, source: identity, exposureNanoseconds: exposure,
-                              camera: model, release: { session.requeue(index) })
             handler(.frame(frame))
         }
         handler(.event(.stopped))
+    }
+
+    /// After a failed DQBUF: waits for buffers vb2 has none of, restarts a stream that
+    /// failed (said once per run of failures, backing off while the error keeps coming back
+    /// before a frame does), or reports the error.
+    private func recover(from error: V4L2Errno, queueFailed: Bool, sliceMs: Int32, state: inout LoopState,
+                         thread: CaptureThread) -> Recovery {
+        if error.code == ENODEV { return .disconnected }
+        if queueFailed && (error.code == EAGAIN || error.code == EINTR) {
+            // vb2 says POLLERR while it waits for buffers to be queued (after a restart
+            // with every buffer held by frames): nothing to do until a frame is released.
+            _ = thread.sleep(untilMonotonicNanoseconds: monotonicNanoseconds() + Int64(sliceMs) * 1_000_000)
+            return .waited
+        }
+        // EIO is vb2's fatal queue error (it stays until STREAMOFF); POLLERR with EINVAL
+        // means the queue is not streaming. Both: restart the stream.
+        if error.code == EIO || queueFailed {
+            if state.failedRestarts == 0 {
+                handler(.event(.recoverableError(.ioctlFailed(device: path, request: "VIDIOC_DQBUF", errno: error.code))))
+            } else {
+                let backoff = min(Int64(1_000_000_000), Int64(sliceMs) * 1_000_000 << min(state.failedRestarts - 1, 10))
+                _ = thread.sleep(untilMonotonicNanoseconds: monotonicNanoseconds() + backoff)
+            }
+            state.failedRestarts += 1
+            if thread.shouldStop { return .pollAgain }
+            if let failed = session.restart() {
+                if failed.error.code == ENODEV { return .disconnected }
+                if !state.restartFailing {
+                    state.restartFailing = true
+                    handler(.event(.recoverableError(.ioctlFailed(device: path, request: failed.request, errno: failed.error.code))))
+                }
+            } else {
+                state.restarted = true
+            }
+            return .waited
+        }
+        // EAGAIN or EINTR without POLLERR: a spurious wake-up, poll again.
+        if error.code != EAGAIN && error.code != EINTR {
+            handler(.event(.recoverableError(.ioctlFailed(device: path, request: "VIDIOC_DQBUF", errno: error.code))))
+        }
+        return .pollAgain
+    }
+
+    /// The buffer's timestamp and where it comes from: the driver's stamp, the camera's own
+    /// clock when its metadata stream runs, or the dequeue time for a stamp off
+    /// CLOCK_MONOTONIC (said once).
+    private func stamp(_ buffer: v4l2_buffer, dequeuedAt: Int64, streamStartedAt: Int64,
+                       state: inout LoopState) -> (Int64, TimestampSource) {
+        let exposure = frameContext.exposure
+        var (timestamp, source) = Self.timestamp(of: buffer, exposure: exposure)
+        // A stamp off CLOCK_MONOTONIC (by its flag, ahead of the moment it was dequeued, or
+        // before the stream started, as under vivid's "Wrap Timestamp", whose stamps run
+        // just below 2⁶³ ns and then wrap) cannot be paired with another camera's: the
+        // dequeue time is used instead, and that is said once.
+        // In Double: a driver's stamp may lie anywhere in Int64 (vivid's wrap crosses 2⁶³).
+        let lead = Double(timestamp) - Double(dequeuedAt), lateness = Double(streamStartedAt) - Double(timestamp)
+        let clockProblem: String? =
+            buffer.flags & UInt32(V4L2_BUF_FLAG_TIMESTAMP_MASK) != UInt32(V4L2_BUF_FLAG_TIMESTAMP_MONOTONIC)
+                ? "are not on CLOCK_MONOTONIC"
+                : lead > Self.greatestLeadSeconds * 1e9
+                    ? "are \(String(format: "%.3f", lead / 1e9)) s ahead of CLOCK_MONOTONIC"
+                    : lateness > Self.greatestLeadSeconds * 1e9
+                        ? "lie \(String(format: "%.3f", lateness / 1e9)) s before the stream started on CLOCK_MONOTONIC"
+                        : nil
+        if clockProblem == nil, let clock = session.clock {
+            // The camera's own clock: the start of exposure, free of the bus's delays.
+            let raw = Int64(buffer.timestamp.tv_sec) &* 1_000_000_000 &+ Int64(buffer.timestamp.tv_usec) &* 1000
+            if let start = clock.exposureStart(sequence: buffer.sequence, driverStamp: raw) {
+                (timestamp, source) = (TimestampSource.cameraClock.midExposure(timestampNanoseconds: start, exposureNanoseconds: exposure),
+                                       .cameraClock)
+            }
+        }
+        if let clockProblem {
+            (timestamp, source) = (TimestampSource.arrival.midExposure(timestampNanoseconds: dequeuedAt, exposureNanoseconds: exposure), .arrival)
+            if !state.warnedAboutClock {
+                state.warnedAboutClock = true
+                handler(.event(.recoverableError(.invalidState(
+                    device: path, reason: "the driver's buffer timestamps \(clockProblem); frames are stamped when dequeued instead, which is less exact"))))
+            }
+        }
+        return (timestamp, source)
+    }
+
+    /// The frame's 64-bit sequence from the driver's 32-bit counter: rising across wraps,
+    /// repeats and restarts, with the frames a gap or a restart lost reported as drops.
+    private func number(_ buffer: v4l2_buffer, timestamp: Int64, frameNs: Int64, state: inout LoopState) -> UInt64 {
+        defer {
+            state.restarted = false
+            state.lastSequence = buffer.sequence
+            state.lastDequeuedTimestamp = timestamp
+        }
+        if state.restarted, let previous = state.lastDequeuedTimestamp {
+            // The driver counts from 0 again after a restart: number on from the last frame
+            // dequeued, counting the frames that were due while the stream was down as lost.
+            let lost = frameNs > 0 ? max(0, Int((timestamp - previous + frameNs / 2) / frameNs) - 1) : 0
+            if lost > 0 { handler(.event(.dropped(count: lost, reason: .streamRestarted))) }
+            state.sequence &+= UInt64(1 + lost)
+        } else if state.restarted {
+            state.sequence = state.lastSequence == nil ? UInt64(buffer.sequence) : state.sequence &+ 1
+        } else if let last = state.lastSequence {
+            let step = buffer.sequence &- last
+            if step == 0 || step > UInt32.max / 2 {
+                // The counter repeated or stepped back (vivid repeats one when its thread
+                // wakes twice in a frame period). The frame is real and its timestamp is
+                // checked below; it is numbered one past the previous so sequences keep rising.
+                state.sequence &+= 1
+                if !state.warnedAboutSequence {
+                    state.warnedAboutSequence = true
+                    handler(.event(.recoverableError(.invalidState(
+                        device: path, reason: "the driver's frame counter went from \(last) to \(buffer.sequence); "
+                            + "frames are numbered on from the previous one"))))
+                }
+            } else {
+                if step > 1 {
+                    handler(.event(.dropped(count: Int(step - 1), reason: .sequenceGap)))
+                }
+                state.sequence &+= UInt64(step)
+            }
+        } else {
+            state.sequence = UInt64(buffer.sequence)
+        }
+        return state.sequence
+    }
+
+    /// The buffer as a frame over its mapping, requeued when the frame is released; `nil`
+    /// for an index the driver should not have returned.
+    private func frame(of buffer: v4l2_buffer, timestamp: Int64, source: TimestampSource, sequence: UInt64,
+                       model: CameraModel?) -> Frame? {
+        guard Int(buffer.index) < session.mappings.count else { return nil }
+        let mapping = session.mappings[Int(buffer.index)]
+        let used = buffer.bytesused == 0 ? mapping.length : min(Int(buffer.bytesused), mapping.length)
+        let base = UnsafeRawPointer(mapping.address)
+        let image: ImageView? = negotiation.actual.pixelFormat.flatMap { format in
+            try? ImageView(format: format, size: negotiation.actual.size, baseAddress: base, byteCount: mapping.length,
+                           bytesPerRow: negotiation.bytesPerRow > 0 ? negotiation.bytesPerRow : nil)
+        }
+        let index = buffer.index
+        let session = self.session
+        return Frame(image: image, payload: FramePayload(baseAddress: base, count: used),
+                     format: negotiation.actual, timestampNanoseconds: timestamp, timestampSource: source,
+                     sequence: sequence, source: frameContext.identity, exposureNanoseconds: frameContext.exposure,
+                     camera: model, release: { session.requeue(index) })
     }
 
     private func disconnect() {
