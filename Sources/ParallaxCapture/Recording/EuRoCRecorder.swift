@@ -43,8 +43,8 @@ public final class EuRoCRecorder: Sendable {
     private let beforeWritingPair: (@Sendable () -> Void)?
 
     private struct WritingState {
-        /// Each camera's `data.csv`, open for appending (-1 once closed).
-        var csv: PerSide<Int32>
+        /// Each camera's `data.csv`, open for appending (`nil` once closed).
+        var csv: PerSide<FileDescriptor?>
         var rows = PerSide(repeating: 0)
         var open = true
     }
@@ -86,7 +86,7 @@ public final class EuRoCRecorder: Sendable {
         staging = existing.isEmpty ? nil : directory + "/" + Self.stagingPrefix + "\(getpid())"
         root = staging ?? directory
         // Checks done: from here on the folder is written.
-        var descriptors = PerSide<Int32>(repeating: -1)
+        var descriptors = PerSide<FileDescriptor?>(repeating: nil)
         do {
             try FileAccess.createDirectories(atPath: directory)
             try FileAccess.writeAtomically("\(getpid())\n", toPath: directory + "/" + Self.markerName)
@@ -98,20 +98,18 @@ public final class EuRoCRecorder: Sendable {
         }
         for side in StereoSide.allCases {
             let path = Self.cameraFolder(root, side) + "/data.csv"
-            let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0o644)
-            guard fd >= 0, Self.append("#timestamp [ns],filename\n", to: fd) else {
-                let reason = String(cString: strerror(errno))
-                for descriptor in descriptors.both where descriptor >= 0 { close(descriptor) }
-                if fd >= 0 { close(fd) }
-                throw .recording(path: path, reason: "cannot write: \(reason)")
+            let file = FileDescriptor(opening: path, flags: O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, mode: 0o644)
+            guard let file, Self.append("#timestamp [ns],filename\n", to: file) else {
+                // The descriptors opened so far close as they go.
+                throw .recording(path: path, reason: "cannot write: \(String(cString: strerror(errno)))")
             }
-            descriptors[side] = fd
+            descriptors[side] = file
         }
         state = Locked(WritingState(csv: descriptors))
     }
 
     deinit {
-        state.withLock { state in for fd in state.csv.both where fd >= 0 { close(fd) } }
+        state.withLock { state in for file in state.csv.both { file?.close() } }
     }
 
     /// `DIR/cam0` for the left camera, `DIR/cam1` for the right (EuRoC numbers its cameras).
@@ -168,7 +166,7 @@ public final class EuRoCRecorder: Sendable {
                 return .recording(path: directory, reason: "the recording was already finished or abandoned")
             }
             for file in files {
-                guard Self.append("\(file.timestamp),\(file.name)\n", to: state.csv[file.side]) else {
+                guard let csv = state.csv[file.side], Self.append("\(file.timestamp),\(file.name)\n", to: csv) else {
                     return .recording(path: Self.cameraFolder(root, file.side) + "/data.csv",
                                       reason: "cannot write: \(String(cString: strerror(errno)))")
                 }
@@ -219,7 +217,7 @@ public final class EuRoCRecorder: Sendable {
     /// soon as its image is).
     public func flush() throws(CaptureError) {
         let failed: String? = state.withLock { state in
-            for side in StereoSide.allCases where state.csv[side] >= 0 && fsync(state.csv[side]) != 0 {
+            for side in StereoSide.allCases where state.csv[side].map({ !$0.sync() }) ?? false {
                 return Self.cameraFolder(root, side) + "/data.csv"
             }
             return nil
@@ -259,11 +257,11 @@ public final class EuRoCRecorder: Sendable {
         state.withLock { state in
             guard state.open else { return false }
             state.open = false
-            for fd in state.csv.both where fd >= 0 {
-                fsync(fd)
-                close(fd)
+            for file in state.csv.both {
+                _ = file?.sync()
+                file?.close()
             }
-            state.csv = PerSide(repeating: -1)
+            state.csv = PerSide(repeating: nil)
             return true
         }
     }
@@ -298,17 +296,8 @@ public final class EuRoCRecorder: Sendable {
 
     /// Appends `line` with one `write(2)` (`O_APPEND`: the whole line lands at the end, or
     /// an error says it did not); false on a failure, with `errno` set.
-    private static func append(_ line: String, to descriptor: Int32) -> Bool {
-        var bytes = Array(line.utf8)
-        var offset = 0
-        while offset < bytes.count {
-            let n = SystemCall.retryingInterrupts {
-                bytes.withUnsafeMutableBytes { Glibc.write(descriptor, $0.baseAddress! + offset, $0.count - offset) }
-            }
-            if n < 0 { return false }
-            offset += n
-        }
-        return true
+    private static func append(_ line: String, to file: FileDescriptor) -> Bool {
+        Array(line.utf8).withUnsafeBytes { file.writeAll($0) }
     }
 
     /// True for a recording's camera folder name (`cam` and a number), what `--overwrite` replaces.

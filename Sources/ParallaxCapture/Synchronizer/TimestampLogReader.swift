@@ -31,8 +31,8 @@ public final class TimestampLogReader {
     /// Bytes consumed so far.
     public private(set) var bytesRead = 0
 
-    /// The open file, or -1 for a log read from memory.
-    private let descriptor: Int32
+    /// The open file, or `nil` for a log read from memory.
+    private let file: FileDescriptor?
     /// The bytes read and not yet parsed, and the only code here that touches memory.
     private var window: ByteWindow
     private var atEndOfFile = false
@@ -66,23 +66,24 @@ public final class TimestampLogReader {
             default: throw .unreadable(path: path, reason: "it is not a file (a socket?); a timestamp log is expected")
             }
         }
-        descriptor = open(path, O_RDONLY | O_CLOEXEC)
-        guard descriptor >= 0 else { throw .unreadable(path: path, reason: Self.systemReason()) }
-        fileSize = fstat(descriptor, &status) == 0 ? Int(status.st_size) : 0
+        guard let file = FileDescriptor(opening: path, flags: O_RDONLY | O_CLOEXEC) else {
+            throw .unreadable(path: path, reason: Self.systemReason())
+        }
+        self.file = file
+        fileSize = file.status().map { Int($0.st_size) } ?? 0
         window = ByteWindow(capacity: chunkSize)
     }
 
     /// Reads a log already in memory (`path` names it in messages).
     public init(bytes: [UInt8], path: String) {
         self.path = path
-        descriptor = -1
+        file = nil
         fileSize = bytes.count
         window = ByteWindow(copying: bytes)
         atEndOfFile = true
     }
 
     deinit {
-        if descriptor >= 0 { close(descriptor) }
         window.deallocate()
     }
 
@@ -168,7 +169,8 @@ public final class TimestampLogReader {
             }
             window.grow(to: min(window.capacity * 2, Self.longestLineBytes))
         }
-        guard let n = window.append(readingFrom: descriptor) else {
+        // A log read from memory is read to its end at once: only a file refills.
+        guard let file, let n = window.append(readingFrom: file) else {
             throw .unreadable(path: path, reason: Self.systemReason())
         }
         if n == 0 { atEndOfFile = true }
@@ -316,13 +318,12 @@ private struct ByteWindow {
         memory = larger
     }
 
-    /// Reads from `descriptor` into the free space after `end` (retrying when a signal
+    /// Reads from `file` into the free space after `end` (retrying when a signal
     /// interrupts); returns the bytes read (0 at the end of the file), or `nil` with `errno`
     /// set on a failure.
-    mutating func append(readingFrom descriptor: Int32) -> Int? {
+    mutating func append(readingFrom file: FileDescriptor) -> Int? {
         guard let base = memory.baseAddress else { return nil }
-        let free = memory.count - end
-        let n = SystemCall.retryingInterrupts { read(descriptor, base + end, free) }
+        let n = file.read(into: base + end, count: memory.count - end)
         guard n >= 0 else { return nil }
         end += n
         return n

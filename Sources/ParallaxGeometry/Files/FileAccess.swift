@@ -50,11 +50,12 @@ public enum FileAccess {
         guard stat(path, &info) == 0 else { throw .cannotOpen(path: path, reason: systemReason()) }
         try refuseNonFiles(info.st_mode, path: path, kind: kind)
         // A FIFO's open waits for its writer, as `cat` would.
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { throw .cannotOpen(path: path, reason: systemReason()) }
-        defer { close(fd) }
+        guard let file = FileDescriptor(opening: path, flags: O_RDONLY | O_CLOEXEC) else {
+            throw .cannotOpen(path: path, reason: systemReason())
+        }
         // Checked again on the descriptor: the path may have been replaced in between.
-        guard fstat(fd, &info) == 0 else { throw .cannotRead(path: path, reason: systemReason()) }
+        guard let status = file.status() else { throw .cannotRead(path: path, reason: systemReason()) }
+        info = status
         try refuseNonFiles(info.st_mode, path: path, kind: kind)
         let tooLarge = FileAccessError.cannotRead(
             path: path, reason: "it holds more than \(byteCount(kind.limitBytes)), the most read as \(kind.name) (is it the right file?)")
@@ -62,7 +63,7 @@ public enum FileAccess {
         var result: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 1 << 16)
         while true {
-            let n = SystemCall.retryingInterrupts { chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) } }
+            let n = chunk.withUnsafeMutableBytes { file.read(into: $0.baseAddress!, count: $0.count) }
             if n < 0 { throw .cannotRead(path: path, reason: systemReason()) }
             if n == 0 { break }
             guard result.count + n <= kind.limitBytes else { throw tooLarge }
@@ -172,14 +173,13 @@ public enum FileAccess {
     /// over that target: created exclusively (`O_EXCL`), so that a file of the same name the
     /// user had is never truncated; another name is tried when one is taken. The file is
     /// listed among the ``removeTemporaries()`` until it is renamed or removed.
-    static func createTemporary(beside path: String) throws(FileAccessError) -> (descriptor: Int32, path: String, target: String) {
+    static func createTemporary(beside path: String) throws(FileAccessError) -> (file: FileDescriptor, path: String, target: String) {
         let target = try outputTarget(for: path)
         for attempt in 0..<100 {
             let temporary = target + ".partial-\(getpid())" + (attempt == 0 ? "" : "-\(attempt)")
-            let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
-            if fd >= 0 {
+            if let file = FileDescriptor(opening: temporary, flags: O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode: 0o644) {
                 trackTemporary(temporary)
-                return (fd, temporary, target)
+                return (file, temporary, target)
             }
             if errno != EEXIST { throw .cannotWrite(path: path, reason: systemReason()) }
         }
@@ -257,7 +257,7 @@ public final class AtomicFileWriter {
     private let temporary: String?
     /// Where the file lands: `path`, or the target of the symbolic link `path` is.
     private let target: String?
-    private let descriptor: Int32
+    private let file: FileDescriptor
     private var buffer: [UInt8] = []
     private let flushThreshold = 1 << 20
     private var committed = false
@@ -272,7 +272,7 @@ public final class AtomicFileWriter {
     public init(path: String) throws(FileAccessError) {
         self.path = path
         let created = try FileAccess.createTemporary(beside: path)
-        (descriptor, temporary, target) = (created.descriptor, created.path, created.target)
+        (file, temporary, target) = (created.file, created.path, created.target)
         buffer.reserveCapacity(flushThreshold + 4096)
     }
 
@@ -281,14 +281,14 @@ public final class AtomicFileWriter {
         path = nil
         temporary = nil
         target = nil
-        descriptor = 1
+        file = FileDescriptor(rawValue: 1, owned: false)
         buffer.reserveCapacity(flushThreshold + 4096)
     }
 
     deinit {
         queue.sync {}
         if let temporary, !committed {
-            close(descriptor)
+            file.close()
             unlink(temporary)
             FileAccess.forgetTemporary(temporary)
         }
@@ -320,20 +320,12 @@ public final class AtomicFileWriter {
         buffer = []
         buffer.reserveCapacity(flushThreshold + 4096)
         inFlight.wait()
-        let (descriptor, name, failure, inFlight) = (self.descriptor, path ?? "standard output", self.failure, self.inFlight)
+        let (file, name, failure, inFlight) = (self.file, path ?? "standard output", self.failure, self.inFlight)
         queue.async {
             defer { inFlight.signal() }
             guard failure.error == nil else { return }
-            var offset = 0
-            while offset < chunk.count {
-                let n = SystemCall.retryingInterrupts {
-                    chunk.withUnsafeBytes { writeBytes(descriptor, $0.baseAddress! + offset, $0.count - offset) }
-                }
-                if n < 0 {
-                    failure.error = .cannotWrite(path: name, reason: String(cString: strerror(errno)))
-                    return
-                }
-                offset += n
+            if !chunk.withUnsafeBytes({ file.writeAll($0) }) {
+                failure.error = .cannotWrite(path: name, reason: String(cString: strerror(errno)))
             }
         }
     }
@@ -345,7 +337,7 @@ public final class AtomicFileWriter {
         if let error = failure.error { throw error }
         guard let temporary, let path, let target else { return }
         defer { FileAccess.forgetTemporary(temporary) }
-        if fsync(descriptor) != 0 || close(descriptor) != 0 {
+        if !file.sync() || !file.close() {
             let reason = String(cString: strerror(errno))
             committed = true
             unlink(temporary)
@@ -367,11 +359,6 @@ public final class AtomicFileWriter {
             set { stored.withLock { $0 = $0 ?? newValue } }
         }
     }
-}
-
-/// `write(2)`, named apart from the writer's own `write` methods.
-private func writeBytes(_ descriptor: Int32, _ bytes: UnsafeRawPointer, _ count: Int) -> Int {
-    write(descriptor, bytes, count)
 }
 
 /// A file that could not be read or written.
