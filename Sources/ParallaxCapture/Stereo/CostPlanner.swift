@@ -64,9 +64,11 @@ public struct PlannedRig: Hashable, Sendable, CustomStringConvertible {
         if sharedBus { variant({ $0 }, "separate buses", separate: true) }
         variant({ f in f.fourCC == .mjpeg ? nil : CaptureFormat(fourCC: .mjpeg, size: f.size, frameInterval: f.frameInterval) },
                 "MJPG")
-        let largest = StereoSide.allCases.map { streaming($0).size.width * streaming($0).size.height }.max() ?? 0
+        // Pixel counts in Double: a format parsed from text may be far larger than any camera's,
+        // and its width × height must not overflow (the values fuzz target found 1280x7.3e16).
+        let largest = StereoSide.allCases.map { streaming($0).size.pixelCount }.max() ?? 0
         let fastest = StereoSide.allCases.map { streaming($0).frameInterval.framesPerSecond }.max() ?? 0
-        let sizes = V4L2CommonValues.sizes.filter { $0.width * $0.height < largest }
+        let sizes = V4L2CommonValues.sizes.filter { $0.pixelCount < largest }
         let rates = V4L2CommonValues.intervals.filter { $0.framesPerSecond < fastest - 1e-9 }
         for size in sizes {
             variant({ CaptureFormat(fourCC: $0.fourCC, size: size, frameInterval: $0.frameInterval) }, "\(size)")

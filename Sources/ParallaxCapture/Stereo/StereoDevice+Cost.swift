@@ -65,7 +65,7 @@ extension StereoDevice {
         for candidate in candidates {
             let streaming = streamingFormat(for: candidate)
             let rate = min(streaming.frameInterval.framesPerSecond, candidate.maximumFramesPerSecond ?? .infinity)
-            guard streaming.size.width * streaming.size.height <= wanted.size.width * wanted.size.height,
+            guard streaming.size.pixelCount <= wanted.size.pixelCount,
                   rate <= wantedRate + 1e-9, streaming != requested else { continue }
             let cost = self.cost(streaming: streaming, enabled: PerSide(repeating: true))
             // What the user gets: the streamed format at the delivered rate. A cap the cameras
@@ -92,8 +92,8 @@ extension StereoDevice {
     /// different pixel format costs 0.3 (a compressed stream must be decoded).
     static func penalty(of format: CaptureFormat, rate: Double, against wanted: CaptureFormat, rate wantedRate: Double,
                         capped: Bool, preference: CostPreference?) -> (Double, String) {
-        let pixels = Double(format.size.width * format.size.height)
-        let wantedPixels = Double(wanted.size.width * wanted.size.height)
+        let pixels = format.size.pixelCount
+        let wantedPixels = wanted.size.pixelCount
         let resolutionLoss = 1 - pixels / wantedPixels
         let rateLoss = 1 - rate / wantedRate
         let (wr, wf): (Double, Double) = switch preference {

@@ -24,6 +24,11 @@ public struct ImageSize: Hashable, Codable, Sendable, CustomStringConvertible {
     @inlinable
     public var area: Int { width * height }
 
+    /// Number of pixels, as a `Double`: exact up to 2⁵³, and without overflow for any size
+    /// (a size parsed from text may be far past `Int.max` pixels), for comparing sizes.
+    @inlinable
+    public var pixelCount: Double { Double(width) * Double(height) }
+
     /// True when either dimension is zero or negative (no pixels).
     @inlinable
     public var isEmpty: Bool { width <= 0 || height <= 0 }

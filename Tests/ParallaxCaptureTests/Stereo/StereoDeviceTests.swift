@@ -212,6 +212,16 @@ struct StereoDeviceTests {
         #expect(!uncapped.runs && abs(uncapped.cost - 6120.0 / 6000) < 1e-12 && readme.contains("1.02 at 25 fps"))
     }
 
+    @Test("A format far larger than any camera's (as text can say) is costed and offered alternatives, without overflow")
+    func hugeFormatIsPlannedWithoutOverflow() throws {
+        // The values fuzz target's input: width × height is past Int.max (the planner trapped).
+        let huge = try #require(CaptureFormat(parsing: "1280x72923372038580721@31:YUYV"))
+        let planned = PlannedRig(formats: PerSide(repeating: huge), sharedBus: true, speed: .high)
+        #expect(!planned.cost.runs)
+        let alternatives = planned.alternatives(limit: 3)
+        #expect(!alternatives.isEmpty && alternatives.allSatisfy { $0.cost.runs }, "\(alternatives)")
+    }
+
     @Test("Two YUYV 1280×720 at 30 fps on one USB 2.0 bus: refused before STREAMON, and every alternative streams")
     func overBudgetRefusedWithAlternatives() throws {
         let (driver, device) = try Self.pair(shared: true)
