@@ -128,7 +128,12 @@ struct LiveCalibrationTests {
         // chose ("format: …"), and "drivers set …" when the drivers changed it.
         #expect(result.stdout.contains("hardware cost") && !result.stdout.contains("drivers set") && !result.stderr.contains("format:"),
                 "\(result.stdout)\(result.stderr)")
-        #expect(result.stderr.contains("capture stopped (time_limit) after 1."), "\(result.stderr)")
+        // Stopped by the limit, never before it. How long after it depends on the machine: the
+        // pair being judged when the limit passes is finished first (3.3 s was seen under the
+        // full suite on a loaded 2-vCPU machine), so no upper bound is asserted here.
+        let stopped = result.stderr.firstMatch(of: try Regex(#"capture stopped \(time_limit\) after ([0-9.]+) s"#))
+        let seconds = stopped.flatMap { $0.output[1].substring.flatMap { Double($0) } } ?? -1
+        #expect(seconds >= 1.0, "\(result.stderr)")
         #expect(result.status == 1 && result.stderr.contains("pairs before it stopped (time_limit); at least 3 are needed"),
                 "\(result.stderr)")
         #expect(!FileManager.default.fileExists(atPath: output))
