@@ -88,16 +88,17 @@ enum ParallaxCLI {
 }
 
 extension ParallaxCLI {
-    /// Starts `parallax arguments…` in the background, its standard streams closed or discarded,
-    /// for tests that signal it while it runs.
-    static func launch(_ arguments: [String], workingDirectory: URL? = nil) throws -> Process {
+    /// Starts `parallax arguments…` in the background, its standard input closed, its output
+    /// discarded and its standard error into `standardError` (discarded when `nil`), for tests
+    /// that signal it while it runs.
+    static func launch(_ arguments: [String], workingDirectory: URL? = nil, standardError: FileHandle? = nil) throws -> Process {
         let process = Process()
         process.executableURL = executable
         process.arguments = arguments
         if let workingDirectory { process.currentDirectoryURL = workingDirectory }
         process.standardInput = FileHandle.nullDevice
         process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
+        process.standardError = standardError ?? FileHandle.nullDevice
         try process.run()
         return process
     }
@@ -112,16 +113,9 @@ extension ParallaxCLI {
         defer { try? FileManager.default.removeItem(at: dir) }
         let log = dir.appendingPathComponent("stderr.txt")
         try #require(FileManager.default.createFile(atPath: log.path, contents: nil))
-        let process = Process()
-        process.executableURL = executable
-        process.arguments = arguments
-        if let workingDirectory { process.currentDirectoryURL = workingDirectory }
-        process.standardInput = FileHandle.nullDevice
-        process.standardOutput = FileHandle.nullDevice
         let stderrFile = try FileHandle(forWritingTo: log)
         defer { try? stderrFile.close() }
-        process.standardError = stderrFile
-        try process.run()
+        let process = try launch(arguments, workingDirectory: workingDirectory, standardError: stderrFile)
         defer { if process.isRunning { process.terminate() } }
         func logged() -> String { (try? String(contentsOf: log, encoding: .utf8)) ?? "" }
         let ready = Date(timeIntervalSinceNow: 60)
