@@ -30,7 +30,7 @@ public struct StereoPairSide: Sendable {
 /// the pair is gone still reads this pair's pixels. A rectified pair's pixels live in a
 /// small pool the session reuses only when no pair or view holds them: keep a pair or its
 /// views no longer than needed (copy the images with ``copyImages()`` to keep them), or
-/// the session runs out of buffers and drops pairs (``SessionDropReason/noFreeBuffer``).
+/// the session runs out of buffers and drops pairs (``DropReason/noFreeBuffer``).
 public struct StereoPair: Sendable {
     /// The pair's number in this session (0, 1, 2, …; gaps are pairs that were dropped).
     public var number: Int

@@ -45,7 +45,7 @@ extension StereoSession {
     }
 
     /// Counts a pair the session dropped (see ``State/countDrop(_:)``).
-    func drop(_ reason: SessionDropReason) {
+    func drop(_ reason: DropReason) {
         state.withLock { $0.countDrop(reason) }
     }
 

@@ -60,7 +60,7 @@ extension StereoSession {
 
     /// The end itself, on the session thread: the device stops, the synchronizer decides
     /// every waiting frame, and what it releases is delivered (or, when discarding, dropped
-    /// as ``SessionDropReason/sessionStopped``).
+    /// as ``DropReason/sessionStopped``).
     func finishSession(_ thread: CaptureThread) {
         // The synchronizer finishes first, so frames that arrive while the cameras stop are
         // dropped as `constituent_disabled` rather than paired after the end.

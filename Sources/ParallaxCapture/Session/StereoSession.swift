@@ -113,7 +113,7 @@ public final class StereoSession: Sendable {
         var lastPush = PerSide<Int64>(repeating: 0)
         var decided = PerSide(repeating: 0)
         var lostByCamera = PerSide<[DropReason: Int]>(repeating: [:])
-        var sessionDrops: [SessionDropReason: Int] = [:]
+        var sessionDrops: [DropReason: Int] = [:]
         var delivered = 0
         var pool: PairStoragePool
         var rectifyTimes = DurationHistogram()
@@ -177,7 +177,7 @@ public final class StereoSession: Sendable {
 
         /// Counts a dropped pair; its two frames are losses in the pressure window unless the
         /// session meant to drop it (its own frame-rate cap, or the end).
-        mutating func countDrop(_ reason: SessionDropReason) {
+        mutating func countDrop(_ reason: DropReason) {
             sessionDrops[reason, default: 0] += 1
             if reason != .adaptiveFrameRateCap && reason != .sessionStopped { window.sessionLosses += 2 }
         }
@@ -417,7 +417,7 @@ public final class StereoSession: Sendable {
     }
 
     /// Stops the device and the session. Pairs not yet read are dropped
-    /// (``SessionDropReason/sessionStopped``), so once this returns the account is closed:
+    /// (``DropReason/sessionStopped``), so once this returns the account is closed:
     /// every frame is delivered or dropped with a reason. ``pairs`` and ``events`` end.
     /// Idempotent; safe from a pair callback (it then returns before the session thread ends).
     public func stop() { end(reason: "stopped", discarding: true) }

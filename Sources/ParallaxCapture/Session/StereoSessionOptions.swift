@@ -32,7 +32,7 @@ public struct SessionRectification: Hashable, Sendable {
 public enum BackPressure: Hashable, Sendable {
     /// Live cameras: at most `queuedPairs` pairs wait for the consumer; when another is
     /// ready the oldest waiting pair is dropped (counted per side as
-    /// ``SessionDropReason/consumerBehind``), so the consumer always sees fresh moments and
+    /// ``DropReason/consumerBehind``), so the consumer always sees fresh moments and
     /// the cameras' buffers go back to their drivers.
     case newestWins(queuedPairs: Int)
     /// Sources that can wait (the simulated rig running as fast as possible, recorded

@@ -1,23 +1,5 @@
 import ParallaxGeometry
 
-/// Why a session dropped a pair after the synchronizer made it (both frames count): the
-/// third stage of the frame account (see ``DropReason`` for the three). The raw value is
-/// the reason's stable snake_case name.
-public enum SessionDropReason: String, Hashable, Sendable, CaseIterable {
-    /// The consumer was behind: the pair queue was full and the newest pair won.
-    case consumerBehind = "consumer_behind"
-    /// Every pooled rectification buffer was held by pairs the consumer kept.
-    case noFreeBuffer = "no_free_buffer"
-    /// The pair could not be rectified (the error was reported as an event).
-    case rectificationFailed = "rectification_failed"
-    /// The session stopped before the consumer read the pair.
-    case sessionStopped = "session_stopped"
-    /// Held back by the session's own adaptive frame-rate cap (lowered under pressure, see
-    /// ``PressurePolicy/adaptsFrameRate``): not a loss. A device's fixed cap holds frames
-    /// back before they reach the session (``DropReason/frameRateCap``).
-    case adaptiveFrameRateCap = "adaptive_frame_rate_cap"
-}
-
 /// One account of a session, in two parts a user can check from outside.
 ///
 /// **Lost by the camera** (``lost(_:reason:)``; ``lostByCamera`` by ``DropReason``,
@@ -26,12 +8,12 @@ public enum SessionDropReason: String, Hashable, Sendable, CaseIterable {
 /// undecodable JPEGs, time going backwards, a restart of the stream, simulated losses, and
 /// frames a device's fixed frame-rate cap held back (`frame_rate_cap`).
 ///
-/// **Dropped** (``dropped(_:)``, by reason ``dropped(_:reason:)-(_,FrameDropReason)`` and
-/// ``dropped(_:reason:)-(_,SessionDropReason)``, by name ``droppedByName(_:)``): frames that reached the session and were not
-/// handed on in a pair, either because the synchronizer could not pair them
-/// (``FrameDropReason``) or because the session dropped the pair it made
-/// (``SessionDropReason``: the consumer behind, no free buffer, its own adaptive cap
-/// `adaptive_frame_rate_cap`, the end).
+/// **Dropped** (``dropped(_:)``, by reason ``dropped(_:reason:)``, by name
+/// ``droppedByName(_:)``): frames that reached the session and were not handed on in a
+/// pair, either because the synchronizer could not pair them (a
+/// ``DropReason/Stage/synchronizer`` reason) or because the session dropped the pair it
+/// made (a ``DropReason/Stage/session`` reason: the consumer behind, no free buffer, its
+/// own adaptive cap `adaptive_frame_rate_cap`, the end).
 ///
 /// For each side, once the session has stopped (``StereoSession/stop()``, or its end and
 /// the consumer has read every pair), exactly:
@@ -50,7 +32,7 @@ public struct StereoSessionStatistics: Sendable {
     public var lostByCamera: PerSide<[DropReason: Int]>
     /// Pairs the session dropped after the synchronizer made them, by reason (each counts
     /// one frame on each side).
-    public var sessionDrops: [SessionDropReason: Int]
+    public var sessionDrops: [DropReason: Int]
     /// Pairs handed to the consumer.
     public var pairsDelivered: Int
     /// Pairs the synchronizer made that are not yet delivered or dropped.
@@ -88,12 +70,18 @@ public struct StereoSessionStatistics: Sendable {
         synchronizer.dropped(side) + sessionDrops.values.reduce(0, +)
     }
 
-    /// Frames of `side` the synchronizer could not pair with `reason`.
-    public func dropped(_ side: StereoSide, reason: FrameDropReason) -> Int { synchronizer.dropped(side, reason: reason) }
-
-    /// Frames of `side` in pairs the session dropped with `reason` (equal on both sides:
-    /// a dropped pair holds one frame of each).
-    public func dropped(_ side: StereoSide, reason: SessionDropReason) -> Int { sessionDrops[reason, default: 0] }
+    /// Frames of `side` that reached the session and were dropped with `reason`: by the
+    /// synchronizer (a ``DropReason/Stage/synchronizer`` reason) or in pairs the session
+    /// dropped (a ``DropReason/Stage/session`` reason, equal on both sides: a dropped pair
+    /// holds one frame of each). Zero for a camera's reason: those frames never reached the
+    /// session (``lost(_:reason:)``).
+    public func dropped(_ side: StereoSide, reason: DropReason) -> Int {
+        switch reason.stage {
+        case .camera: 0
+        case .synchronizer: synchronizer.dropped(side, reason: reason)
+        case .session: sessionDrops[reason, default: 0]
+        }
+    }
 
     /// Every frame of `side` that reached the session is in a delivered pair, dropped with
     /// a reason, or in a pair in flight (exact once the session has stopped).
@@ -107,11 +95,10 @@ public struct StereoSessionStatistics: Sendable {
     /// prints these as `dropped`.
     public func droppedByName(_ side: StereoSide) -> [String: Int] {
         var all: [String: Int] = [:]
-        for reason in FrameDropReason.allCases {
-            let count = synchronizer.dropped(side, reason: reason)
-            if count > 0 { all[reason.rawValue, default: 0] += count }
+        for reason in DropReason.allCases where reason.stage != .camera {
+            let count = dropped(side, reason: reason)
+            if count > 0 { all[reason.rawValue] = count }
         }
-        for (reason, count) in sessionDrops where count > 0 { all[reason.rawValue, default: 0] += count }
         return all
     }
 

@@ -16,7 +16,7 @@ import Darwin
 /// - ``BackPressure/newestWins(queuedPairs:)`` (the default, with
 ///   ``SynchronizerConfiguration/outputCapacity`` pairs) for live cameras: when the queue
 ///   is full the oldest pair is dropped (both frames reported with
-///   ``FrameDropReason/queueOverflow``), so the consumer always gets the newest moments and
+///   ``DropReason/queueOverflow``), so the consumer always gets the newest moments and
 ///   a slow consumer never holds the cameras' buffers;
 /// - ``BackPressure/waitForConsumer`` for replays: every pair waits for the consumer (the
 ///   queue grows as far as the consumer is behind), none is dropped.
@@ -137,7 +137,7 @@ public final class OutputSynchronizer<Payload: Sendable>: Sendable {
     /// Hands one frame to the synchronizer; thread-safe. See
     /// ``SynchronizerCore/push(_:timestampNanoseconds:sequence:exposureNanoseconds:timestampSource:payload:now:emit:)``
     /// for the meaning of each argument. Frames pushed after ``finish()`` are dropped with
-    /// ``FrameDropReason/constituentDisabled``.
+    /// ``DropReason/constituentDisabled``.
     @inlinable
     public func push(
         _ side: StereoSide, timestampNanoseconds: Int64, sequence: UInt64, exposureNanoseconds: Int64? = nil,
@@ -154,7 +154,7 @@ public final class OutputSynchronizer<Payload: Sendable>: Sendable {
         }
     }
 
-    /// Reports a frame that arrived damaged (dropped with ``FrameDropReason/deviceError``).
+    /// Reports a frame that arrived damaged (dropped with ``DropReason/deviceError``).
     @inlinable
     public func pushDamaged(_ side: StereoSide, timestampNanoseconds: Int64, sequence: UInt64, payload: Payload) {
         perform { core, _, emit in
@@ -163,13 +163,13 @@ public final class OutputSynchronizer<Payload: Sendable>: Sendable {
     }
 
     /// Enables or disables one camera (see ``SynchronizerCore/setEnabled(_:for:dropping:emit:)``).
-    public func setEnabled(_ isEnabled: Bool, for side: StereoSide, dropping reason: FrameDropReason = .constituentDisabled) {
+    public func setEnabled(_ isEnabled: Bool, for side: StereoSide, dropping reason: DropReason = .constituentDisabled) {
         perform { core, _, emit in core.setEnabled(isEnabled, for: side, dropping: reason, emit: emit) } afterFinish: { _, _ in }
     }
 
-    /// Drops every waiting frame with `reason`, for example ``FrameDropReason/deviceError``
+    /// Drops every waiting frame with `reason`, for example ``DropReason/deviceError``
     /// when a camera failed.
-    public func flush(reason: FrameDropReason) {
+    public func flush(reason: DropReason) {
         perform { core, _, emit in core.flush(reason: reason, emit: emit) } afterFinish: { _, _ in }
     }
 

@@ -24,7 +24,7 @@ public struct SynchronizerConfiguration: Sendable, Hashable {
     /// owner calls ``SynchronizerCore/advance(to:emit:)``.
     public var maximumLatencyNanoseconds: Int64
     /// Frames waiting per camera. When a camera's queue is full its oldest frame is dropped
-    /// with ``FrameDropReason/queueOverflow``; keep it small, since waiting frames may hold
+    /// with ``DropReason/queueOverflow``; keep it small, since waiting frames may hold
     /// driver buffers. Default 8, at least 1.
     public var queueCapacity: Int
     /// Pairs waiting for the consumer of an ``OutputSynchronizer``; when full, the oldest

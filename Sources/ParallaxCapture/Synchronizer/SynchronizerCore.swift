@@ -35,7 +35,7 @@ import ParallaxGeometry
 ///
 /// The maximum skew enters through one rule: when `h − e` exceeds it, `e` is farther than
 /// that from every frame that may still be its partner (`h` and later H frames), so `e` is
-/// dropped (``FrameDropReason/noMatchWithinSkew``) and no longer counts for contiguity.
+/// dropped (``DropReason/noMatchWithinSkew``) and no longer counts for contiguity.
 /// Otherwise the best partner of `h` is within the skew (it is at most `h − e` away). When
 /// one camera has no waiting frame, its next frame is at least `last + s`, so the other
 /// camera's head is dropped as soon as `last + s` lies more than the maximum skew after it,
@@ -46,8 +46,8 @@ import ParallaxGeometry
 /// ``SynchronizerConfiguration/maximumLatencyNanoseconds`` (flagged
 /// ``SynchronizedPair/releasedOnDeadline``) or at ``finish(now:emit:)``.
 ///
-/// E frames skipped over by a pair are dropped as ``FrameDropReason/superseded`` when they
-/// were within the maximum skew of `h`, else as ``FrameDropReason/noMatchWithinSkew``.
+/// E frames skipped over by a pair are dropped as ``DropReason/superseded`` when they
+/// were within the maximum skew of `h`, else as ``DropReason/noMatchWithinSkew``.
 public final class SynchronizerCore<Payload> {
     /// The configuration the core was made with.
     public let configuration: SynchronizerConfiguration
@@ -93,9 +93,9 @@ public final class SynchronizerCore<Payload> {
     ///
     /// A timestamp that is not later than the previous one of the same camera (after
     /// mid-exposure) is a time jump or reset: every waiting frame of both cameras is dropped
-    /// with ``FrameDropReason/discontinuity``, the clock estimate restarts, and this frame
+    /// with ``DropReason/discontinuity``, the clock estimate restarts, and this frame
     /// starts the new stretch. While a camera is disabled the frame is dropped with
-    /// ``FrameDropReason/constituentDisabled``.
+    /// ``DropReason/constituentDisabled``.
     @inlinable
     public func push(
         _ side: StereoSide, timestampNanoseconds: Int64, sequence: UInt64, exposureNanoseconds: Int64? = nil,
@@ -108,7 +108,7 @@ public final class SynchronizerCore<Payload> {
     }
 
     /// Reports a frame the capture layer received damaged: it is dropped with
-    /// ``FrameDropReason/deviceError`` and counted; pairing state is untouched.
+    /// ``DropReason/deviceError`` and counted; pairing state is untouched.
     @inlinable
     public func pushDamaged(
         _ side: StereoSide, timestampNanoseconds: Int64, sequence: UInt64, payload: Payload, emit: Emit
@@ -117,25 +117,28 @@ public final class SynchronizerCore<Payload> {
     }
 
     /// Counts a frame and drops it at once with `reason`, without looking at it (for frames
-    /// refused before pairing, such as after the streams finished).
+    /// refused before pairing, such as after the streams finished). `reason` is one of the
+    /// synchronizer's (``DropReason/Stage/synchronizer``).
     @inlinable
     public func reject(
-        _ side: StereoSide, timestampNanoseconds: Int64, sequence: UInt64, payload: Payload, reason: FrameDropReason,
+        _ side: StereoSide, timestampNanoseconds: Int64, sequence: UInt64, payload: Payload, reason: DropReason,
         emit: Emit
     ) {
+        precondition(reason.stage == .synchronizer, "\(reason) is not a synchronizer's drop reason")
         state.reject(side, timestamp: timestampNanoseconds, sequence: sequence, payload: payload, reason: reason)
         deliver(emit)
     }
 
     /// Enables or disables one camera. While either camera is off no pair can be made:
     /// disabling drops every waiting frame, and frames pushed meanwhile, with `reason`
-    /// (``FrameDropReason/constituentDisabled`` for a camera switched off,
-    /// ``FrameDropReason/disconnected`` for one unplugged; disabling a camera already off
+    /// (``DropReason/constituentDisabled`` for a camera switched off,
+    /// ``DropReason/disconnected`` for one unplugged; disabling a camera already off
     /// only changes the reason). Enabling again starts afresh (the spacing bound forgets the
-    /// old frames; the clock estimate is kept).
+    /// old frames; the clock estimate is kept). `reason` is one of the synchronizer's.
     @inlinable
-    public func setEnabled(_ isEnabled: Bool, for side: StereoSide, dropping reason: FrameDropReason = .constituentDisabled,
+    public func setEnabled(_ isEnabled: Bool, for side: StereoSide, dropping reason: DropReason = .constituentDisabled,
                            emit: Emit) {
+        precondition(reason.stage == .synchronizer, "\(reason) is not a synchronizer's drop reason")
         state.engine.setEnabled(isEnabled, for: side, dropping: reason)
         deliver(emit)
     }
@@ -157,10 +160,12 @@ public final class SynchronizerCore<Payload> {
         deliver(emit)
     }
 
-    /// Drops every waiting frame with `reason` (for example ``FrameDropReason/deviceError``
-    /// when a camera failed, or ``FrameDropReason/discontinuity`` on a format change).
+    /// Drops every waiting frame with `reason` (for example ``DropReason/deviceError``
+    /// when a camera failed, or ``DropReason/discontinuity`` on a format change); `reason`
+    /// is one of the synchronizer's.
     @inlinable
-    public func flush(reason: FrameDropReason, emit: Emit) {
+    public func flush(reason: DropReason, emit: Emit) {
+        precondition(reason.stage == .synchronizer, "\(reason) is not a synchronizer's drop reason")
         state.engine.flush(reason: reason)
         deliver(emit)
     }
@@ -209,13 +214,13 @@ struct CoreState<Payload> {
     }
 
     @inlinable
-    mutating func reject(_ side: StereoSide, timestamp: Int64, sequence: UInt64, payload: Payload, reason: FrameDropReason) {
+    mutating func reject(_ side: StereoSide, timestamp: Int64, sequence: UInt64, payload: Payload, reason: DropReason) {
         let slot = store(payload)
         engine.reject(side, timestamp: timestamp, sequence: sequence, slot: slot, reason: reason)
     }
 
     @inlinable
-    mutating func setEnabled(_ isEnabled: Bool, for side: StereoSide, dropping reason: FrameDropReason) {
+    mutating func setEnabled(_ isEnabled: Bool, for side: StereoSide, dropping reason: DropReason) {
         engine.setEnabled(isEnabled, for: side, dropping: reason)
     }
     @inlinable
@@ -223,7 +228,7 @@ struct CoreState<Payload> {
     @inlinable
     mutating func finish(now: Int64) { engine.finish(now: now) }
     @inlinable
-    mutating func flush(reason: FrameDropReason) { engine.flush(reason: reason) }
+    mutating func flush(reason: DropReason) { engine.flush(reason: reason) }
 
     @inlinable
     mutating func store(_ payload: Payload) -> Int32 {

@@ -31,7 +31,7 @@ struct EngineFrame {
 @usableFromInline
 enum EngineEvent {
     case pair(left: EngineFrame, right: EngineFrame, release: Int64, deadline: Bool)
-    case drop(side: StereoSide, frame: EngineFrame, reason: FrameDropReason)
+    case drop(side: StereoSide, frame: EngineFrame, reason: DropReason)
 }
 
 /// The synchronizer's decisions, on timestamps only. Not generic, so that it is compiled
@@ -50,7 +50,7 @@ struct SynchronizerEngine {
     private var lastMidExposure = PerSide<Int64?>(repeating: nil)
     private var lastSequence = PerSide<UInt64?>(repeating: nil)
     /// Why each side is off (switched off, or disconnected), or `nil` while it is on.
-    private var off = PerSide<FrameDropReason?>(repeating: nil)
+    private var off = PerSide<DropReason?>(repeating: nil)
     private let spacing: Int64
     private let estimatesClock: Bool
     private let appliesClock: Bool
@@ -58,7 +58,7 @@ struct SynchronizerEngine {
 
     // Statistics.
     private var framesPushed = PerSide(repeating: 0)
-    private var dropCounts: [Int] = Array(repeating: 0, count: 2 * FrameDropReason.caseCount)
+    private var dropCounts: [Int] = Array(repeating: 0, count: 2 * DropReason.caseCount)
     private var pairCount = 0
     private var deadlinePairCount = 0
     private var discontinuityCount = 0
@@ -178,7 +178,7 @@ struct SynchronizerEngine {
     }
 
     @usableFromInline
-    mutating func reject(_ side: StereoSide, timestamp: Int64, sequence: UInt64, slot: Int32, reason: FrameDropReason) {
+    mutating func reject(_ side: StereoSide, timestamp: Int64, sequence: UInt64, slot: Int32, reason: DropReason) {
         framesPushed[side] += 1
         let frame = EngineFrame(
             timestamp: timestamp, midExposure: timestamp, pairing: timestamp, sequence: sequence, exposure: nil,
@@ -188,7 +188,7 @@ struct SynchronizerEngine {
     }
 
     @usableFromInline
-    mutating func setEnabled(_ isEnabled: Bool, for side: StereoSide, dropping reason: FrameDropReason) {
+    mutating func setEnabled(_ isEnabled: Bool, for side: StereoSide, dropping reason: DropReason) {
         guard isEnabled else {
             // Already off: only the reason changes (a camera switched off while unplugged).
             if off[side] != nil {
@@ -220,7 +220,7 @@ struct SynchronizerEngine {
     }
 
     @usableFromInline
-    mutating func flush(reason: FrameDropReason) {
+    mutating func flush(reason: DropReason) {
         flushWaiting(reason: reason)
         forgetHistory()
     }
@@ -374,7 +374,7 @@ struct SynchronizerEngine {
         guard let target = first(otherSide)?.pairing else { return }
         for _ in 0..<partnerIndex {
             guard let skipped = first(partnerSide) else { return }
-            let reason: FrameDropReason =
+            let reason: DropReason =
                 distance(skipped.pairing, target) <= configuration.maximumSkewNanoseconds ? .superseded : .noMatchWithinSkew
             dropHead(partnerSide, reason)
         }
@@ -388,17 +388,17 @@ struct SynchronizerEngine {
         events.append(.pair(left: left, right: right, release: now, deadline: deadline))
     }
 
-    private mutating func dropHead(_ side: StereoSide, _ reason: FrameDropReason) {
+    private mutating func dropHead(_ side: StereoSide, _ reason: DropReason) {
         guard let frame = popFirst(side) else { return }
         events.append(.drop(side: side, frame: frame, reason: reason))
         count(side, reason)
     }
 
-    private mutating func count(_ side: StereoSide, _ reason: FrameDropReason) {
-        dropCounts[side.rawValue * FrameDropReason.caseCount + reason.index] += 1
+    private mutating func count(_ side: StereoSide, _ reason: DropReason) {
+        dropCounts[side.rawValue * DropReason.caseCount + reason.index] += 1
     }
 
-    private mutating func flushWaiting(reason: FrameDropReason) {
+    private mutating func flushWaiting(reason: DropReason) {
         // Oldest first across both cameras, so drop events stay in time order.
         while true {
             switch (leftQueue.first, rightQueue.first) {

@@ -305,7 +305,7 @@ struct PairCommand: ParsableCommand {
     }
 
     static func dropList(_ statistics: SynchronizerStatistics) -> String {
-        FrameDropReason.allCases.compactMap { reason in
+        DropReason.reasons(of: .synchronizer).compactMap { reason in
             let n = statistics.dropped(reason: reason)
             return n > 0 ? "\(n) \(reason.description)" : nil
         }.joined(separator: ", ")
@@ -322,7 +322,7 @@ struct PairCommand: ParsableCommand {
             return .number(Double(skews[rank - 1]))
         }
         var reasons = JSONObject()
-        for reason in FrameDropReason.allCases {
+        for reason in DropReason.reasons(of: .synchronizer) {
             reasons[reason.description] = .number(Double(s.dropped(reason: reason)))
         }
         return .object(JSONObject([

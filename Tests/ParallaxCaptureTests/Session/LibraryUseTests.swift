@@ -213,8 +213,9 @@ struct LibraryUseTests {
             let lost: Int = stats.lost(side)
             let dropped: Int = stats.dropped(side)
             #expect(lost == stats.lost(side, reason: .simulated) && lost > 0, "10 % of the frames are lost on the way")
-            #expect(dropped == FrameDropReason.allCases.map { stats.dropped(side, reason: $0) }.reduce(0, +)
-                    + SessionDropReason.allCases.map { stats.dropped(side, reason: $0) }.reduce(0, +))
+            #expect(dropped == DropReason.allCases.map { stats.dropped(side, reason: $0) }.reduce(0, +))
+            #expect(DropReason.reasons(of: .camera).allSatisfy { stats.dropped(side, reason: $0) == 0 },
+                    "a camera's reason is a loss, never among the frames dropped")
             #expect(stats.dropped(side, reason: .superseded) == stats.synchronizer.dropped(side, reason: .superseded))
             #expect(stats.droppedByName(side).values.reduce(0, +) == dropped)
             #expect(stats.lostByName(side)["simulated"] == lost)

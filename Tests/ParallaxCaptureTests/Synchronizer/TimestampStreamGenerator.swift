@@ -168,7 +168,7 @@ struct ScenarioRun {
         }
     }
 
-    func dropReasons(_ side: StereoSide) -> [Int64: FrameDropReason] {
+    func dropReasons(_ side: StereoSide) -> [Int64: DropReason] {
         Dictionary(uniqueKeysWithValues: drops.filter { $0.side == side }.map { ($0.timestampNanoseconds, $0.reason) })
     }
 }
