@@ -31,7 +31,9 @@ struct ParallaxCommand: AsyncParsableCommand {
     static func main() async {
         Signals.install()
         do {
-            var command = try parseAsRoot()
+            // `calibrate --live` and `calibrate --images`, spellings from before `calibrate`
+            // had subcommands, still work.
+            var command = try parseAsRoot(CalibrateCommand.subcommandSpellings(Array(CommandLine.arguments.dropFirst())))
             if var asyncCommand = command as? AsyncParsableCommand {
                 try await asyncCommand.run()
             } else {

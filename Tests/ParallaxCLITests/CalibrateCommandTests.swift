@@ -398,18 +398,19 @@ struct CalibrateCommandTests {
         #expect(!FileManager.default.fileExists(atPath: dir.appendingPathComponent("below.json").path))
         let above = try calibrate("above.json", ["--max-rms", "\(rms * (1 + 1e-6))"])
         #expect(above.status == 0 && FileManager.default.fileExists(atPath: dir.appendingPathComponent("above.json").path), "\(above.stderr)")
-        let defaults = try CalibrateCommand.parse(["--left", "l*.png", "--right", "r*.png", "--board", "9x6", "--square", "1"])
-        #expect(defaults.maxRMS == 1)
+        let defaults = try CalibratePairsCommand.parse(["--left", "l*.png", "--right", "r*.png", "--board", "9x6", "--square", "1"])
+        #expect(defaults.fit.maxRMS == 1)
+        #expect(try CalibrateCameraCommand.parse(["--images", "c*.png", "--board", "9x6", "--square", "1"]).fit.maxRMS == 1)
     }
 
     @Test("--model takes each lens model the guide names: brown4, brown5 (the default), brown8 and fisheye")
     func lensModelsByName() throws {
         let files = ["--left", "l*.png", "--right", "r*.png", "--board", "9x6", "--square", "1"]
-        #expect(try CalibrateCommand.parse(files).model == .brown5)
+        #expect(try CalibratePairsCommand.parse(files).fit.model == .brown5)
         for (name, model) in [("brown4", LensModelKind.brown4), ("brown5", .brown5), ("brown8", .brown8), ("fisheye", .fisheye)] {
-            #expect(try CalibrateCommand.parse(files + ["--model", name]).model == model, "--model \(name)")
+            #expect(try CalibratePairsCommand.parse(files + ["--model", name]).fit.model == model, "--model \(name)")
         }
-        #expect(throws: (any Error).self) { try CalibrateCommand.parse(files + ["--model", "brown6"]) }
+        #expect(throws: (any Error).self) { try CalibratePairsCommand.parse(files + ["--model", "brown6"]) }
     }
 
     @Test("files that cannot be paired stop the run with the list (the reproduction: left0*.jpg with right*.jpg)")

@@ -179,15 +179,15 @@ struct LiveCalibrationTests {
 
     @Test("--live's defaults are the guide's: --time-budget 2 s (an eighth, 0.25 s, per streamed image), --uncertainty-target 1 px, --time-limit 5 min")
     func liveDefaults() throws {
-        let defaults = try CalibrateCommand.parse(["--live", "--simulated"])
+        let defaults = try CalibrateLiveCommand.parse(["--simulated"])
         // Calibration/GUIDE.md: `--size` "640×480 unless `--format` gives one".
-        #expect(try defaults.liveSource().simulatedSize() == ImageSize(width: 640, height: 480))
-        let formatted = try CalibrateCommand.parse(["--live", "--simulated", "--format", "320x240@30:GREY"])
-        #expect(try formatted.liveSource().simulatedSize() == ImageSize(width: 320, height: 240))
-        #expect(defaults.timeBudget.seconds == 2 && defaults.liveDetectionBudgetSeconds == 0.25)
+        #expect(try defaults.source.simulatedSize() == ImageSize(width: 640, height: 480))
+        let formatted = try CalibrateLiveCommand.parse(["--simulated", "--format", "320x240@30:GREY"])
+        #expect(try formatted.source.simulatedSize() == ImageSize(width: 320, height: 240))
+        #expect(defaults.boardOptions.timeBudget.seconds == 2 && defaults.liveDetectionBudgetSeconds == 0.25)
         #expect(defaults.uncertaintyTarget == 1)
         #expect(defaults.timeLimit.seconds == 300)
-        #expect(try CalibrateCommand.parse(["--live", "--simulated", "--time-budget", "4s"]).liveDetectionBudgetSeconds == 0.5)
+        #expect(try CalibrateLiveCommand.parse(["--simulated", "--time-budget", "4s"]).liveDetectionBudgetSeconds == 0.5)
     }
 
     /// Calibration/GUIDE.md: "stderr shows the coverage as four bars — the spread of x, y, size and
@@ -219,17 +219,20 @@ struct LiveCalibrationTests {
         #expect(try String(contentsOf: pairs.appendingPathComponent("left000.png"), encoding: .utf8) == "keep me")
     }
 
-    @Test("--live needs exactly one source, and a board for real cameras")
+    @Test("calibrate live (or --live) needs exactly one source, and a board for real cameras; its options are its own")
     func liveArguments() throws {
         let none = try ParallaxCLI.run(["calibrate", "--live"])
-        #expect(none.status != 0 && none.stderr.contains("--live needs one source"))
-        let two = try ParallaxCLI.run(["calibrate", "--live", "--simulated", "--virtual"])
-        #expect(two.status != 0 && two.stderr.contains("--live needs one source"))
+        #expect(none.status != 0 && none.stderr.contains("choose one source"), "\(none.stderr)")
+        let two = try ParallaxCLI.run(["calibrate", "live", "--simulated", "--virtual"])
+        #expect(two.status != 0 && two.stderr.contains("choose one source"), "\(two.stderr)")
         // Real cameras need the board named; the simulated rig and the virtual webcams show their own.
         let noBoard = try ParallaxCLI.run(["calibrate", "--live", "--left", "/dev/video0", "--right", "/dev/video2"])
         #expect(noBoard.status != 0 && noBoard.stderr.contains("give --board"))
         let stray = try ParallaxCLI.run(["calibrate", "--left", "a.png", "--right", "b.png", "--board", "9x6", "--square", "25mm",
                                          "--pairs", "5"])
-        #expect(stray.status != 0 && stray.stderr.contains("are for --live"))
+        #expect(stray.status != 0 && stray.stderr.contains("Unknown option '--pairs'"), "\(stray.stderr)")
+        // The spelling from before the subcommands: --live anywhere makes it calibrate live.
+        let late = try ParallaxCLI.run(["calibrate", "--simulated", "--live", "--pairs", "2"])
+        #expect(late.status != 0 && late.stderr.contains("--pairs must be at least 3"), "\(late.stderr)")
     }
 }

@@ -39,8 +39,9 @@ struct MessagesTests {
     /// Swift string continues the line and printed means a stray `\\`.
     @Test("no help text shows a stray line-continuation backslash")
     func helpTextsHaveNoStrayBackslashes() throws {
-        let commands = ["demo", "devices", "cost", "capture", "stream", "pair", "calibrate", "target", "rectification",
-                        "rectify", "bench", "bench maps", "bench rectify", "bench detect", "bench uncertainty"]
+        let commands = ["demo", "devices", "cost", "capture", "stream", "pair", "calibrate", "calibrate pairs", "calibrate live",
+                        "calibrate camera", "target", "rectification", "rectify", "bench", "bench maps", "bench rectify",
+                        "bench detect", "bench uncertainty"]
         for command in commands {
             let result = try ParallaxCLI.run(command.split(separator: " ").map(String.init) + ["--help"])
             #expect(result.status == 0, "\(command): \(result.stderr)")
@@ -184,13 +185,17 @@ struct MessagesTests {
     }
 
     /// README: Calibration/GUIDE.md covers "every option of `parallax calibrate`": each option
-    /// the command's help lists is named in the guide.
-    @Test("every option of parallax calibrate is in Calibration/GUIDE.md")
+    /// the help of each of its subcommands lists is named in the guide.
+    @Test("every option of parallax calibrate (pairs, live, camera) is in Calibration/GUIDE.md")
     func theGuideNamesEveryCalibrateOption() throws {
-        let help = try ParallaxCLI.run(["calibrate", "--help"])
-        #expect(help.status == 0)
+        var options: Set<String> = []
+        for subcommand in ["pairs", "live", "camera"] {
+            let help = try ParallaxCLI.run(["calibrate", subcommand, "--help"])
+            #expect(help.status == 0, "calibrate \(subcommand): \(help.stderr)")
+            options.formUnion(help.stdout.matches(of: /(?m)^\s+(--[a-z][a-z-]*)/).map { String($0.1) })
+        }
+        options.subtract(["--help", "--version"])
         let guide = try String(contentsOf: ParallaxCLI.packageRoot.appendingPathComponent("Calibration/GUIDE.md"), encoding: .utf8)
-        let options = Set(help.stdout.matches(of: /(?m)^\s+(--[a-z][a-z-]*)/).map { String($0.1) }).subtracting(["--help", "--version"])
         #expect(options.count > 30, "\(options.sorted())")
         for option in options.sorted() {
             #expect(guide.contains("`\(option)") || guide.contains(" \(option) ") || guide.contains("\(option)\n"),

@@ -49,7 +49,8 @@ struct LiveTargets {
     var timeLimitSeconds: Double
 }
 
-/// `parallax calibrate --live`: guided capture from a running stereo device.
+/// `parallax calibrate live` (also spelled `calibrate --live`): guided capture from a running
+/// stereo device, then a rig's calibration of the pairs taken.
 ///
 /// Every pair streamed is searched for the board (within an eighth of `--time-budget`; the
 /// left first, the right only when the left view is worth taking). Once the board has been still for three pairs and its view
@@ -57,36 +58,107 @@ struct LiveTargets {
 /// (8 pairs averaged, while streaming goes on) and kept when the corners of every pair in
 /// the average stayed put and the averaged pair shows the board on both sides. Progress
 /// (coverage bars, pairs taken, the current fit's RMS and uncertainty) goes to stderr.
-extension CalibrateCommand {
-    /// The stereo source `--live` streams from, parsed from this command's own options.
-    func liveSource() throws -> StereoSourceArguments {
-        var arguments: [String] = []
-        if simulated { arguments.append("--simulated") }
-        if virtual { arguments.append("--virtual") }
-        if let device = left.first { arguments += ["--left", device] }
-        if let device = right.first { arguments += ["--right", device] }
-        if let format = liveFormat { arguments += ["--format", format] }
-        // The simulated rig's size; other sources take theirs from --format.
-        if simulated, let size { arguments += ["--size", size] }
-        if realTime { arguments.append("--real-time") }
-        do {
-            return try StereoSourceArguments.parse(arguments)
-        } catch {
-            throw ValidationError(StereoSourceArguments.message(for: error))
+struct CalibrateLiveCommand: AsyncParsableCommand, StereoCalibrationCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "live",
+        abstract: "Calibrate a stereo rig from a running stereo device (also spelled `parallax calibrate --live`).",
+        discussion: """
+            The pairs come from a running stereo device (--simulated, --virtual, or --left DEV --right DEV): \
+            hold the board still in different places, distances and angles; a still pair (8 frames averaged) \
+            is taken whenever the view adds coverage. Progress (coverage of position, size and skew, pairs \
+            taken, the current RMS and projection uncertainty) goes to stderr. The capture stops when \
+            coverage, at least 12 pairs and --uncertainty-target are reached, after --pairs N pairs, at \
+            --time-limit, or on Enter / Ctrl-C; the pairs are saved (--save-pairs, with their corners) and \
+            calibrated as files would be. The simulated rig's board moves through a sweep by itself (the \
+            virtual webcams show the same rig, the board held at the sweep's poses in turn, in any format \
+            they offer, MJPG included), and --json then compares the result with the rig's truth \
+            (truth_errors).
+
+            Examples:
+              parallax calibrate live --simulated --output rig.json --json
+              parallax calibrate live --virtual --format 1280x720@30:MJPG --output rig.json --json
+              parallax calibrate live --left /dev/video0 --right /dev/video2 --board 9x6 --square 25mm
+            """)
+
+    @OptionGroup(title: "Cameras") var source: StereoSourceArguments
+
+    @Option(name: .customLong("pairs"), parsing: .unconditional, help: "Stop after taking this many pairs.")
+    var pairLimit: Int?
+
+    @Option(name: .customLong("uncertainty-target"), parsing: .unconditional,
+            help: "Stop once the projection uncertainty (worst direction, image centre and corners, both cameras) is at most this many pixels, with coverage reached and at least 12 pairs.")
+    var uncertaintyTarget: Double = 1
+
+    @Option(name: .customLong("time-limit"), help: "Stop capturing after this long and calibrate what was taken (e.g. 5min).",
+            transform: DurationArgument.parse)
+    var timeLimit = DurationArgument(nanoseconds: 300_000_000_000)
+
+    @Option(name: .customLong("save-pairs"), help: "The new folder for the pairs taken and their corners (default: beside --output, named after it with -pairs).")
+    var savePairs: String?
+
+    @OptionGroup(title: "Board") var boardOptions: CalibrationBoardOptions
+    @OptionGroup(title: "Fit") var fit: CalibrationFitOptions
+    @OptionGroup(title: "A rig's fit") var stereo: StereoFitOptions
+    @OptionGroup(title: "Outputs") var outputs: CalibrationOutputOptions
+
+    /// The pairs' corners are detected as they are taken, never read from a list.
+    var cornersIn: String? { nil }
+
+    func validate() throws {
+        // The simulated rig and the virtual webcams show the rig's own board.
+        if !source.simulated && !source.virtual {
+            try boardOptions.requireBoard(" for the board you will show the cameras")
         }
+        if let pairLimit, pairLimit < 3 { throw ValidationError("--pairs must be at least 3, got \(pairLimit)") }
+        guard uncertaintyTarget > 0, uncertaintyTarget.isFinite else {
+            throw ValidationError("--uncertainty-target must be a positive number of pixels, got \(uncertaintyTarget)")
+        }
+        try timeLimit.check("--time-limit", atMost: DurationArgument(nanoseconds: 86_400_000_000_000))
     }
+
+    func run() async throws {
+        let start = ContinuousClock.now
+        let target = try boardOptions.target()
+        outputs.announceDefaultOutput()
+        try await runLive(target: target, start: start)
+    }
+
+    /// Checks the outputs, captures, saves the pairs, then calibrates them as files.
+    func runLive(target: CalibrationBoard, start: ContinuousClock.Instant) async throws {
+        let directory = savePairs ?? ((outputs.output as NSString).deletingPathExtension + "-pairs")
+        try OutputFiles.check(outputs: stereoOutputs + [("--save-pairs", directory + "/corners.json")],
+                              inputs: calibrationInputs)
+        if let existing = try? FileManager.default.contentsOfDirectory(atPath: directory), !existing.isEmpty {
+            throw CLIError("--save-pairs \(directory) already holds \(existing.count) files; choose a new folder (nothing is overwritten)")
+        }
+        let reference = try stereo.against.map { try RectificationArguments.loadCalibration($0) }
+        let initial = try stereo.intrinsics.map { try RectificationArguments.loadCalibration($0) }
+        try checkHeldLenses(initial)
+        let targets = LiveTargets(pairLimit: pairLimit, uncertaintyPixels: uncertaintyTarget, timeLimitSeconds: timeLimit.seconds)
+        let capture = try await captureLive(target: target, directory: directory, targets: targets,
+                                            calibrator: stereoPipeline(target: target).stereoCalibrator(fixed: .none))
+        CalibrateCommand.log("capture stopped (\(capture.stopReason.rawValue)) after \(String(format: "%.1f", capture.seconds)) s: "
+                 + "\(capture.pairs.count) pairs taken of \(capture.pairsSeen) streamed")
+        guard capture.pairs.count >= 3 else {
+            throw CLIError("the capture took \(capture.pairs.count) pairs before it stopped (\(capture.stopReason.rawValue)); "
+                           + "at least 3 are needed. Hold the board still for about a second in each place, whole on both "
+                           + "cameras, and move it between places")
+        }
+        try calibrateStereo(target: target, pairs: capture.pairs, unpaired: [], cornerList: capture.cornerList,
+                            reference: reference, initial: initial, start: start, live: capture)
+    }
+
 
     /// The detection time allowed per streamed image: an eighth of `--time-budget` (0.25 s by
     /// default), so the stream keeps moving.
-    var liveDetectionBudgetSeconds: Double { timeBudget.seconds / 8 }
+    var liveDetectionBudgetSeconds: Double { boardOptions.timeBudget.seconds / 8 }
 
     /// Streams from the source, takes still pairs until a stop, and saves them (PNG) into
     /// `directory`, which is created only when the capture ends (written first under a
     /// temporary name beside it).
     func captureLive(target: CalibrationBoard, directory: String, targets: LiveTargets,
                      calibrator: StereoCalibrator) async throws -> LiveCapture {
-        let source = try liveSource()
-        let opened = try source.open(quiet: json, movingBoard: true, noise: simulated ? 2 : 0)
+        let opened = try source.open(quiet: outputs.json, movingBoard: true, noise: source.simulated ? 2 : 0)
         let session = try StereoSession(device: opened.device)
         let folder = try LivePairFolder(directory: directory)
         let stops = LiveStops(session: session, timeLimitSeconds: targets.timeLimitSeconds)
@@ -94,7 +166,7 @@ extension CalibrateCommand {
 
         try session.start()
         defer { session.stop() }  // also when saving a pair fails
-        Self.log("live capture from \(opened.device.constituents.both.map(\.identity.name).joined(separator: " + ")): "
+        CalibrateCommand.log("live capture from \(opened.device.constituents.both.map(\.identity.name).joined(separator: " + ")): "
                  + "hold the \(target) board still in different places, distances and angles"
                  + (stops.stopsOnEnter ? "; Enter stops and calibrates" : ""))
 
@@ -169,7 +241,7 @@ extension CalibrateCommand {
         // The capture is kept even when too little was taken to calibrate: the user's pictures.
         let list = try folder.commit(target: target, source: "live capture")
         try writeCornerFile(list, target: target, directory: directory)
-        Self.log("saved \(folder.pairs.count) pairs in \(directory)/ (with corners.json: recalibrate them with "
+        CalibrateCommand.log("saved \(folder.pairs.count) pairs in \(directory)/ (with corners.json: recalibrate them with "
                  + "--left '\(directory)/left*.png' --right '\(directory)/right*.png' --corners-in \(directory)/corners.json)")
         return LiveCapture(pairs: folder.pairs, cornerList: list, stopReason: reason, truth: opened.knownCalibration,
                            pairsSeen: pairsSeen, seconds: elapsed(), cameras: opened.device.identities.map(\.stableID))
@@ -185,23 +257,6 @@ extension CalibrateCommand {
         }
         try OutputFiles.writeAll([((directory as NSString).appendingPathComponent("corners.json"),
                                    cornersJSON(corners, sizes: sizes, target: target))])
-    }
-
-    /// The `truth_errors` of `--json` for a source that knows its calibration: focal errors in
-    /// percent (left fx, fy, right fx, fy), the baseline error in percent, and the angle of
-    /// the rotation between the estimated and true left → right rotations, in degrees.
-    static func truthErrors(_ estimate: StereoCalibration, truth: StereoCalibration) -> JSONValue? {
-        guard let estimateMM = estimate.translationUnit.millimetres, let truthMM = truth.translationUnit.millimetres else { return nil }
-        func percent(_ a: Double, _ b: Double) -> JSONValue { .number(100 * (a - b) / b) }
-        let e = estimate, t = truth
-        let rotation = (e.extrinsics.rotation * t.extrinsics.rotation.transposed).rotationAngle * 180 / .pi
-        return .object(JSONObject([
-            ("focal_percent", .array([percent(e.left.intrinsics.fx, t.left.intrinsics.fx), percent(e.left.intrinsics.fy, t.left.intrinsics.fy),
-                                      percent(e.right.intrinsics.fx, t.right.intrinsics.fx),
-                                      percent(e.right.intrinsics.fy, t.right.intrinsics.fy)])),
-            ("baseline_percent", percent(e.baseline * estimateMM, t.baseline * truthMM)),
-            ("rotation_degrees", .number(rotation)),
-        ]))
     }
 }
 
