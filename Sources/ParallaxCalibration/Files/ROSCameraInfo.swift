@@ -38,11 +38,18 @@ public struct ROSCameraInfo: Hashable, Sendable {
         }
     }
 
-    /// The YAML text.
-    public var text: String {
+    /// The distortion as ROS names and lists it: the model (`plumb_bob`, `rational_polynomial`
+    /// or `equidistant`) and its coefficients (`plumb_bob` padded to 5, an ideal lens 5 zeros).
+    public var distortion: (model: String, coefficients: [Double]) {
         var d = camera.distortion.coefficients
         if case .none = camera.distortion { d = [0, 0, 0, 0, 0] }
         if case .brownConrady(let b) = camera.distortion, b.coefficientCount < 5 { d += [Double](repeating: 0, count: 5 - d.count) }
+        return (Self.modelName(camera.distortion), d)
+    }
+
+    /// The YAML text.
+    public var text: String {
+        let d = distortion.coefficients
         func matrix(_ name: String, rows: Int, cols: Int, _ values: [Double]) -> String {
             "\(name):\n  rows: \(rows)\n  cols: \(cols)\n  data: \(yamlList(values))\n"
         }

@@ -10,17 +10,17 @@ public struct SessionRecordingSummary: Sendable {
     /// The first error while writing, if any (the recording stopped there).
     public var writeError: CaptureError?
     /// Why the session ended before the pairs asked for were written (`nil` when they were).
-    /// The recorder is then left open: ``EuRoCRecorder/finish()`` keeps what was written,
-    /// ``EuRoCRecorder/abandon()`` keeps an older recording it was to replace.
+    /// The recorder is then left open: ``StereoPairRecorder/finish()`` keeps what was written,
+    /// ``StereoPairRecorder/abandon()`` keeps an older recording it was to replace.
     public var endedEarly: String?
 }
 
 extension StereoSession {
-    /// Records this session's pairs in the EuRoC layout (left as cam0, right as cam1) until
-    /// `pairs` are written (`nil`: until the session ends), the session ends, or
+    /// Records this session's pairs with `recorder` (EuRoC: left as cam0, right as cam1;
+    /// MCAP: ROS 2 topics) until `pairs` are written (`nil`: until the session ends), the session ends, or
     /// `timeoutSeconds` pass; then stops the session. Each pair is listed in the CSVs as
     /// soon as its two images are written. A recording that reached its end (the pairs asked
-    /// for, or with `pairs` nil the session's end) is finished (``EuRoCRecorder/finish()``);
+    /// for, or with `pairs` nil the session's end) is finished (``StereoPairRecorder/finish()``);
     /// one that ended early is left open for the caller to finish or abandon
     /// (``SessionRecordingSummary/endedEarly`` says why).
     ///
@@ -34,7 +34,7 @@ extension StereoSession {
     ///
     /// - Throws: ``StereoSessionError`` when the session cannot start; write errors end the
     ///   recording and are reported in the summary.
-    public func record(into recorder: EuRoCRecorder, pairs limit: Int?, timeoutSeconds: Double? = nil)
+    public func record(into recorder: some StereoPairRecorder, pairs limit: Int?, timeoutSeconds: Double? = nil)
         async throws(StereoSessionError) -> SessionRecordingSummary {
         let timedOut = TimeoutFlag()
         let watchdog = timeoutSeconds.map { seconds in

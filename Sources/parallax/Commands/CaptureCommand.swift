@@ -4,11 +4,12 @@ import ParallaxCalibration
 import ParallaxCapture
 import ParallaxGeometry
 
-/// `parallax capture`: records a stereo rig in the EuRoC layout, through a stereo session.
+/// `parallax capture`: records a stereo rig in the EuRoC layout or as a ROS 2 bag (one MCAP
+/// file), through a stereo session.
 struct CaptureCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "capture",
-        abstract: "Record synchronized frame pairs from two cameras (or the simulated rig) in EuRoC layout.",
+        abstract: "Record synchronized frame pairs from two cameras (or the simulated rig) in EuRoC layout or as a ROS 2 bag (.mcap).",
         discussion: """
             The two cameras run as one stereo device: one shared format and frame interval, \
             and a USB hardware cost checked before streaming (a cost of 1.0 or more is refused \
@@ -29,8 +30,17 @@ struct CaptureCommand: AsyncParsableCommand {
             recording cleanly: the CSVs list exactly the images written; a second one quits at \
             once, and a recording killed outright is tidied by the next capture into DIR.
 
+            With --output NAME.mcap the pairs go into one MCAP file, a ROS 2 bag (profile ros2, CDR \
+            messages): sensor_msgs/msg/Image on /stereo/left/image_raw and /stereo/right/image_raw \
+            (image_rect when --calibration rectifies them), an unrectified MJPEG frame's JPEG as it \
+            came as CompressedImage on …/image_raw/compressed, and with --calibration the \
+            CameraInfo of each side on /stereo/left/camera_info and /stereo/right/camera_info. \
+            The file appears when the recording ends (Ctrl-C included); an existing one is \
+            replaced only with --overwrite.
+
             Examples:
               parallax capture --simulated --frames 60 --output rec
+              parallax capture --simulated --frames 60 --output rec.mcap
               parallax capture --left /dev/video0 --right /dev/video2 --format 1280x720@30:YUYV --frames 300 --output rec
             """)
 
@@ -48,10 +58,10 @@ struct CaptureCommand: AsyncParsableCommand {
     @Flag(name: .long, help: "Use --calibration even when it records other cameras than these.")
     var force = false
 
-    @Option(name: .long, help: "Output folder (created if missing; must be empty unless --overwrite).")
+    @Option(name: .long, help: "Output folder (created if missing; must be empty unless --overwrite), or NAME.mcap for a ROS 2 bag in one MCAP file.")
     var output: String
 
-    @Flag(name: .long, help: "Replace an older recording (its cam0/cam1 folders) in the output folder.")
+    @Flag(name: .long, help: "Replace an older recording (its cam0/cam1 folders in the output folder, or the .mcap file).")
     var overwrite = false
 
     @Option(name: .long, parsing: .unconditional, help: "Give up after this long, rendering and writing included, e.g. 30s or 2min (default: enough for the frames at the frame rate, plus 10 s).",
@@ -62,6 +72,10 @@ struct CaptureCommand: AsyncParsableCommand {
         guard frames > 0 else { throw ValidationError("--frames must be positive") }
         try timeout?.check("--timeout", atMost: DurationArgument(nanoseconds: 86_400_000_000_000))
         if independent && calibration != nil { throw ValidationError("--calibration rectifies pairs; it cannot be used with --independent") }
+        if independent && writesBag {
+            throw ValidationError("--independent records each camera on its own into an EuRoC folder; a .mcap bag holds pairs: "
+                                  + "drop --independent, or give --output a folder")
+        }
     }
 
     func run() async throws {
@@ -70,7 +84,7 @@ struct CaptureCommand: AsyncParsableCommand {
         let interval = device.activeFormats?.left.frameInterval.seconds ?? 1.0 / 30
         let deadline = timeout?.seconds ?? (Double(frames) * interval * 2 + 10)
         if independent {
-            let recorder = try openRecorder()
+            let recorder = try openFolderRecorder()
             let cleanup = Signals.atExit { recorder.abandon() }
             defer { Signals.removeCleanup(cleanup) }
             let stop = RecordingStop()
@@ -97,7 +111,7 @@ struct CaptureCommand: AsyncParsableCommand {
         }
         // The calibration is checked (cameras, fit) before the output folder is touched.
         let session = try RectificationArguments.session(device: device, calibration: rectifyWith, file: calibration, force: force)
-        let recorder = try openRecorder()
+        let recorder: any StereoPairRecorder = writesBag ? try openBag(session: session) : try openFolderRecorder()
         // A second Ctrl-C (or a signal before the first pair) ends the program: an older
         // recording this one was to replace stays, a new one keeps what its CSVs list.
         let cleanup = Signals.atExit { recorder.abandon() }
@@ -123,8 +137,30 @@ struct CaptureCommand: AsyncParsableCommand {
         }
     }
 
+    /// True when `--output` names a ROS 2 bag (`NAME.mcap`) rather than a folder.
+    var writesBag: Bool { output.lowercased().hasSuffix(".mcap") }
+
+    /// The bag for `--output NAME.mcap`; with a calibration, each side's camera info (the
+    /// calibration adapted to the format, with the rectification's R and P; the baseline in
+    /// metres, ROS's unit) goes with every image.
+    private func openBag(session: StereoSession) throws -> MCAPRecorder {
+        var info: PerSide<ROS2.CameraInfo>?
+        if let calibration = session.activeCalibration, let rectification = session.rectification {
+            let (left, right) = ROSCameraInfo.stereoPair(calibration, rectification: rectification)
+            func message(_ file: ROSCameraInfo) -> ROS2.CameraInfo {
+                let lens = file.distortion
+                return ROS2.CameraInfo(header: ROS2.Header(stamp: ROS2.Time(nanoseconds: 0), frameID: ""),
+                                       height: UInt32(file.camera.size.height), width: UInt32(file.camera.size.width),
+                                       distortionModel: lens.model, d: lens.coefficients, k: file.camera.intrinsics.matrix.rowMajor,
+                                       r: file.rectification.rowMajor, p: file.projection.rowMajor)
+            }
+            info = PerSide(left: message(left), right: message(right))
+        }
+        return try MCAPRecorder(path: output, replacingExisting: overwrite, cameraInfo: info)
+    }
+
     /// The recorder for `--output`, after saying what it tidied of an interrupted run there.
-    private func openRecorder() throws -> EuRoCRecorder {
+    private func openFolderRecorder() throws -> EuRoCRecorder {
         for note in try EuRoCRecorder.tidyInterruptedRecording(in: output) {
             FileHandle.standardError.write(Data("\(output): \(note)\n".utf8))
         }
@@ -146,6 +182,8 @@ struct CaptureCommand: AsyncParsableCommand {
         if let error = summary.writeError { print("write error: \(error)") }
         if keptOlder {
             print("not recorded: the older recording in \(output) was kept (these \(summary.pairsWritten) pairs were discarded)")
+        } else if writesBag {
+            print("recorded to \(output) (a ROS 2 bag: /stereo/left and /stereo/right)")
         } else {
             print("recorded to \(output)/cam0 (left) and \(output)/cam1 (right)")
         }

@@ -1,0 +1,319 @@
+import Foundation
+import ParallaxGeometry
+
+/// Why an MCAP file cannot be read: the file, where in it (a byte offset), and what is wrong.
+public struct MCAPReadError: Error, Sendable, CustomStringConvertible {
+    /// The file (or the name given to bytes read from memory).
+    public var file: String
+    /// The byte offset of the record or field at fault, when there is one.
+    public var offset: Int?
+    /// What is wrong, as a sentence.
+    public var reason: String
+
+    public var description: String { "\(file)" + (offset.map { ": at byte \($0)" } ?? "") + ": \(reason)" }
+}
+
+/// An MCAP file opened for reading (mcap.dev/spec, major version 0): its header, its
+/// summary when it has one (schemas, channels, statistics), and its messages in file order.
+///
+/// Everything is checked before it is believed: the magic at both ends, every record's
+/// length against the file, every field against its record, the chunks' CRC-32 and the
+/// data section's and summary's, channels named by messages, chunk compression (only
+/// uncompressed chunks are read; others are refused by name). A file cut short, as a
+/// recording killed mid-write leaves it, has no footer: ``init(path:)`` refuses it, and
+/// ``init(path:allowingTruncation:)`` reads the records that are whole.
+public final class MCAPFile {
+    /// The file's path (or the name given to bytes read from memory).
+    public let name: String
+    /// The header's profile (`ros2` for ROS 2 bags) and the library that wrote the file.
+    public private(set) var profile = "", library = ""
+    /// Every schema and channel, by id: the summary's, or those met in the data section.
+    public private(set) var schemas: [UInt16: MCAPSchema] = [:]
+    /// Every channel, by id.
+    public private(set) var channels: [UInt16: MCAPChannel] = [:]
+    /// The summary's statistics, when the file has them.
+    public private(set) var statistics: MCAPStatistics?
+    /// False when the file ends before its footer (read with `allowingTruncation`).
+    public private(set) var isComplete = true
+
+    /// The file's bytes: mapped read-only for a file (unmapped at deinit), or a copy of the
+    /// bytes given. Never written through.
+    private let raw: UnsafeRawBufferPointer
+    private let isMapped: Bool
+    /// Where the data section's records end: the Data End record, the summary, or (for a
+    /// truncated file) the end of the last whole record.
+    private var dataEnd = 0
+
+    /// Opens and checks the file at `path`: the magic, the footer and the summary. With
+    /// `allowingTruncation`, a file cut short (no footer) is read up to its last whole record.
+    public init(path: String, allowingTruncation: Bool = false) throws(MCAPReadError) {
+        name = path
+        let descriptor = SystemCall.retryingInterrupts { Foundation.open(path, O_RDONLY | O_CLOEXEC) }
+        guard descriptor >= 0 else {
+            throw MCAPReadError(file: path, reason: "cannot be opened: \(String(cString: strerror(errno)))")
+        }
+        let file = FileDescriptor(rawValue: descriptor, owned: true)
+        guard let status = file.status(), status.st_mode & S_IFMT == S_IFREG else {
+            throw MCAPReadError(file: path, reason: "is not a regular file")
+        }
+        let size = Int(status.st_size)
+        if size == 0 {
+            (raw, isMapped) = (UnsafeRawBufferPointer(start: nil, count: 0), false)
+        } else {
+            guard let mapped = mmap(nil, size, PROT_READ, MAP_PRIVATE, descriptor, 0), mapped != MAP_FAILED else {
+                throw MCAPReadError(file: path, reason: "cannot be mapped: \(String(cString: strerror(errno)))")
+            }
+            (raw, isMapped) = (UnsafeRawBufferPointer(start: mapped, count: size), true)
+        }
+        try open(allowingTruncation: allowingTruncation)
+    }
+
+    /// Reads MCAP bytes held in memory, under `name` in errors.
+    public init(bytes: [UInt8], name: String, allowingTruncation: Bool = false) throws(MCAPReadError) {
+        self.name = name
+        let copy = UnsafeMutableRawBufferPointer.allocate(byteCount: bytes.count, alignment: 8)
+        copy.copyBytes(from: bytes)
+        (raw, isMapped) = (UnsafeRawBufferPointer(copy), false)
+        try open(allowingTruncation: allowingTruncation)
+    }
+
+    deinit {
+        if isMapped { munmap(UnsafeMutableRawPointer(mutating: raw.baseAddress), raw.count) } else { raw.deallocate() }
+    }
+
+    private func fail(_ offset: Int?, _ reason: String) -> MCAPReadError { MCAPReadError(file: name, offset: offset, reason: reason) }
+
+    // MARK: Opening
+
+    private func open(allowingTruncation: Bool) throws(MCAPReadError) {
+        let magic = MCAPFormat.magic
+        do {
+            guard raw.count >= magic.count, Array(raw.prefix(magic.count)) == magic else {
+                throw fail(0, raw.count >= 5 && Array(raw.prefix(5)) == Array(magic.prefix(5))
+                           ? "MCAP major version \(raw[5]) is not 0 (\"0\"), the one Parallax reads" : "not an MCAP file (no MCAP magic at the start)")
+            }
+            // The header, first.
+            guard let header = try record(at: magic.count, in: raw), header.opcode == .header else {
+                throw fail(magic.count, "the first record is not a Header")
+            }
+            var fields = MCAPFieldReader(raw, from: header.content.lowerBound, to: header.content.upperBound)
+            do {
+                profile = try fields.string("profile")
+                library = try fields.string("library")
+            } catch { throw fail(magic.count, "the Header record's \(error.field) runs past the record") }
+
+            // The footer, last; without one the file was cut short.
+            let footerStart = raw.count - magic.count - MCAPFormat.recordPrefix - 20
+            let trailing = raw.count >= magic.count ? Array(raw.suffix(magic.count)) : []
+            guard footerStart > header.content.upperBound, trailing == magic, raw[footerStart] == MCAPFormat.Opcode.footer.rawValue else {
+                guard allowingTruncation else {
+                    throw fail(raw.count, "the file ends without its footer and closing magic: it was cut short (a recording that "
+                               + "did not finish?)")
+                }
+                isComplete = false
+                dataEnd = raw.count
+                return
+            }
+            var footer = MCAPFieldReader(raw, from: footerStart + MCAPFormat.recordPrefix, to: footerStart + MCAPFormat.recordPrefix + 20)
+            let (summaryStart, summaryOffsetStart, summaryCRC) = try Self.footerFields(&footer)
+            dataEnd = footerStart
+            guard summaryStart != 0 else { return }
+            guard summaryStart > UInt64(header.content.upperBound), summaryStart <= UInt64(footerStart),
+                  summaryOffsetStart == 0 || (summaryOffsetStart >= summaryStart && summaryOffsetStart <= UInt64(footerStart)) else {
+                throw fail(footerStart, "the footer's summary offsets (\(summaryStart), \(summaryOffsetStart)) lie outside the file")
+            }
+            if summaryCRC != 0 {
+                let covered = UnsafeRawBufferPointer(rebasing: raw[Int(summaryStart)..<(footerStart + MCAPFormat.recordPrefix + 16)])
+                let actual = CRC32.of(covered)
+                guard actual == summaryCRC else {
+                    throw fail(Int(summaryStart), "the summary's CRC-32 is \(hex(actual)), the footer says \(hex(summaryCRC)): the summary is damaged")
+                }
+            }
+            dataEnd = Int(summaryStart)
+            try readSummary(raw, from: Int(summaryStart), to: summaryOffsetStart == 0 ? footerStart : Int(summaryOffsetStart))
+        }
+    }
+
+    private static func footerFields(_ footer: inout MCAPFieldReader) throws(MCAPReadError) -> (UInt64, UInt64, UInt32) {
+        do { return (try footer.u64("summary_start"), try footer.u64("summary_offset_start"), try footer.u32("summary_crc")) } catch {
+            throw MCAPReadError(file: "", reason: "unreachable: a 20-byte footer")
+        }
+    }
+
+    private func readSummary(_ raw: UnsafeRawBufferPointer, from start: Int, to end: Int) throws(MCAPReadError) {
+        var at = start
+        while at < end {
+            guard let r = try record(at: at, in: raw, limit: end) else { throw fail(at, "a summary record runs past the summary") }
+            var f = MCAPFieldReader(raw, from: r.content.lowerBound, to: r.content.upperBound)
+            do {
+                switch r.opcode {
+                case .schema: try register(Self.schema(&f), at: at)
+                case .channel: try register(Self.channel(&f), at: at)
+                case .statistics: statistics = try Self.statistics(&f)
+                default: break  // chunk indexes and the rest: not needed to read in file order
+                }
+            } catch let short as MCAPFieldReader.Short {
+                throw fail(at, "the \(r.opcode) record's \(short.field) runs past the record")
+            } catch let error as MCAPReadError {
+                throw error
+            } catch { throw fail(at, "\(error)") }
+            at = r.content.upperBound
+        }
+    }
+
+    // MARK: Messages
+
+    /// Hands every message to `body`, in file order, after checking each chunk's CRC; the
+    /// data section's CRC is checked when its end is reached. A message on a channel the file
+    /// never defined, or in a compressed chunk, is an ``MCAPReadError`` naming where it is;
+    /// what `body` throws is passed on as it is.
+    public func forEachMessage(_ body: (MCAPMessage) throws -> Void) throws {
+        var crc = CRC32()
+        var at = MCAPFormat.magic.count
+        crc.update(UnsafeRawBufferPointer(rebasing: raw[0..<at]))
+        while at < dataEnd {
+            guard let r = try record(at: at, in: raw, limit: dataEnd) else {
+                if isComplete { throw fail(at, "a record runs past the data section") }
+                return  // a truncated file: its last record is cut
+            }
+            var f = MCAPFieldReader(raw, from: r.content.lowerBound, to: r.content.upperBound)
+            do {
+                switch r.opcode {
+                case .schema: try register(Self.schema(&f), at: at)
+                case .channel: try register(Self.channel(&f), at: at)
+                case .message: try deliver(&f, at: at, body)
+                case .chunk: try readChunk(&f, at: at, body)
+                case .dataEnd:
+                    let stated = try f.u32("data_section_crc")
+                    guard stated == 0 || stated == crc.value else {
+                        throw fail(at, "the data section's CRC-32 is \(hex(crc.value)), Data End says \(hex(stated)): the data is damaged")
+                    }
+                    return
+                default: break
+                }
+            } catch let short as MCAPFieldReader.Short {
+                throw fail(at, "the \(r.opcode) record's \(short.field) runs past the record")
+            }
+            crc.update(UnsafeRawBufferPointer(rebasing: raw[at..<r.content.upperBound]))
+            at = r.content.upperBound
+        }
+    }
+
+    private func deliver(_ f: inout MCAPFieldReader, at: Int, _ body: (MCAPMessage) throws -> Void) throws {
+        let channelID = try f.u16("channel_id")
+        let sequence = try f.u32("sequence")
+        let logTime = try f.u64("log_time")
+        let publishTime = try f.u64("publish_time")
+        let data = f.rest()
+        guard let channel = channels[channelID] else { throw fail(at, "a message on channel \(channelID), which the file never defines") }
+        try body(MCAPMessage(channel: channel, sequence: sequence, logTime: logTime, publishTime: publishTime,
+                             data: UnsafeRawBufferPointer(rebasing: raw[data]), fileOffset: at))
+    }
+
+    private func readChunk(_ f: inout MCAPFieldReader, at: Int, _ body: (MCAPMessage) throws -> Void) throws {
+        _ = try f.u64("message_start_time")
+        _ = try f.u64("message_end_time")
+        let uncompressedSize = try f.u64("uncompressed_size")
+        let uncompressedCRC = try f.u32("uncompressed_crc")
+        let compression = try f.string("compression")
+        let records = try f.range64("records")
+        guard compression.isEmpty else {
+            throw fail(at, "a chunk compressed with \"\(compression)\", which Parallax does not read (only uncompressed chunks)")
+        }
+        guard UInt64(records.count) == uncompressedSize else {
+            throw fail(at, "a chunk of \(records.count) bytes says it holds \(uncompressedSize)")
+        }
+        let content = UnsafeRawBufferPointer(rebasing: raw[records])
+        let actual = CRC32.of(content)
+        guard uncompressedCRC == 0 || actual == uncompressedCRC else {
+            throw fail(at, "the chunk's CRC-32 is \(hex(actual)), it says \(hex(uncompressedCRC)): the chunk is damaged")
+        }
+        var inner = records.lowerBound
+        while inner < records.upperBound {
+            guard let r = try record(at: inner, in: raw, limit: records.upperBound, strict: true) else {
+                throw fail(inner, "a record inside the chunk at byte \(at) runs past the chunk")
+            }
+            var g = MCAPFieldReader(raw, from: r.content.lowerBound, to: r.content.upperBound)
+            do {
+                switch r.opcode {
+                case .schema: try register(Self.schema(&g), at: inner)
+                case .channel: try register(Self.channel(&g), at: inner)
+                case .message: try deliver(&g, at: inner, body)
+                default: break
+                }
+            } catch let short as MCAPFieldReader.Short {
+                throw fail(inner, "the \(r.opcode) record's \(short.field) runs past the record")
+            }
+            inner = r.content.upperBound
+        }
+    }
+
+    // MARK: Records and fields
+
+    /// The record at `offset`: its opcode and content range, checked against `limit` (the
+    /// file's end by default). `nil` when even its prefix does not fit, or (in a truncated
+    /// file, unless `strict`) when its content does not. Opcodes this version does not know
+    /// come back as `.metadataIndex`, which every reader here skips, as the specification asks.
+    private func record(at offset: Int, in raw: UnsafeRawBufferPointer, limit: Int? = nil, strict: Bool = false) throws(MCAPReadError)
+        -> (opcode: MCAPFormat.Opcode, content: Range<Int>)?
+    {
+        let end = limit ?? raw.count
+        guard offset + MCAPFormat.recordPrefix <= end else { return nil }
+        var prefix = MCAPFieldReader(raw, from: offset, to: offset + MCAPFormat.recordPrefix)
+        guard let code = try? prefix.u8("opcode"), let length = try? prefix.u64("length") else { return nil }
+        guard length <= UInt64(end - offset - MCAPFormat.recordPrefix) else {
+            if !isComplete && !strict { return nil }
+            throw fail(offset, "a record of \(length) bytes, more than the \(end - offset - MCAPFormat.recordPrefix) left")
+        }
+        let content = (offset + MCAPFormat.recordPrefix)..<(offset + MCAPFormat.recordPrefix + Int(length))
+        return (MCAPFormat.Opcode(rawValue: code) ?? .metadataIndex, content)
+    }
+
+    private func register(_ schema: MCAPSchema, at offset: Int) throws(MCAPReadError) {
+        if let known = schemas[schema.id], known != schema {
+            throw fail(offset, "schema \(schema.id) is defined twice, differently (\(known.name), \(schema.name))")
+        }
+        schemas[schema.id] = schema
+    }
+
+    private func register(_ channel: MCAPChannel, at offset: Int) throws(MCAPReadError) {
+        if let known = channels[channel.id], known != channel {
+            throw fail(offset, "channel \(channel.id) is defined twice, differently (\(known.topic), \(channel.topic))")
+        }
+        guard channel.schemaID == 0 || schemas[channel.schemaID] != nil else {
+            throw fail(offset, "channel \(channel.id) (\(channel.topic)) names schema \(channel.schemaID), which is not defined before it")
+        }
+        channels[channel.id] = channel
+    }
+
+    private static func schema(_ f: inout MCAPFieldReader) throws(MCAPFieldReader.Short) -> MCAPSchema {
+        MCAPSchema(id: try f.u16("id"), name: try f.string("name"), encoding: try f.string("encoding"), data: try f.data32("data"))
+    }
+
+    private static func channel(_ f: inout MCAPFieldReader) throws(MCAPFieldReader.Short) -> MCAPChannel {
+        let id = try f.u16("id"), schemaID = try f.u16("schema_id")
+        let topic = try f.string("topic"), encoding = try f.string("message_encoding")
+        let pairs = try f.map("metadata") { (m: inout MCAPFieldReader) throws(MCAPFieldReader.Short) in
+            (try m.string("metadata key"), try m.string("metadata value"))
+        }
+        return MCAPChannel(id: id, schemaID: schemaID, topic: topic, messageEncoding: encoding,
+                           metadata: Dictionary(pairs, uniquingKeysWith: { _, last in last }))
+    }
+
+    private static func statistics(_ f: inout MCAPFieldReader) throws(MCAPFieldReader.Short) -> MCAPStatistics {
+        let messages = try f.u64("message_count")
+        let schemas = Int(try f.u16("schema_count")), channels = Int(try f.u32("channel_count"))
+        _ = try f.u32("attachment_count")
+        _ = try f.u32("metadata_count")
+        let chunks = Int(try f.u32("chunk_count"))
+        let start = try f.u64("message_start_time"), end = try f.u64("message_end_time")
+        let counts = try f.map("channel_message_counts") { (m: inout MCAPFieldReader) throws(MCAPFieldReader.Short) in
+            (try m.u16("channel id"), try m.u64("message count"))
+        }
+        return MCAPStatistics(messageCount: messages, schemaCount: schemas, channelCount: channels, chunkCount: chunks,
+                              messageStartTime: start, messageEndTime: end,
+                              channelMessageCounts: Dictionary(counts, uniquingKeysWith: { _, last in last }))
+    }
+}
+
+private func hex(_ v: UInt32) -> String { "0x" + String(v, radix: 16, uppercase: true) }

@@ -1,0 +1,166 @@
+import Foundation
+import ParallaxGeometry
+import ParallaxImage
+
+/// Where a session's pairs are recorded (``StereoSession/record(into:pairs:timeoutSeconds:)``):
+/// an EuRoC folder (``EuRoCRecorder``) or a ROS 2 MCAP file (``MCAPRecorder``).
+public protocol StereoPairRecorder: AnyObject, Sendable {
+    /// Writes both sides of `pair`, or neither.
+    func record(_ pair: StereoPair) throws(CaptureError)
+    /// Ends the recording and keeps it.
+    func finish() throws(CaptureError)
+    /// Ends the recording without keeping it as a replacement of an older one.
+    func abandon()
+    /// True until ``finish()`` or ``abandon()``.
+    var isOpen: Bool { get }
+    /// True when the recording replaces an older one at its path when it finishes.
+    var replacesOlderRecording: Bool { get }
+}
+
+extension EuRoCRecorder: StereoPairRecorder {}
+
+/// Records a session's pairs as a ROS 2 bag in one MCAP file (the `ros2` profile, CDR
+/// messages with `ros2msg` schemas), as `ros2 bag`, Foxglove and the `mcap` tools read it:
+///
+/// | topic | type | what |
+/// |---|---|---|
+/// | `/stereo/left/image_raw`, `/stereo/right/image_raw` (`image_rect` when the session rectifies) | `sensor_msgs/msg/Image` | the pixels as the session hands them: `mono8`, `rgb8`, `bgr8`, `rgba8`, `bgra8`, `yuv422_yuy2`, `uyvy`; planar YUV (a decoded JPEG's) as `rgb8` |
+/// | `/stereo/left/image_raw/compressed`, `…/right/…` | `sensor_msgs/msg/CompressedImage` | an unrectified MJPEG frame's JPEG bytes exactly as they came (image_transport's name for them) |
+/// | `/stereo/left/camera_info`, `/stereo/right/camera_info` | `sensor_msgs/msg/CameraInfo` | with every image, when camera info is given |
+///
+/// Header stamps and log times are the frames' timestamps (CLOCK_MONOTONIC nanoseconds).
+/// The file is written beside its path under a temporary name and appears only at
+/// ``finish()``; ``abandon()`` (or an end before `finish()`) leaves whatever was at the path
+/// as it was. A path that exists is refused unless `replacingExisting`.
+public final class MCAPRecorder: StereoPairRecorder {
+    /// The bag's path.
+    public let path: String
+    /// True when an older file at ``path`` is replaced at ``finish()``.
+    public let replacesOlderRecording: Bool
+
+    private let state: Locked<State>
+    private let frameIDs: PerSide<String>
+    private let cameraInfo: PerSide<ROS2.CameraInfo>?
+
+    private struct State {
+        var writer: MCAPWriter?
+        var channels: [String: UInt16] = [:]
+        var schemas: [String: UInt16] = [:]
+        var sequence: [String: UInt32] = [:]
+        var pairs = 0
+    }
+
+    /// Starts a bag at `path`. `frameIDs` are the header's frames of reference; with
+    /// `cameraInfo`, each image is followed by its side's camera info (stamped like it).
+    ///
+    /// - Throws: ``CaptureError/recording(path:reason:)`` when `path` exists (and not
+    ///   `replacingExisting`), is a folder, or its folder cannot be written.
+    public init(path: String, replacingExisting: Bool = false,
+                frameIDs: PerSide<String> = PerSide(left: "stereo_left", right: "stereo_right"),
+                cameraInfo: PerSide<ROS2.CameraInfo>? = nil) throws(CaptureError) {
+        var isFolder: ObjCBool = false
+        let exists = FileManager.default.fileExists(atPath: path, isDirectory: &isFolder)
+        if exists && isFolder.boolValue { throw .recording(path: path, reason: "is a folder; an MCAP bag is one file") }
+        if exists && !replacingExisting {
+            throw .recording(path: path, reason: "already exists; choose a new name, or replace it on purpose")
+        }
+        self.path = path
+        replacesOlderRecording = exists
+        self.frameIDs = frameIDs
+        self.cameraInfo = cameraInfo
+        do {
+            state = Locked(State(writer: try MCAPWriter(path: path, profile: "ros2")))
+        } catch {
+            throw .recording(path: path, reason: "\(error)")
+        }
+    }
+
+    /// Pairs written so far.
+    public var pairsWritten: Int { state.withLock { $0.pairs } }
+
+    public var isOpen: Bool { state.withLock { $0.writer != nil } }
+
+    /// Writes both sides of `pair` (and their camera info); a failure ends the recording,
+    /// which ``finish()`` then keeps up to the pair before.
+    public func record(_ pair: StereoPair) throws(CaptureError) {
+        // Serialized outside the lock: the slow part.
+        var messages: [(topic: String, type: String, stamp: Int64, bytes: [UInt8])] = []
+        for side in StereoSide.allCases {
+            let image = pair[side]
+            let header = ROS2.Header(stamp: ROS2.Time(nanoseconds: image.timestampNanoseconds), frameID: frameIDs[side])
+            let base = "/stereo/\(side)/" + (pair.isRectified ? "image_rect" : "image_raw")
+            let asItCame = !pair.isRectified && image.frame.map { $0.format.pixelFormat == nil } == true
+            if asItCame, let frame = image.frame {
+                let message = ROS2.CompressedImage(header: header, format: "jpeg", data: Array(frame.payload.bytes))
+                messages.append((base + "/compressed", "sensor_msgs/msg/CompressedImage", image.timestampNanoseconds, message.serialized()))
+            } else if let view = image.image {
+                let message: ROS2.Image
+                do { message = try Self.message(ImageBuffer(copying: view), header: header) } catch {
+                    throw .recording(path: path, reason: "the \(side) image of pair \(pair.number): \(error)")
+                }
+                messages.append((base, "sensor_msgs/msg/Image", image.timestampNanoseconds, message.serialized()))
+            } else {
+                throw .recording(path: path, reason: "the \(side) image of pair \(pair.number) has no pixels to record")
+            }
+            if var info = cameraInfo?[side] {
+                info.header = header
+                messages.append(("/stereo/\(side)/camera_info", "sensor_msgs/msg/CameraInfo", image.timestampNanoseconds, info.serialized()))
+            }
+        }
+        let failure: CaptureError? = state.withLock { state in
+            guard let writer = state.writer else { return .recording(path: path, reason: "the recording was already finished or abandoned") }
+            do throws(MCAPWriteError) {
+                for message in messages {
+                    let channel = try Self.channel(message.topic, type: message.type, in: &state, writer: writer)
+                    let sequence = state.sequence[message.topic, default: 0]
+                    state.sequence[message.topic] = sequence &+ 1
+                    let time = UInt64(max(0, message.stamp))
+                    try writer.addMessage(channel: channel, sequence: sequence, logTime: time, publishTime: time, data: message.bytes)
+                }
+            } catch {
+                return .recording(path: path, reason: "\(error)")
+            }
+            state.pairs += 1
+            return nil
+        }
+        if let failure { throw failure }
+    }
+
+    /// Writes the summary and footer and renames the bag into place (over an older file
+    /// when replacing one). Calling it again does nothing.
+    public func finish() throws(CaptureError) {
+        guard let writer = state.withLock({ state -> MCAPWriter? in defer { state.writer = nil }; return state.writer }) else { return }
+        do { try writer.finish() } catch { throw .recording(path: path, reason: "\(error)") }
+    }
+
+    /// Drops the bag being written; whatever was at the path stays as it was.
+    public func abandon() {
+        state.withLock { $0.writer = nil }  // the temporary file goes with the writer
+    }
+
+    // MARK: Messages
+
+    private static func channel(_ topic: String, type: String, in state: inout State, writer: MCAPWriter) throws(MCAPWriteError) -> UInt16 {
+        if let known = state.channels[topic] { return known }
+        let schema: UInt16
+        if let known = state.schemas[type] {
+            schema = known
+        } else {
+            schema = try writer.addSchema(name: type, encoding: "ros2msg", data: Array((ROS2.schemas[type] ?? "").utf8))
+            state.schemas[type] = schema
+        }
+        let channel = try writer.addChannel(schemaID: schema, topic: topic, messageEncoding: "cdr")
+        state.channels[topic] = channel
+        return channel
+    }
+
+    /// An image as a ROS 2 `Image`: packed formats under their ROS encoding, planar and
+    /// semi-planar YUV converted to `rgb8` (ROS has no encoding for them).
+    static func message(_ buffer: ImageBuffer, header: ROS2.Header) throws(ImageError) -> ROS2.Image {
+        let encodings: [PixelFormat: String] = [.gray8: "mono8", .rgb8: "rgb8", .bgr8: "bgr8", .rgba8: "rgba8", .bgra8: "bgra8",
+                                                .yuyv: "yuv422_yuy2", .uyvy: "uyvy"]
+        let packed = encodings[buffer.format] == nil ? try buffer.converted(to: .rgb8) : buffer
+        return ROS2.Image(header: header, height: UInt32(packed.size.height), width: UInt32(packed.size.width),
+                          encoding: encodings[packed.format]!, step: UInt32(packed.bytesPerRow), data: packed.bytes)
+    }
+}

@@ -1,0 +1,130 @@
+import Foundation
+import ParallaxCapture
+import ParallaxGeometry
+import ParallaxImage
+import Testing
+@testable import parallax
+
+/// `capture --output NAME.mcap`: a ROS 2 bag in one MCAP file. (`make test-interop` has
+/// PyPI's readers check the same files independently.)
+@Suite("parallax capture to a ROS 2 bag (.mcap)")
+struct BagCaptureTests {
+    /// Every message of `path`, decoded: images (raw or compressed) and camera info by topic.
+    static func read(_ path: String) throws -> (file: MCAPFile, images: [String: [ROS2.Image]], info: [String: [ROS2.CameraInfo]],
+                                                 compressed: [String: [ROS2.CompressedImage]]) {
+        let file = try MCAPFile(path: path)
+        var images: [String: [ROS2.Image]] = [:], info: [String: [ROS2.CameraInfo]] = [:]
+        var compressed: [String: [ROS2.CompressedImage]] = [:]
+        try file.forEachMessage { message in
+            let type = file.schemas[message.channel.schemaID]?.name
+            switch type {
+            case "sensor_msgs/msg/Image": images[message.channel.topic, default: []].append(try ROS2.Image(cdr: message.data))
+            case "sensor_msgs/msg/CameraInfo": info[message.channel.topic, default: []].append(try ROS2.CameraInfo(cdr: message.data))
+            case "sensor_msgs/msg/CompressedImage":
+                compressed[message.channel.topic, default: []].append(try ROS2.CompressedImage(cdr: message.data))
+            default: Issue.record("a message of type \(type ?? "none") on \(message.channel.topic)")
+            }
+            #expect(message.logTime == message.publishTime)
+        }
+        return (file, images, info, compressed)
+    }
+
+    /// The simulated rig renders the same views at every frame number, so the bag's images
+    /// are the EuRoC recording's, frame for frame.
+    @Test("the simulated rig to a .mcap: two Image topics, a pair per frame asked for, the pixels of an EuRoC recording of the same frames")
+    func simulatedRigToBag() throws {
+        let dir = try ParallaxCLI.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let bag = dir.appendingPathComponent("rec.mcap").path
+        let common = ["capture", "--simulated", "--size", "160x120", "--frames", "4"]
+        let run = try ParallaxCLI.run(common + ["--output", bag])
+        #expect(run.status == 0 && run.stdout.contains("recorded to \(bag) (a ROS 2 bag"), "\(run.stderr)")
+        let folder = try ParallaxCLI.run(common + ["--output", dir.appendingPathComponent("euroc").path])
+        #expect(folder.status == 0, "\(folder.stderr)")
+
+        let (file, images, info, compressed) = try Self.read(bag)
+        #expect(file.profile == "ros2" && file.isComplete)
+        #expect(Set(images.keys) == ["/stereo/left/image_raw", "/stereo/right/image_raw"] && info.isEmpty && compressed.isEmpty)
+        #expect(file.statistics?.messageCount == 8)
+        for (topic, camera) in [("/stereo/left/image_raw", "cam0"), ("/stereo/right/image_raw", "cam1")] {
+            let bagImages = try #require(images[topic])
+            #expect(bagImages.count == 4)
+            let pngFolder = dir.appendingPathComponent("euroc/\(camera)/data")
+            let pngs = try FileManager.default.contentsOfDirectory(atPath: pngFolder.path).sorted()
+                .map { try ImageBuffer(contentsOfFile: pngFolder.appendingPathComponent($0).path) }
+            for image in bagImages {
+                #expect(image.encoding == "mono8" && image.width == 160 && image.height == 120 && image.step == 160)
+                #expect(pngs.contains { $0.bytes == image.data }, "\(topic): an image not among the EuRoC recording's")
+            }
+            // Stamps: the frames' timestamps, rising.
+            let stamps = bagImages.map(\.header.stamp.nanoseconds)
+            #expect(stamps == stamps.sorted() && Set(stamps).count == stamps.count)
+        }
+    }
+
+    @Test("with --calibration: image_rect topics and each side's camera info, K and D the calibration's, P's baseline in metres")
+    func calibrationAddsCameraInfo() throws {
+        let size = ImageSize(width: 160, height: 120)
+        let calibration = SimulatedStereoRig.example(size: size).calibration
+        let dir = try ParallaxCLI.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let file = dir.appendingPathComponent("rig.json").path
+        try FileAccess.writeAtomically(calibration.jsonText(), toPath: file)
+        let bag = dir.appendingPathComponent("rect.mcap").path
+        let run = try ParallaxCLI.run(["capture", "--simulated", "--size", "160x120", "--frames", "3", "--calibration", file, "--output", bag])
+        #expect(run.status == 0, "\(run.stderr)")
+        let (_, images, info, _) = try Self.read(bag)
+        #expect(Set(images.keys) == ["/stereo/left/image_rect", "/stereo/right/image_rect"])
+        #expect(Set(info.keys) == ["/stereo/left/camera_info", "/stereo/right/camera_info"])
+        for side in StereoSide.allCases {
+            let infos = try #require(info["/stereo/\(side)/camera_info"])
+            let rect = try #require(images["/stereo/\(side)/image_rect"])
+            #expect(infos.count == 3 && rect.count == 3)
+            #expect(infos.map(\.header) == rect.map(\.header), "each camera info is stamped like its image")
+            let camera = calibration[side]
+            #expect(infos[0].k == camera.intrinsics.matrix.rowMajor && infos[0].width == 160 && infos[0].height == 120)
+            #expect(Array(infos[0].d.prefix(camera.distortion.coefficients.count)) == camera.distortion.coefficients)
+        }
+        // P2's last column is −f′·baseline; the rig's calibration is in metres, ROS's unit.
+        let p2 = try #require(info["/stereo/right/camera_info"]?.first?.p)
+        let baseline = -p2[3] / p2[0]
+        #expect(abs(baseline - calibration.baseline) <= 1e-12 * calibration.baseline, "baseline \(baseline), calibration's \(calibration.baseline)")
+    }
+
+    @Test("an existing bag is kept unless --overwrite; --independent has no bag; a folder named .mcap is refused")
+    func refusals() throws {
+        let dir = try ParallaxCLI.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let bag = dir.appendingPathComponent("old.mcap").path
+        try FileAccess.writeAtomically("an older file\n", toPath: bag)
+        let common = ["capture", "--simulated", "--size", "160x120", "--frames", "2"]
+        let kept = try ParallaxCLI.run(common + ["--output", bag])
+        #expect(kept.status != 0 && kept.stderr.contains("already exists"), "\(kept.stderr)")
+        #expect(try String(contentsOfFile: bag, encoding: .utf8) == "an older file\n")
+        let replaced = try ParallaxCLI.run(common + ["--output", bag, "--overwrite"])
+        #expect(replaced.status == 0, "\(replaced.stderr)")
+        #expect(try MCAPFile(path: bag).statistics?.messageCount == 4)
+        let independent = try ParallaxCLI.run(common + ["--independent", "--output", dir.appendingPathComponent("i.mcap").path])
+        #expect(independent.status != 0 && independent.stderr.contains("--independent"), "\(independent.stderr)")
+        let folder = dir.appendingPathComponent("folder.mcap")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        let refused = try ParallaxCLI.run(common + ["--output", folder.path])
+        #expect(refused.status != 0 && refused.stderr.contains("is a folder"), "\(refused.stderr)")
+    }
+
+    @Test("virtual MJPEG webcams to a .mcap: the JPEG bytes as they came, as CompressedImage on image_raw/compressed")
+    func mjpegAsItCame() throws {
+        let dir = try ParallaxCLI.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let bag = dir.appendingPathComponent("mjpeg.mcap").path
+        let run = try ParallaxCLI.run(["capture", "--virtual", "--format", "640x480@30:MJPG", "--frames", "3", "--output", bag])
+        #expect(run.status == 0, "\(run.stderr)")
+        let (_, images, _, compressed) = try Self.read(bag)
+        #expect(images.isEmpty && Set(compressed.keys) == ["/stereo/left/image_raw/compressed", "/stereo/right/image_raw/compressed"])
+        for message in compressed.values.joined() {
+            #expect(message.format == "jpeg" && message.data.prefix(2) == [0xFF, 0xD8])
+            let decoded = try ImageBuffer(decoding: message.data)
+            #expect(decoded.size == ImageSize(width: 640, height: 480))
+        }
+    }
+}

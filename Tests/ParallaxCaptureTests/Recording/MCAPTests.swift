@@ -1,0 +1,218 @@
+import Foundation
+import ParallaxGeometry
+import Testing
+@testable import ParallaxCapture
+
+/// The MCAP container and the ROS 2 messages in it: what is written reads back the same,
+/// and every kind of damage is refused with the file, the offset and the reason.
+/// (`make test-interop` has independent readers from PyPI read what this writes.)
+@Suite("MCAP and ROS 2 messages")
+struct MCAPTests {
+    /// A small bag: two image topics and their camera info, `count` frames each, in chunks
+    /// of `chunkSize` bytes.
+    static func sampleBag(count: Int = 5, chunkSize: Int = 512) throws -> (bytes: [UInt8], images: [[UInt8]]) {
+        var bytes: [UInt8] = []
+        let writer = try MCAPWriter(profile: "ros2", chunkSize: chunkSize, output: { bytes.append(contentsOf: $0) })
+        let imageSchema = try writer.addSchema(name: "sensor_msgs/msg/Image", encoding: "ros2msg",
+                                               data: Array(ROS2.schemas["sensor_msgs/msg/Image"]!.utf8))
+        let infoSchema = try writer.addSchema(name: "sensor_msgs/msg/CameraInfo", encoding: "ros2msg",
+                                              data: Array(ROS2.schemas["sensor_msgs/msg/CameraInfo"]!.utf8))
+        let left = try writer.addChannel(schemaID: imageSchema, topic: "/stereo/left/image_raw", messageEncoding: "cdr")
+        let right = try writer.addChannel(schemaID: imageSchema, topic: "/stereo/right/image_raw", messageEncoding: "cdr")
+        let info = try writer.addChannel(schemaID: infoSchema, topic: "/stereo/left/camera_info", messageEncoding: "cdr")
+        var images: [[UInt8]] = []
+        for n in 0..<count {
+            let stamp = Int64(1_000_000_000 + n * 33_333_333)
+            let pixels = (0..<(8 * 6)).map { UInt8(truncatingIfNeeded: $0 * 7 + n) }
+            images.append(pixels)
+            let image = ROS2.Image(header: ROS2.Header(stamp: ROS2.Time(nanoseconds: stamp), frameID: "left"), height: 6, width: 8,
+                                   encoding: "mono8", step: 8, data: pixels)
+            try writer.addMessage(channel: left, sequence: UInt32(n), logTime: UInt64(stamp), publishTime: UInt64(stamp),
+                                  data: image.serialized())
+            try writer.addMessage(channel: right, sequence: UInt32(n), logTime: UInt64(stamp + 1000), publishTime: UInt64(stamp + 1000),
+                                  data: image.serialized())
+            let cameraInfo = ROS2.CameraInfo(header: image.header, height: 6, width: 8, distortionModel: "plumb_bob",
+                                             d: [0.1, -0.2, 0, 0, 0.01], k: [100, 0, 4, 0, 100, 3, 0, 0, 1],
+                                             r: [1, 0, 0, 0, 1, 0, 0, 0, 1], p: [100, 0, 4, 0, 0, 100, 3, 0, 0, 0, 1, 0])
+            try writer.addMessage(channel: info, sequence: UInt32(n), logTime: UInt64(stamp), publishTime: UInt64(stamp),
+                                  data: cameraInfo.serialized())
+        }
+        try writer.finish()
+        return (bytes, images)
+    }
+
+    @Test("what is written reads back: header, summary statistics, channels, and every message in order")
+    func roundTrip() throws {
+        let (bytes, images) = try Self.sampleBag()
+        #expect(Array(bytes.prefix(8)) == MCAPFormat.magic && Array(bytes.suffix(8)) == MCAPFormat.magic)
+        let file = try MCAPFile(bytes: bytes, name: "sample.mcap")
+        #expect(file.profile == "ros2" && file.library.hasPrefix("parallax "))
+        let statistics = try #require(file.statistics)
+        #expect(statistics.messageCount == 15 && statistics.channelCount == 3 && statistics.schemaCount == 2)
+        #expect(statistics.chunkCount > 1, "512-byte chunks: the 15 messages (about 100 bytes each) span several")
+        #expect(statistics.channelMessageCounts == [0: 5, 1: 5, 2: 5])
+        #expect(statistics.messageStartTime == 1_000_000_000 && statistics.messageEndTime == 1_000_000_000 + 4 * 33_333_333 + 1000)
+        var seen: [String: [UInt64]] = [:]
+        var decoded: [[UInt8]] = []
+        try file.forEachMessage { message in
+            seen[message.channel.topic, default: []].append(message.logTime)
+            if message.channel.topic == "/stereo/left/image_raw" {
+                let image = try ROS2.Image(cdr: message.data)
+                #expect(image.width == 8 && image.height == 6 && image.encoding == "mono8" && image.header.frameID == "left")
+                #expect(image.header.stamp.nanoseconds == Int64(message.logTime))
+                decoded.append(image.data)
+            } else if message.channel.topic == "/stereo/left/camera_info" {
+                let info = try ROS2.CameraInfo(cdr: message.data)
+                #expect(info.d == [0.1, -0.2, 0, 0, 0.01] && info.k[0] == 100 && info.p[10] == 1 && info.distortionModel == "plumb_bob")
+            }
+        }
+        #expect(decoded == images)
+        #expect(seen.mapValues(\.count) == ["/stereo/left/image_raw": 5, "/stereo/right/image_raw": 5, "/stereo/left/camera_info": 5])
+        #expect(seen["/stereo/left/image_raw"] == seen["/stereo/left/image_raw"]?.sorted())
+    }
+
+    @Test("ROS 2 time splits nanoseconds into seconds and a nanosecond part below 10⁹, also before the epoch")
+    func timeSplits() {
+        #expect(ROS2.Time(nanoseconds: 1_500_000_001) == ROS2.Time(sec: 1, nanosec: 500_000_001))
+        #expect(ROS2.Time(nanoseconds: -1) == ROS2.Time(sec: -1, nanosec: 999_999_999))
+        #expect(ROS2.Time(nanoseconds: -1).nanoseconds == -1)
+    }
+
+    /// Each kind of damage, made to a good file, and what the reader must say about it.
+    @Test("damage is refused with the offset and the reason: cut short, a bad CRC, a record longer than the file, a compressed chunk, an unknown channel, not MCAP")
+    func damageIsRefused() throws {
+        let (good, _) = try Self.sampleBag()
+        func refusal(_ bytes: [UInt8], truncated: Bool = false) -> MCAPReadError? {
+            do {
+                let file = try MCAPFile(bytes: bytes, name: "bag.mcap", allowingTruncation: truncated)
+                try file.forEachMessage { _ in }
+                return nil
+            } catch let error as MCAPReadError {
+                return error
+            } catch {
+                Issue.record("not an MCAPReadError: \(error)")
+                return nil
+            }
+        }
+        // Not MCAP, or another major version.
+        #expect(refusal(Array("hello world, not a bag".utf8))?.reason.contains("not an MCAP file") == true)
+        var version = good
+        version[5] = 0x31
+        #expect(refusal(version)?.reason.contains("major version") == true)
+        // Cut short: refused unless truncation is allowed, then the whole records are read.
+        let cut = Array(good.prefix(good.count / 2))
+        #expect(refusal(cut)?.reason.contains("cut short") == true)
+        #expect(refusal(cut, truncated: true) == nil)
+        // One byte flipped inside a chunk's records: the chunk's CRC.
+        let chunkAt = try #require(Self.offsets(of: .chunk, in: good).first)
+        var flipped = good
+        flipped[chunkAt + 9 + 8 + 8 + 8 + 4 + 4 + 8 + 40] ^= 0xFF
+        let badChunk = try #require(refusal(flipped))
+        #expect(badChunk.offset == chunkAt && badChunk.reason.contains("chunk's CRC-32"), "\(badChunk)")
+        // A flipped byte in the summary: the footer's CRC.
+        var summary = good
+        summary[good.count - 8 - 29 - 30] ^= 0x01
+        #expect(refusal(summary)?.reason.contains("summary's CRC-32") == true)
+        // A record whose length runs past the file.
+        var long = good
+        long.replaceSubrange((chunkAt + 1)..<(chunkAt + 9), with: withUnsafeBytes(of: UInt64(1 << 40).littleEndian, Array.init))
+        let tooLong = try #require(refusal(long))
+        #expect(tooLong.offset == chunkAt && tooLong.reason.contains("more than the"), "\(tooLong)")
+        // A chunk compressed with something Parallax does not read ("" → "zstd" changes the length: rebuild).
+        let zstd = try Self.rewritingFirstChunk(good) { compression in compression = Array("zstd".utf8) }
+        let compressed = try #require(refusal(zstd))
+        #expect(compressed.reason.contains("\"zstd\""), "\(compressed)")
+        // A message on a channel the file never defines.
+        var stray = good
+        let messageAt = chunkAt + 9 + 8 + 8 + 8 + 4 + 4 + 8  // the chunk's first record
+        let firstMessage = try #require(Self.firstMessage(in: stray, from: messageAt))
+        stray[firstMessage + 9] = 0x63  // channel 99
+        stray[firstMessage + 10] = 0
+        let unknown = try #require(refusal(Self.recomputingChunkCRC(stray, chunkAt: chunkAt)))
+        #expect(unknown.reason.contains("channel 99") && unknown.offset == firstMessage, "\(unknown)")
+        #expect(unknown.description.hasPrefix("bag.mcap: at byte \(firstMessage): "))
+    }
+
+    @Test("CDR that does not decode names its field: a short image, data that is not height × step, big-endian CDR")
+    func cdrDamage() throws {
+        let image = ROS2.Image(header: ROS2.Header(stamp: ROS2.Time(nanoseconds: 5), frameID: "f"), height: 2, width: 2, encoding: "mono8",
+                               step: 2, data: [1, 2, 3, 4])
+        let bytes = image.serialized()
+        #expect(try bytes.withUnsafeBytes { try ROS2.Image(cdr: $0) } == image)
+        let short = Array(bytes.dropLast(3))
+        #expect(throws: CDRError.self) { try short.withUnsafeBytes { try ROS2.Image(cdr: $0) } }
+        var lying = bytes
+        lying[lying.count - 12] = 3  // step 3: its low byte sits before data's count (4) and its 4 bytes
+        let mismatch = try #require(throws: CDRError.self) { try lying.withUnsafeBytes { try ROS2.Image(cdr: $0) } }
+        #expect(mismatch.field == "data" && mismatch.reason.contains("height × step"), "\(mismatch)")
+        var bigEndian = bytes
+        bigEndian[1] = 0
+        let be = try #require(throws: CDRError.self) { try bigEndian.withUnsafeBytes { try ROS2.Image(cdr: $0) } }
+        #expect(be.reason.contains("big-endian"))
+    }
+
+    @Test("the ros2msg schemas name each type they use, after a line of = and MSG:")
+    func schemasListTheirDependencies() throws {
+        let info = try #require(ROS2.schemas["sensor_msgs/msg/CameraInfo"])
+        #expect(info.hasPrefix("std_msgs/Header header\n"))
+        for dependency in ["std_msgs/Header", "builtin_interfaces/Time", "sensor_msgs/RegionOfInterest"] {
+            #expect(info.contains(String(repeating: "=", count: 80) + "\nMSG: \(dependency)\n"), "\(dependency)")
+        }
+    }
+
+    // MARK: Helpers that edit files
+
+    /// Offsets of the records with `opcode` in the data section (records walked from the header).
+    static func offsets(of opcode: MCAPFormat.Opcode, in bytes: [UInt8]) -> [Int] {
+        var found: [Int] = []
+        var at = 8
+        while at + 9 <= bytes.count {
+            let length = bytes[(at + 1)..<(at + 9)].reversed().reduce(0) { $0 << 8 | Int($1) }
+            if bytes[at] == opcode.rawValue { found.append(at) }
+            if bytes[at] == MCAPFormat.Opcode.footer.rawValue { break }
+            at += 9 + length
+        }
+        return found
+    }
+
+    /// The first Message record from `start` on (inside a chunk's records).
+    static func firstMessage(in bytes: [UInt8], from start: Int) -> Int? {
+        var at = start
+        while at + 9 <= bytes.count {
+            if bytes[at] == MCAPFormat.Opcode.message.rawValue { return at }
+            at += 9 + bytes[(at + 1)..<(at + 9)].reversed().reduce(0) { $0 << 8 | Int($1) }
+        }
+        return nil
+    }
+
+    /// The file with the first chunk's CRC recomputed over its (edited) records.
+    static func recomputingChunkCRC(_ bytes: [UInt8], chunkAt: Int) -> [UInt8] {
+        var out = bytes
+        let recordsAt = chunkAt + 9 + 8 + 8 + 8 + 4 + 4 + 8
+        let size = bytes[(chunkAt + 9 + 16)..<(chunkAt + 9 + 24)].reversed().reduce(0) { $0 << 8 | Int($1) }
+        let crc = bytes[recordsAt..<(recordsAt + size)].withUnsafeBytes { CRC32.of($0) }
+        out.replaceSubrange((chunkAt + 9 + 24)..<(chunkAt + 9 + 28), with: withUnsafeBytes(of: crc.littleEndian, Array.init))
+        return out
+    }
+
+    /// The file with the first chunk's compression string replaced by `edit`'s (lengths fixed;
+    /// offsets after it no longer match the summary, which the reader does not need to read
+    /// messages in file order).
+    static func rewritingFirstChunk(_ bytes: [UInt8], _ edit: (inout [UInt8]) -> Void) throws -> [UInt8] {
+        let chunkAt = try #require(offsets(of: .chunk, in: bytes).first)
+        let length = bytes[(chunkAt + 1)..<(chunkAt + 9)].reversed().reduce(0) { $0 << 8 | Int($1) }
+        let compressionAt = chunkAt + 9 + 28
+        var compression: [UInt8] = []
+        edit(&compression)
+        var content = Array(bytes[(chunkAt + 9)..<compressionAt])
+        content += withUnsafeBytes(of: UInt32(compression.count).littleEndian, Array.init) + compression
+        content += bytes[(compressionAt + 4)..<(chunkAt + 9 + length)]
+        let prefix = [MCAPFormat.Opcode.chunk.rawValue] + withUnsafeBytes(of: UInt64(content.count).littleEndian, Array.init)
+        // Drop the summary (its offsets moved): a file whose footer says there is none.
+        let dataEnd = try #require(offsets(of: .dataEnd, in: bytes).first)
+        var out = Array(bytes[..<chunkAt]) + prefix + content + Array(bytes[(chunkAt + 9 + length)..<dataEnd])
+        out += [MCAPFormat.Opcode.dataEnd.rawValue] + withUnsafeBytes(of: UInt64(4).littleEndian, Array.init) + [0, 0, 0, 0]
+        out += [MCAPFormat.Opcode.footer.rawValue] + withUnsafeBytes(of: UInt64(20).littleEndian, Array.init) + [UInt8](repeating: 0, count: 20)
+        return out + MCAPFormat.magic
+    }
+}
