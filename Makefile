@@ -13,7 +13,7 @@ COMPARE_PACKAGES := python3 python3-venv
 # Extra flags for `swift test`, e.g. `make test TEST_FLAGS="--filter Geometry"`.
 TEST_FLAGS ?=
 
-.PHONY: all deps install-packages build release demo check-demo check-bad-inputs docs test short-soak allocations test-cpus check-interop check-arm64 check-live test-asan test-tsan test-kernel soak fuzz bench bench-pair compare-opencv clean
+.PHONY: all deps install-packages build release demo check-demo check-bad-inputs docs test short-soak allocations test-cpus check-interop test-interop check-arm64 check-live test-asan test-tsan test-kernel soak fuzz bench bench-pair compare-opencv clean
 
 all: build
 
@@ -81,6 +81,9 @@ test-cpus: deps
 check-interop: build
 	@$(MAKE) --no-print-directory install-packages PACKAGES="$(COMPARE_PACKAGES)"
 	Tests/Interop/run
+
+# The same: OpenCV reads the calibration YAML, PyPI's mcap and mcap-ros2-support read the bags.
+test-interop: check-interop
 
 # The C kernels (Sources/CRemapKernels) built for arm64 and run under qemu-user: the same
 # bits as on this machine at every vector level (Tests/CrossArchitecture/run; a few seconds).
@@ -221,7 +224,7 @@ soak: deps
 # input that needs more than 2 GiB or a leak, naming the saved input and how to replay it
 # (Fuzz/run). Not part of `make test`.
 SECONDS ?= 60
-FUZZ_TARGETS := calibration-json opencv-yaml ros-camera-info corner-list euroc-csv images values
+FUZZ_TARGETS := calibration-json opencv-yaml ros-camera-info corner-list euroc-csv images mcap values
 FUZZ_FLAGS := -c release --package-path Fuzz --scratch-path .build-fuzz \
 	-Xswiftc -sanitize=fuzzer,address -Xswiftc -parse-as-library \
 	-Xcc -fsanitize=fuzzer-no-link -Xcc -fsanitize=address

@@ -34,6 +34,7 @@ let package = Package(
         .executableTarget(name: "corner-list", dependencies: ["FuzzSupport", parallax("ParallaxGeometry"), parallax("ParallaxCalibration")]),
         .executableTarget(name: "euroc-csv", dependencies: ["FuzzSupport", parallax("ParallaxCapture")]),
         .executableTarget(name: "images", dependencies: ["FuzzSupport", parallax("ParallaxImage")]),
+        .executableTarget(name: "mcap", dependencies: ["FuzzSupport", parallax("ParallaxCapture")]),
         .executableTarget(
             name: "values",
             dependencies: [

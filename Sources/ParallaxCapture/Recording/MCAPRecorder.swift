@@ -20,7 +20,8 @@ public protocol StereoPairRecorder: AnyObject, Sendable {
 extension EuRoCRecorder: StereoPairRecorder {}
 
 /// Records a session's pairs as a ROS 2 bag in one MCAP file (the `ros2` profile, CDR
-/// messages with `ros2msg` schemas), as `ros2 bag`, Foxglove and the `mcap` tools read it:
+/// messages with `ros2msg` schemas; `make test-interop` has PyPI's `mcap` and
+/// `mcap-ros2-support` read it):
 ///
 /// | topic | type | what |
 /// |---|---|---|
@@ -78,6 +79,7 @@ public final class MCAPRecorder: StereoPairRecorder {
     /// Pairs written so far.
     public var pairsWritten: Int { state.withLock { $0.pairs } }
 
+    /// True until ``finish()`` or ``abandon()``.
     public var isOpen: Bool { state.withLock { $0.writer != nil } }
 
     /// Writes both sides of `pair` (and their camera info); a failure ends the recording,

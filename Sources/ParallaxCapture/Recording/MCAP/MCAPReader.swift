@@ -10,6 +10,7 @@ public struct MCAPReadError: Error, Sendable, CustomStringConvertible {
     /// What is wrong, as a sentence.
     public var reason: String
 
+    /// `FILE: at byte N: reason`.
     public var description: String { "\(file)" + (offset.map { ": at byte \($0)" } ?? "") + ": \(reason)" }
 }
 
@@ -20,8 +21,8 @@ public struct MCAPReadError: Error, Sendable, CustomStringConvertible {
 /// length against the file, every field against its record, the chunks' CRC-32 and the
 /// data section's and summary's, channels named by messages, chunk compression (only
 /// uncompressed chunks are read; others are refused by name). A file cut short, as a
-/// recording killed mid-write leaves it, has no footer: ``init(path:)`` refuses it, and
-/// ``init(path:allowingTruncation:)`` reads the records that are whole.
+/// recording killed mid-write leaves it, has no footer: ``init(path:allowingTruncation:)``
+/// refuses it, unless `allowingTruncation`, which reads the records that are whole.
 public final class MCAPFile {
     /// The file's path (or the name given to bytes read from memory).
     public let name: String
@@ -89,8 +90,10 @@ public final class MCAPFile {
         let magic = MCAPFormat.magic
         do {
             guard raw.count >= magic.count, Array(raw.prefix(magic.count)) == magic else {
-                throw fail(0, raw.count >= 5 && Array(raw.prefix(5)) == Array(magic.prefix(5))
-                           ? "MCAP major version \(raw[5]) is not 0 (\"0\"), the one Parallax reads" : "not an MCAP file (no MCAP magic at the start)")
+                // The sixth byte is the major version, an ASCII digit.
+                let otherVersion = raw.count >= 6 && Array(raw.prefix(5)) == Array(magic.prefix(5))
+                throw fail(0, otherVersion ? "MCAP major version \(Character(Unicode.Scalar(raw[5]))) is not 0, the one Parallax reads"
+                                           : "not an MCAP file (no MCAP magic at the start)")
             }
             // The header, first.
             guard let header = try record(at: magic.count, in: raw), header.opcode == .header else {

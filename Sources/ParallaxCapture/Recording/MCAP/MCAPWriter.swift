@@ -13,6 +13,7 @@ public enum MCAPWriteError: Error, Sendable, CustomStringConvertible {
     /// The writer was used after ``MCAPWriter/finish()``.
     case finished
 
+    /// The reason, as a sentence.
     public var description: String {
         switch self {
         case .cannotWrite(let error): "\(error)"

@@ -246,6 +246,7 @@ public struct CDRError: Error, Sendable, CustomStringConvertible {
     /// What is wrong.
     public var reason: String
 
+    /// `the message's FIELD REASON`.
     public var description: String { "the message's \(field) \(reason)" }
 }
 
