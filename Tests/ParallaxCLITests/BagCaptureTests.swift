@@ -127,4 +127,44 @@ struct BagCaptureTests {
             #expect(decoded.size == ImageSize(width: 640, height: 480))
         }
     }
+
+    @Test("stream --recording plays a bag (and an EuRoC folder) back: every pair, the topics found or named, options it cannot honour refused")
+    func streamPlaysRecordings() throws {
+        let dir = try ParallaxCLI.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let bag = dir.appendingPathComponent("rec.mcap").path
+        let folder = dir.appendingPathComponent("euroc").path
+        for output in [bag, folder] {
+            let run = try ParallaxCLI.run(["capture", "--simulated", "--size", "160x120", "--frames", "6", "--output", output])
+            #expect(run.status == 0, "\(run.stderr)")
+        }
+        func pairs(_ arguments: [String]) throws -> (status: Int32, pairs: Int?, stderr: String) {
+            let run = try ParallaxCLI.run(["stream", "--raw", "--json"] + arguments)
+            let json = run.stdout.split(separator: "\n").last.flatMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+            return (run.status, json?["pairs"] as? Int, run.stderr)
+        }
+        // Every pair recorded, whether the topics are found (exactly two image topics) or named.
+        for arguments in [["--recording", bag], ["--recording", bag, "--left-topic", "/stereo/left/image_raw",
+                                                 "--right-topic", "/stereo/right/image_raw"], ["--recording", folder]] {
+            let played = try pairs(arguments)
+            #expect(played.status == 0 && played.pairs == 6, "\(arguments): \(played.stderr)")
+        }
+        // Asked for more pairs than it holds: the shortfall is an error, as with cameras.
+        let more = try pairs(["--recording", bag, "--frames", "10"])
+        #expect(more.status == 1 && more.stderr.contains("after 6 of 10 pairs"), "\(more.stderr)")
+        // A topic the bag does not have is named, with the image topics it has.
+        let missing = try pairs(["--recording", bag, "--left-topic", "/stereo/left/camera_info", "--right-topic", "/stereo/right/image_raw"])
+        #expect(missing.status != 0 && missing.stderr.contains("has no topic /stereo/left/camera_info"), "\(missing.stderr)")
+        let refused = try pairs(["--recording", bag, "--format", "160x120@30:GREY"])
+        #expect(refused.status != 0 && refused.stderr.contains("--recording plays back the recorded format"), "\(refused.stderr)")
+        let stray = try pairs(["--simulated", "--left-topic", "/a"])
+        #expect(stray.status != 0 && stray.stderr.contains("--left-topic and --right-topic choose a bag's topics"), "\(stray.stderr)")
+        let nothing = try pairs(["--recording", dir.appendingPathComponent("none.mcap").path])
+        #expect(nothing.status != 0 && nothing.stderr.contains("no such file or folder"), "\(nothing.stderr)")
+        // A file that is not MCAP is named with the reader's reason.
+        let text = dir.appendingPathComponent("text.mcap").path
+        try FileAccess.writeAtomically("not a bag\n", toPath: text)
+        let notMCAP = try pairs(["--recording", text])
+        #expect(notMCAP.status != 0 && notMCAP.stderr.contains("not an MCAP file") && notMCAP.stderr.contains("text.mcap"), "\(notMCAP.stderr)")
+    }
 }

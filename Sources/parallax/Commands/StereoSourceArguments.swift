@@ -6,7 +6,8 @@ import ParallaxImage
 import ParallaxTestSupport
 
 /// Where `capture` and `stream` get their two cameras: the simulated rig, two virtual
-/// UVC cameras, or two real ones, with one format and an optional frame-rate cap.
+/// UVC cameras, two real ones, or a recording (an EuRoC folder or a ROS 2 bag), with one
+/// format and an optional frame-rate cap.
 struct StereoSourceArguments: ParsableArguments {
     @Flag(name: .long, help: ArgumentHelp("The simulated rig (no hardware): \(SimulatedRigTiming.summary)."))
     var simulated = false
@@ -19,6 +20,15 @@ struct StereoSourceArguments: ParsableArguments {
 
     @Option(name: .long, help: "Right camera: a device node or a stable identity.")
     var right: String?
+
+    @Option(name: .long, help: "A recording played back as the two cameras: an EuRoC folder (cam0, cam1), a ROS 2 bag in one MCAP file (NAME.mcap), or a rosbag2 folder holding one (metadata.yaml beside it).")
+    var recording: String?
+
+    @Option(name: .customLong("left-topic"), help: "With a bag: the left camera's image topic (sensor_msgs Image or CompressedImage). Default: of exactly two image topics, the one whose name says left.")
+    var leftTopic: String?
+
+    @Option(name: .customLong("right-topic"), help: "With a bag: the right camera's image topic. Default: the other of exactly two image topics.")
+    var rightTopic: String?
 
     @Option(name: .long, help: "Format WxH@FPS:FOURCC, e.g. 1280x720@30:YUYV (FOURCC defaults to YUYV). Default: the largest shared format both cameras run at 25 fps or more.",
             transform: FormatArgument.parse)
@@ -40,9 +50,19 @@ struct StereoSourceArguments: ParsableArguments {
     var realTime = false
 
     func validate() throws {
-        let chosen = [simulated, virtual, left != nil || right != nil].filter { $0 }.count
+        let chosen = [simulated, virtual, left != nil || right != nil, recording != nil].filter { $0 }.count
         guard chosen == 1 else {
-            throw ValidationError("choose one source: --simulated, --virtual, or --left and --right (see `parallax devices`)")
+            throw ValidationError("choose one source: --simulated, --virtual, --left and --right (see `parallax devices`), or --recording")
+        }
+        if recording == nil && (leftTopic != nil || rightTopic != nil) {
+            throw ValidationError("--left-topic and --right-topic choose a bag's topics: give them with --recording NAME.mcap")
+        }
+        if recording != nil {
+            // A recording plays back what it holds: another format or a cap cannot be honoured.
+            if format != nil || maxFPS != nil || decode != nil || corruptFramesPercent != nil || size != nil {
+                throw ValidationError("--recording plays back the recorded format and times: --format, --max-fps, --size, --decode "
+                                      + "and --corrupt-frames are for cameras")
+            }
         }
         if left != nil || right != nil {
             guard left != nil, right != nil else { throw ValidationError("give both --left and --right") }
@@ -140,6 +160,7 @@ struct StereoSourceArguments: ParsableArguments {
     /// simulated rig, `movingBoard` makes its board follow ``BoardTrajectory/calibrationSweep(for:holdSeconds:moveSeconds:)``
     /// and `noise` adds sensor noise (pixel levels) to each frame.
     func open(quiet: Bool = false, movingBoard: Bool = false, noise: Double = 0) throws -> Source {
+        if let recording { return try openRecording(recording, quiet: quiet) }
         let requested = format?.format
         var source: Source
         let corrupt = (corruptFramesPercent ?? 0) / 100
@@ -228,6 +249,49 @@ struct StereoSourceArguments: ParsableArguments {
             source.knownCalibration = SimulatedStereoRig.example(size: format.size).calibration
         }
         return source
+    }
+
+    /// `--recording`: an EuRoC folder, an MCAP bag, or a rosbag2 folder with one MCAP file,
+    /// configured at the recorded format (the left camera's; the right must match it).
+    private func openRecording(_ path: String, quiet: Bool) throws -> Source {
+        let pace: SimulationPace = realTime ? .realTime : .asFastAsPossible
+        var isFolder: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: path, isDirectory: &isFolder) else {
+            throw CLIError("--recording \(path): no such file or folder")
+        }
+        var bagPath: String?
+        if !isFolder.boolValue {
+            bagPath = path
+        } else if FileManager.default.fileExists(atPath: path + "/metadata.yaml") {
+            let files = ((try? FileManager.default.contentsOfDirectory(atPath: path)) ?? []).filter { $0.hasSuffix(".mcap") }.sorted()
+            guard files.count == 1 else {
+                throw CLIError("--recording \(path): a rosbag2 folder with \(files.count) .mcap files; Parallax plays one "
+                               + "(a bag stored as sqlite3 is not read: convert it with `ros2 bag convert` to MCAP)")
+            }
+            bagPath = path + "/" + files[0]
+        }
+        let device: StereoDevice
+        if let bagPath {
+            let bag = try MCAPBag(path: bagPath)
+            var topics = bag.defaultTopics
+            if let leftTopic, let rightTopic { topics = PerSide(left: leftTopic, right: rightTopic) }
+            else if leftTopic != nil || rightTopic != nil, let defaults = topics {
+                topics = PerSide(left: leftTopic ?? defaults.left, right: rightTopic ?? defaults.right)
+            }
+            guard let topics else {
+                throw CLIError("--recording \(bagPath) has \(bag.imageTopics.count) image topics (\(bag.imageTopics.joined(separator: ", "))): "
+                               + "name two with --left-topic and --right-topic")
+            }
+            device = try StereoDevice(bag: bag, topics: topics, pace: pace)
+        } else {
+            device = try StereoDevice(recording: path, pace: pace)
+        }
+        guard let format = try device.constituents.left.supportedFormats().first else {
+            throw CLIError("--recording \(path): the left camera has no format")
+        }
+        let configured = try device.configure(StereoConfiguration(format: format))
+        if !quiet { FileHandle.standardError.write(Data("recording: \(configured.format)\n".utf8)) }
+        return Source(device: device)
     }
 
     /// The cameras `--virtual` plugs in at /dev/video0 (left) and /dev/video2 (right): two

@@ -41,13 +41,20 @@ struct StreamCommand: AsyncParsableCommand {
               parallax stream --simulated --real-time --consumer-delay 50ms --adapt-frame-rate --frames 300
               parallax stream --virtual --frames 200 --unplug right@2s --replug right@3s --json
               parallax stream --simulated --format 1280x720@30:MJPG --corrupt-frames 5 --json
+              parallax stream --recording rec.mcap --left-topic /stereo/left/image_raw --right-topic /stereo/right/image_raw --raw --json
               parallax stream --left /dev/video0 --right /dev/video2 --calibration rig.json --convergence 1.5m
             """)
 
     @OptionGroup var source: StereoSourceArguments
 
-    @Option(name: .long, parsing: .unconditional, help: "Pairs to receive before stopping.")
-    var frames: Int = 300
+    @Option(name: .customLong("frames"), parsing: .unconditional,
+            help: "Pairs to receive before stopping (default: 300; with --recording, every pair it holds).")
+    var framesOption: Int?
+
+    /// The pairs asked for: `--frames`, else 300 from cameras and all of a recording.
+    var frames: Int { framesOption ?? (playsWholeRecording ? Int.max : 300) }
+    /// A recording played to its end: no `--frames`, so its end is no shortfall.
+    var playsWholeRecording: Bool { framesOption == nil && source.recording != nil }
 
     @Option(name: .long, help: "Rectify with this calibration (Parallax JSON, OpenCV YAML or ROS camera_info, see `rectify --help`).")
     var calibration: String?
@@ -93,7 +100,7 @@ struct StreamCommand: AsyncParsableCommand {
     var json = false
 
     func validate() throws {
-        guard frames > 0 else { throw ValidationError("--frames must be positive") }
+        guard framesOption.map({ $0 > 0 }) ?? true else { throw ValidationError("--frames must be positive") }
         if !source.virtual && !(unplug.isEmpty && replug.isEmpty && fault.isEmpty) {
             throw ValidationError("--unplug, --replug and --fault work on the virtual cameras only (--virtual)")
         }
@@ -140,8 +147,9 @@ struct StreamCommand: AsyncParsableCommand {
         let interruption = Interruption { session.stop() }
         defer { interruption.cancel() }
         let fps = opened.device.deliveredFramesPerSecond ?? 30
-        let deadline = timeout?.seconds ?? (Double(frames) / fps * 2 + 10)
-        if timeout == nil, deadline > 3600 {
+        // A recording played whole ends by itself; anything else within twice its time.
+        let deadline = timeout?.seconds ?? (playsWholeRecording ? 1e9 : Double(frames) / fps * 2 + 10)
+        if timeout == nil, deadline > 3600, !playsWholeRecording {
             FileHandle.standardError.write(Data(("stream: \(frames) pairs at \(String(format: "%g", fps)) per second take "
                 + "\(Self.duration(Double(frames) / fps)); the run stops after \(Self.duration(deadline)) unless --timeout "
                 + "sets another limit\n").utf8))
@@ -185,7 +193,7 @@ struct StreamCommand: AsyncParsableCommand {
             printSummary(stats, pairs: received, seconds: elapsed, mismatched: mismatched)
         }
         if let mismatched, mismatched > 0 { throw CLIError("\(mismatched) pairs were not taken at the same moment") }
-        if received < frames, !interruption.fired {
+        if received < frames, !interruption.fired, !playsWholeRecording {
             // The timeout's own stop says only "stopped": say why it stopped.
             var reason = "timed out after \(String(format: "%g", deadline)) s"
             if !timedOut.withLock({ $0 }), case .stopped(let why) = endEvent?.kind { reason = why }

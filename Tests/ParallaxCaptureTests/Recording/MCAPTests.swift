@@ -219,3 +219,28 @@ struct MCAPTests {
         return out + MCAPFormat.magic
     }
 }
+
+/// A bag's topic played back as a camera: the image layouts ROS 2 uses, rows with padding.
+@Suite("Bag topics as cameras")
+struct BagTopicDeviceTests {
+    @Test("ROS 2 images become packed images: mono8, rgb8 with padded rows, yuv422_yuy2, rgba8 without its alpha; other encodings are refused by name")
+    func imagesUnpack() throws {
+        let header = ROS2.Header(stamp: ROS2.Time(nanoseconds: 1), frameID: "")
+        // 3×2 rgb8 with rows of 12 bytes (3 of padding).
+        let padded = ROS2.Image(header: header, height: 2, width: 3, encoding: "rgb8", step: 12,
+                                data: [1, 2, 3, 4, 5, 6, 7, 8, 9, 0, 0, 0, 10, 11, 12, 13, 14, 15, 16, 17, 18, 0, 0, 0])
+        let rgb = try BagTopicDevice.image(padded)
+        #expect(rgb.format == .rgb8 && rgb.bytes == [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18])
+        let mono = try BagTopicDevice.image(ROS2.Image(header: header, height: 1, width: 2, encoding: "mono8", step: 2, data: [7, 9]))
+        #expect(mono.format == .gray8 && mono.bytes == [7, 9])
+        let yuyv = try BagTopicDevice.image(ROS2.Image(header: header, height: 1, width: 2, encoding: "yuv422_yuy2", step: 4, data: [1, 2, 3, 4]))
+        #expect(yuyv.format == .yuyv && yuyv.bytes == [1, 2, 3, 4])
+        let rgba = try BagTopicDevice.image(ROS2.Image(header: header, height: 1, width: 1, encoding: "rgba8", step: 4, data: [9, 8, 7, 255]))
+        #expect(rgba.format == .rgb8 && rgba.bytes == [9, 8, 7])
+        let sixteen = ROS2.Image(header: header, height: 1, width: 1, encoding: "mono16", step: 2, data: [0, 1])
+        #expect(throws: CDRError.self) { try BagTopicDevice.image(sixteen) }
+        let short = ROS2.Image(header: header, height: 1, width: 4, encoding: "rgb8", step: 6, data: [UInt8](repeating: 0, count: 6))
+        let error = try #require(throws: CDRError.self) { try BagTopicDevice.image(short) }
+        #expect(error.field == "step", "\(error)")
+    }
+}

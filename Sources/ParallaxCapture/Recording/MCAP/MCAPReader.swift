@@ -202,6 +202,27 @@ public final class MCAPFile {
         }
     }
 
+    /// Every message on `topic`, in file order (read with ``forEachMessage(_:)``, so every
+    /// check it makes is made), as entries to read again with ``withData(of:_:)``.
+    public func entries(onTopic topic: String) throws -> [MCAPMessageEntry] {
+        var found: [MCAPMessageEntry] = []
+        try forEachMessage { message in
+            guard message.channel.topic == topic, let base = raw.baseAddress, let start = message.data.baseAddress else { return }
+            let offset = base.distance(to: start)
+            found.append(MCAPMessageEntry(channelID: message.channel.id, sequence: message.sequence, logTime: message.logTime,
+                                          publishTime: message.publishTime, dataRange: offset..<(offset + message.data.count)))
+        }
+        return found
+    }
+
+    /// Calls `body` with the bytes of `entry` (from ``entries(onTopic:)`` of this file). The
+    /// bytes are the file's, read only, and valid during the call. Safe to call from several
+    /// threads at once: the bytes never change.
+    public func withData<R>(of entry: MCAPMessageEntry, _ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
+        precondition(entry.dataRange.lowerBound >= 0 && entry.dataRange.upperBound <= raw.count, "an entry of another file")
+        return try body(UnsafeRawBufferPointer(rebasing: raw[entry.dataRange]))
+    }
+
     private func deliver(_ f: inout MCAPFieldReader, at: Int, _ body: (MCAPMessage) throws -> Void) throws {
         let channelID = try f.u16("channel_id")
         let sequence = try f.u32("sequence")

@@ -62,3 +62,16 @@ public struct MCAPMessage {
     /// Where its record starts in the file (inside a chunk: where the chunk starts).
     public var fileOffset: Int
 }
+
+/// Where one message of an MCAP file is: enough to read it again
+/// (``MCAPFile/withData(of:_:)``) without holding its bytes.
+public struct MCAPMessageEntry: Sendable, Hashable {
+    /// Its channel's id.
+    public var channelID: UInt16
+    /// The writer's sequence number.
+    public var sequence: UInt32
+    /// When it was logged and published (nanoseconds).
+    public var logTime: UInt64, publishTime: UInt64
+    /// Its serialized bytes' place in the file.
+    public var dataRange: Range<Int>
+}
