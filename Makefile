@@ -2,7 +2,7 @@
 # Both first install the Debian packages the build uses when any is missing.
 
 SWIFT ?= swift
-DEBIAN_PACKAGES := pkg-config libv4l-dev liblapacke-dev libopenblas-dev libturbojpeg0-dev libjpeg62-turbo-dev libpng-dev libudev-dev opencv-doc
+DEBIAN_PACKAGES := pkg-config libv4l-dev liblapacke-dev libopenblas-dev libturbojpeg0-dev libjpeg62-turbo-dev libpng-dev libudev-dev libzstd-dev opencv-doc
 # Only `make test-kernel` needs these (qemu boots Debian's kernel with the vivid driver).
 KERNEL_PACKAGES := qemu-system-x86 busybox-static cpio kmod
 # Only `make check-arm64` needs these: qemu-user runs the C kernels built for arm64 against

@@ -46,11 +46,14 @@ let package = Package(
             linkerSettings: [.linkedLibrary("png16"), .linkedLibrary("turbojpeg"), .linkedLibrary("jpeg")]
         ),
 
+        /// libzstd: the zstd-compressed chunks of MCAP bags.
+        .target(name: "CZstd", linkerSettings: [.linkedLibrary("zstd")]),
+
         // MARK: Library layers
 
         .target(name: "ParallaxGeometry", dependencies: ["CRemapKernels"]),
         .target(name: "ParallaxImage", dependencies: ["ParallaxGeometry", "CImageCodecs", "CRemapKernels"]),
-        .target(name: "ParallaxCapture", dependencies: ["ParallaxGeometry", "ParallaxImage", "CV4L2"]),
+        .target(name: "ParallaxCapture", dependencies: ["ParallaxGeometry", "ParallaxImage", "CV4L2", "CZstd"]),
         .target(
             name: "ParallaxCalibration",
             dependencies: ["ParallaxGeometry", "ParallaxImage", "CLapack", "CRemapKernels", .product(name: "Yams", package: "Yams")]

@@ -1,11 +1,11 @@
 """PyPI's MCAP readers (mcap, mcap-ros2-support) read the ROS 2 bags `parallax capture
 --output NAME.mcap` writes, independently of Parallax's own reader.
 
-    mcap_reads_parallax_bag.py RAW.mcap EUROC_DIR RECT.mcap RIG.json MJPEG.mcap FRAMES
+    mcap_reads_parallax_bag.py RAW.mcap EUROC_DIR RECT.mcap RIG.json MJPEG.mcap FRAMES ZSTD.mcap
 
 RAW.mcap and EUROC_DIR are the simulated rig recorded twice, as a bag and as an EuRoC
 folder (the rig renders the same views at every frame number, so each image in the bag is
-one of the folder's PNGs); RECT.mcap is the rig rectified with RIG.json (a Parallax JSON
+one of the folder's PNGs); ZSTD.mcap the same pairs with zstd chunks; RECT.mcap is the rig rectified with RIG.json (a Parallax JSON
 calibration, in millimetres); MJPEG.mcap the virtual webcams in MJPG. Each bag holds FRAMES
 pairs. Checks: CRCs (chunks, data section, summary), the summary's topics, types, encodings
 and counts; every message decodes; images equal the recorded frames; CameraInfo K and D
@@ -58,6 +58,7 @@ def stamp_ns(header):
 
 def main():
     raw_path, euroc, rect_path, rig_path, mjpeg_path, frames = sys.argv[1:7]
+    zstd_path = sys.argv[7]
     n = int(frames)
 
     # The raw bag: two Image topics, n each, the EuRoC recording's pixels.
@@ -78,6 +79,14 @@ def main():
             check(stamp_ns(ros.header) == m.log_time == m.publish_time, f"{raw_path}: stamp {stamp_ns(ros.header)}, log time {m.log_time}")
         stamps = [m.log_time for m, _ in images]
         check(stamps == sorted(stamps) and len(set(stamps)) == len(stamps), f"{raw_path}: {side} stamps not rising")
+
+    # The raw bag again with zstd chunks (--bag-compression zstd): the same messages.
+    summary, zstd_messages = read_bag(zstd_path)
+    check(topics(summary) == expected, f"{zstd_path}: topics {topics(summary)}")
+    check({c.compression for c in summary.chunk_indexes} == {"zstd"}, f"{zstd_path}: chunks {[c.compression for c in summary.chunk_indexes]}")
+    plain = sorted((t, bytes(r.data)) for t, _, _, r in messages)
+    packed = sorted((t, bytes(r.data)) for t, _, _, r in zstd_messages)
+    check(plain == packed, f"{zstd_path}: its images differ from {raw_path}'s")
 
     # The rectified bag: image_rect and camera_info, K and D the calibration's.
     rig = json.load(open(rig_path))
@@ -129,7 +138,7 @@ def main():
         for failure in failures[:20]:
             print("FAIL", failure)
         sys.exit(1)
-    print(f"mcap {__import__('mcap').__version__} and mcap-ros2-support read Parallax's bags: 3 bags, CRCs valid, "
+    print(f"mcap {__import__('mcap').__version__} and mcap-ros2-support read Parallax's bags: 4 bags (one zstd), CRCs valid, "
           f"{n} pairs each, images equal the recorded frames, CameraInfo K/D the calibration's, R1/R2 OpenCV's")
 
 

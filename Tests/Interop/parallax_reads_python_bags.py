@@ -6,8 +6,9 @@ pairs every frame of each.
     parallax_reads_python_bags.py PARALLAX WORK_DIR
 
 Each bag holds FRAMES stereo frames 1/30 s apart, the right camera 2 ms after the left
-(well within half a frame interval, so every frame pairs). Writers' chunk compression is
-off: Parallax reads uncompressed chunks and refuses compressed ones by name (checked too).
+(well within half a frame interval, so every frame pairs). mcap-ros2-support writes one
+bag with its default zstd chunks and one uncompressed; an lz4 bag, which Parallax does not
+read, must be refused by name.
 """
 import json
 import os
@@ -86,11 +87,14 @@ def stream(parallax, recording, *topics):
 def main():
     parallax, work = sys.argv[1:3]
     failures = []
-    mcap_path = os.path.join(work, "python-writer.mcap")
-    write_mcap(mcap_path, CompressionType.NONE)
+    plain_path = os.path.join(work, "python-writer.mcap")
+    write_mcap(plain_path, CompressionType.NONE)
+    zstd_path = os.path.join(work, "python-writer-zstd.mcap")
+    write_mcap(zstd_path, CompressionType.ZSTD)
     bag_folder = os.path.join(work, "rosbags-writer")
     write_rosbag2(bag_folder)
-    for recording, topics in ((mcap_path, ("/cam_left/image_raw", "/cam_right/image_raw")), (bag_folder, ())):
+    topics = ("/cam_left/image_raw", "/cam_right/image_raw")
+    for recording, topics in ((plain_path, topics), (zstd_path, topics), (bag_folder, ())):
         run = stream(parallax, recording, *topics)
         if run.returncode != 0:
             failures.append(f"{recording}: parallax stream exited {run.returncode}: {run.stderr.strip()[-400:]}")
@@ -103,18 +107,18 @@ def main():
             failures.append(f"{recording}: skew p50 {report['skew_ns_p50']} ns, the bag's is {SKEW} ns")
         if report["format"].split("@")[0] != f"{W}x{H}":
             failures.append(f"{recording}: format {report['format']}")
-    # Compressed chunks (mcap-ros2-support's default, zstd) are refused by name, never misread.
-    zstd_path = os.path.join(work, "python-writer-zstd.mcap")
-    write_mcap(zstd_path, CompressionType.ZSTD)
-    run = stream(parallax, zstd_path, "/cam_left/image_raw", "/cam_right/image_raw")
-    if run.returncode == 0 or '"zstd"' not in run.stderr:
-        failures.append(f"{zstd_path}: a zstd bag was not refused by name (exit {run.returncode}): {run.stderr.strip()[-300:]}")
+    # lz4 chunks are refused by name, never misread.
+    lz4_path = os.path.join(work, "python-writer-lz4.mcap")
+    write_mcap(lz4_path, CompressionType.LZ4)
+    run = stream(parallax, lz4_path, "/cam_left/image_raw", "/cam_right/image_raw")
+    if run.returncode == 0 or '"lz4"' not in run.stderr:
+        failures.append(f"{lz4_path}: an lz4 bag was not refused by name (exit {run.returncode}): {run.stderr.strip()[-300:]}")
     if failures:
         for failure in failures:
             print("FAIL", failure)
         sys.exit(1)
-    print(f"parallax stream --recording paired every frame of an MCAP from mcap-ros2-support and a rosbag2 folder from rosbags "
-          f"({FRAMES} pairs each, skew 2 ms), and refused a zstd-compressed bag by name")
+    print(f"parallax stream --recording paired every frame of MCAPs from mcap-ros2-support (uncompressed and zstd) and a rosbag2 "
+          f"folder from rosbags ({FRAMES} pairs each, skew 2 ms), and refused an lz4 bag by name")
 
 
 if __name__ == "__main__":

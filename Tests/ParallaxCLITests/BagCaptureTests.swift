@@ -91,7 +91,7 @@ struct BagCaptureTests {
         #expect(abs(baseline - calibration.baseline) <= 1e-12 * calibration.baseline, "baseline \(baseline), calibration's \(calibration.baseline)")
     }
 
-    @Test("an existing bag is kept unless --overwrite; --independent has no bag; a folder named .mcap is refused")
+    @Test("an existing bag is kept unless --overwrite; zstd chunks on request; --independent has no bag; a folder named .mcap is refused")
     func refusals() throws {
         let dir = try ParallaxCLI.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
@@ -104,6 +104,14 @@ struct BagCaptureTests {
         let replaced = try ParallaxCLI.run(common + ["--output", bag, "--overwrite"])
         #expect(replaced.status == 0, "\(replaced.stderr)")
         #expect(try MCAPFile(path: bag).statistics?.messageCount == 4)
+        // zstd chunks: the same messages, read back; the option is for bags only.
+        let packed = dir.appendingPathComponent("packed.mcap").path
+        let zstd = try ParallaxCLI.run(common + ["--bag-compression", "zstd", "--output", packed])
+        #expect(zstd.status == 0, "\(zstd.stderr)")
+        let (_, images, _, _) = try Self.read(packed)
+        #expect(images.values.map(\.count).sorted() == [2, 2])
+        let notBag = try ParallaxCLI.run(common + ["--bag-compression", "zstd", "--output", dir.appendingPathComponent("folder").path])
+        #expect(notBag.status != 0 && notBag.stderr.contains("--bag-compression is for a ROS 2 bag"), "\(notBag.stderr)")
         let independent = try ParallaxCLI.run(common + ["--independent", "--output", dir.appendingPathComponent("i.mcap").path])
         #expect(independent.status != 0 && independent.stderr.contains("--independent"), "\(independent.stderr)")
         let folder = dir.appendingPathComponent("folder.mcap")

@@ -46,7 +46,7 @@ struct ReadmeMakefileTests {
     static func packageTargets() throws -> [String: Set<String>] {
         let manifest = try text("Package.swift")
         let libraries = ["v4l2": "libv4l2", "udev": "libudev", "lapacke": "LAPACKE", "openblas": "OpenBLAS", "png16": "libpng",
-                         "turbojpeg": "libjpeg-turbo", "jpeg": "libjpeg-turbo"]
+                         "turbojpeg": "libjpeg-turbo", "jpeg": "libjpeg-turbo", "zstd": "libzstd"]
         let products = ["ArgumentParser": "swift-argument-parser", "Yams": "Yams"]
         var targets: [String: Set<String>] = [:]
         // One declaration per `.target(`/`.executableTarget(` up to the next one or the test targets.

@@ -2,8 +2,8 @@ import FuzzSupport
 import ParallaxCapture
 
 /// The MCAP reader and the ROS 2 messages in it, on any bytes: a file that opens must read
-/// to its end or stop with an `MCAPReadError`, every message handed over must lie inside
-/// the input, and decoding it as its schema's type must succeed or throw a `CDRError`. The
+/// to its end or stop with an `MCAPReadError`, every message handed over must start inside
+/// the input (in a zstd chunk: the chunk must), and decoding it as its schema's type must succeed or throw a `CDRError`. The
 /// first input byte chooses whether a file cut short is read (to its last whole record).
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzMCAP(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
@@ -15,8 +15,7 @@ public func fuzzMCAP(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
     do {
         try file.forEachMessage { message in
             messages += 1
-            Fuzz.expect(message.data.count <= input.count && message.fileOffset < input.count,
-                        "message \(messages): \(message.data.count) bytes at \(message.fileOffset), in \(input.count)")
+            Fuzz.expect(message.fileOffset < input.count, "message \(messages) at \(message.fileOffset), in \(input.count) bytes")
             switch file.schemas[message.channel.schemaID]?.name {
             case "sensor_msgs/msg/Image": _ = try? ROS2.Image(cdr: message.data)
             case "sensor_msgs/msg/CompressedImage": _ = try? ROS2.CompressedImage(cdr: message.data)

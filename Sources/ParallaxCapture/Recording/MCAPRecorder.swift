@@ -52,13 +52,14 @@ public final class MCAPRecorder: StereoPairRecorder {
     }
 
     /// Starts a bag at `path`. `frameIDs` are the header's frames of reference; with
-    /// `cameraInfo`, each image is followed by its side's camera info (stamped like it).
+    /// `cameraInfo`, each image is followed by its side's camera info (stamped like it);
+    /// `compression` says how chunks are stored.
     ///
     /// - Throws: ``CaptureError/recording(path:reason:)`` when `path` exists (and not
     ///   `replacingExisting`), is a folder, or its folder cannot be written.
     public init(path: String, replacingExisting: Bool = false,
                 frameIDs: PerSide<String> = PerSide(left: "stereo_left", right: "stereo_right"),
-                cameraInfo: PerSide<ROS2.CameraInfo>? = nil) throws(CaptureError) {
+                cameraInfo: PerSide<ROS2.CameraInfo>? = nil, compression: MCAPWriter.Compression = .none) throws(CaptureError) {
         var isFolder: ObjCBool = false
         let exists = FileManager.default.fileExists(atPath: path, isDirectory: &isFolder)
         if exists && isFolder.boolValue { throw .recording(path: path, reason: "is a folder; an MCAP bag is one file") }
@@ -70,7 +71,7 @@ public final class MCAPRecorder: StereoPairRecorder {
         self.frameIDs = frameIDs
         self.cameraInfo = cameraInfo
         do {
-            state = Locked(State(writer: try MCAPWriter(path: path, profile: "ros2")))
+            state = Locked(State(writer: try MCAPWriter(path: path, profile: "ros2", compression: compression)))
         } catch {
             throw .recording(path: path, reason: "\(error)")
         }

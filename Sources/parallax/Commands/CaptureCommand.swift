@@ -34,9 +34,11 @@ struct CaptureCommand: AsyncParsableCommand {
             messages): sensor_msgs/msg/Image on /stereo/left/image_raw and /stereo/right/image_raw \
             (image_rect when --calibration rectifies them), an unrectified MJPEG frame's JPEG as it \
             came as CompressedImage on …/image_raw/compressed, and with --calibration the \
-            CameraInfo of each side on /stereo/left/camera_info and /stereo/right/camera_info. \
-            The file appears when the recording ends (Ctrl-C included); an existing one is \
-            replaced only with --overwrite.
+            CameraInfo of each side on /stereo/left/camera_info and /stereo/right/camera_info; \
+            --bag-compression zstd compresses its chunks. The file appears when the recording \
+            ends (Ctrl-C included); an existing one is replaced only with --overwrite. \
+            --recording plays an EuRoC folder or a bag back as the two cameras, so capture also \
+            converts one into the other.
 
             Examples:
               parallax capture --simulated --frames 60 --output rec
@@ -61,6 +63,9 @@ struct CaptureCommand: AsyncParsableCommand {
     @Option(name: .long, help: "Output folder (created if missing; must be empty unless --overwrite), or NAME.mcap for a ROS 2 bag in one MCAP file.")
     var output: String
 
+    @Option(name: .customLong("bag-compression"), help: "With --output NAME.mcap: store the bag's chunks as they are (none, the default) or compressed with zstd.")
+    var bagCompression: MCAPWriter.Compression?
+
     @Flag(name: .long, help: "Replace an older recording (its cam0/cam1 folders in the output folder, or the .mcap file).")
     var overwrite = false
 
@@ -72,6 +77,9 @@ struct CaptureCommand: AsyncParsableCommand {
         guard frames > 0 else { throw ValidationError("--frames must be positive") }
         try timeout?.check("--timeout", atMost: DurationArgument(nanoseconds: 86_400_000_000_000))
         if independent && calibration != nil { throw ValidationError("--calibration rectifies pairs; it cannot be used with --independent") }
+        if bagCompression != nil && !writesBag {
+            throw ValidationError("--bag-compression is for a ROS 2 bag: give --output NAME.mcap")
+        }
         if independent && writesBag {
             throw ValidationError("--independent records each camera on its own into an EuRoC folder; a .mcap bag holds pairs: "
                                   + "drop --independent, or give --output a folder")
@@ -156,7 +164,7 @@ struct CaptureCommand: AsyncParsableCommand {
             }
             info = PerSide(left: message(left), right: message(right))
         }
-        return try MCAPRecorder(path: output, replacingExisting: overwrite, cameraInfo: info)
+        return try MCAPRecorder(path: output, replacingExisting: overwrite, cameraInfo: info, compression: bagCompression ?? .none)
     }
 
     /// The recorder for `--output`, after saying what it tidied of an interrupted run there.
@@ -225,3 +233,5 @@ struct CaptureCommand: AsyncParsableCommand {
 
     static func milliseconds(_ ns: Int64) -> String { String(format: "%.3f ms", Double(ns) / 1e6) }
 }
+
+extension MCAPWriter.Compression: ExpressibleByArgument {}

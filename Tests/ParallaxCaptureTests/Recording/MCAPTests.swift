@@ -10,9 +10,10 @@ import Testing
 struct MCAPTests {
     /// A small bag: two image topics and their camera info, `count` frames each, in chunks
     /// of `chunkSize` bytes.
-    static func sampleBag(count: Int = 5, chunkSize: Int = 512) throws -> (bytes: [UInt8], images: [[UInt8]]) {
+    static func sampleBag(count: Int = 5, chunkSize: Int = 512, compression: MCAPWriter.Compression = .none) throws
+        -> (bytes: [UInt8], images: [[UInt8]]) {
         var bytes: [UInt8] = []
-        let writer = try MCAPWriter(profile: "ros2", chunkSize: chunkSize, output: { bytes.append(contentsOf: $0) })
+        let writer = try MCAPWriter(profile: "ros2", chunkSize: chunkSize, compression: compression, output: { bytes.append(contentsOf: $0) })
         let imageSchema = try writer.addSchema(name: "sensor_msgs/msg/Image", encoding: "ros2msg",
                                                data: Array(ROS2.schemas["sensor_msgs/msg/Image"]!.utf8))
         let infoSchema = try writer.addSchema(name: "sensor_msgs/msg/CameraInfo", encoding: "ros2msg",
@@ -41,9 +42,10 @@ struct MCAPTests {
         return (bytes, images)
     }
 
-    @Test("what is written reads back: header, summary statistics, channels, and every message in order")
-    func roundTrip() throws {
-        let (bytes, images) = try Self.sampleBag()
+    @Test("what is written reads back, chunks stored or zstd-compressed: header, summary statistics, channels, every message in order",
+          arguments: MCAPWriter.Compression.allCases)
+    func roundTrip(compression: MCAPWriter.Compression) throws {
+        let (bytes, images) = try Self.sampleBag(compression: compression)
         #expect(Array(bytes.prefix(8)) == MCAPFormat.magic && Array(bytes.suffix(8)) == MCAPFormat.magic)
         let file = try MCAPFile(bytes: bytes, name: "sample.mcap")
         #expect(file.profile == "ros2" && file.library.hasPrefix("parallax "))
@@ -69,6 +71,20 @@ struct MCAPTests {
         #expect(decoded == images)
         #expect(seen.mapValues(\.count) == ["/stereo/left/image_raw": 5, "/stereo/right/image_raw": 5, "/stereo/left/camera_info": 5])
         #expect(seen["/stereo/left/image_raw"] == seen["/stereo/left/image_raw"]?.sorted())
+    }
+
+    @Test("messages in zstd chunks are read again by entry, from the chunk decompressed on demand")
+    func entriesInCompressedChunks() throws {
+        let (bytes, images) = try Self.sampleBag(compression: .zstd)
+        let file = try MCAPFile(bytes: bytes, name: "zstd.mcap")
+        let entries = try file.entries(onTopic: "/stereo/left/image_raw")
+        #expect(entries.count == 5 && entries.allSatisfy { $0.compressedChunk != nil })
+        // In reverse, so the cached chunk changes between reads.
+        for (entry, expected) in zip(entries, images).reversed() {
+            let image = try file.withData(of: entry) { try ROS2.Image(cdr: $0) }
+            #expect(image.data == expected)
+        }
+        #expect(bytes.count < (try Self.sampleBag(compression: .none)).bytes.count, "zstd made the bag no smaller")
     }
 
     @Test("ROS 2 time splits nanoseconds into seconds and a nanosecond part below 10⁹, also before the epoch")
@@ -121,10 +137,21 @@ struct MCAPTests {
         long.replaceSubrange((chunkAt + 1)..<(chunkAt + 9), with: withUnsafeBytes(of: UInt64(1 << 40).littleEndian, Array.init))
         let tooLong = try #require(refusal(long))
         #expect(tooLong.offset == chunkAt && tooLong.reason.contains("more than the"), "\(tooLong)")
-        // A chunk compressed with something Parallax does not read ("" → "zstd" changes the length: rebuild).
-        let zstd = try Self.rewritingFirstChunk(good) { compression in compression = Array("zstd".utf8) }
-        let compressed = try #require(refusal(zstd))
-        #expect(compressed.reason.contains("\"zstd\""), "\(compressed)")
+        // A chunk compressed with something Parallax does not read ("" → "lz4" changes the length: rebuild).
+        let lz4 = try Self.rewritingFirstChunk(good) { compression in compression = Array("lz4".utf8) }
+        let compressed = try #require(refusal(lz4))
+        #expect(compressed.reason.contains("\"lz4\"") && compressed.offset == chunkAt, "\(compressed)")
+        // Stored bytes said to be zstd are no zstd frame.
+        let notZstd = try Self.rewritingFirstChunk(good) { compression in compression = Array("zstd".utf8) }
+        #expect(try #require(refusal(notZstd)).reason.contains("not a zstd frame"))
+        // A zstd chunk with a byte of its compressed data changed: it does not decompress, or its CRC fails.
+        let (packed, _) = try Self.sampleBag(compression: .zstd)
+        let packedChunk = try #require(Self.offsets(of: .chunk, in: packed).first)
+        var damaged = packed
+        damaged[packedChunk + 9 + 8 + 8 + 8 + 4 + 4 + 4 + 8 + 20] ^= 0x5A
+        let broken = try #require(refusal(damaged))
+        #expect(broken.offset == packedChunk && (broken.reason.contains("does not decompress") || broken.reason.contains("CRC-32")
+                                                 || broken.reason.contains("decompresses to")), "\(broken)")
         // A message on a channel the file never defines.
         var stray = good
         let messageAt = chunkAt + 9 + 8 + 8 + 8 + 4 + 4 + 8  // the chunk's first record

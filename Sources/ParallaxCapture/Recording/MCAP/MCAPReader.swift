@@ -1,3 +1,4 @@
+import CZstd
 import Foundation
 import ParallaxGeometry
 
@@ -19,8 +20,8 @@ public struct MCAPReadError: Error, Sendable, CustomStringConvertible {
 ///
 /// Everything is checked before it is believed: the magic at both ends, every record's
 /// length against the file, every field against its record, the chunks' CRC-32 and the
-/// data section's and summary's, channels named by messages, chunk compression (only
-/// uncompressed chunks are read; others are refused by name). A file cut short, as a
+/// data section's and summary's, channels named by messages, chunk compression (chunks are
+/// read uncompressed or zstd-compressed; others, such as lz4, are refused by name). A file cut short, as a
 /// recording killed mid-write leaves it, has no footer: ``init(path:allowingTruncation:)``
 /// refuses it, unless `allowingTruncation`, which reads the records that are whole.
 public final class MCAPFile {
@@ -207,20 +208,70 @@ public final class MCAPFile {
     public func entries(onTopic topic: String) throws -> [MCAPMessageEntry] {
         var found: [MCAPMessageEntry] = []
         try forEachMessage { message in
-            guard message.channel.topic == topic, let base = raw.baseAddress, let start = message.data.baseAddress else { return }
+            guard message.channel.topic == topic else { return }
+            let chunk = currentChunk
+            let base = chunk == nil ? raw.baseAddress : currentChunkBase
+            guard let base, let start = message.data.baseAddress else { return }
             let offset = base.distance(to: start)
             found.append(MCAPMessageEntry(channelID: message.channel.id, sequence: message.sequence, logTime: message.logTime,
-                                          publishTime: message.publishTime, dataRange: offset..<(offset + message.data.count)))
+                                          publishTime: message.publishTime, dataRange: offset..<(offset + message.data.count),
+                                          compressedChunk: chunk))
         }
         return found
     }
 
-    /// Calls `body` with the bytes of `entry` (from ``entries(onTopic:)`` of this file). The
-    /// bytes are the file's, read only, and valid during the call. Safe to call from several
-    /// threads at once: the bytes never change.
-    public func withData<R>(of entry: MCAPMessageEntry, _ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
-        precondition(entry.dataRange.lowerBound >= 0 && entry.dataRange.upperBound <= raw.count, "an entry of another file")
-        return try body(UnsafeRawBufferPointer(rebasing: raw[entry.dataRange]))
+    /// Calls `body` with the bytes of `entry` (from ``entries(onTopic:)`` of this file): the
+    /// file's own bytes, or those of its decompressed chunk (the last one decompressed is
+    /// kept). Valid during the call; safe to call from several threads at once.
+    public func withData<R>(of entry: MCAPMessageEntry, _ body: (UnsafeRawBufferPointer) throws -> R) throws -> R {
+        guard let chunk = entry.compressedChunk else {
+            precondition(entry.dataRange.lowerBound >= 0 && entry.dataRange.upperBound <= raw.count, "an entry of another file")
+            return try body(UnsafeRawBufferPointer(rebasing: raw[entry.dataRange]))
+        }
+        precondition(chunk >= 0 && chunk < compressedChunks.count, "an entry of another file")
+        let cached = decompressedChunk.withLock { $0?.chunk == chunk ? $0?.bytes : nil }
+        let bytes: [UInt8]
+        if let cached {
+            bytes = cached
+        } else {
+            let (records, size, at) = compressedChunks[chunk]
+            bytes = try decompress(records, size: size, at: at)
+            decompressedChunk.withLock { $0 = (chunk, bytes) }
+        }
+        precondition(entry.dataRange.upperBound <= bytes.count, "an entry of another file")
+        return try bytes.withUnsafeBytes { try body(UnsafeRawBufferPointer(rebasing: $0[entry.dataRange])) }
+    }
+
+    /// While a compressed chunk's messages are handed over: its number and where its
+    /// decompressed records start.
+    private var currentChunk: Int?
+    private var currentChunkBase: UnsafeRawPointer?
+    /// Each zstd chunk met so far: its compressed records, their size decompressed, and
+    /// where the chunk starts in the file.
+    private var compressedChunks: [(records: Range<Int>, size: Int, at: Int)] = []
+    private let decompressedChunk = Locked<(chunk: Int, bytes: [UInt8])?>(nil)
+
+    /// The largest decompressed chunk read: a chunk claiming more is refused before any
+    /// memory is set aside (writers close chunks at a few MiB).
+    static let largestChunk = 1 << 30
+
+    /// A zstd chunk's records, decompressed and checked against the size it states.
+    private func decompress(_ records: Range<Int>, size: Int, at: Int) throws(MCAPReadError) -> [UInt8] {
+        let source = UnsafeRawBufferPointer(rebasing: raw[records])
+        let declared = ZSTD_getFrameContentSize(source.baseAddress, source.count)
+        if declared != ZSTD_CONTENTSIZE_UNKNOWN {
+            guard declared != ZSTD_CONTENTSIZE_ERROR else { throw fail(at, "a zstd chunk whose data is not a zstd frame") }
+            guard declared == UInt64(size) else {
+                throw fail(at, "a zstd chunk that says it holds \(size) bytes, its frame \(declared)")
+            }
+        }
+        var bytes = [UInt8](repeating: 0, count: size)
+        let written = bytes.withUnsafeMutableBytes { ZSTD_decompress($0.baseAddress, size, source.baseAddress, source.count) }
+        if ZSTD_isError(written) != 0 {
+            throw fail(at, "a zstd chunk that does not decompress: \(String(cString: ZSTD_getErrorName(written)))")
+        }
+        guard written == size else { throw fail(at, "a zstd chunk that says it holds \(size) bytes decompresses to \(written)") }
+        return bytes
     }
 
     private func deliver(_ f: inout MCAPFieldReader, at: Int, _ body: (MCAPMessage) throws -> Void) throws {
@@ -231,7 +282,7 @@ public final class MCAPFile {
         let data = f.rest()
         guard let channel = channels[channelID] else { throw fail(at, "a message on channel \(channelID), which the file never defines") }
         try body(MCAPMessage(channel: channel, sequence: sequence, logTime: logTime, publishTime: publishTime,
-                             data: UnsafeRawBufferPointer(rebasing: raw[data]), fileOffset: at))
+                             data: UnsafeRawBufferPointer(rebasing: f.bytes[data]), fileOffset: at))
     }
 
     private func readChunk(_ f: inout MCAPFieldReader, at: Int, _ body: (MCAPMessage) throws -> Void) throws {
@@ -241,32 +292,56 @@ public final class MCAPFile {
         let uncompressedCRC = try f.u32("uncompressed_crc")
         let compression = try f.string("compression")
         let records = try f.range64("records")
-        guard compression.isEmpty else {
-            throw fail(at, "a chunk compressed with \"\(compression)\", which Parallax does not read (only uncompressed chunks)")
-        }
-        guard UInt64(records.count) == uncompressedSize else {
-            throw fail(at, "a chunk of \(records.count) bytes says it holds \(uncompressedSize)")
-        }
-        let content = UnsafeRawBufferPointer(rebasing: raw[records])
-        let actual = CRC32.of(content)
-        guard uncompressedCRC == 0 || actual == uncompressedCRC else {
-            throw fail(at, "the chunk's CRC-32 is \(hex(actual)), it says \(hex(uncompressedCRC)): the chunk is damaged")
-        }
-        var inner = records.lowerBound
-        while inner < records.upperBound {
-            guard let r = try record(at: inner, in: raw, limit: records.upperBound, strict: true) else {
-                throw fail(inner, "a record inside the chunk at byte \(at) runs past the chunk")
+        switch compression {
+        case "":
+            guard UInt64(records.count) == uncompressedSize else {
+                throw fail(at, "a chunk of \(records.count) bytes says it holds \(uncompressedSize)")
             }
-            var g = MCAPFieldReader(raw, from: r.content.lowerBound, to: r.content.upperBound)
+            try readRecords(of: UnsafeRawBufferPointer(rebasing: raw[records]), chunkAt: at, crc: uncompressedCRC, fileOffset: records.lowerBound, body)
+        case "zstd":
+            guard uncompressedSize <= UInt64(Self.largestChunk) else {
+                throw fail(at, "a zstd chunk that says it holds \(uncompressedSize) bytes (Parallax reads chunks of at most 1 GiB)")
+            }
+            let bytes = try decompress(records, size: Int(uncompressedSize), at: at)
+            compressedChunks.append((records, Int(uncompressedSize), at))
+            try bytes.withUnsafeBytes { buffer in
+                currentChunk = compressedChunks.count - 1
+                currentChunkBase = buffer.baseAddress
+                defer { currentChunk = nil; currentChunkBase = nil }
+                try readRecords(of: buffer, chunkAt: at, crc: uncompressedCRC, fileOffset: nil, body)
+            }
+        default:
+            throw fail(at, "a chunk compressed with \"\(compression)\", which Parallax does not read (it reads uncompressed and zstd chunks)")
+        }
+    }
+
+    /// A chunk's records, once their CRC is checked: schemas, channels and messages. Errors
+    /// name the file offset of an uncompressed chunk's record, or the chunk and the record's
+    /// place in its decompressed records.
+    private func readRecords(of content: UnsafeRawBufferPointer, chunkAt at: Int, crc stated: UInt32, fileOffset: Int?,
+                             _ body: (MCAPMessage) throws -> Void) throws {
+        let actual = CRC32.of(content)
+        guard stated == 0 || actual == stated else {
+            throw fail(at, "the chunk's CRC-32 is \(hex(actual)), it says \(hex(stated)): the chunk is damaged")
+        }
+        var inner = 0
+        while inner < content.count {
+            func where_(_ reason: String) -> MCAPReadError {
+                fileOffset.map { fail($0 + inner, reason) } ?? fail(at, "at byte \(inner) of the decompressed chunk: " + reason)
+            }
+            guard let r = try record(at: inner, in: content, limit: content.count, strict: true) else {
+                throw where_("a record inside the chunk at byte \(at) runs past the chunk")
+            }
+            var g = MCAPFieldReader(content, from: r.content.lowerBound, to: r.content.upperBound)
             do {
                 switch r.opcode {
-                case .schema: try register(Self.schema(&g), at: inner)
-                case .channel: try register(Self.channel(&g), at: inner)
-                case .message: try deliver(&g, at: inner, body)
+                case .schema: try register(Self.schema(&g), at: (fileOffset ?? at) + (fileOffset == nil ? 0 : inner))
+                case .channel: try register(Self.channel(&g), at: (fileOffset ?? at) + (fileOffset == nil ? 0 : inner))
+                case .message: try deliver(&g, at: fileOffset.map { $0 + inner } ?? at, body)
                 default: break
                 }
             } catch let short as MCAPFieldReader.Short {
-                throw fail(inner, "the \(r.opcode) record's \(short.field) runs past the record")
+                throw where_("the \(r.opcode) record's \(short.field) runs past the record")
             }
             inner = r.content.upperBound
         }

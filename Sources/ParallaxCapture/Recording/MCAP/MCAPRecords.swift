@@ -72,6 +72,10 @@ public struct MCAPMessageEntry: Sendable, Hashable {
     public var sequence: UInt32
     /// When it was logged and published (nanoseconds).
     public var logTime: UInt64, publishTime: UInt64
-    /// Its serialized bytes' place in the file.
+    /// Its serialized bytes' place: in the file, or in the decompressed records of
+    /// ``compressedChunk``.
     public var dataRange: Range<Int>
+    /// The compressed chunk it is in (numbered from 0 in file order), or `nil` when its bytes
+    /// are in the file as they are.
+    public var compressedChunk: Int?
 }

@@ -1,3 +1,4 @@
+import CZstd
 import ParallaxGeometry
 
 /// Why an MCAP file could not be written.
@@ -31,7 +32,8 @@ public enum MCAPWriteError: Error, Sendable, CustomStringConvertible {
 /// the summary's CRC-32, so readers can seek by time and check what they read.
 ///
 /// Schema and channel records are written to the data section as they are added (before any
-/// message that uses them) and again in the summary. Chunks are uncompressed.
+/// message that uses them) and again in the summary. Chunks are stored as they are, or
+/// compressed with zstd (``Compression``).
 ///
 /// Written to a path, the file appears only at ``finish()`` (written beside it under a
 /// temporary name, renamed when complete); a writer dropped before that leaves whatever
@@ -45,6 +47,16 @@ public final class MCAPWriter {
     private let output: (UnsafeRawBufferPointer) throws(FileAccessError) -> Void
     private let commit: () throws(FileAccessError) -> Void
     private let chunkSize: Int
+    private let compression: Compression
+
+    /// How chunks are stored.
+    public enum Compression: String, Sendable, CaseIterable {
+        /// As they are: the fastest to write and to read in place.
+        case none
+        /// zstd at level 3 (libzstd), MCAP's usual compression; images compress little,
+        /// camera info and headers much.
+        case zstd
+    }
     private var offset: UInt64 = 0
     private var dataCRC = CRC32()
     private var isFinished = false
@@ -65,9 +77,10 @@ public final class MCAPWriter {
     /// the header's `profile` (`ros2` for ROS 2 bags, or empty) and `library`; a chunk is
     /// closed once it holds `chunkSize` bytes of records. `commit` runs at the end of ``finish()``.
     public init(profile: String, library: String = "parallax \(ParallaxVersion.string)", chunkSize: Int = 4 << 20,
+                compression: Compression = .none,
                 output: @escaping (UnsafeRawBufferPointer) throws(FileAccessError) -> Void,
                 commit: @escaping () throws(FileAccessError) -> Void = {}) throws(MCAPWriteError) {
-        (self.output, self.commit, self.chunkSize) = (output, commit, max(1, chunkSize))
+        (self.output, self.commit, self.chunkSize, self.compression) = (output, commit, max(1, chunkSize), compression)
         // The data section's CRC covers everything before Data End, from the leading magic on.
         try emitData(MCAPFormat.magic)
         try emitData(MCAPFieldWriter.record(.header) { $0.string(profile); $0.string(library) })
@@ -75,10 +88,10 @@ public final class MCAPWriter {
 
     /// Starts a file at `path`, written beside it under a temporary name and renamed over it
     /// by ``finish()``.
-    public convenience init(path: String, profile: String, chunkSize: Int = 4 << 20) throws(MCAPWriteError) {
+    public convenience init(path: String, profile: String, chunkSize: Int = 4 << 20, compression: Compression = .none) throws(MCAPWriteError) {
         let file: AtomicFileWriter
         do { file = try AtomicFileWriter(path: path) } catch { throw .cannotWrite(error) }
-        try self.init(profile: profile, chunkSize: chunkSize, output: { bytes throws(FileAccessError) in try file.write(bytes) },
+        try self.init(profile: profile, chunkSize: chunkSize, compression: compression, output: { bytes throws(FileAccessError) in try file.write(bytes) },
                       commit: { () throws(FileAccessError) in try file.commit() })
     }
 
@@ -214,15 +227,17 @@ public final class MCAPWriter {
         guard !chunk.isEmpty else { return }
         let records = chunk
         let crc = records.withUnsafeBytes { CRC32.of($0) }
+        let stored = compression == .zstd ? Self.zstd(records) : records
+        let name = compression == .zstd ? "zstd" : ""
         let chunkStartOffset = offset
         try emitData(MCAPFieldWriter.record(.chunk) { c in
             c.u64(chunkStart)
             c.u64(chunkEnd)
             c.u64(UInt64(records.count))
             c.u32(crc)
-            c.string("")
-            c.u64(UInt64(records.count))
-            c.bytes += records
+            c.string(name)
+            c.u64(UInt64(stored.count))
+            c.bytes += stored
         })
         let chunkLength = offset - chunkStartOffset
         var indexOffsets: [(UInt16, UInt64)] = []
@@ -242,13 +257,25 @@ public final class MCAPWriter {
             c.u64(chunkLength)
             c.map(indexOffsets, key: { $0.u16($1) }, value: { $0.u64($1) })
             c.u64(self.offset - indexStart)
-            c.string("")
-            c.u64(size)
+            c.string(name)
+            c.u64(UInt64(stored.count))
             c.u64(size)
         })
         chunk.removeAll(keepingCapacity: true)
         chunkIndex.removeAll(keepingCapacity: true)
         (chunkStart, chunkEnd) = (.max, 0)
+    }
+
+    /// `bytes` as one zstd frame (level 3), its content size in its header.
+    private static func zstd(_ bytes: [UInt8]) -> [UInt8] {
+        var out = [UInt8](repeating: 0, count: ZSTD_compressBound(bytes.count))
+        let written = out.withUnsafeMutableBytes { o in
+            bytes.withUnsafeBytes { i in ZSTD_compress(o.baseAddress, o.count, i.baseAddress, i.count, 3) }
+        }
+        // Compressing into a buffer of ZSTD_compressBound cannot fail but for memory.
+        precondition(ZSTD_isError(written) == 0, "zstd: \(String(cString: ZSTD_getErrorName(written)))")
+        out.removeLast(out.count - written)
+        return out
     }
 
     // MARK: Output
