@@ -12,15 +12,18 @@ public final class MCAPBag: @unchecked Sendable {
     public let file: MCAPFile
     /// The image topics (`sensor_msgs/msg/Image` or `CompressedImage`), sorted.
     public let imageTopics: [String]
+    /// Where each topic's messages are, in file order (from the one pass at opening).
+    public let entries: [String: [MCAPMessageEntry]]
 
-    /// Opens and checks `path` (every record, CRC and channel is read once here).
+    /// Opens and checks `path`: every record, CRC and channel is read once here, in the pass
+    /// that also finds where each topic's messages are.
     ///
     /// - Throws: ``CaptureError/recording(path:reason:)`` with the reader's reason.
     public init(path: String) throws(CaptureError) {
         let opened: MCAPFile
         do {
             opened = try MCAPFile(path: path)
-            try opened.forEachMessage { _ in }
+            entries = try opened.entriesByTopic()
         } catch {
             throw .recording(path: path, reason: "\(error)")
         }
@@ -72,9 +75,7 @@ public final class BagTopicDevice: CaptureDevice, StopRequesting, Sendable {
         guard bag.imageTopics.contains(topic) else {
             throw .recording(path: path, reason: "topic \(topic) holds \(type), not sensor_msgs/msg/Image or CompressedImage")
         }
-        do { entries = try bag.file.entries(onTopic: topic).sorted { $0.logTime < $1.logTime } } catch {
-            throw .recording(path: path, reason: "\(error)")
-        }
+        entries = (bag.entries[topic] ?? []).sorted { $0.logTime < $1.logTime }
         guard let first = entries.first else { throw .recording(path: path, reason: "topic \(topic) has no messages") }
         (self.bag, self.topic, self.pace) = (bag, topic, pace)
         isCompressed = type == "sensor_msgs/msg/CompressedImage"

@@ -36,9 +36,7 @@ struct CalibrateCameraCommand: AsyncParsableCommand, CalibrationCommand {
     }
 
     func run() async throws {
-        let start = ContinuousClock.now
-        let target = try boardOptions.target()
-        outputs.announceDefaultOutput()
+        let (start, target) = try beginCalibration()
         let files = try CalibrateCommand.expand(images, option: "--images")
         try OutputFiles.check(
             outputs: [("--output", outputs.output), ("--opencv-yaml", outputs.opencvYAML), ("--corners-out", outputs.cornersOut)]

@@ -117,9 +117,7 @@ struct CalibrateLiveCommand: AsyncParsableCommand, StereoCalibrationCommand {
     }
 
     func run() async throws {
-        let start = ContinuousClock.now
-        let target = try boardOptions.target()
-        outputs.announceDefaultOutput()
+        let (start, target) = try beginCalibration()
         try await runLive(target: target, start: start)
     }
 

@@ -56,9 +56,7 @@ struct CalibratePairsCommand: AsyncParsableCommand, StereoCalibrationCommand {
     }
 
     func run() async throws {
-        let start = ContinuousClock.now
-        let target = try boardOptions.target()
-        outputs.announceDefaultOutput()
+        let (start, target) = try beginCalibration()
         let leftFiles = try CalibrateCommand.expand(left, option: "--left")
         let rightFiles = try CalibrateCommand.expand(right, option: "--right")
         try OutputFiles.check(

@@ -25,6 +25,15 @@ protocol StereoCalibrationCommand: CalibrationCommand {
 }
 
 extension CalibrationCommand {
+    /// What every subcommand's run starts with: the clock for `seconds`, the board parsed and
+    /// checked before any work, and a word on where the calibration goes without `--output`.
+    func beginCalibration() throws -> (start: ContinuousClock.Instant, target: CalibrationBoard) {
+        let start = ContinuousClock.now
+        let target = try boardOptions.target()
+        outputs.announceDefaultOutput()
+        return (start, target)
+    }
+
     /// The --corners-in list, read and checked against --board before any work.
     func loadCornerList(target: CalibrationBoard) throws -> CornerList? {
         guard let cornersIn else { return nil }

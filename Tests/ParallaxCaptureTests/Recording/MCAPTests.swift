@@ -77,7 +77,7 @@ struct MCAPTests {
     func entriesInCompressedChunks() throws {
         let (bytes, images) = try Self.sampleBag(compression: .zstd)
         let file = try MCAPFile(bytes: bytes, name: "zstd.mcap")
-        let entries = try file.entries(onTopic: "/stereo/left/image_raw")
+        let entries = try #require(try file.entriesByTopic()["/stereo/left/image_raw"])
         #expect(entries.count == 5 && entries.allSatisfy { $0.compressedChunk != nil })
         // In reverse, so the cached chunk changes between reads.
         for (entry, expected) in zip(entries, images).reversed() {

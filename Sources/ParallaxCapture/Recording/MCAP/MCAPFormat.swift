@@ -136,9 +136,7 @@ struct MCAPFieldReader {
 
     private mutating func integer<T: FixedWidthInteger>(_: T.Type, _ field: String) throws(Short) -> T {
         let at = try take(MemoryLayout<T>.size, field)
-        var value: T = 0
-        withUnsafeMutableBytes(of: &value) { $0.copyMemory(from: UnsafeRawBufferPointer(rebasing: bytes[at..<(at + MemoryLayout<T>.size)])) }
-        return T(littleEndian: value)
+        return T(littleEndian: bytes.loadUnaligned(fromByteOffset: at, as: T.self))
     }
 
     mutating func u8(_ field: String) throws(Short) -> UInt8 { try integer(UInt8.self, field) }

@@ -203,24 +203,23 @@ public final class MCAPFile {
         }
     }
 
-    /// Every message on `topic`, in file order (read with ``forEachMessage(_:)``, so every
+    /// Every message, by topic, in file order: one pass of ``forEachMessage(_:)`` (so every
     /// check it makes is made), as entries to read again with ``withData(of:_:)``.
-    public func entries(onTopic topic: String) throws -> [MCAPMessageEntry] {
-        var found: [MCAPMessageEntry] = []
+    public func entriesByTopic() throws -> [String: [MCAPMessageEntry]] {
+        var found: [String: [MCAPMessageEntry]] = [:]
         try forEachMessage { message in
-            guard message.channel.topic == topic else { return }
-            let chunk = currentChunk
-            let base = chunk == nil ? raw.baseAddress : currentChunkBase
+            let base = currentChunk == nil ? raw.baseAddress : currentChunkBase
             guard let base, let start = message.data.baseAddress else { return }
             let offset = base.distance(to: start)
-            found.append(MCAPMessageEntry(channelID: message.channel.id, sequence: message.sequence, logTime: message.logTime,
-                                          publishTime: message.publishTime, dataRange: offset..<(offset + message.data.count),
-                                          compressedChunk: chunk))
+            found[message.channel.topic, default: []].append(
+                MCAPMessageEntry(channelID: message.channel.id, sequence: message.sequence, logTime: message.logTime,
+                                 publishTime: message.publishTime, dataRange: offset..<(offset + message.data.count),
+                                 compressedChunk: currentChunk))
         }
         return found
     }
 
-    /// Calls `body` with the bytes of `entry` (from ``entries(onTopic:)`` of this file): the
+    /// Calls `body` with the bytes of `entry` (from ``entriesByTopic()`` of this file): the
     /// file's own bytes, or those of its decompressed chunk (the last one decompressed is
     /// kept). Valid during the call; safe to call from several threads at once.
     public func withData<R>(of entry: MCAPMessageEntry, _ body: (UnsafeRawBufferPointer) throws -> R) throws -> R {
@@ -334,10 +333,12 @@ public final class MCAPFile {
             }
             var g = MCAPFieldReader(content, from: r.content.lowerBound, to: r.content.upperBound)
             do {
+                // In the file: the record's own offset; inside a decompressed chunk: the chunk's.
+                let offset = fileOffset.map { $0 + inner } ?? at
                 switch r.opcode {
-                case .schema: try register(Self.schema(&g), at: (fileOffset ?? at) + (fileOffset == nil ? 0 : inner))
-                case .channel: try register(Self.channel(&g), at: (fileOffset ?? at) + (fileOffset == nil ? 0 : inner))
-                case .message: try deliver(&g, at: fileOffset.map { $0 + inner } ?? at, body)
+                case .schema: try register(Self.schema(&g), at: offset)
+                case .channel: try register(Self.channel(&g), at: offset)
+                case .message: try deliver(&g, at: offset, body)
                 default: break
                 }
             } catch let short as MCAPFieldReader.Short {

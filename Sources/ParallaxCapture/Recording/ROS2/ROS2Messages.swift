@@ -315,9 +315,7 @@ struct CDRReader {
 
     private mutating func get<T: FixedWidthInteger>(_: T.Type, _ field: String) throws(CDRError) -> T {
         let at = try take(MemoryLayout<T>.size, aligned: MemoryLayout<T>.size, field)
-        var v: T = 0
-        withUnsafeMutableBytes(of: &v) { $0.copyMemory(from: UnsafeRawBufferPointer(rebasing: raw[at..<(at + MemoryLayout<T>.size)])) }
-        return T(littleEndian: v)
+        return T(littleEndian: raw.loadUnaligned(fromByteOffset: at, as: T.self))
     }
 
     mutating func u8(_ field: String) throws(CDRError) -> UInt8 { try get(UInt8.self, field) }
