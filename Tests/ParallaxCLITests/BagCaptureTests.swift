@@ -157,6 +157,14 @@ struct BagCaptureTests {
             let played = try pairs(arguments)
             #expect(played.status == 0 && played.pairs == 6, "\(arguments): \(played.stderr)")
         }
+        // capture converts a bag into an EuRoC folder (its help says so): every pair, once.
+        let converted = try ParallaxCLI.run(["capture", "--recording", bag, "--frames", "6", "--output",
+                                             dir.appendingPathComponent("converted").path])
+        #expect(converted.status == 0, "\(converted.stderr)")
+        for camera in ["cam0", "cam1"] {
+            let names = try FileManager.default.contentsOfDirectory(atPath: dir.appendingPathComponent("converted/\(camera)/data").path)
+            #expect(names.count == 6, "\(camera): \(names)")
+        }
         // Asked for more pairs than it holds: the shortfall is an error, as with cameras.
         let more = try pairs(["--recording", bag, "--frames", "10"])
         #expect(more.status == 1 && more.stderr.contains("after 6 of 10 pairs"), "\(more.stderr)")

@@ -83,8 +83,9 @@ public final class MCAPRecorder: StereoPairRecorder {
     /// True until ``finish()`` or ``abandon()``.
     public var isOpen: Bool { state.withLock { $0.writer != nil } }
 
-    /// Writes both sides of `pair` (and their camera info); a failure ends the recording,
-    /// which ``finish()`` then keeps up to the pair before.
+    /// Writes both sides of `pair` (and their camera info). A write error (a full disk) is
+    /// thrown here or by ``finish()``; the bag is then not kept, and whatever was at the path
+    /// stays as it was.
     public func record(_ pair: StereoPair) throws(CaptureError) {
         // Serialized outside the lock: the slow part.
         var messages: [(topic: String, type: String, stamp: Int64, bytes: [UInt8])] = []
