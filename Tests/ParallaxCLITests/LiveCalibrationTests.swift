@@ -155,7 +155,8 @@ struct LiveCalibrationTests {
         #expect(figures["pairs_taken"]?.number == 3 && figures["stop_reason"]?.string == "pair_limit")
         let truth = try #require(figures["truth_errors"]?.object)
         let focal = (truth["focal_percent"]?.array ?? []).compactMap(\.number)
-        #expect(focal.count == 4 && focal.allSatisfy { abs($0) < 2 }, "\(focal)")
+        #expect(focal.count == 4 && focal.allSatisfy { abs($0) < 2 },
+                "\(focal); σ \(String(describing: figures["uncertainty"])); \(result.stderr)")
         #expect(abs(truth["baseline_percent"]?.number ?? .nan) < 2)
         #expect((truth["rotation_degrees"]?.number ?? .nan) < 0.5)
         for k in 1...3 { #expect(result.stderr.contains("took pair \(k) (8 averaged)"), "\(result.stderr)") }

@@ -36,9 +36,9 @@ public struct StillPair: Sendable {
     public var first: PerSide<StereoPairSide>
     /// The rectification of the images, when rectified.
     public var rectification: StereoRectification?
-    /// Mean absolute difference (pixel levels) above which consecutive pairs count as
-    /// moving: about five times the noise of an ordinary sensor, far below any motion of
-    /// a textured scene.
+    /// Mean absolute difference (pixel levels) from the first pair, in any part of the image
+    /// (a tile of a 16 × 16 grid), above which a pair counts as moving: about five times the
+    /// noise of an ordinary sensor, and about what a one-pixel shift of a board's edges makes.
     public static let motionThreshold = 6.0
 }
 
@@ -75,8 +75,10 @@ final class StillRequest: @unchecked Sendable {
             first = PerSide(left: Self.withoutPixels(pair.left), right: Self.withoutPixels(pair.right))
             count = 1
         } else {
-            let moved = max(Self.meanAbsoluteDifference(bytes.left, reference.left),
-                            Self.meanAbsoluteDifference(bytes.right, reference.right))
+            let moved = StereoSide.allCases.map { side in
+                Self.largestLocalDifference(bytes[side], reference[side], rowBytes: images[side].bytesPerRow,
+                                            rows: images[side].size.height)
+            }.max() ?? 0
             if moved > StillPair.motionThreshold {
                 complete(motion: true)
                 return true
@@ -128,18 +130,35 @@ final class StillRequest: @unchecked Sendable {
         return copy
     }
 
-    /// Mean |a − b| over every third byte (enough to see motion, a third of the work).
-    private static func meanAbsoluteDifference(_ a: [UInt8], _ b: [UInt8]) -> Double {
-        let n = min(a.count, b.count)
-        guard n > 0 else { return 0 }
-        var total = 0, samples = 0
-        var i = 0
-        while i < n {
-            total += abs(Int(a[i]) - Int(b[i]))
-            samples += 1
-            i += 3
+    /// The largest mean |a − b| over the tiles of a grid of up to 16 × 16 tiles (every byte,
+    /// so no edge falls between samples): a board that moves in a small part of the view is seen as surely as
+    /// a scene that changes everywhere. A shift of one pixel of a high-contrast edge through a
+    /// 40 × 30 tile of a 640 × 480 image changes that tile's mean by about 200 levels × 40 px /
+    /// 1200 px ≈ 7, past ``StillPair/motionThreshold``; over the whole image the same shift
+    /// is lost (a board's edges cover a few percent of it). Planar formats: the first plane.
+    static func largestLocalDifference(_ a: [UInt8], _ b: [UInt8], rowBytes: Int, rows: Int) -> Double {
+        let rowBytes = max(1, rowBytes)
+        let rows = min(rows, min(a.count, b.count) / rowBytes)
+        guard rows > 0 else { return 0 }
+        let tileColumns = max(1, min(16, rowBytes / 16)), tileRows = max(1, min(16, rows / 16))
+        var totals = [Int](repeating: 0, count: tileColumns * tileRows)
+        var samples = [Int](repeating: 0, count: tileColumns * tileRows)
+        for y in 0..<rows {
+            let tileRow = y * tileRows / rows, start = y * rowBytes
+            for column in 0..<tileColumns {
+                var x = start + column * rowBytes / tileColumns
+                let end = start + (column + 1) * rowBytes / tileColumns
+                var total = 0, count = 0
+                while x < end {
+                    total += abs(Int(a[x]) - Int(b[x]))
+                    count += 1
+                    x += 1
+                }
+                totals[tileRow * tileColumns + column] += total
+                samples[tileRow * tileColumns + column] += count
+            }
         }
-        return Double(total) / Double(samples)
+        return zip(totals, samples).map { $1 == 0 ? 0 : Double($0) / Double($1) }.max() ?? 0
     }
 }
 
@@ -149,8 +168,8 @@ extension StereoSession {
     ///
     /// `.speed` returns the next pair; `.balanced` and `.quality` average 4 and 8
     /// consecutive pairs when the scene is static. Each pair is compared with the first:
-    /// when the mean absolute difference exceeds ``StillPair/motionThreshold`` the scene
-    /// moved, the average stops before that pair, and ``StillPair/motionDetected`` says so.
+    /// when the mean absolute difference over any tile of a 16 × 16 grid exceeds
+    /// ``StillPair/motionThreshold`` the scene moved, the average stops before that pair, and ``StillPair/motionDetected`` says so.
     ///
     /// - Throws: ``StereoSessionError/invalidState(_:)`` when the session is not running or
     ///   its frames are compressed, ``StereoSessionError/ended(_:)`` when it ends first.

@@ -175,13 +175,16 @@ struct StereoSessionTests {
         #expect(abs(speedNoise / qualityNoise - expected) < 0.12)
     }
 
-    /// README: "a pair that differs from the first by more than 6 levels on average is motion:
-    /// the average stops before it and `motionDetected` says so". Hand-fed frames: flat pairs
-    /// of 100, then the scene changes by 7 levels (just past the threshold); a second still
-    /// with changes of 6 levels (not motion) averages all 8. The frames come from a thread of
+    /// `captureStillPair`: "a pair that differs from the first by more than 6 levels on average
+    /// over any tile of a 16 × 16 grid is motion: the average stops before it and
+    /// `motionDetected` says so". Hand-fed 64 × 48 frames (a grid of 4 × 3 tiles of 16 × 16):
+    /// flat pairs of 100, then the scene changes by 7 levels (just past the threshold); a second
+    /// still with changes of 6 levels (not motion) averages all 8; a third where only an 8 × 8
+    /// patch changes by 30 levels: 7.5 over its tile (motion), though only 0.6 over the whole
+    /// image (what the measure was before it was local). The frames come from a thread of
     /// their own once the still is asked for, so nothing here waits on the cooperative pool.
     @Test func aStillPairStopsItsAverageAtMotion() async throws {
-        let size = ImageSize(width: 32, height: 24)
+        let size = ImageSize(width: 64, height: 48)
         let format = CaptureFormat(fourCC: .grey, size: size, frameInterval: FrameInterval(numerator: 1, denominator: 30))
         let cameras = PerSide(left: HandFedCamera(name: "left", format: format), right: HandFedCamera(name: "right", format: format))
         let device = StereoDevice(left: cameras.left, right: cameras.right)
@@ -194,8 +197,15 @@ struct StereoSessionTests {
         defer { session.stop() }
         /// Hands over one pair of flat images at `level`, then waits until the session has
         /// delivered the pair before it (a pair is released when the next frame proves it).
-        @Sendable func feed(_ level: UInt8) {
-            guard let image = try? ImageBuffer(format: .gray8, size: size, bytes: [UInt8](repeating: level, count: size.width * size.height)) else { return }
+        /// A flat image at `level`; at 1000 + `patch`, flat 113 with an 8 × 8 patch at (20, 20) of `patch`.
+        @Sendable func image(_ level: Int) -> [UInt8] {
+            guard level >= 1000 else { return [UInt8](repeating: UInt8(level), count: size.width * size.height) }
+            var bytes = [UInt8](repeating: 113, count: size.width * size.height)
+            for y in 20..<28 { for x in 20..<28 { bytes[y * size.width + x] = UInt8(level - 1000) } }
+            return bytes
+        }
+        @Sendable func feed(_ level: Int) {
+            guard let image = try? ImageBuffer(format: .gray8, size: size, bytes: image(level)) else { return }
             let pixels = SharedPixels(image)
             let before = delivered.withLock { $0 }
             let k = next.withLock { n in defer { n += 1 }; return n }
@@ -203,7 +213,7 @@ struct StereoSessionTests {
             for side in StereoSide.allCases { cameras[side].deliver(cameras[side].frame(pixels, timestampNanoseconds: t, sequence: UInt64(k))) }
             if k > 0 { _ = eventually(seconds: 10) { delivered.withLock { $0 } > before } }
         }
-        func still(_ levels: [UInt8]) async throws -> StillPair {
+        func still(_ levels: [Int]) async throws -> StillPair {
             let fed = Locked(false)
             let feeder = Thread {
                 defer { fed.withLock { $0 = true } }
@@ -231,6 +241,12 @@ struct StereoSessionTests {
         let calm = try await still([107, 107, 113, 107, 113, 107, 113, 107, 113, 113])
         print("still without motion: \(calm.pairsAveraged) pairs averaged, motion \(calm.motionDetected)")
         #expect(!calm.motionDetected && calm.pairsAveraged == 8)
+        // Flat 113 as the calm still ended (a frame of it still in flight may open this one:
+        // two to four flat pairs), then the patch of 143.
+        let local = try await still([113, 113, 1143, 1143, 1143, 1143, 1143, 1143, 1143])
+        print("still with a local change: \(local.pairsAveraged) pairs averaged, motion \(local.motionDetected)")
+        #expect(local.motionDetected && (2...4).contains(local.pairsAveraged))
+        #expect(local.images.left.bytes.allSatisfy { $0 == 113 } && local.images.right.bytes.allSatisfy { $0 == 113 })
     }
 
     /// A slow consumer raises the pressure level; with adaptation the frame rate falls
