@@ -13,7 +13,7 @@ COMPARE_PACKAGES := python3 python3-venv
 # Extra flags for `swift test`, e.g. `make test TEST_FLAGS="--filter Geometry"`.
 TEST_FLAGS ?=
 
-.PHONY: all deps install-packages build release demo check-demo check-bad-inputs docs test short-soak allocations test-cpus check-interop test-interop check-arm64 check-live test-asan test-tsan test-kernel soak fuzz bench bench-pair compare-opencv clean
+.PHONY: all deps install-packages build release demo check-demo check-bad-inputs docs test short-soak allocations test-cpus check-interop test-interop check-arm64 check-live test-asan test-tsan test-kernel soak fuzz bench bench-pair bench-dataset compare-opencv clean
 
 all: build
 
@@ -239,6 +239,12 @@ bench: deps
 bench-pair: deps
 	@$(MAKE) --no-print-directory install-packages PACKAGES="python3"
 	Benchmarks/pair-logs/run
+
+# `parallax rectify-dataset` on a 2-minute 1280x720 recording of the simulated rig: pairs per
+# second, shards against the whole run, a kill halfway and the rerun.
+bench-dataset: deps
+	@$(MAKE) --no-print-directory install-packages PACKAGES="python3"
+	Benchmarks/rectify-dataset/run
 
 compare-opencv: release
 	@$(MAKE) --no-print-directory install-packages PACKAGES="$(COMPARE_PACKAGES)"

@@ -22,6 +22,7 @@ struct ParallaxCommand: AsyncParsableCommand {
             TargetCommand.self,
             RectificationCommand.self,
             RectifyCommand.self,
+            RectifyDatasetCommand.self,
             BenchCommand.self,
         ]
     )

@@ -120,6 +120,89 @@ struct BagCaptureTests {
         #expect(refused.status != 0 && refused.stderr.contains("is a folder"), "\(refused.stderr)")
     }
 
+    /// `--bag`: what `ros2 bag record -s mcap` leaves, a folder with `metadata.yaml` and
+    /// `NAME_0.mcap`. (`make test-interop` has PyPI's rosbags open it.)
+    @Test("--bag: a rosbag2 folder whose metadata.yaml lists the MCAP file's topics, types, counts, QoS and times; whole or absent; replaced only if a bag and asked; played back")
+    func rosbag2Folder() throws {
+        let dir = try ParallaxCLI.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let bag = dir.appendingPathComponent("rec_bag").path
+        let common = ["capture", "--simulated", "--size", "160x120", "--frames", "3", "--bag"]
+        let run = try ParallaxCLI.run(common + ["--output", bag])
+        #expect(run.status == 0 && run.stdout.contains("recorded to \(bag) (a rosbag2 folder: metadata.yaml and rec_bag_0.mcap"),
+                "\(run.stdout) \(run.stderr)")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: bag).sorted() == ["metadata.yaml", "rec_bag_0.mcap"])
+        #expect(try FileManager.default.contentsOfDirectory(atPath: dir.path) == ["rec_bag"])  // no staging left
+        let (file, images, _, _) = try Self.read(bag + "/rec_bag_0.mcap")
+        #expect(file.isComplete && images.values.map(\.count) == [3, 3])
+        // Every channel offers the QoS the ros2 profile asks channels to record.
+        #expect(file.channels.values.allSatisfy { $0.metadata["offered_qos_profiles"] == ROS2.offeredQoSProfiles })
+        let metadata = try String(contentsOfFile: bag + "/metadata.yaml", encoding: .utf8)
+        let stamps = images.values.flatMap { $0.map(\.header.stamp.nanoseconds) }
+        let first = try #require(stamps.min()), last = try #require(stamps.max())
+        for line in ["  version: 5", "  storage_identifier: mcap", "  message_count: 6", "    nanoseconds: \(last - first)",
+                     "    nanoseconds_since_epoch: \(first)", "        name: /stereo/left/image_raw",
+                     "        name: /stereo/right/image_raw", "        type: sensor_msgs/msg/Image", "        serialization_format: cdr",
+                     "      message_count: 3", "    - rec_bag_0.mcap", "        offered_qos_profiles: \"- history: 1\\n  depth: 10\\n"] {
+            #expect(metadata.contains(line + (line.hasSuffix("\\n") ? "" : "\n")), "metadata.yaml has no line \(line):\n\(metadata)")
+        }
+        // Played back as a recording: the folder, as rosbag2 tools take it.
+        let played = try ParallaxCLI.run(["stream", "--recording", bag, "--raw", "--json"], timeout: 120)
+        let summary = played.stdout.split(separator: "\n").last.flatMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+        #expect(played.status == 0 && summary?["pairs"] as? Int == 3, "\(played.stdout) \(played.stderr)")
+
+        // An older bag stays unless --overwrite; a folder that is no bag is never replaced.
+        let kept = try ParallaxCLI.run(common + ["--frames", "2", "--output", bag])
+        #expect(kept.status != 0 && kept.stderr.contains("not empty"), "\(kept.stderr)")
+        #expect(try MCAPFile(path: bag + "/rec_bag_0.mcap").statistics?.messageCount == 6)
+        let replaced = try ParallaxCLI.run(["capture", "--simulated", "--size", "160x120", "--frames", "2", "--bag", "--overwrite",
+                                            "--output", bag])
+        #expect(replaced.status == 0, "\(replaced.stderr)")
+        #expect(try MCAPFile(path: bag + "/rec_bag_0.mcap").statistics?.messageCount == 4)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: dir.path) == ["rec_bag"])
+        let mine = dir.appendingPathComponent("mine")
+        try FileManager.default.createDirectory(at: mine, withIntermediateDirectories: true)
+        try FileAccess.writeAtomically("notes\n", toPath: mine.appendingPathComponent("notes.txt").path)
+        let notABag = try ParallaxCLI.run(common + ["--overwrite", "--output", mine.path])
+        #expect(notABag.status != 0 && notABag.stderr.contains("is not a rosbag2 bag (no metadata.yaml)"), "\(notABag.stderr)")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: mine.path) == ["notes.txt"])
+        // A run that fails (its time is up before its pairs) leaves nothing, and no staging.
+        let failed = try ParallaxCLI.run(common + ["--frames", "100000", "--timeout", "2s", "--output", dir.appendingPathComponent("cut").path])
+        #expect(failed.status != 0, "\(failed.stderr)")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: dir.path).sorted() == ["mine", "rec_bag"])
+        // --bag is a folder; NAME.mcap is one file.
+        let both = try ParallaxCLI.run(common + ["--output", dir.appendingPathComponent("x.mcap").path])
+        #expect(both.status != 0 && both.stderr.contains("--bag writes a rosbag2 folder"), "\(both.stderr)")
+    }
+
+    @Test("stream --record: the pairs handed out, as a bag (rectified, with camera info), a rosbag2 folder or an EuRoC folder with sensor.yaml")
+    func streamRecords() throws {
+        let dir = try ParallaxCLI.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let common = ["stream", "--simulated", "--size", "160x120", "--frames", "4", "--record"]
+        let bag = dir.appendingPathComponent("s.mcap").path
+        let run = try ParallaxCLI.run(common + [bag])
+        #expect(run.status == 0, "\(run.stderr)")
+        // The simulated rig's pairs are rectified with its own calibration: image_rect and camera_info.
+        let (_, images, info, _) = try Self.read(bag)
+        #expect(Set(images.keys) == ["/stereo/left/image_rect", "/stereo/right/image_rect"] && images.values.map(\.count) == [4, 4])
+        #expect(info.values.map(\.count) == [4, 4])
+        let folder = dir.appendingPathComponent("s_bag").path
+        #expect(try ParallaxCLI.run(common + [folder, "--bag", "--raw"]).status == 0)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: folder).sorted() == ["metadata.yaml", "s_bag_0.mcap"])
+        let euroc = dir.appendingPathComponent("s_euroc").path
+        #expect(try ParallaxCLI.run(common + [euroc]).status == 0)
+        for camera in ["cam0", "cam1"] {
+            #expect(try FileManager.default.contentsOfDirectory(atPath: euroc + "/\(camera)/data").count == 4)
+            #expect(FileManager.default.fileExists(atPath: euroc + "/\(camera)/sensor.yaml"))
+        }
+        // A recording that exists is kept; the options that say how to record need --record.
+        let again = try ParallaxCLI.run(common + [bag])
+        #expect(again.status != 0 && again.stderr.contains("already exists"), "\(again.stderr)")
+        let stray = try ParallaxCLI.run(["stream", "--simulated", "--frames", "2", "--bag"])
+        #expect(stray.status == 64 && stray.stderr.contains("give --record PATH"), "\(stray.stderr)")
+    }
+
     @Test("virtual MJPEG webcams to a .mcap: the JPEG bytes as they came, as CompressedImage on image_raw/compressed")
     func mjpegAsItCame() throws {
         let dir = try ParallaxCLI.temporaryDirectory()

@@ -15,11 +15,13 @@ import ParallaxGeometry
 ///   extrinsics files given together as `intrinsics.yml,extrinsics.yml`), with M1/D1/M2/D2
 ///   (or K1/D1/K2/D2), R and T;
 /// - a pair of ROS camera_info files (`calibrate --ros-dir`): the folder that holds
-///   left.yaml and right.yaml, or `left.yaml,right.yaml`.
+///   left.yaml and right.yaml, or `left.yaml,right.yaml`;
+/// - an EuRoC recording whose cameras have a `sensor.yaml` (`cam0/sensor.yaml`,
+///   `cam1/sensor.yaml`, as `capture` writes them with a calibration): the recording's folder.
 ///
 /// Translations from OpenCV files load as `LengthUnit.unitless`: that format records no
-/// unit. ROS camera_info pairs load in metres (`LengthUnit.metre`), ROS's unit for every
-/// length. A file of another kind (a Kalibr camchain, one camera's camera_info, an image) is
+/// unit. ROS camera_info pairs and EuRoC `sensor.yaml` pairs load in metres
+/// (`LengthUnit.metre`), their formats' unit for every length. A file of another kind (a Kalibr camchain, one camera's camera_info, an image) is
 /// named as what it is.
 public enum CalibrationFile {
     /// What a file turned out to be.
@@ -30,6 +32,15 @@ public enum CalibrationFile {
         case openCVYAML = "OpenCV YAML"
         /// Two ROS camera_info files.
         case rosCameraInfo = "ROS camera_info"
+        /// An EuRoC recording's two `sensor.yaml` files.
+        case eurocSensor = "EuRoC sensor.yaml"
+    }
+
+    /// The two `sensor.yaml` files of an EuRoC recording in `folder`, when both are there.
+    static func sensorFiles(in folder: String) -> [String]? {
+        let folder = folder.hasSuffix("/") ? String(folder.dropLast()) : folder
+        let files = [folder + "/cam0/sensor.yaml", folder + "/cam1/sensor.yaml"]
+        return files.allSatisfy(exists) ? files : nil
     }
 
     /// The files `source` names, as ``load(_:)`` reads them: the file itself, a folder's ROS
@@ -37,6 +48,7 @@ public enum CalibrationFile {
     /// that an output is not one of a command's inputs.
     public static func files(of source: String) -> [String] {
         if exists(source) && !isFolder(source) { return [source] }
+        if isFolder(source), let sensors = sensorFiles(in: source) { return sensors }
         if isFolder(source) {
             let folder = source.hasSuffix("/") ? String(source.dropLast()) : source
             return [folder + "/left.yaml", folder + "/right.yaml"]
@@ -52,13 +64,28 @@ public enum CalibrationFile {
     public static func load(_ source: String) throws(CalibrationFormatError) -> (calibration: StereoCalibration, format: Format) {
         // A comma separates two files, unless the whole text names an existing file.
         var paths = exists(source) ? [source] : source.split(separator: ",", omittingEmptySubsequences: false).map(String.init)
+        if isFolder(source), let sensors = sensorFiles(in: source) {
+            var cameras: [EuRoCSensorYAML] = []
+            for path in sensors {
+                do {
+                    cameras.append(try EuRoCSensorYAML(text: try FileAccess.readText(atPath: path, as: .calibration), file: path))
+                } catch let error as FileAccessError {
+                    throw CalibrationFormatError(file: path, line: nil, message: Self.reason(error))
+                } catch let error as CalibrationFormatError {
+                    throw error
+                } catch {
+                    throw CalibrationFormatError(file: path, line: nil, message: "\(error)")
+                }
+            }
+            return (EuRoCSensorYAML.stereoCalibration(left: cameras[0], right: cameras[1]), .eurocSensor)
+        }
         if paths.count == 1, isFolder(source) {
             let folder = source.hasSuffix("/") ? String(source.dropLast()) : source
             paths = [folder + "/left.yaml", folder + "/right.yaml"]
             for path in paths where !exists(path) {
                 throw CalibrationFormatError(
                     file: source, line: nil,
-                    message: "is a folder without \(path.split(separator: "/").last ?? ""); a calibration folder holds the ROS camera_info files left.yaml and right.yaml (as calibrate --ros-dir writes them)")
+                    message: "is a folder without \(path.split(separator: "/").last ?? ""); a calibration folder holds the ROS camera_info files left.yaml and right.yaml (as calibrate --ros-dir writes them), or is an EuRoC recording with cam0/sensor.yaml and cam1/sensor.yaml")
             }
         }
         guard (1...2).contains(paths.count), paths.allSatisfy({ !$0.isEmpty }) else {

@@ -33,6 +33,37 @@ public final class MCAPBag: @unchecked Sendable {
         }.map(\.topic).sorted()
     }
 
+    /// True when `topic` holds `sensor_msgs/msg/CompressedImage` (JPEG or PNG bytes) rather
+    /// than `Image`.
+    public func isCompressed(_ topic: String) -> Bool {
+        guard let channel = file.channels.values.first(where: { $0.topic == topic }) else { return false }
+        return file.schemas[channel.schemaID]?.name == "sensor_msgs/msg/CompressedImage"
+    }
+
+    /// One message of an image topic, decoded: its pixels (packed, in a pixel format with a
+    /// V4L2 code, as ``BagTopicDevice`` plays them) and its header stamp (nanoseconds).
+    ///
+    /// - Throws: ``CaptureError/recording(path:reason:)`` naming the file, topic and message.
+    public func image(_ entry: MCAPMessageEntry, on topic: String) throws(CaptureError) -> (image: ImageBuffer, stampNanoseconds: Int64) {
+        do {
+            return try BagTopicDevice.decode(entry, of: self, compressed: isCompressed(topic))
+        } catch {
+            throw .recording(path: file.name, reason: "topic \(topic), message \(entry.sequence): \(error)")
+        }
+    }
+
+    /// A message's header stamp (nanoseconds), read from the first bytes of its CDR
+    /// (`std_msgs/Header` begins every image message) without decoding the rest.
+    ///
+    /// - Throws: ``CaptureError/recording(path:reason:)`` when the message is too short.
+    public func stamp(of entry: MCAPMessageEntry, on topic: String) throws(CaptureError) -> Int64 {
+        do {
+            return try file.withData(of: entry) { bytes in try ROS2.Header.stamp(cdr: bytes) }
+        } catch {
+            throw .recording(path: file.name, reason: "topic \(topic), message \(entry.sequence): \(error)")
+        }
+    }
+
     /// The left and right image topics when the bag has exactly two: the one whose name says
     /// `left` is left (else the first in name order); `nil` otherwise.
     public var defaultTopics: PerSide<String>? {

@@ -112,6 +112,18 @@ public final class EuRoCRecorder: Sendable {
         state.withLock { state in for file in state.csv.both { file?.close() } }
     }
 
+    /// Writes each camera's `sensor.yaml` (``EuRoCSensorFile``) beside its `data.csv`,
+    /// atomically; when replacing an older recording, into the new one (swapped in at ``finish()``).
+    public func writeSensorFiles(_ texts: PerSide<String>) throws(CaptureError) {
+        for side in StereoSide.allCases {
+            do {
+                try FileAccess.writeAtomically(texts[side], toPath: Self.cameraFolder(root, side) + "/sensor.yaml")
+            } catch {
+                throw .recording(path: error.path, reason: error.reason)
+            }
+        }
+    }
+
     /// `DIR/cam0` for the left camera, `DIR/cam1` for the right (EuRoC numbers its cameras).
     static func cameraFolder(_ directory: String, _ side: StereoSide) -> String { directory + "/cam\(side.rawValue)" }
     static func dataFolder(_ directory: String, _ side: StereoSide) -> String { cameraFolder(directory, side) + "/data" }

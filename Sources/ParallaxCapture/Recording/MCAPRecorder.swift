@@ -49,6 +49,27 @@ public final class MCAPRecorder: StereoPairRecorder {
         var schemas: [String: UInt16] = [:]
         var sequence: [String: UInt32] = [:]
         var pairs = 0
+        var contents = BagContents()
+    }
+
+    /// What a bag holds so far: its topics in the order they first appeared, with their types
+    /// and message counts, and the span of its log times (what a rosbag2 `metadata.yaml` says).
+    public struct BagContents: Sendable, Hashable {
+        /// One topic: its name, its message type (`sensor_msgs/msg/Image`…) and its messages.
+        public struct Topic: Sendable, Hashable {
+            /// The topic's name.
+            public var name: String
+            /// The ROS 2 message type.
+            public var type: String
+            /// Messages written on it.
+            public var messages: Int
+        }
+        /// The topics, in the order of their first message.
+        public var topics: [Topic] = []
+        /// The first and last messages' log times (nanoseconds), or `nil` before any.
+        public var firstLogTime: UInt64?, lastLogTime: UInt64?
+        /// Messages on every topic.
+        public var messageCount: Int { topics.reduce(0) { $0 + $1.messages } }
     }
 
     /// Starts a bag at `path`. `frameIDs` are the header's frames of reference; with
@@ -79,6 +100,9 @@ public final class MCAPRecorder: StereoPairRecorder {
 
     /// Pairs written so far.
     public var pairsWritten: Int { state.withLock { $0.pairs } }
+
+    /// The topics, counts and time span written so far.
+    public var contents: BagContents { state.withLock { $0.contents } }
 
     /// True until ``finish()`` or ``abandon()``.
     public var isOpen: Bool { state.withLock { $0.writer != nil } }
@@ -120,6 +144,7 @@ public final class MCAPRecorder: StereoPairRecorder {
                     state.sequence[message.topic] = sequence &+ 1
                     let time = UInt64(max(0, message.stamp))
                     try writer.addMessage(channel: channel, sequence: sequence, logTime: time, publishTime: time, data: message.bytes)
+                    state.contents.count(message.topic, type: message.type, at: time)
                 }
             } catch {
                 return .recording(path: path, reason: "\(error)")
@@ -153,7 +178,8 @@ public final class MCAPRecorder: StereoPairRecorder {
             schema = try writer.addSchema(name: type, encoding: "ros2msg", data: Array((ROS2.schemas[type] ?? "").utf8))
             state.schemas[type] = schema
         }
-        let channel = try writer.addChannel(schemaID: schema, topic: topic, messageEncoding: "cdr")
+        let channel = try writer.addChannel(schemaID: schema, topic: topic, messageEncoding: "cdr",
+                                            metadata: ["offered_qos_profiles": ROS2.offeredQoSProfiles])
         state.channels[topic] = channel
         return channel
     }
@@ -166,5 +192,17 @@ public final class MCAPRecorder: StereoPairRecorder {
         let packed = encodings[buffer.format] == nil ? try buffer.converted(to: .rgb8) : buffer
         return ROS2.Image(header: header, height: UInt32(packed.size.height), width: UInt32(packed.size.width),
                           encoding: encodings[packed.format]!, step: UInt32(packed.bytesPerRow), data: packed.bytes)
+    }
+}
+
+extension MCAPRecorder.BagContents {
+    mutating func count(_ topic: String, type: String, at time: UInt64) {
+        if let index = topics.firstIndex(where: { $0.name == topic }) {
+            topics[index].messages += 1
+        } else {
+            topics.append(Topic(name: topic, type: type, messages: 1))
+        }
+        firstLogTime = min(firstLogTime ?? time, time)
+        lastLogTime = max(lastLogTime ?? time, time)
     }
 }

@@ -32,6 +32,15 @@ public struct RecordedTimestampLog: Sendable, Hashable {
     /// Where the log came from, for messages.
     public var path: String
 
+    /// A log of frames known otherwise (a bag's index): sorted by timestamp here, with
+    /// ``wasUnsorted`` saying whether they had to be.
+    public init(entries: [Entry], path: String) {
+        let sorted = entries.sorted { $0.timestampNanoseconds < $1.timestampNanoseconds }
+        self.entries = sorted
+        wasUnsorted = sorted != entries
+        self.path = path
+    }
+
     /// Parses log text.
     ///
     /// - Throws: ``RecordedTimestampLogError/malformedLines(path:lines:)`` listing every

@@ -17,7 +17,10 @@ struct CaptureCommand: AsyncParsableCommand {
             shared format that fits is used.
 
             Writes DIR/cam0 (left) and DIR/cam1 (right), each with data.csv \
-            ("#timestamp [ns],filename") and its images in data/ as PNG (MJPEG frames as JPEG). \
+            ("#timestamp [ns],filename") and its images in data/ as PNG (MJPEG frames as JPEG), \
+            and, when the calibration is known (--calibration, the simulated rig's, a recording's \
+            own), EuRoC's sensor.yaml: T_BS in metres, rate, resolution, intrinsics and lens \
+            (the rectified cameras' when the pairs are rectified). \
             Frames are paired by a stereo session (approximate policy, skew at most half a \
             frame interval), so row k of both CSVs is one moment; --independent records each \
             camera's frames on their own instead. With --calibration the pairs are rectified \
@@ -37,12 +40,16 @@ struct CaptureCommand: AsyncParsableCommand {
             CameraInfo of each side on /stereo/left/camera_info and /stereo/right/camera_info; \
             --bag-compression zstd compresses its chunks. The file appears when the recording \
             ends (Ctrl-C included); an existing one is replaced only with --overwrite. \
+            With --bag, --output is a rosbag2 folder instead (metadata.yaml beside NAME_0.mcap, \
+            the same messages), which ros2 bag info and ros2 bag play read; it appears whole when \
+            the recording ends, and --overwrite replaces only an older bag. \
             --recording plays an EuRoC folder or a bag back as the two cameras, so capture also \
             converts one into the other.
 
             Examples:
               parallax capture --simulated --frames 60 --output rec
               parallax capture --simulated --frames 60 --output rec.mcap
+              parallax capture --simulated --frames 60 --bag --output rec_bag
               parallax capture --left /dev/video0 --right /dev/video2 --format 1280x720@30:YUYV --frames 300 --output rec
             """)
 
@@ -63,10 +70,13 @@ struct CaptureCommand: AsyncParsableCommand {
     @Option(name: .long, help: "Output folder (created if missing; must be empty unless --overwrite), or NAME.mcap for a ROS 2 bag in one MCAP file.")
     var output: String
 
-    @Option(name: .customLong("bag-compression"), help: "With --output NAME.mcap: store the bag's chunks as they are (none, the default) or compressed with zstd.")
+    @Flag(name: .long, help: "Write a rosbag2 folder at --output (metadata.yaml and NAME_0.mcap), as ros2 bag record does.")
+    var bag = false
+
+    @Option(name: .customLong("bag-compression"), help: "With --output NAME.mcap or --bag: store the bag's chunks as they are (none, the default) or compressed with zstd.")
     var bagCompression: MCAPWriter.Compression?
 
-    @Flag(name: .long, help: "Replace an older recording (its cam0/cam1 folders in the output folder, or the .mcap file).")
+    @Flag(name: .long, help: "Replace an older recording (its cam0/cam1 folders in the output folder, the .mcap file, or the rosbag2 folder).")
     var overwrite = false
 
     @Option(name: .long, parsing: .unconditional, help: "Give up after this long, rendering and writing included, e.g. 30s or 2min (default: enough for the frames at the frame rate, plus 10 s).",
@@ -77,9 +87,7 @@ struct CaptureCommand: AsyncParsableCommand {
         guard frames > 0 else { throw ValidationError("--frames must be positive") }
         try timeout?.check("--timeout", atMost: DurationArgument(nanoseconds: 86_400_000_000_000))
         if independent && calibration != nil { throw ValidationError("--calibration rectifies pairs; it cannot be used with --independent") }
-        if bagCompression != nil && !writesBag {
-            throw ValidationError("--bag-compression is for a ROS 2 bag: give --output NAME.mcap")
-        }
+        try target.check()
         if independent && writesBag {
             throw ValidationError("--independent records each camera on its own into an EuRoC folder; a .mcap bag holds pairs: "
                                   + "drop --independent, or give --output a folder")
@@ -103,10 +111,14 @@ struct CaptureCommand: AsyncParsableCommand {
         }
         var rectifyWith: StereoCalibration?
         if let calibration, overwrite {
-            // --overwrite replaces the older recording's cam folders: an input inside them would go too.
+            // --overwrite replaces the older recording's cam folders (a bag folder whole): an
+            // input inside them would go too.
             let folder = OutputFiles.resolve(output)
             for file in CalibrationFile.files(of: calibration) {
                 let resolved = OutputFiles.resolve(file)
+                if bag && resolved.hasPrefix(folder + "/") {
+                    throw CLIError("--calibration \(file) is inside \(output), which --overwrite replaces; copy it out of the bag first")
+                }
                 if resolved.hasPrefix(folder + "/"), let top = resolved.dropFirst(folder.count + 1).split(separator: "/").first,
                    EuRoCRecorder.isCameraFolder(top) {
                     throw CLIError("--calibration \(file) is inside \(output)/\(top), which --overwrite replaces; "
@@ -119,7 +131,7 @@ struct CaptureCommand: AsyncParsableCommand {
         }
         // The calibration is checked (cameras, fit) before the output folder is touched.
         let session = try RectificationArguments.session(device: device, calibration: rectifyWith, file: calibration, force: force)
-        let recorder: any StereoPairRecorder = writesBag ? try openBag(session: session) : try openFolderRecorder()
+        let recorder = try target.open(session: session, known: opened.knownCalibration, rateHz: 1 / interval)
         // A second Ctrl-C (or a signal before the first pair) ends the program: an older
         // recording this one was to replace stays, a new one keeps what its CSVs list.
         let cleanup = Signals.atExit { recorder.abandon() }
@@ -145,35 +157,17 @@ struct CaptureCommand: AsyncParsableCommand {
         }
     }
 
-    /// True when `--output` names a ROS 2 bag (`NAME.mcap`) rather than a folder.
-    var writesBag: Bool { output.lowercased().hasSuffix(".mcap") }
-
-    /// The bag for `--output NAME.mcap`; with a calibration, each side's camera info (the
-    /// calibration adapted to the format, with the rectification's R and P; the baseline in
-    /// metres, ROS's unit) goes with every image.
-    private func openBag(session: StereoSession) throws -> MCAPRecorder {
-        var info: PerSide<ROS2.CameraInfo>?
-        if let calibration = session.activeCalibration, let rectification = session.rectification {
-            let (left, right) = ROSCameraInfo.stereoPair(calibration, rectification: rectification)
-            func message(_ file: ROSCameraInfo) -> ROS2.CameraInfo {
-                let lens = file.distortion
-                return ROS2.CameraInfo(header: ROS2.Header(stamp: ROS2.Time(nanoseconds: 0), frameID: ""),
-                                       height: UInt32(file.camera.size.height), width: UInt32(file.camera.size.width),
-                                       distortionModel: lens.model, d: lens.coefficients, k: file.camera.intrinsics.matrix.rowMajor,
-                                       r: file.rectification.rowMajor, p: file.projection.rowMajor)
-            }
-            info = PerSide(left: message(left), right: message(right))
-        }
-        return try MCAPRecorder(path: output, replacingExisting: overwrite, cameraInfo: info, compression: bagCompression ?? .none)
+    /// Where `--output` records: an EuRoC folder, one MCAP file, or a rosbag2 folder.
+    var target: RecordingTarget {
+        RecordingTarget(path: output, option: "--output", bag: bag, compression: bagCompression, overwrite: overwrite)
     }
 
-    /// The recorder for `--output`, after saying what it tidied of an interrupted run there.
-    private func openFolderRecorder() throws -> EuRoCRecorder {
-        for note in try EuRoCRecorder.tidyInterruptedRecording(in: output) {
-            FileHandle.standardError.write(Data("\(output): \(note)\n".utf8))
-        }
-        return try EuRoCRecorder(directory: output, replacingExisting: overwrite)
-    }
+    /// True when `--output` names a ROS 2 bag (`NAME.mcap`, or a rosbag2 folder with `--bag`)
+    /// rather than an EuRoC folder.
+    var writesBag: Bool { target.writesBag }
+
+    /// The recorder for `--output` as an EuRoC folder (`--independent`).
+    private func openFolderRecorder() throws -> EuRoCRecorder { try target.openFolder() }
 
     private func report(_ summary: SessionRecordingSummary, keptOlder: Bool) {
         let stats = summary.statistics
@@ -190,6 +184,9 @@ struct CaptureCommand: AsyncParsableCommand {
         if let error = summary.writeError { print("write error: \(error)") }
         if keptOlder {
             print("not recorded: the older recording in \(output) was kept (these \(summary.pairsWritten) pairs were discarded)")
+        } else if bag {
+            print("recorded to \(output) (a rosbag2 folder: metadata.yaml and \((output as NSString).lastPathComponent)_0.mcap; "
+                  + "/stereo/left and /stereo/right)")
         } else if writesBag {
             print("recorded to \(output) (a ROS 2 bag: /stereo/left and /stereo/right)")
         } else {

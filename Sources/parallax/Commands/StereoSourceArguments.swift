@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import ParallaxCalibration
 import ParallaxCapture
 import ParallaxGeometry
 import ParallaxImage
@@ -255,21 +256,7 @@ struct StereoSourceArguments: ParsableArguments {
     /// configured at the recorded format (the left camera's; the right must match it).
     private func openRecording(_ path: String, quiet: Bool) throws -> Source {
         let pace: SimulationPace = realTime ? .realTime : .asFastAsPossible
-        var isFolder: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: path, isDirectory: &isFolder) else {
-            throw CLIError("--recording \(path): no such file or folder")
-        }
-        var bagPath: String?
-        if !isFolder.boolValue {
-            bagPath = path
-        } else if FileManager.default.fileExists(atPath: path + "/metadata.yaml") {
-            let files = ((try? FileManager.default.contentsOfDirectory(atPath: path)) ?? []).filter { $0.hasSuffix(".mcap") }.sorted()
-            guard files.count == 1 else {
-                throw CLIError("--recording \(path): a rosbag2 folder with \(files.count) .mcap files; Parallax plays one "
-                               + "(a bag stored as sqlite3 is not read: convert it with `ros2 bag convert` to MCAP)")
-            }
-            bagPath = path + "/" + files[0]
-        }
+        let bagPath = try DatasetInput.bagFile(of: path, option: "--recording")
         let device: StereoDevice
         if let bagPath {
             let bag = try MCAPBag(path: bagPath)
@@ -290,8 +277,15 @@ struct StereoSourceArguments: ParsableArguments {
             throw CLIError("--recording \(path): the left camera has no format")
         }
         let configured = try device.configure(StereoConfiguration(format: format))
-        if !quiet { FileHandle.standardError.write(Data("recording: \(configured.format)\n".utf8)) }
-        return Source(device: device)
+        // An EuRoC folder's cameras may describe themselves (sensor.yaml): the recording's calibration.
+        var known: StereoCalibration?
+        if bagPath == nil, CalibrationFile.files(of: path).allSatisfy({ $0.hasSuffix("/sensor.yaml") }) {
+            known = try CalibrationFile.load(path).calibration
+        }
+        if !quiet {
+            FileHandle.standardError.write(Data("recording: \(configured.format)\(known == nil ? "" : " (its cameras' sensor.yaml: a calibration)")\n".utf8))
+        }
+        return Source(device: device, knownCalibration: known)
     }
 
     /// The cameras `--virtual` plugs in at /dev/video0 (left) and /dev/video2 (right): two

@@ -38,6 +38,7 @@ struct StreamCommand: AsyncParsableCommand {
 
             Examples:
               parallax stream --simulated --frames 300 --json
+              parallax stream --simulated --frames 300 --record rec.mcap
               parallax stream --simulated --real-time --consumer-delay 50ms --adapt-frame-rate --frames 300
               parallax stream --virtual --frames 200 --unplug right@2s --replug right@3s --json
               parallax stream --simulated --format 1280x720@30:MJPG --corrupt-frames 5 --json
@@ -99,6 +100,23 @@ struct StreamCommand: AsyncParsableCommand {
     @Flag(name: .long, help: "Print one JSON object at the end instead of the summary.")
     var json = false
 
+    @Option(name: .long, help: "Also record the pairs handed out: an EuRoC folder (new or empty), NAME.mcap for a ROS 2 bag, or with --bag a rosbag2 folder.")
+    var record: String?
+
+    @Flag(name: .long, help: "With --record: write a rosbag2 folder (metadata.yaml and NAME_0.mcap).")
+    var bag = false
+
+    @Option(name: .customLong("bag-compression"), help: "With --record NAME.mcap or --bag: chunks as they are (none) or compressed with zstd.")
+    var bagCompression: MCAPWriter.Compression?
+
+    @Flag(name: .long, help: "With --record: replace an older recording there.")
+    var overwrite = false
+
+    /// `--record`'s destination, when given.
+    var recordTarget: RecordingTarget? {
+        record.map { RecordingTarget(path: $0, option: "--record", bag: bag, compression: bagCompression, overwrite: overwrite) }
+    }
+
     func validate() throws {
         guard framesOption.map({ $0 > 0 }) ?? true else { throw ValidationError("--frames must be positive") }
         if !source.virtual && !(unplug.isEmpty && replug.isEmpty && fault.isEmpty) {
@@ -108,6 +126,10 @@ struct StreamCommand: AsyncParsableCommand {
             throw ValidationError(RectificationArguments.distanceSyntax("--convergence", convergence))
         }
         try timeout?.check("--timeout", atMost: DurationArgument(nanoseconds: 86_400_000_000_000))
+        if record == nil && (bag || bagCompression != nil || overwrite) {
+            throw ValidationError("--bag, --bag-compression and --overwrite say how --record writes: give --record PATH")
+        }
+        try recordTarget?.check()
         // A replug plugs back a camera that was unplugged before it; otherwise it does nothing.
         for side in StereoSide.allCases {
             let unplugs = unplug.filter { $0.side == side }.map(\.seconds).sorted()
@@ -144,9 +166,13 @@ struct StreamCommand: AsyncParsableCommand {
         }
         let session = try RectificationArguments.session(device: opened.device, calibration: rectifyWith, file: calibration,
                                                          force: force, options: options)
+        let fps = opened.device.deliveredFramesPerSecond ?? 30
+        let recorder = try recordTarget?.open(session: session, known: opened.knownCalibration, rateHz: fps)
+        // A second Ctrl-C (or a signal before the first pair) ends the program: the recording is dropped.
+        let cleanup = recorder.map { recorder in Signals.atExit { recorder.abandon() } }
+        defer { if let cleanup { Signals.removeCleanup(cleanup) } }
         let interruption = Interruption { session.stop() }
         defer { interruption.cancel() }
-        let fps = opened.device.deliveredFramesPerSecond ?? 30
         // A recording played whole ends by itself; anything else within twice its time.
         let deadline = timeout?.seconds ?? (playsWholeRecording ? 1e9 : Double(frames) / fps * 2 + 10)
         if timeout == nil, deadline > 3600, !playsWholeRecording {
@@ -175,6 +201,13 @@ struct StreamCommand: AsyncParsableCommand {
             received += 1
             if images == nil, let image = pair.left.image { images = (image.format, image.size) }
             if let wrong = opened.isMismatched(pair), wrong { mismatched = (mismatched ?? 0) + 1 }
+            if let recorder {
+                do { try recorder.record(pair) } catch {
+                    session.stop()
+                    recorder.abandon()
+                    throw CLIError("--record: \(error); nothing was kept")
+                }
+            }
             if let consumerDelay { await Self.sleep(consumerDelay.nanoseconds, whileRunning: session) }
             if received >= frames { break }
         }
@@ -184,6 +217,14 @@ struct StreamCommand: AsyncParsableCommand {
         watchdog.cancel()
         scheduled.cancel()
         status.finish()
+        // Kept when the stream ended as asked (its pairs, the whole recording, or Ctrl-C) with no wrong pair.
+        if let recorder, recorder.isOpen {
+            if (received >= frames || playsWholeRecording || interruption.fired) && (mismatched ?? 0) == 0 {
+                try recorder.finish()
+            } else {
+                recorder.abandon()
+            }
+        }
         let stats = session.statistics
         if json {
             let delivered = images.map { "\($0.format.rawValue) \($0.size)" }

@@ -112,6 +112,28 @@ public enum ROS2 {
 
     // MARK: Schemas
 
+    /// The quality of service every topic is offered with, as rosbag2 records it (a YAML list
+    /// in a string, in the channel metadata of the `ros2` MCAP profile and in `metadata.yaml`):
+    /// keep the last 10, reliable, volatile, automatic liveliness; the durations 0 s, which
+    /// ROS reads as "unspecified" (no deadline, lifespan or lease), in every ROS 2 release.
+    public static let offeredQoSProfiles = """
+        - history: 1
+          depth: 10
+          reliability: 1
+          durability: 2
+          deadline:
+            sec: 0
+            nsec: 0
+          lifespan:
+            sec: 0
+            nsec: 0
+          liveliness: 1
+          liveliness_lease_duration:
+            sec: 0
+            nsec: 0
+          avoid_ros_namespace_conventions: false
+        """
+
     /// The `ros2msg` text of each message type here, by its ROS 2 name.
     public static let schemas: [String: String] = [
         "sensor_msgs/msg/Image": definition(image, uses: [header, time]),
@@ -141,6 +163,15 @@ public enum ROS2 {
 }
 
 // MARK: CDR
+
+extension ROS2.Header {
+    /// The stamp (nanoseconds) of a message whose CDR begins with a `std_msgs/Header`, read
+    /// without decoding the rest.
+    public static func stamp(cdr: UnsafeRawBufferPointer) throws(CDRError) -> Int64 {
+        var r = try CDRReader(cdr)
+        return try r.header().stamp.nanoseconds
+    }
+}
 
 extension ROS2.Image {
     /// The message as CDR bytes.

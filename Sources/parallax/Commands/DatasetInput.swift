@@ -1,0 +1,119 @@
+import Foundation
+import ParallaxCapture
+import ParallaxGeometry
+import ParallaxImage
+
+/// A recording read as a dataset for `rectify-dataset`: each camera's frames as a timestamp
+/// log (for pairing without touching a pixel) and a way to load any one frame's image.
+///
+/// An EuRoC folder's logs are its `camN/data.csv`; a bag's are its two image topics, each
+/// message stamped with its header stamp, in stamp order.
+struct DatasetInput: Sendable {
+    /// The path as given.
+    let path: String
+    /// Each camera's frames in time order (a bag's `filename` is the message's index in
+    /// ``bagEntries``).
+    let logs: PerSide<RecordedTimestampLog>
+    /// What the input is, for messages: "EuRoC folder" or "bag topics /a and /b".
+    let description: String
+    private let source: Source
+
+    private enum Source: Sendable {
+        case folder(PerSide<String>)
+        case bag(MCAPBag, topics: PerSide<String>, entries: PerSide<[MCAPMessageEntry]>)
+    }
+
+    /// Opens `path`: an EuRoC folder (`cam0`, `cam1`), a ROS 2 bag in one MCAP file, or a
+    /// rosbag2 folder holding one; `topics` choose a bag's cameras (found when it has two).
+    init(path: String, topics: PerSide<String?>) throws {
+        self.path = path
+        if let bagPath = try Self.bagFile(of: path, option: "--input") {
+            let bag = try MCAPBag(path: bagPath)
+            var chosen = bag.defaultTopics
+            if let left = topics.left, let right = topics.right { chosen = PerSide(left: left, right: right) }
+            guard let chosen else {
+                throw CLIError("--input \(bagPath) has \(bag.imageTopics.count) image topics (\(bag.imageTopics.joined(separator: ", "))): "
+                               + "name two with --left-topic and --right-topic")
+            }
+            var entries = PerSide<[MCAPMessageEntry]>(repeating: [])
+            var logs = PerSide(repeating: RecordedTimestampLog(entries: [], path: ""))
+            for side in StereoSide.allCases {
+                let topic = chosen[side]
+                guard bag.imageTopics.contains(topic) else {
+                    throw CLIError("--input \(bagPath) has no image topic \(topic); its image topics: \(bag.imageTopics.joined(separator: ", "))")
+                }
+                // Header stamps, in stamp order: the times the frames were taken (log times may be when they were written).
+                let stamped = try (bag.entries[topic] ?? []).map { entry in (entry, try bag.stamp(of: entry, on: topic)) }
+                    .sorted { $0.1 < $1.1 }
+                entries[side] = stamped.map(\.0)
+                logs[side] = RecordedTimestampLog(
+                    entries: stamped.enumerated().map { index, item in
+                        RecordedTimestampLog.Entry(timestampNanoseconds: item.1, filename: String(index), line: index + 1)
+                    },
+                    path: "\(bagPath)#\(topic)")
+            }
+            self.logs = logs
+            description = "bag \(bagPath), topics \(chosen.left) and \(chosen.right)"
+            source = .bag(bag, topics: chosen, entries: entries)
+        } else {
+            let folders = PerSide(left: path + "/cam0", right: path + "/cam1")
+            var logs = PerSide(repeating: RecordedTimestampLog(entries: [], path: ""))
+            for side in StereoSide.allCases {
+                let csv = folders[side] + "/data.csv"
+                do {
+                    logs[side] = try RecordedTimestampLog(text: try FileAccess.readText(atPath: csv, as: .log), path: csv)
+                } catch {
+                    throw CLIError("--input \(path): \(error)")
+                }
+                if logs[side].wasUnsorted {
+                    throw CLIError("--input \(csv): its timestamps are not in order; a recording lists its frames as they came")
+                }
+            }
+            self.logs = logs
+            description = "EuRoC folder \(path)"
+            source = .folder(folders)
+        }
+    }
+
+    /// The MCAP file a recording path holds — the path itself, or the one file of a rosbag2
+    /// folder (a folder with `metadata.yaml`) — or `nil` for an EuRoC folder.
+    ///
+    /// - Throws: a ``CLIError`` naming `option` when nothing is at `path`, or a rosbag2 folder
+    ///   holds other than one MCAP file (a sqlite3 bag, a split bag).
+    static func bagFile(of path: String, option: String) throws -> String? {
+        var isFolder: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: path, isDirectory: &isFolder) else {
+            throw CLIError("\(option) \(path): no such file or folder")
+        }
+        guard isFolder.boolValue else { return path }
+        guard FileManager.default.fileExists(atPath: path + "/metadata.yaml") else { return nil }
+        let files = ((try? FileManager.default.contentsOfDirectory(atPath: path)) ?? []).filter { $0.hasSuffix(".mcap") }.sorted()
+        guard files.count == 1 else {
+            throw CLIError("\(option) \(path): a rosbag2 folder with \(files.count) .mcap files; Parallax plays one "
+                           + "(a bag stored as sqlite3 is not read: convert it with `ros2 bag convert` to MCAP)")
+        }
+        return path + "/" + files[0]
+    }
+
+    /// The image of frame `index` (into ``logs``) of `side`'s camera.
+    func image(_ side: StereoSide, _ index: Int) throws -> ImageBuffer {
+        switch source {
+        case .folder(let folders):
+            let file = folders[side] + "/data/" + logs[side].entries[index].filename
+            do {
+                return try ImageBuffer(contentsOfFile: file)
+            } catch {
+                throw CLIError("\(error)")
+            }
+        case .bag(let bag, let topics, let entries):
+            return try bag.image(entries[side][index], on: topics[side]).image
+        }
+    }
+
+    /// The median spacing of the left camera's frames (nanoseconds), or `nil` with fewer than two.
+    var typicalIntervalNanoseconds: Int64? {
+        let stamps = logs.left.entries.map(\.timestampNanoseconds)
+        let steps = zip(stamps, stamps.dropFirst()).map { $1 - $0 }.filter { $0 > 0 }.sorted()
+        return steps.isEmpty ? nil : steps[steps.count / 2]
+    }
+}

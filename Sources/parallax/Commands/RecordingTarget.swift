@@ -1,0 +1,102 @@
+import ArgumentParser
+import Foundation
+import ParallaxCalibration
+import ParallaxCapture
+import ParallaxGeometry
+
+/// Where `capture --output` and `stream --record` write a session's pairs, chosen by the
+/// path's name and `--bag`: an EuRoC folder, a ROS 2 bag in one MCAP file (`NAME.mcap`), or
+/// a rosbag2 folder (`--bag`). One way to open each, so the two commands cannot drift apart.
+struct RecordingTarget {
+    /// The path as given.
+    var path: String
+    /// The option that named it, for messages (`--output`, `--record`).
+    var option: String
+    /// `--bag`: a rosbag2 folder.
+    var bag: Bool
+    /// `--bag-compression`.
+    var compression: MCAPWriter.Compression?
+    /// `--overwrite`: replace an older recording at the path.
+    var overwrite: Bool
+
+    /// True for a ROS 2 bag (`NAME.mcap`, or a rosbag2 folder with `--bag`) rather than an EuRoC folder.
+    var writesBag: Bool { bag || path.lowercased().hasSuffix(".mcap") }
+
+    /// The reasons the options do not go together, for `validate()`.
+    func check() throws {
+        if bag && path.lowercased().hasSuffix(".mcap") {
+            throw ValidationError("--bag writes a rosbag2 folder (NAME/metadata.yaml and NAME/NAME_0.mcap): give \(option) a "
+                           + "folder name, or drop --bag for one MCAP file")
+        }
+        if compression != nil && !writesBag {
+            throw ValidationError("--bag-compression is for a ROS 2 bag: give \(option) NAME.mcap, or --bag")
+        }
+    }
+
+    /// The recorder for a session's pairs. A bag gets each side's camera info with every
+    /// image when the session rectifies (the calibration adapted to the format, with the
+    /// rectification's R and P; the baseline in metres, ROS's unit); an EuRoC folder gets each
+    /// camera's `sensor.yaml` when the calibration is known (`known`: the source's own).
+    func open(session: StereoSession, known: StereoCalibration?, rateHz: Double) throws -> any StereoPairRecorder {
+        guard writesBag else {
+            let folder = try openFolder()
+            try writeSensorFiles(into: folder, session: session, known: known, rateHz: rateHz)
+            return folder
+        }
+        var info: PerSide<ROS2.CameraInfo>?
+        if let calibration = session.activeCalibration, let rectification = session.rectification {
+            let (left, right) = ROSCameraInfo.stereoPair(calibration, rectification: rectification)
+            func message(_ file: ROSCameraInfo) -> ROS2.CameraInfo {
+                let lens = file.distortion
+                return ROS2.CameraInfo(header: ROS2.Header(stamp: ROS2.Time(nanoseconds: 0), frameID: ""),
+                                       height: UInt32(file.camera.size.height), width: UInt32(file.camera.size.width),
+                                       distortionModel: lens.model, d: lens.coefficients, k: file.camera.intrinsics.matrix.rowMajor,
+                                       r: file.rectification.rowMajor, p: file.projection.rowMajor)
+            }
+            info = PerSide(left: message(left), right: message(right))
+        }
+        guard bag else {
+            return try MCAPRecorder(path: path, replacingExisting: overwrite, cameraInfo: info, compression: compression ?? .none)
+        }
+        let folder = try ROS2BagFolderRecorder(directory: path, replacingExisting: overwrite, cameraInfo: info,
+                                               compression: compression ?? .none)
+        for note in folder.tidied { FileHandle.standardError.write(Data("\(path): \(note)\n".utf8)) }
+        return folder
+    }
+
+    /// The EuRoC folder's recorder, after saying what it tidied of an interrupted run there.
+    func openFolder() throws -> EuRoCRecorder {
+        for note in try EuRoCRecorder.tidyInterruptedRecording(in: path) {
+            FileHandle.standardError.write(Data("\(path): \(note)\n".utf8))
+        }
+        return try EuRoCRecorder(directory: path, replacingExisting: overwrite)
+    }
+
+    /// Each camera's `sensor.yaml` when the calibration is known: the rectified cameras' when
+    /// the pairs are rectified, else the source's own (the simulated rig's, a recording's).
+    /// One the format cannot hold exactly is not written, and stderr says why.
+    private func writeSensorFiles(into recorder: EuRoCRecorder, session: StereoSession, known: StereoCalibration?,
+                                  rateHz: Double) throws {
+        let texts: PerSide<String>
+        do {
+            if let calibration = session.activeCalibration, let rectification = session.rectification {
+                texts = try EuRoCSensorFile.texts(rectifiedBy: rectification, of: calibration, rateHz: rateHz)
+            } else if let known {
+                texts = try EuRoCSensorFile.texts(for: known, rateHz: rateHz)
+            } else {
+                return
+            }
+        } catch {
+            if case .recording(_, let reason) = error {
+                FileHandle.standardError.write(Data("\(path): no sensor.yaml written: \(reason)\n".utf8))
+            }
+            return
+        }
+        do {
+            try recorder.writeSensorFiles(texts)
+        } catch {
+            recorder.abandon()
+            throw error
+        }
+    }
+}

@@ -1,0 +1,202 @@
+import Foundation
+import ParallaxCalibration
+import ParallaxCapture
+import ParallaxGeometry
+import ParallaxImage
+import Testing
+@testable import parallax
+
+/// `parallax rectify-dataset`: a whole recording rectified, in shards that add up to one
+/// run byte for byte, resumable after a kill. (The 2-minute 1280×720 run and its throughput:
+/// `Benchmarks/rectify-dataset`.)
+@Suite("parallax rectify-dataset: whole, sharded, resumed")
+struct RectifyDatasetTests {
+    /// Every file under `folder` (relative path → bytes).
+    static func files(_ folder: URL) throws -> [String: Data] {
+        var result: [String: Data] = [:]
+        let base = folder.path + "/"
+        for case let url as URL in FileManager.default.enumerator(at: folder, includingPropertiesForKeys: nil) ?? .init() {
+            var isFolder: ObjCBool = false
+            guard FileManager.default.fileExists(atPath: url.path, isDirectory: &isFolder), !isFolder.boolValue else { continue }
+            result[String(url.path.dropFirst(base.count))] = try Data(contentsOf: url)
+        }
+        return result
+    }
+
+    /// A recording of the simulated rig (160 × 120, `frames` pairs) and its calibration file.
+    static func recording(in dir: URL, frames: Int) throws -> (recording: String, calibration: String) {
+        let recording = dir.appendingPathComponent("rec").path
+        let run = try ParallaxCLI.run(["capture", "--simulated", "--size", "160x120", "--frames", "\(frames)", "--output", recording])
+        try #require(run.status == 0, "\(run.stderr)")
+        let calibration = dir.appendingPathComponent("rig.json").path
+        try FileAccess.writeAtomically(SimulatedStereoRig.example(size: ImageSize(width: 160, height: 120)).calibration.jsonText(),
+                                       toPath: calibration)
+        return (recording, calibration)
+    }
+
+    @Test("shards 1/3, 2/3 and 3/3 write exactly the files and bytes of one unsharded run; the images are the rectifier's")
+    func shardsAddUpToOneRun() throws {
+        let dir = try ParallaxCLI.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let (recording, calibration) = try Self.recording(in: dir, frames: 10)
+        let whole = dir.appendingPathComponent("whole")
+        let run = try ParallaxCLI.run(["rectify-dataset", "--input", recording, "--calibration", calibration, "--output", whole.path])
+        #expect(run.status == 0 && run.stdout.contains("rectified 10 pairs (10 pairs; 0 already done)"), "\(run.stdout) \(run.stderr)")
+        let sharded = dir.appendingPathComponent("sharded")
+        // In an order of their own, as a scheduler may run them; the second through the environment.
+        for shard in ["3/3", "@SHARD_INDEX/3", "1/3"] {
+            let process = Process()
+            process.executableURL = ParallaxCLI.executable
+            process.arguments = ["rectify-dataset", "--input", recording, "--calibration", calibration, "--output", sharded.path,
+                                 "--shard", shard, "--json"]
+            process.environment = ProcessInfo.processInfo.environment.merging(["SHARD_INDEX": "1"]) { $1 }
+            let out = Pipe()
+            process.standardOutput = out
+            process.standardError = FileHandle.nullDevice
+            try process.run()
+            let text = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            process.waitUntilExit()
+            #expect(process.terminationStatus == 0, "--shard \(shard): \(text)")
+            let summary = try #require(try JSONValue(parsing: text.trimmingCharacters(in: .whitespacesAndNewlines)).object)
+            // 10 pairs in 3 shards: pair k in shard ⌊3k/10⌋ + 1, so pairs 0–3, 4–6, 7–9.
+            let expected: [String: (Double, Double)] = ["3/3": (7, 10), "@SHARD_INDEX/3": (4, 7), "1/3": (0, 4)]
+            #expect(summary["first_pair"]?.number == expected[shard]?.0 && summary["end_pair"]?.number == expected[shard]?.1,
+                    "\(shard): \(text)")
+            #expect(summary["shard"]?.string == (shard.hasPrefix("@") ? "2/3" : shard))
+        }
+        let a = try Self.files(whole), b = try Self.files(sharded)
+        #expect(a.count == 2 * 10 + 2 * 2 + 1, "\(a.keys.sorted())")  // images, data.csv and sensor.yaml per camera, the manifest
+        #expect(a.keys.sorted() == b.keys.sorted())
+        for (name, bytes) in a { #expect(b[name] == bytes, "\(name) differs between the whole run and the shards") }
+
+        // The images are the rectifier's own output for the recorded frames.
+        let rig = try CalibrationFile.load(calibration).calibration
+        let rectifier = try Rectifier(calibration: rig, threads: 1)
+        let csv = try String(contentsOfFile: recording + "/cam0/data.csv", encoding: .utf8).split(separator: "\n").dropFirst()
+        let firstLeft = try #require(csv.first?.split(separator: ",").last.map(String.init))
+        let csvRight = try String(contentsOfFile: recording + "/cam1/data.csv", encoding: .utf8).split(separator: "\n").dropFirst()
+        let firstRight = try #require(csvRight.first?.split(separator: ",").last.map(String.init))
+        let (l, r) = try rectifier.rectify(left: ImageBuffer(contentsOfFile: recording + "/cam0/data/" + firstLeft),
+                                           right: ImageBuffer(contentsOfFile: recording + "/cam1/data/" + firstRight))
+        #expect(try ImageBuffer(contentsOfFile: whole.path + "/cam0/data/" + firstLeft).bytes == l.bytes)
+        #expect(try ImageBuffer(contentsOfFile: whole.path + "/cam1/data/" + firstRight).bytes == r.bytes)
+        // data.csv lists every pair, row k of both being pair k; sensor.yaml the rectified cameras.
+        let list = try String(contentsOfFile: whole.path + "/cam0/data.csv", encoding: .utf8)
+        #expect(list.split(separator: "\n").count == 11 && list.hasPrefix("#timestamp [ns],filename\n\(firstLeft.dropLast(4)),\(firstLeft)\n"))
+        let (loaded, _) = try CalibrationFile.load(whole.path)
+        #expect(loaded.left.distortion == .none && loaded.extrinsics.rotation == .identity)
+    }
+
+    @Test("a rerun does only what is missing: a killed run's whole files stay, its temporaries go, the result is the same bytes")
+    func resumesWithoutRedoingFinishedPairs() throws {
+        let dir = try ParallaxCLI.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let (recording, calibration) = try Self.recording(in: dir, frames: 12)
+        let whole = dir.appendingPathComponent("whole"), resumed = dir.appendingPathComponent("resumed")
+        let common = ["rectify-dataset", "--input", recording, "--calibration", calibration, "--output"]
+        #expect(try ParallaxCLI.run(common + [whole.path]).status == 0)
+        #expect(try ParallaxCLI.run(common + [resumed.path]).status == 0)
+        // As a kill leaves it: some pairs missing, one with only its left image, temporaries of two.
+        let data = resumed.appendingPathComponent("cam1/data")
+        let rights = try FileManager.default.contentsOfDirectory(atPath: data.path).sorted()
+        for name in rights.suffix(5) { try FileManager.default.removeItem(at: data.appendingPathComponent(name)) }
+        let lefts = try FileManager.default.contentsOfDirectory(atPath: resumed.appendingPathComponent("cam0/data").path).sorted()
+        for name in lefts.suffix(4) { try FileManager.default.removeItem(at: resumed.appendingPathComponent("cam0/data/" + name)) }
+        try FileAccess.writeAtomically("half an image", toPath: data.appendingPathComponent(rights.last! + ".partial-99999").path)
+        try FileAccess.writeAtomically("half a list", toPath: resumed.appendingPathComponent("cam0/data.csv.partial-99998").path)
+        let again = try ParallaxCLI.run(common + [resumed.path])
+        #expect(again.status == 0 && again.stdout.contains("rectified 5 pairs (12 pairs; 7 already done)"), "\(again.stdout) \(again.stderr)")
+        let a = try Self.files(whole), b = try Self.files(resumed)
+        #expect(a.keys.sorted() == b.keys.sorted(), "\(Set(a.keys).symmetricDifference(b.keys))")
+        for (name, bytes) in a { #expect(b[name] == bytes, "\(name) differs after the resumed run") }
+        // Done already: nothing to do, nothing rewritten.
+        let done = try ParallaxCLI.run(common + [resumed.path])
+        #expect(done.status == 0 && done.stdout.contains("rectified 0 pairs (12 pairs; 12 already done)"), "\(done.stdout)")
+    }
+
+    @Test("killed outright while it works, then run again: complete, no partial file, the bytes of an uninterrupted run")
+    func killedAndRunAgain() throws {
+        let dir = try ParallaxCLI.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let (recording, calibration) = try Self.recording(in: dir, frames: 40)
+        let whole = dir.appendingPathComponent("whole"), killed = dir.appendingPathComponent("killed")
+        let common = ["rectify-dataset", "--input", recording, "--calibration", calibration, "--threads", "1", "--output"]
+        #expect(try ParallaxCLI.run(common + [whole.path]).status == 0)
+        let process = try ParallaxCLI.launch(common + [killed.path])
+        let data = killed.appendingPathComponent("cam1/data")
+        let deadline = Date(timeIntervalSinceNow: 60)
+        while process.isRunning && Date() < deadline && ((try? FileManager.default.contentsOfDirectory(atPath: data.path).count) ?? 0) < 5 {
+            usleep(2_000)
+        }
+        let wasRunning = process.isRunning
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+        let written = (try? FileManager.default.contentsOfDirectory(atPath: data.path).filter { !$0.contains(".partial-") }.count) ?? 0
+        print("rectify-dataset killed with \(written) of 40 right images written (still running when killed: \(wasRunning))")
+        let again = try ParallaxCLI.run(common + [killed.path])
+        #expect(again.status == 0 && again.stdout.contains("already done)"), "\(again.stdout) \(again.stderr)")
+        let a = try Self.files(whole), b = try Self.files(killed)
+        #expect(!b.keys.contains { $0.contains(".partial-") }, "\(b.keys.filter { $0.contains(".partial-") })")
+        #expect(a.keys.sorted() == b.keys.sorted())
+        for (name, bytes) in a { #expect(b[name] == bytes, "\(name) differs after the kill and the rerun") }
+    }
+
+    @Test("refused before any work: another calibration into the same output, a folder that is not an output, bad shards, a bag as output")
+    func refusals() throws {
+        let dir = try ParallaxCLI.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let (recording, calibration) = try Self.recording(in: dir, frames: 4)
+        let out = dir.appendingPathComponent("out").path
+        #expect(try ParallaxCLI.run(["rectify-dataset", "--input", recording, "--calibration", calibration, "--output", out]).status == 0)
+        let other = try ParallaxCLI.run(["rectify-dataset", "--input", recording, "--calibration", calibration, "--alpha", "0",
+                                         "--output", out])
+        #expect(other.status != 0 && other.stderr.contains("holds a rectification made with another calibration"), "\(other.stderr)")
+        let notOurs = try ParallaxCLI.run(["rectify-dataset", "--input", recording, "--calibration", calibration, "--output", recording])
+        #expect(notOurs.status != 0, "\(notOurs.stderr)")
+        let mine = dir.appendingPathComponent("mine")
+        try FileManager.default.createDirectory(at: mine, withIntermediateDirectories: true)
+        try FileAccess.writeAtomically("notes\n", toPath: mine.appendingPathComponent("notes.txt").path)
+        let foreign = try ParallaxCLI.run(["rectify-dataset", "--input", recording, "--calibration", calibration, "--output", mine.path])
+        #expect(foreign.status != 0 && foreign.stderr.contains("is not a rectify-dataset output"), "\(foreign.stderr)")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: mine.path) == ["notes.txt"])
+        for (shard, says) in [("0/3", "outside 1...3"), ("4/3", "outside 1...3"), ("2", "--shard takes I/N"), ("a/3", "--shard takes I/N"),
+                              ("@PARALLAX_UNSET_VARIABLE/3", "is not set")] {
+            let run = try ParallaxCLI.run(["rectify-dataset", "--input", recording, "--calibration", calibration, "--output",
+                                           dir.appendingPathComponent("s").path, "--shard", shard])
+            #expect(run.status == 64 && run.stderr.contains(says), "\(shard): \(run.stderr)")
+        }
+        let bag = try ParallaxCLI.run(["rectify-dataset", "--input", recording, "--calibration", calibration, "--output",
+                                       dir.appendingPathComponent("out.mcap").path])
+        #expect(bag.status == 64 && bag.stderr.contains("--output is an EuRoC folder"), "\(bag.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: dir.appendingPathComponent("s").path))
+    }
+
+    @Test("a bag as input: every pair of its two image topics, rectified")
+    func bagInput() throws {
+        let dir = try ParallaxCLI.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let (_, calibration) = try Self.recording(in: dir, frames: 1)
+        let bag = dir.appendingPathComponent("rec.mcap").path
+        #expect(try ParallaxCLI.run(["capture", "--simulated", "--size", "160x120", "--frames", "6", "--output", bag]).status == 0)
+        let out = dir.appendingPathComponent("out")
+        let run = try ParallaxCLI.run(["rectify-dataset", "--input", bag, "--calibration", calibration, "--output", out.path])
+        #expect(run.status == 0 && run.stdout.contains("rectified 6 pairs"), "\(run.stdout) \(run.stderr)")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: out.appendingPathComponent("cam1/data").path).count == 6)
+    }
+
+    @Test("--shard's stretches: consecutive, every pair once, sizes within one, for any count of pairs and shards")
+    func shardRanges() throws {
+        for total in [0, 1, 2, 7, 10, 100, 1001] {
+            for count in [1, 2, 3, 7, 16, 1500] {
+                let ranges = (1...count).map { ShardArgument(index: $0, count: count).range(of: total) }
+                #expect(ranges.first?.lowerBound == 0 && ranges.last?.upperBound == total)
+                #expect(zip(ranges, ranges.dropFirst()).allSatisfy { $0.upperBound == $1.lowerBound })
+                let sizes = ranges.map(\.count)
+                #expect((sizes.max() ?? 0) - (sizes.min() ?? 0) <= 1, "\(total) pairs in \(count): \(sizes)")
+                // Pair k belongs to shard ⌊k·N/P⌋ + 1, as the help says.
+                for (shard, range) in ranges.enumerated() { for k in range { #expect(k * count / total == shard) } }
+            }
+        }
+        #expect(try ShardArgument.parse("2/3") == ShardArgument(index: 2, count: 3))
+    }
+}
