@@ -111,7 +111,7 @@ struct BagCaptureTests {
         let (_, images, _, _) = try Self.read(packed)
         #expect(images.values.map(\.count).sorted() == [2, 2])
         let notBag = try ParallaxCLI.run(common + ["--bag-compression", "zstd", "--output", dir.appendingPathComponent("folder").path])
-        #expect(notBag.status != 0 && notBag.stderr.contains("--bag-compression is for a ROS 2 bag"), "\(notBag.stderr)")
+        #expect(notBag.status != 0 && notBag.stderr.contains("--bag-compression and --frame-ids are for a ROS 2 bag"), "\(notBag.stderr)")
         let independent = try ParallaxCLI.run(common + ["--independent", "--output", dir.appendingPathComponent("i.mcap").path])
         #expect(independent.status != 0 && independent.stderr.contains("--independent"), "\(independent.stderr)")
         let folder = dir.appendingPathComponent("folder.mcap")
@@ -187,9 +187,18 @@ struct BagCaptureTests {
         let (_, images, info, _) = try Self.read(bag)
         #expect(Set(images.keys) == ["/stereo/left/image_rect", "/stereo/right/image_rect"] && images.values.map(\.count) == [4, 4])
         #expect(info.values.map(\.count) == [4, 4])
+        #expect(images.values.allSatisfy { $0.allSatisfy { ["stereo_left", "stereo_right"].contains($0.header.frameID) } })
+        #expect(images["/stereo/left/image_rect"]?.first?.header.frameID == "stereo_left")
         let folder = dir.appendingPathComponent("s_bag").path
-        #expect(try ParallaxCLI.run(common + [folder, "--bag", "--raw"]).status == 0)
+        #expect(try ParallaxCLI.run(common + [folder, "--bag", "--raw", "--frame-ids", "cam_l_optical,cam_r_optical"]).status == 0)
         #expect(try FileManager.default.contentsOfDirectory(atPath: folder).sorted() == ["metadata.yaml", "s_bag_0.mcap"])
+        let named = try Self.read(folder + "/s_bag_0.mcap").images
+        #expect(named["/stereo/left/image_raw"]?.allSatisfy { $0.header.frameID == "cam_l_optical" } == true)
+        #expect(named["/stereo/right/image_raw"]?.allSatisfy { $0.header.frameID == "cam_r_optical" } == true)
+        let badIDs = try ParallaxCLI.run(common + [dir.appendingPathComponent("x.mcap").path, "--frame-ids", "only_one"])
+        #expect(badIDs.status == 64 && badIDs.stderr.contains("--frame-ids takes two frame names"), "\(badIDs.stderr)")
+        let notABag = try ParallaxCLI.run(common + [dir.appendingPathComponent("x").path, "--frame-ids", "a,b"])
+        #expect(notABag.status == 64 && notABag.stderr.contains("are for a ROS 2 bag"), "\(notABag.stderr)")
         let euroc = dir.appendingPathComponent("s_euroc").path
         #expect(try ParallaxCLI.run(common + [euroc]).status == 0)
         for camera in ["cam0", "cam1"] {

@@ -141,7 +141,7 @@ struct RectifyDatasetTests {
         for (name, bytes) in a { #expect(b[name] == bytes, "\(name) differs after the kill and the rerun") }
     }
 
-    @Test("refused before any work: another calibration into the same output, a folder that is not an output, bad shards, a bag as output")
+    @Test("refused before any work: another calibration into the same output, a folder that is not an output, bad shards, a sharded bag")
     func refusals() throws {
         let dir = try ParallaxCLI.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
@@ -166,8 +166,9 @@ struct RectifyDatasetTests {
             #expect(run.status == 64 && run.stderr.contains(says), "\(shard): \(run.stderr)")
         }
         let bag = try ParallaxCLI.run(["rectify-dataset", "--input", recording, "--calibration", calibration, "--output",
-                                       dir.appendingPathComponent("out.mcap").path])
-        #expect(bag.status == 64 && bag.stderr.contains("--output is an EuRoC folder"), "\(bag.stderr)")
+                                       dir.appendingPathComponent("out.mcap").path, "--shard", "1/2"])
+        #expect(bag.status == 64 && bag.stderr.contains("a bag is one file written in order"), "\(bag.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: dir.appendingPathComponent("out.mcap").path))
         #expect(!FileManager.default.fileExists(atPath: dir.appendingPathComponent("s").path))
     }
 
@@ -182,6 +183,37 @@ struct RectifyDatasetTests {
         let run = try ParallaxCLI.run(["rectify-dataset", "--input", bag, "--calibration", calibration, "--output", out.path])
         #expect(run.status == 0 && run.stdout.contains("rectified 6 pairs"), "\(run.stdout) \(run.stderr)")
         #expect(try FileManager.default.contentsOfDirectory(atPath: out.appendingPathComponent("cam1/data").path).count == 6)
+    }
+
+    @Test("a bag as output: image_rect and camera_info for every pair, in order, the pixels of the EuRoC output; a folder with --bag")
+    func bagOutput() throws {
+        let dir = try ParallaxCLI.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let (recording, calibration) = try Self.recording(in: dir, frames: 5)
+        let common = ["rectify-dataset", "--input", recording, "--calibration", calibration, "--output"]
+        let folder = dir.appendingPathComponent("out")
+        #expect(try ParallaxCLI.run(common + [folder.path]).status == 0)
+        let bag = dir.appendingPathComponent("out.mcap").path
+        let run = try ParallaxCLI.run(common + [bag])
+        #expect(run.status == 0 && run.stdout.contains("rectified 5 pairs") && run.stdout.contains("(a ROS 2 bag)"), "\(run.stdout) \(run.stderr)")
+        let (file, images, info, _) = try BagCaptureTests.read(bag)
+        #expect(file.isComplete && Set(images.keys) == ["/stereo/left/image_rect", "/stereo/right/image_rect"])
+        #expect(info.values.map(\.count) == [5, 5])
+        for (topic, camera) in [("/stereo/left/image_rect", "cam0"), ("/stereo/right/image_rect", "cam1")] {
+            let messages = try #require(images[topic])
+            let stamps = messages.map(\.header.stamp.nanoseconds)
+            #expect(stamps == stamps.sorted() && messages.count == 5)
+            for message in messages {
+                let png = try ImageBuffer(contentsOfFile: folder.path + "/\(camera)/data/\(message.header.stamp.nanoseconds).png")
+                #expect(png.bytes == message.data, "\(topic) at \(message.header.stamp.nanoseconds): not the EuRoC output's pixels")
+            }
+        }
+        // An existing bag is not replaced; --bag writes a rosbag2 folder.
+        let again = try ParallaxCLI.run(common + [bag])
+        #expect(again.status != 0 && again.stderr.contains("already exists"), "\(again.stderr)")
+        let rosbag = dir.appendingPathComponent("rosbag").path
+        #expect(try ParallaxCLI.run(common + [rosbag, "--bag"]).status == 0)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: rosbag).sorted() == ["metadata.yaml", "rosbag_0.mcap"])
     }
 
     @Test("--shard's stretches: consecutive, every pair once, sizes within one, for any count of pairs and shards")

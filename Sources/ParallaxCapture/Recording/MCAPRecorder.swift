@@ -135,6 +135,32 @@ public final class MCAPRecorder: StereoPairRecorder {
                 messages.append(("/stereo/\(side)/camera_info", "sensor_msgs/msg/CameraInfo", image.timestampNanoseconds, info.serialized()))
             }
         }
+        try write(messages)
+    }
+
+    /// Writes a pair given as images, each stamped with its frame's time (`rectified` chooses
+    /// `image_rect` over `image_raw`), with its camera info: a pair made without a session
+    /// (`parallax rectify-dataset`). `number` names the pair in errors.
+    public func record(images: PerSide<ImageBuffer>, stamps: PerSide<Int64>, rectified: Bool, number: Int) throws(CaptureError) {
+        var messages: [(topic: String, type: String, stamp: Int64, bytes: [UInt8])] = []
+        for side in StereoSide.allCases {
+            let header = ROS2.Header(stamp: ROS2.Time(nanoseconds: stamps[side]), frameID: frameIDs[side])
+            let message: ROS2.Image
+            do { message = try Self.message(images[side], header: header) } catch {
+                throw .recording(path: path, reason: "the \(side) image of pair \(number): \(error)")
+            }
+            messages.append(("/stereo/\(side)/" + (rectified ? "image_rect" : "image_raw"), "sensor_msgs/msg/Image", stamps[side],
+                             message.serialized()))
+            if var info = cameraInfo?[side] {
+                info.header = header
+                messages.append(("/stereo/\(side)/camera_info", "sensor_msgs/msg/CameraInfo", stamps[side], info.serialized()))
+            }
+        }
+        try write(messages)
+    }
+
+    /// Writes one pair's messages under the lock, in order; the pair counts once all are written.
+    private func write(_ messages: [(topic: String, type: String, stamp: Int64, bytes: [UInt8])]) throws(CaptureError) {
         let failure: CaptureError? = state.withLock { state in
             guard let writer = state.writer else { return .recording(path: path, reason: "the recording was already finished or abandoned") }
             do throws(MCAPWriteError) {

@@ -38,7 +38,8 @@ struct CaptureCommand: AsyncParsableCommand {
             (image_rect when --calibration rectifies them), an unrectified MJPEG frame's JPEG as it \
             came as CompressedImage on …/image_raw/compressed, and with --calibration the \
             CameraInfo of each side on /stereo/left/camera_info and /stereo/right/camera_info; \
-            --bag-compression zstd compresses its chunks. The file appears when the recording \
+            --bag-compression zstd compresses its chunks; the headers' frame_id is stereo_left \
+            and stereo_right unless --frame-ids names others. The file appears when the recording \
             ends (Ctrl-C included); an existing one is replaced only with --overwrite. \
             With --bag, --output is a rosbag2 folder instead (metadata.yaml beside NAME_0.mcap, \
             the same messages), which ros2 bag info and ros2 bag play read; it appears whole when \
@@ -70,11 +71,7 @@ struct CaptureCommand: AsyncParsableCommand {
     @Option(name: .long, help: "Output folder (created if missing; must be empty unless --overwrite), or NAME.mcap for a ROS 2 bag in one MCAP file.")
     var output: String
 
-    @Flag(name: .long, help: "Write a rosbag2 folder at --output (metadata.yaml and NAME_0.mcap), as ros2 bag record does.")
-    var bag = false
-
-    @Option(name: .customLong("bag-compression"), help: "With --output NAME.mcap or --bag: store the bag's chunks as they are (none, the default) or compressed with zstd.")
-    var bagCompression: MCAPWriter.Compression?
+    @OptionGroup var bagOptions: BagOptions
 
     @Flag(name: .long, help: "Replace an older recording (its cam0/cam1 folders in the output folder, the .mcap file, or the rosbag2 folder).")
     var overwrite = false
@@ -116,7 +113,7 @@ struct CaptureCommand: AsyncParsableCommand {
             let folder = OutputFiles.resolve(output)
             for file in CalibrationFile.files(of: calibration) {
                 let resolved = OutputFiles.resolve(file)
-                if bag && resolved.hasPrefix(folder + "/") {
+                if bagOptions.bag && resolved.hasPrefix(folder + "/") {
                     throw CLIError("--calibration \(file) is inside \(output), which --overwrite replaces; copy it out of the bag first")
                 }
                 if resolved.hasPrefix(folder + "/"), let top = resolved.dropFirst(folder.count + 1).split(separator: "/").first,
@@ -159,7 +156,7 @@ struct CaptureCommand: AsyncParsableCommand {
 
     /// Where `--output` records: an EuRoC folder, one MCAP file, or a rosbag2 folder.
     var target: RecordingTarget {
-        RecordingTarget(path: output, option: "--output", bag: bag, compression: bagCompression, overwrite: overwrite)
+        RecordingTarget(path: output, option: "--output", bagOptions: bagOptions, overwrite: overwrite)
     }
 
     /// True when `--output` names a ROS 2 bag (`NAME.mcap`, or a rosbag2 folder with `--bag`)
@@ -184,7 +181,7 @@ struct CaptureCommand: AsyncParsableCommand {
         if let error = summary.writeError { print("write error: \(error)") }
         if keptOlder {
             print("not recorded: the older recording in \(output) was kept (these \(summary.pairsWritten) pairs were discarded)")
-        } else if bag {
+        } else if bagOptions.bag {
             print("recorded to \(output) (a rosbag2 folder: metadata.yaml and \((output as NSString).lastPathComponent)_0.mcap; "
                   + "/stereo/left and /stereo/right)")
         } else if writesBag {

@@ -4,6 +4,31 @@ import ParallaxCalibration
 import ParallaxCapture
 import ParallaxGeometry
 
+/// How `capture` and `stream --record` write a ROS 2 bag: the options they share.
+struct BagOptions: ParsableArguments {
+    @Flag(name: .long, help: "Write the recording as a rosbag2 folder (metadata.yaml and NAME_0.mcap), as ros2 bag record does.")
+    var bag = false
+
+    @Option(name: .customLong("bag-compression"), help: "In a bag (NAME.mcap or --bag): store its chunks as they are (none, the default) or compressed with zstd.")
+    var compression: MCAPWriter.Compression?
+
+    @Option(name: .customLong("frame-ids"), help: "In a bag: the header frame_id of the left and right images, as LEFT,RIGHT (default: stereo_left,stereo_right).",
+            transform: BagOptions.frameIDs)
+    var frameIDs: PerSide<String>?
+
+    /// `LEFT,RIGHT`: two names, each without spaces or commas (ROS frame names).
+    static func frameIDs(_ text: String) throws -> PerSide<String> {
+        let names = text.split(separator: ",", omittingEmptySubsequences: false).map(String.init)
+        guard names.count == 2, names.allSatisfy({ !$0.isEmpty && !$0.contains(where: \.isWhitespace) }) else {
+            throw ValidationError("--frame-ids takes two frame names, LEFT,RIGHT (e.g. left_camera_optical,right_camera_optical), got '\(text)'")
+        }
+        return PerSide(left: names[0], right: names[1])
+    }
+
+    /// True when any of these options was given.
+    var anyGiven: Bool { bag || compression != nil || frameIDs != nil }
+}
+
 /// Where `capture --output` and `stream --record` write a session's pairs, chosen by the
 /// path's name and `--bag`: an EuRoC folder, a ROS 2 bag in one MCAP file (`NAME.mcap`), or
 /// a rosbag2 folder (`--bag`). One way to open each, so the two commands cannot drift apart.
@@ -12,12 +37,14 @@ struct RecordingTarget {
     var path: String
     /// The option that named it, for messages (`--output`, `--record`).
     var option: String
-    /// `--bag`: a rosbag2 folder.
-    var bag: Bool
-    /// `--bag-compression`.
-    var compression: MCAPWriter.Compression?
+    /// `--bag`, `--bag-compression`, `--frame-ids`.
+    var bagOptions: BagOptions
     /// `--overwrite`: replace an older recording at the path.
     var overwrite: Bool
+
+    private var bag: Bool { bagOptions.bag }
+    private var compression: MCAPWriter.Compression? { bagOptions.compression }
+    private var frameIDs: PerSide<String> { bagOptions.frameIDs ?? PerSide(left: "stereo_left", right: "stereo_right") }
 
     /// True for a ROS 2 bag (`NAME.mcap`, or a rosbag2 folder with `--bag`) rather than an EuRoC folder.
     var writesBag: Bool { bag || path.lowercased().hasSuffix(".mcap") }
@@ -28,8 +55,8 @@ struct RecordingTarget {
             throw ValidationError("--bag writes a rosbag2 folder (NAME/metadata.yaml and NAME/NAME_0.mcap): give \(option) a "
                            + "folder name, or drop --bag for one MCAP file")
         }
-        if compression != nil && !writesBag {
-            throw ValidationError("--bag-compression is for a ROS 2 bag: give \(option) NAME.mcap, or --bag")
+        if (compression != nil || bagOptions.frameIDs != nil) && !writesBag {
+            throw ValidationError("--bag-compression and --frame-ids are for a ROS 2 bag: give \(option) NAME.mcap, or --bag")
         }
     }
 
@@ -45,20 +72,32 @@ struct RecordingTarget {
         }
         var info: PerSide<ROS2.CameraInfo>?
         if let calibration = session.activeCalibration, let rectification = session.rectification {
-            let (left, right) = ROSCameraInfo.stereoPair(calibration, rectification: rectification)
-            func message(_ file: ROSCameraInfo) -> ROS2.CameraInfo {
-                let lens = file.distortion
-                return ROS2.CameraInfo(header: ROS2.Header(stamp: ROS2.Time(nanoseconds: 0), frameID: ""),
-                                       height: UInt32(file.camera.size.height), width: UInt32(file.camera.size.width),
-                                       distortionModel: lens.model, d: lens.coefficients, k: file.camera.intrinsics.matrix.rowMajor,
-                                       r: file.rectification.rowMajor, p: file.projection.rowMajor)
-            }
-            info = PerSide(left: message(left), right: message(right))
+            info = Self.cameraInfo(calibration, rectification: rectification)
         }
+        return try openBag(cameraInfo: info)
+    }
+
+    /// Each side's camera info for a bag: the calibration's K and D, the rectification's R and
+    /// P (the baseline in metres, ROS's unit).
+    static func cameraInfo(_ calibration: StereoCalibration, rectification: StereoRectification) -> PerSide<ROS2.CameraInfo> {
+        let (left, right) = ROSCameraInfo.stereoPair(calibration, rectification: rectification)
+        func message(_ file: ROSCameraInfo) -> ROS2.CameraInfo {
+            let lens = file.distortion
+            return ROS2.CameraInfo(header: ROS2.Header(stamp: ROS2.Time(nanoseconds: 0), frameID: ""),
+                                   height: UInt32(file.camera.size.height), width: UInt32(file.camera.size.width),
+                                   distortionModel: lens.model, d: lens.coefficients, k: file.camera.intrinsics.matrix.rowMajor,
+                                   r: file.rectification.rowMajor, p: file.projection.rowMajor)
+        }
+        return PerSide(left: message(left), right: message(right))
+    }
+
+    /// The bag's recorder: one MCAP file, or a rosbag2 folder with `--bag`.
+    func openBag(cameraInfo info: PerSide<ROS2.CameraInfo>?) throws -> any StereoPairRecorder {
         guard bag else {
-            return try MCAPRecorder(path: path, replacingExisting: overwrite, cameraInfo: info, compression: compression ?? .none)
+            return try MCAPRecorder(path: path, replacingExisting: overwrite, frameIDs: frameIDs, cameraInfo: info,
+                                    compression: compression ?? .none)
         }
-        let folder = try ROS2BagFolderRecorder(directory: path, replacingExisting: overwrite, cameraInfo: info,
+        let folder = try ROS2BagFolderRecorder(directory: path, replacingExisting: overwrite, frameIDs: frameIDs, cameraInfo: info,
                                                compression: compression ?? .none)
         for note in folder.tidied { FileHandle.standardError.write(Data("\(path): \(note)\n".utf8)) }
         return folder

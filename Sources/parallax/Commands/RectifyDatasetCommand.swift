@@ -12,7 +12,7 @@ import ParallaxImage
 struct RectifyDatasetCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "rectify-dataset",
-        abstract: "Rectify a whole recording (EuRoC folder or ROS 2 bag) into an EuRoC folder, or one shard of it.",
+        abstract: "Rectify a whole recording (EuRoC folder or ROS 2 bag) into an EuRoC folder or a bag, or one shard of it.",
         discussion: """
             The frames are paired as the synchronizer pairs them (approximate policy, skew at most \
             half the recording's frame interval), from their timestamps alone, so every run and \
@@ -25,6 +25,11 @@ struct RectifyDatasetCommand: ParsableCommand {
 
             A rerun skips the pairs whose two files are there and finishes the rest: a run that \
             was killed or stopped (Ctrl-C) leaves only whole files and picks up where it stopped.
+
+            --output NAME.mcap (or a folder with --bag, a rosbag2 folder) writes a ROS 2 bag instead: \
+            image_rect and camera_info on /stereo/left and /stereo/right, the pairs in order. A bag \
+            is one file, written in one run: it appears whole when the run ends, is not resumed \
+            (a rerun starts over), cannot be sharded, and an existing one is not replaced.
 
             --shard I/N does the I-th of N consecutive stretches of the recording's pairs (1 ≤ I ≤ N; \
             pair k of P belongs to shard floor(k·N/P) + 1). The N shards, run anywhere and in any \
@@ -42,8 +47,10 @@ struct RectifyDatasetCommand: ParsableCommand {
     @Option(name: .long, help: "The recording: an EuRoC folder (cam0, cam1), a ROS 2 bag in one MCAP file, or a rosbag2 folder holding one.")
     var input: String
 
-    @Option(name: .long, help: "The EuRoC folder to write (created if missing; it may hold an earlier run or other shards of this one).")
+    @Option(name: .long, help: "The EuRoC folder to write (created if missing; it may hold an earlier run or other shards of this one), or NAME.mcap for a ROS 2 bag.")
     var output: String
+
+    @OptionGroup var bagOptions: BagOptions
 
     @OptionGroup var shared: RectificationArguments
 
@@ -73,10 +80,10 @@ struct RectifyDatasetCommand: ParsableCommand {
         if (leftTopic == nil) != (rightTopic == nil) {
             throw ValidationError("--left-topic and --right-topic go together: name both of a bag's image topics")
         }
-        if output.lowercased().hasSuffix(".mcap") {
-            throw ValidationError("--output is an EuRoC folder: rectify-dataset writes one file per image, so shards on many "
-                                  + "machines can share it; convert it to a bag afterwards with `parallax capture --recording "
-                                  + "\(output.dropLast(5)) --output \(output)`")
+        try target.check()
+        if target.writesBag, shard != nil {
+            throw ValidationError("--shard writes into an EuRoC folder that shards on many machines share; a bag is one file "
+                                  + "written in order: give --output a folder, or write the bag in one run without --shard")
         }
     }
 
@@ -119,6 +126,12 @@ struct RectifyDatasetCommand: ParsableCommand {
                                           ("convergence", convergence.map(JSONValue.number) ?? .null),
                                           ("interpolation", .string(interpolation.rawValue)),
                                       ], intervalNanoseconds: interval)
+        if target.writesBag {
+            let outcome = try writeBag(plan, convergence: convergence, options: options, format: first.left.format)
+            report(outcome, pairs: pairs.count, range: 0..<pairs.count, dataset: dataset, started: started,
+                   threads: threads ?? ProcessInfo.processInfo.activeProcessorCount, simd: outcome.simd)
+            return
+        }
         try plan.prepare()
         let workers = max(1, min(threads ?? ProcessInfo.processInfo.activeProcessorCount, mine.count))
         var rectifiers: [Rectifier] = []
@@ -132,27 +145,83 @@ struct RectifyDatasetCommand: ParsableCommand {
         }
         let outcome = try plan.rectify(mine, rectifiers: rectifiers, format: first.left.format, quiet: json)
         try plan.writeLists()
+        report(outcome, pairs: pairs.count, range: mine, dataset: dataset, started: started, threads: workers,
+               simd: rectifiers[0].simdLevel)
+    }
 
+    /// Where a bag goes (`--output NAME.mcap`, or a folder with `--bag`).
+    var target: RecordingTarget { RecordingTarget(path: output, option: "--output", bagOptions: bagOptions, overwrite: false) }
+
+    /// The pairs, in order, into a bag with each side's camera info (K and D the calibration's,
+    /// R and P the rectification's, convergence included): one rectifier using every thread.
+    private func writeBag(_ plan: RectifyDatasetPlan, convergence: Double?, options: RectificationOptions,
+                          format: PixelFormat) throws -> RectifyDatasetPlan.Outcome {
+        let rectifier: Rectifier
+        do {
+            rectifier = try Rectifier(calibration: plan.calibration, convergenceDistance: convergence, options: options,
+                                      interpolation: interpolation, threads: threads)
+        } catch {
+            throw CLIError("\(shared.calibration): \(error)")
+        }
+        let info = RecordingTarget.cameraInfo(plan.calibration, rectification: rectifier.maps.rectification)
+        let recorder = try target.openBag(cameraInfo: info)
+        // Ctrl-C or a kill before the end: nothing is kept (a bag is written whole).
+        let cleanup = Signals.atExit { recorder.abandon() }
+        defer { Signals.removeCleanup(cleanup) }
+        let status = StatusLine(write: { [json] text in if !json { FileHandle.standardError.write(Data(text.utf8)) } })
+        let started = ContinuousClock.now
+        func elapsed() -> Double {
+            let d = (ContinuousClock.now - started).components
+            return Double(d.seconds) + Double(d.attoseconds) * 1e-18
+        }
+        do {
+            for (k, pair) in plan.pairs.enumerated() {
+                var images = try PerSide(left: plan.dataset.image(.left, pair.left), right: plan.dataset.image(.right, pair.right))
+                for side in StereoSide.allCases where images[side].format != format { images[side] = try images[side].converted(to: format) }
+                let (l, r) = try rectifier.rectify(left: images.left, right: images.right)
+                let stamps = PerSide(left: plan.dataset.logs.left.entries[pair.left].timestampNanoseconds,
+                                     right: plan.dataset.logs.right.entries[pair.right].timestampNanoseconds)
+                let rectified = PerSide(left: l, right: r)
+                if let file = recorder as? MCAPRecorder {
+                    try file.record(images: rectified, stamps: stamps, rectified: true, number: k)
+                } else if let folder = recorder as? ROS2BagFolderRecorder {
+                    try folder.record(images: rectified, stamps: stamps, rectified: true, number: k)
+                }
+                status.show(String(format: "rectified %d of %d pairs (%.1f pairs/s)", k + 1, plan.pairs.count, Double(k + 1) / max(elapsed(), 1e-9)))
+            }
+            try recorder.finish()
+        } catch {
+            recorder.abandon()
+            throw CLIError("\(error); the bag was not kept")
+        }
+        status.finish()
+        return RectifyDatasetPlan.Outcome(rectified: plan.pairs.count, skipped: 0, seconds: elapsed(), simd: rectifier.simdLevel)
+    }
+
+    /// Prints what a run did: a sentence, or with `--json` one object.
+    private func report(_ outcome: RectifyDatasetPlan.Outcome, pairs: Int, range mine: Range<Int>, dataset: DatasetInput,
+                        started: ContinuousClock.Instant, threads workers: Int, simd: SIMDLevel?) {
         let seconds = Double((ContinuousClock.now - started).components.attoseconds) * 1e-18
             + Double((ContinuousClock.now - started).components.seconds)
         let rate = Double(outcome.rectified) / max(outcome.seconds, 1e-9)
-        let shardText = shard.map { "shard \($0.index)/\($0.count): pairs \(mine.lowerBound + 1)–\(mine.upperBound) of \(pairs.count)" }
-            ?? "\(pairs.count) pairs"
+        let shardText = shard.map { "shard \($0.index)/\($0.count): pairs \(mine.lowerBound + 1)–\(mine.upperBound) of \(pairs)" }
+            ?? "\(pairs) pairs"
         if json {
             print(JSONValue.object(JSONObject([
-                ("pairs", .number(Double(pairs.count))),
+                ("pairs", .number(Double(pairs))),
                 ("shard", shard.map { .string("\($0.index)/\($0.count)") } ?? .null),
                 ("first_pair", .number(Double(mine.lowerBound))), ("end_pair", .number(Double(mine.upperBound))),
                 ("rectified", .number(Double(outcome.rectified))), ("already_done", .number(Double(outcome.skipped))),
                 ("pairs_per_second", .number(rate)), ("seconds", .number(seconds)), ("threads", .number(Double(workers))),
-                ("simd_level", .string(rectifiers[0].simdLevel.rawValue)),
-                ("left_frames_unpaired", .number(Double(dataset.logs.left.entries.count - pairs.count))),
-                ("right_frames_unpaired", .number(Double(dataset.logs.right.entries.count - pairs.count))),
+                ("simd_level", simd.map { .string($0.rawValue) } ?? .null),
+                ("left_frames_unpaired", .number(Double(dataset.logs.left.entries.count - pairs))),
+                ("right_frames_unpaired", .number(Double(dataset.logs.right.entries.count - pairs))),
                 ("output", .string(output)),
             ])).serialized(indent: 0))
         } else {
             print("rectified \(outcome.rectified) pairs (\(shardText); \(outcome.skipped) already done) at "
-                  + String(format: "%.1f", rate) + " pairs/s with \(workers) thread(s); \(output)/cam0 and \(output)/cam1")
+                  + String(format: "%.1f", rate) + " pairs/s with \(workers) thread(s); "
+                  + (target.writesBag ? "\(output) (a ROS 2 bag)" : "\(output)/cam0 and \(output)/cam1"))
         }
     }
 }

@@ -91,6 +91,8 @@ final class RectifyDatasetPlan: Sendable {
         var rectified = 0
         var skipped = 0
         var seconds = 0.0
+        /// The kernels' vector level, when a rectifier ran.
+        var simd: SIMDLevel?
     }
 
     /// Rectifies the pairs of `range` not already done, on one thread per rectifier (each
@@ -143,6 +145,7 @@ final class RectifyDatasetPlan: Sendable {
         }
         outcome.rectified = n
         outcome.seconds = elapsed()
+        outcome.simd = rectifiers.first?.simdLevel
         return outcome
     }
 

@@ -103,18 +103,14 @@ struct StreamCommand: AsyncParsableCommand {
     @Option(name: .long, help: "Also record the pairs handed out: an EuRoC folder (new or empty), NAME.mcap for a ROS 2 bag, or with --bag a rosbag2 folder.")
     var record: String?
 
-    @Flag(name: .long, help: "With --record: write a rosbag2 folder (metadata.yaml and NAME_0.mcap).")
-    var bag = false
-
-    @Option(name: .customLong("bag-compression"), help: "With --record NAME.mcap or --bag: chunks as they are (none) or compressed with zstd.")
-    var bagCompression: MCAPWriter.Compression?
+    @OptionGroup var bagOptions: BagOptions
 
     @Flag(name: .long, help: "With --record: replace an older recording there.")
     var overwrite = false
 
     /// `--record`'s destination, when given.
     var recordTarget: RecordingTarget? {
-        record.map { RecordingTarget(path: $0, option: "--record", bag: bag, compression: bagCompression, overwrite: overwrite) }
+        record.map { RecordingTarget(path: $0, option: "--record", bagOptions: bagOptions, overwrite: overwrite) }
     }
 
     func validate() throws {
@@ -126,8 +122,8 @@ struct StreamCommand: AsyncParsableCommand {
             throw ValidationError(RectificationArguments.distanceSyntax("--convergence", convergence))
         }
         try timeout?.check("--timeout", atMost: DurationArgument(nanoseconds: 86_400_000_000_000))
-        if record == nil && (bag || bagCompression != nil || overwrite) {
-            throw ValidationError("--bag, --bag-compression and --overwrite say how --record writes: give --record PATH")
+        if record == nil && (bagOptions.anyGiven || overwrite) {
+            throw ValidationError("--bag, --bag-compression, --frame-ids and --overwrite say how --record writes: give --record PATH")
         }
         try recordTarget?.check()
         // A replug plugs back a camera that was unplugged before it; otherwise it does nothing.

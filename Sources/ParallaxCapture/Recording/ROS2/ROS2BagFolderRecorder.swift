@@ -1,5 +1,6 @@
 import Foundation
 import ParallaxGeometry
+import ParallaxImage
 
 /// Records a session's pairs as a rosbag2 folder, what `ros2 bag record -s mcap` makes and
 /// `ros2 bag info` / `ros2 bag play` read:
@@ -101,6 +102,12 @@ public final class ROS2BagFolderRecorder: StereoPairRecorder {
     public func record(_ pair: StereoPair) throws(CaptureError) {
         guard isOpen else { throw .recording(path: directory, reason: "the recording was already finished or abandoned") }
         try bag.record(pair)
+    }
+
+    /// Writes a pair given as images (see ``MCAPRecorder/record(images:stamps:rectified:number:)``).
+    public func record(images: PerSide<ImageBuffer>, stamps: PerSide<Int64>, rectified: Bool, number: Int) throws(CaptureError) {
+        guard isOpen else { throw .recording(path: directory, reason: "the recording was already finished or abandoned") }
+        try bag.record(images: images, stamps: stamps, rectified: rectified, number: number)
     }
 
     /// Finishes the MCAP file, writes `metadata.yaml` and renames the folder into place (over
