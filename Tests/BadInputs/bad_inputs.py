@@ -986,6 +986,41 @@ def output_cases():
         must_name="ro")
 
 
+def dataset_cases():
+    """rectify-dataset, bags as outputs and sensor.yaml: refused with the name, nothing of the user's lost."""
+    fam = "datasets"
+    sample_path = fixture("Tests/Fixtures/opencv/opencv-sample-calibration.json")
+    make_rec = [["capture", "--simulated", "--frames", "3", "--size", "32x24", "--output", "rec"]]
+    rig = {"rig.json": Copy(sample_path)}
+    rd = ["rectify-dataset", "--calibration", "rig.json"]
+    add(fam, "rectify-dataset --input missing", rd + ["--input", "nothing", "--output", "out"], files=rig, must_name="nothing")
+    add(fam, "rectify-dataset --input with a broken data.csv", rd + ["--input", "rec", "--output", "out"], files=rig,
+        setup=make_rec, files_after_setup={"rec/cam0/data.csv": "#timestamp [ns],filename\nnot a number,x.png\n"},
+        must_name="data.csv")
+    add(fam, "rectify-dataset --output inside --input", rd + ["--input", "rec", "--output", "rec/out"], files=rig,
+        setup=make_rec, must_name="--output")
+    add(fam, "rectify-dataset --output is the user's folder", rd + ["--input", "rec", "--output", "mine"],
+        files=dict(rig, **{"mine/notes.txt": "mine\n"}), setup=make_rec, must_name="mine")
+    add(fam, "rectify-dataset --output is a file", rd + ["--input", "rec", "--output", "file"],
+        files=dict(rig, file="a file\n"), setup=make_rec, must_name="file")
+    add(fam, "rectify-dataset --shard 5/4", rd + ["--input", "rec", "--output", "out", "--shard", "5/4"], files=rig,
+        setup=make_rec, must_name="--shard")
+    add(fam, "rectify-dataset --shard @UNSET/4", rd + ["--input", "rec", "--output", "out", "--shard", "@PARALLAX_NO_SUCH_VAR/4"],
+        files=rig, setup=make_rec, must_name="PARALLAX_NO_SUCH_VAR")
+    add(fam, "rectify-dataset --input is a text file", rd + ["--input", "notes.mcap", "--output", "out"],
+        files=dict(rig, **{"notes.mcap": "not a bag\n"}), must_name="notes.mcap")
+    add(fam, "capture --bag over the user's folder", ["capture", "--simulated", "--frames", "3", "--size", "32x24", "--bag",
+                                                      "--overwrite", "--output", "mine"],
+        files={"mine/notes.txt": "mine\n"}, must_name="mine")
+    add(fam, "capture --bag onto a file", ["capture", "--simulated", "--frames", "3", "--size", "32x24", "--bag", "--output",
+                                           "file"], files={"file": "a file\n"}, must_name="file")
+    add(fam, "stream --record onto an existing bag", ["stream", "--simulated", "--frames", "3", "--size", "32x24", "--record",
+                                                      "old.mcap"], files={"old.mcap": "an older bag\n"}, must_name="old.mcap")
+    add(fam, "--calibration with a broken sensor.yaml", ["rectification", "--calibration", "rec"], setup=make_rec,
+        files_after_setup={"rec/cam0/sensor.yaml": "sensor_type: camera\nresolution: [32, 24]\ncamera_model: pinhole\n"},
+        must_name="sensor.yaml")
+
+
 def good_cases():
     fam = "good"
     sample_path = fixture("Tests/Fixtures/opencv/opencv-sample-calibration.json")
@@ -1069,6 +1104,11 @@ def good_cases():
         ["capture", "--simulated", "--frames", "4", "--size", "32x24", "--output", "rec", "--overwrite"],
         setup=[["capture", "--simulated", "--frames", "3", "--size", "32x24", "--output", "rec"]],
         files_after_setup={"rec/notes.txt": "mine\n"}, may_change=["rec/cam0", "rec/cam1"], must_fail=False)
+    add(fam, "rectify-dataset of a recording, sharded", ["rectify-dataset", "--input", "rec", "--calibration", "rec",
+                                                        "--output", "out", "--shard", "2/2"],
+        setup=[["capture", "--simulated", "--frames", "3", "--size", "32x24", "--output", "rec"]], must_fail=False)
+    add(fam, "capture --bag", ["capture", "--simulated", "--frames", "3", "--size", "32x24", "--bag", "--output", "rec_bag"],
+        must_fail=False)
     add(fam, "capture --independent", ["capture", "--simulated", "--independent", "--frames", "3", "--size", "32x24",
                                        "--output", "rec"], must_fail=False)
     add(fam, "calibrate the sample images", ["calibrate", "--left", LEFT_GLOB, "--right", RIGHT_GLOB, "--board", "9x6",
@@ -1393,6 +1433,7 @@ def main():
     log_cases()
     option_cases()
     output_cases()
+    dataset_cases()
     good_cases()
     names = set()
     for case in CASES:

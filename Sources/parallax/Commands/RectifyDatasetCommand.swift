@@ -91,10 +91,17 @@ struct RectifyDatasetCommand: ParsableCommand {
         let started = ContinuousClock.now
         try OutputFiles.check(outputs: [], inputs: [("--input", input), ("--calibration", shared.calibration)])
         let resolvedOutput = OutputFiles.resolve(output)
-        for (option, path) in [("--input", input), ("--calibration", shared.calibration)]
-        where OutputFiles.resolve(path) == resolvedOutput || OutputFiles.resolve(path).hasPrefix(resolvedOutput + "/") {
-            throw CLIError("\(option) \(path) is inside --output \(output), which this command writes; choose another output folder")
+        for (option, path) in [("--input", input), ("--calibration", shared.calibration)] {
+            let resolved = OutputFiles.resolve(path)
+            if resolved == resolvedOutput || resolved.hasPrefix(resolvedOutput + "/") {
+                throw CLIError("\(option) \(path) is inside --output \(output), which this command writes; choose another output folder")
+            }
+            if option == "--input" && resolvedOutput.hasPrefix(resolved + "/") {
+                throw CLIError("--output \(output) is inside --input \(input): a recording is read, never written into; "
+                               + "choose an output folder outside it")
+            }
         }
+        if !target.writesBag { try RectifyDatasetPlan.checkOutputFolder(output) }
         let dataset = try DatasetInput(path: input, topics: PerSide(left: leftTopic, right: rightTopic))
         let interval = dataset.typicalIntervalNanoseconds ?? 33_333_333
         let configuration = SynchronizerConfiguration(frameIntervalNanoseconds: interval, maximumSkewNanoseconds: interval / 2,

@@ -46,23 +46,26 @@ final class RectifyDatasetPlan: Sendable {
 
     func cameraFolder(_ side: StereoSide) -> String { output + "/cam\(side.rawValue)" }
 
-    /// Refuses a folder that holds something else, then writes the manifest and the
+    /// Refuses, before any work, an output that is a file or a folder holding something other
+    /// than a rectify-dataset output (one without its manifest).
+    static func checkOutputFolder(_ output: String) throws {
+        var isFolder: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: output, isDirectory: &isFolder) else { return }
+        guard isFolder.boolValue else { throw CLIError("--output \(output) is a file; rectify-dataset writes a folder") }
+        let entries = (try? FileManager.default.contentsOfDirectory(atPath: output)) ?? []
+        if !entries.contains(manifestName) && !entries.filter({ !$0.hasPrefix(".") }).isEmpty {
+            throw CLIError("--output \(output) is not empty and holds no \(manifestName): it is not a rectify-dataset output; "
+                           + "choose a new or empty folder")
+        }
+    }
+
+    /// Refuses a folder made with other settings, then writes the manifest and the
     /// `sensor.yaml` files (the same bytes whichever run or shard writes them).
     func prepare() throws {
-        var isFolder: ObjCBool = false
-        if FileManager.default.fileExists(atPath: output, isDirectory: &isFolder) {
-            guard isFolder.boolValue else { throw CLIError("--output \(output) is a file; rectify-dataset writes a folder") }
-            let manifestPath = output + "/" + Self.manifestName
-            let entries = (try? FileManager.default.contentsOfDirectory(atPath: output)) ?? []
-            if let existing = try? FileAccess.readText(atPath: manifestPath) {
-                guard existing == manifest else {
-                    throw CLIError("--output \(output) holds a rectification made with another calibration, options or recording "
-                                   + "(its \(Self.manifestName) differs); choose a new folder, or remove that one first")
-                }
-            } else if !entries.filter({ !$0.hasPrefix(".") }).isEmpty {
-                throw CLIError("--output \(output) is not empty and holds no \(Self.manifestName): it is not a rectify-dataset output; "
-                               + "choose a new or empty folder")
-            }
+        try Self.checkOutputFolder(output)
+        if let existing = try? FileAccess.readText(atPath: output + "/" + Self.manifestName), existing != manifest {
+            throw CLIError("--output \(output) holds a rectification made with another calibration, options or recording "
+                           + "(its \(Self.manifestName) differs); choose a new folder, or remove that one first")
         }
         do {
             for side in StereoSide.allCases { try FileAccess.createDirectories(atPath: cameraFolder(side) + "/data") }
