@@ -208,6 +208,10 @@ struct BagCaptureTests {
         // A recording that exists is kept; the options that say how to record need --record.
         let again = try ParallaxCLI.run(common + [bag])
         #expect(again.status != 0 && again.stderr.contains("already exists"), "\(again.stderr)")
+        // What is played is never recorded over.
+        let over = try ParallaxCLI.run(["stream", "--recording", euroc, "--raw", "--record", euroc, "--overwrite"])
+        #expect(over.status != 0 && over.stderr.contains("overlap"), "\(over.stderr)")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: euroc + "/cam0/data").count == 4)
         let stray = try ParallaxCLI.run(["stream", "--simulated", "--frames", "2", "--bag"])
         #expect(stray.status == 64 && stray.stderr.contains("give --record PATH"), "\(stray.stderr)")
     }

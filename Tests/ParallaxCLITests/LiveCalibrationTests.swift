@@ -1,5 +1,6 @@
 import Foundation
 import ParallaxCalibration
+import ParallaxCapture
 import ParallaxGeometry
 import Testing
 @testable import parallax
@@ -176,6 +177,32 @@ struct LiveCalibrationTests {
         #expect(other.stderr.contains("pass --force"), "\(other.stderr)")
         let (_, forced) = try StreamCommandTests.stream(["--simulated", "--calibration", output, "--frames", "5", "--force"])
         #expect(forced.status == 0, "\(forced.stderr)")
+    }
+
+    /// Issue: calibrate takes a bag's board images. The simulated rig with its board sweep is
+    /// recorded as a bag, and `calibrate live --recording` takes still pairs from its playback
+    /// (every pair, as fast as it decodes) and solves the rig the bag shows.
+    @Test("calibrate live --recording BAG: still pairs from a bag of the board sweep, and the rig it shows")
+    func calibratesFromABag() throws {
+        let dir = try ParallaxCLI.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let bag = dir.appendingPathComponent("sweep.mcap").path
+        let capture = try ParallaxCLI.run(["capture", "--simulated", "--board-sweep", "--size", "320x240", "--frames", "150", "--timeout", "10min",
+                                           "--output", bag], timeout: 600)
+        #expect(capture.status == 0, "\(capture.stderr)")
+        let output = dir.appendingPathComponent("rig.json").path
+        let result = try ParallaxCLI.run(["calibrate", "live", "--recording", bag, "--board", "9x6", "--square", "25mm",
+                                          "--pairs", "3", "--output", output, "--json"], timeout: 600)
+        #expect(result.status == 0, "\(result.stderr)")
+        let figures = try #require(try JSONValue(parsing: result.stdout).object)
+        #expect(figures["pairs_taken"]?.number == 3 && figures["stop_reason"]?.string == "pair_limit", "\(result.stdout)")
+        // The rig the bag shows: three views give a rough fit, but no unit or scale mistake (as above).
+        let truth = SimulatedStereoRig.example(size: ImageSize(width: 320, height: 240)).calibration
+        let solved = try CalibrationFile.load(output).calibration
+        for side in StereoSide.allCases {
+            let error = abs(solved[side].intrinsics.fx / truth[side].intrinsics.fx - 1) * 100
+            #expect(error < 2, "\(side) focal off by \(error) %")
+        }
     }
 
     @Test("--live's defaults are the guide's: --time-budget 2 s (an eighth, 0.25 s, per streamed image), --uncertainty-target 1 px, --time-limit 5 min")

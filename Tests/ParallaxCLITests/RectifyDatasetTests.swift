@@ -130,6 +130,7 @@ struct RectifyDatasetTests {
         }
         let wasRunning = process.isRunning
         kill(process.processIdentifier, SIGKILL)
+        #expect(wasRunning, "the run ended before it could be killed: nothing here was interrupted")
         process.waitUntilExit()
         let written = (try? FileManager.default.contentsOfDirectory(atPath: data.path).filter { !$0.contains(".partial-") }.count) ?? 0
         print("rectify-dataset killed with \(written) of 40 right images written (still running when killed: \(wasRunning))")
@@ -214,6 +215,24 @@ struct RectifyDatasetTests {
         let rosbag = dir.appendingPathComponent("rosbag").path
         #expect(try ParallaxCLI.run(common + [rosbag, "--bag"]).status == 0)
         #expect(try FileManager.default.contentsOfDirectory(atPath: rosbag).sorted() == ["metadata.yaml", "rosbag_0.mcap"])
+    }
+
+    @Test("with --convergence, sensor.yaml describes the images as written: the rectifier's principal points, shift included")
+    func convergenceInSensorFiles() throws {
+        let dir = try ParallaxCLI.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let (recording, calibration) = try Self.recording(in: dir, frames: 2)
+        let out = dir.appendingPathComponent("out").path
+        let run = try ParallaxCLI.run(["rectify-dataset", "--input", recording, "--calibration", calibration, "--convergence", "0.6m",
+                                       "--output", out])
+        #expect(run.status == 0, "\(run.stderr)")
+        let rig = try CalibrationFile.load(calibration).calibration
+        let written = try Rectifier(calibration: rig, convergenceDistance: 0.6, threads: 1).rectification(for: .gray8)
+        let (loaded, _) = try CalibrationFile.load(out)
+        #expect(loaded.left.intrinsics == written.leftIntrinsics && loaded.right.intrinsics == written.rightIntrinsics,
+                "\(loaded.left.intrinsics) \(loaded.right.intrinsics) vs \(written.leftIntrinsics) \(written.rightIntrinsics)")
+        // The plane moved the images: the principal points differ from the unconverged rectification's.
+        #expect(written.leftIntrinsics.cx != (try rig.rectification()).leftIntrinsics.cx)
     }
 
     @Test("--shard's stretches: consecutive, every pair once, sizes within one, for any count of pairs and shards")

@@ -42,8 +42,9 @@ public struct EuRoCSensorYAML: Sendable {
         var distortion: LensDistortion
         do {
             distortion = try LensDistortion(modelName: lensName == "radial-tangential" ? "radtan" : lensName, coefficients: coefficients)
-            // All zero: a lens without distortion (what a rectified camera's file says).
-            if coefficients.allSatisfy({ $0 == 0 }) { distortion = .none }
+            // Radial-tangential all zero: a lens without distortion (what a rectified camera's
+            // file says). Equidistant all zero stays the ideal fisheye (r = f·θ).
+            if lensName == "radial-tangential" || lensName == "radtan", coefficients.allSatisfy({ $0 == 0 }) { distortion = .none }
         } catch {
             throw y.error(y.node("distortion_model"), error.description)
         }

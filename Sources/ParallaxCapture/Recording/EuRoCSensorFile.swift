@@ -17,13 +17,13 @@ import ParallaxGeometry
 /// into cam0's frame, the inverse of the calibration's extrinsics. `ParallaxCalibration`'s
 /// `CalibrationFile` reads a folder with both files back as a stereo calibration.
 public enum EuRoCSensorFile {
-    /// Both cameras' files for `calibration` at `rateHz`.
+    /// Both cameras' files for `calibration` at `rateHz` (`rate_hz` is left out when it is `nil`: unknown).
     ///
     /// - Throws: ``CaptureError/recording(path:reason:)`` (path: `sensor.yaml`) when the
     ///   format cannot hold the calibration exactly: a translation without a unit (`T_BS` is
     ///   in metres), a Brown–Conrady lens with k3 or rational terms (the format's
     ///   radial-tangential model has k1, k2, p1, p2), or skew.
-    public static func texts(for calibration: StereoCalibration, rateHz: Double,
+    public static func texts(for calibration: StereoCalibration, rateHz: Double?,
                              comment: String = "recorded by parallax") throws(CaptureError) -> PerSide<String> {
         guard let millimetres = calibration.translationUnit.millimetres else {
             throw .recording(path: "sensor.yaml", reason: "the calibration's translation has no unit, and T_BS is in metres")
@@ -43,7 +43,7 @@ public enum EuRoCSensorFile {
     /// The files of the cameras a rectification makes: pinhole without distortion (P1's and
     /// P2's intrinsics), the right one offset from the left along the baseline only.
     public static func texts(rectifiedBy rectification: StereoRectification, of calibration: StereoCalibration,
-                             rateHz: Double, comment: String = "recorded by parallax, rectified") throws(CaptureError) -> PerSide<String> {
+                             rateHz: Double?, comment: String = "recorded by parallax, rectified") throws(CaptureError) -> PerSide<String> {
         let rectified = StereoCalibration(
             left: CameraModel(size: rectification.size, intrinsics: rectification.leftIntrinsics, distortion: .none),
             right: CameraModel(size: rectification.size, intrinsics: rectification.rightIntrinsics, distortion: .none),
@@ -52,7 +52,7 @@ public enum EuRoCSensorFile {
         return try texts(for: rectified, rateHz: rateHz, comment: comment)
     }
 
-    private static func text(camera: CameraModel, bodyFromCamera pose: RigidTransform, rateHz: Double,
+    private static func text(camera: CameraModel, bodyFromCamera pose: RigidTransform, rateHz: Double?,
                              comment: String) throws(CaptureError) -> String {
         let k = camera.intrinsics
         guard k.skew == 0 else {
@@ -80,6 +80,7 @@ public enum EuRoCSensorFile {
             .joined(separator: ",\n         ")
         let intrinsicsText: String = [k.fx, k.fy, k.cx, k.cy].map(number).joined(separator: ", ")
         let coefficientsText: String = coefficients.map(number).joined(separator: ", ")
+        let rateLine: String = rateHz.map { "\nrate_hz: " + number($0) } ?? ""
         return """
             # General sensor definitions.
             sensor_type: camera
@@ -91,8 +92,7 @@ public enum EuRoCSensorFile {
               rows: 4
               data: [\(data)]
 
-            # Camera specific definitions.
-            rate_hz: \(number(rateHz))
+            # Camera specific definitions.\(rateLine)
             resolution: [\(camera.size.width), \(camera.size.height)]
             camera_model: pinhole
             intrinsics: [\(intrinsicsText)] # fu, fv, cu, cv

@@ -62,6 +62,9 @@ struct CaptureCommand: AsyncParsableCommand {
     @Flag(name: .long, help: "Record each camera's frames on their own, without pairing.")
     var independent = false
 
+    @Flag(name: .customLong("board-sweep"), help: "Simulated rig or virtual webcams: the board holds each pose of a calibration sweep in turn, for a recording to calibrate from (calibrate live --recording).")
+    var boardSweep = false
+
     @Option(name: .long, help: "Rectify the pairs with this calibration (Parallax JSON, OpenCV YAML or ROS camera_info) before writing them.")
     var calibration: String?
 
@@ -82,6 +85,9 @@ struct CaptureCommand: AsyncParsableCommand {
 
     func validate() throws {
         guard frames > 0 else { throw ValidationError("--frames must be positive") }
+        if boardSweep && !(source.simulated || source.virtual) {
+            throw ValidationError("--board-sweep moves the simulated rig's board (--simulated or --virtual); real cameras see the board you hold")
+        }
         try timeout?.check("--timeout", atMost: DurationArgument(nanoseconds: 86_400_000_000_000))
         if independent && calibration != nil { throw ValidationError("--calibration rectifies pairs; it cannot be used with --independent") }
         try target.check()
@@ -92,7 +98,8 @@ struct CaptureCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let opened = try source.open()
+        try target.checkAgainst(inputs: [("--recording", source.recording)])
+        let opened = try source.open(movingBoard: boardSweep)
         let device = opened.device
         let interval = device.activeFormats?.left.frameInterval.seconds ?? 1.0 / 30
         let deadline = timeout?.seconds ?? (Double(frames) * interval * 2 + 10)
@@ -128,7 +135,8 @@ struct CaptureCommand: AsyncParsableCommand {
         }
         // The calibration is checked (cameras, fit) before the output folder is touched.
         let session = try RectificationArguments.session(device: device, calibration: rectifyWith, file: calibration, force: force)
-        let recorder = try target.open(session: session, known: opened.knownCalibration, rateHz: 1 / interval)
+        let rate = device.activeFormats.map { 1 / $0.left.frameInterval.seconds }
+        let recorder = try target.open(session: session, known: opened.knownCalibration, rateHz: rate)
         // A second Ctrl-C (or a signal before the first pair) ends the program: an older
         // recording this one was to replace stays, a new one keeps what its CSVs list.
         let cleanup = Signals.atExit { recorder.abandon() }
@@ -144,13 +152,16 @@ struct CaptureCommand: AsyncParsableCommand {
         }
         // Ended early: kept when the user stopped it; otherwise an older recording is kept.
         let keptOlder = recorder.isOpen && !interruption.fired && recorder.replacesOlderRecording
+        // A bag is written whole: one that ended early, not by the user, is dropped.
+        let bagDropped = recorder.isOpen && !interruption.fired && writesBag
         if recorder.isOpen {
             if interruption.fired { try recorder.finish() } else { recorder.abandon() }
         }
-        report(summary, keptOlder: keptOlder)
+        report(summary, keptOlder: keptOlder, bagDropped: bagDropped)
         if let reason = summary.endedEarly, !interruption.fired {
             throw CLIError("the recording ended after \(summary.pairsWritten) of \(frames) pairs: \(reason)"
-                           + (keptOlder ? "; the older recording in \(output) was kept" : ""))
+                           + (keptOlder ? "; the older recording in \(output) was kept" : "")
+                           + (bagDropped && !keptOlder ? "; the bag was not kept" : ""))
         }
     }
 
@@ -166,7 +177,7 @@ struct CaptureCommand: AsyncParsableCommand {
     /// The recorder for `--output` as an EuRoC folder (`--independent`).
     private func openFolderRecorder() throws -> EuRoCRecorder { try target.openFolder() }
 
-    private func report(_ summary: SessionRecordingSummary, keptOlder: Bool) {
+    private func report(_ summary: SessionRecordingSummary, keptOlder: Bool, bagDropped: Bool) {
         let stats = summary.statistics
         let skew = stats.synchronizer.skew
         print("\(summary.pairsWritten) pairs written; skew p50 \(Self.milliseconds(skew.p50Nanoseconds)), "
@@ -181,6 +192,8 @@ struct CaptureCommand: AsyncParsableCommand {
         if let error = summary.writeError { print("write error: \(error)") }
         if keptOlder {
             print("not recorded: the older recording in \(output) was kept (these \(summary.pairsWritten) pairs were discarded)")
+        } else if bagDropped {
+            print("not recorded: \(output) is written whole, and this run ended early (these \(summary.pairsWritten) pairs were discarded)")
         } else if bagOptions.bag {
             print("recorded to \(output) (a rosbag2 folder: metadata.yaml and \((output as NSString).lastPathComponent)_0.mcap; "
                   + "/stereo/left and /stereo/right)")

@@ -52,6 +52,7 @@ struct DatasetInput: Sendable {
                     },
                     path: "\(bagPath)#\(topic)")
             }
+            for side in StereoSide.allCases { try Self.checkDistinct(logs[side], what: "topic \(chosen[side]) of \(bagPath)") }
             self.logs = logs
             description = "bag \(bagPath), topics \(chosen.left) and \(chosen.right)"
             source = .bag(bag, topics: chosen, entries: entries)
@@ -68,6 +69,7 @@ struct DatasetInput: Sendable {
                 if logs[side].wasUnsorted {
                     throw CLIError("--input \(csv): its timestamps are not in order; a recording lists its frames as they came")
                 }
+                try Self.checkDistinct(logs[side], what: csv)
             }
             self.logs = logs
             description = "EuRoC folder \(path)"
@@ -93,6 +95,15 @@ struct DatasetInput: Sendable {
                            + "(a bag stored as sqlite3 is not read: convert it with `ros2 bag convert` to MCAP)")
         }
         return path + "/" + files[0]
+    }
+
+    /// Refuses a camera with two frames at one timestamp: the output names each image by its
+    /// frame's time, so two would claim one file.
+    private static func checkDistinct(_ log: RecordedTimestampLog, what: String) throws {
+        for (a, b) in zip(log.entries, log.entries.dropFirst()) where a.timestampNanoseconds == b.timestampNanoseconds {
+            throw CLIError("--input \(what): two frames at \(a.timestampNanoseconds) ns (lines or messages \(a.line) and \(b.line)); "
+                           + "a camera takes one frame at a time")
+        }
     }
 
     /// The image of frame `index` (into ``logs``) of `side`'s camera.

@@ -64,17 +64,47 @@ struct RecordingTarget {
     /// image when the session rectifies (the calibration adapted to the format, with the
     /// rectification's R and P; the baseline in metres, ROS's unit); an EuRoC folder gets each
     /// camera's `sensor.yaml` when the calibration is known (`known`: the source's own).
-    func open(session: StereoSession, known: StereoCalibration?, rateHz: Double) throws -> any StereoPairRecorder {
+    func open(session: StereoSession, known: StereoCalibration?, rateHz: Double?) throws -> any StereoPairRecorder {
         guard writesBag else {
             let folder = try openFolder()
             try writeSensorFiles(into: folder, session: session, known: known, rateHz: rateHz)
             return folder
         }
         var info: PerSide<ROS2.CameraInfo>?
-        if let calibration = session.activeCalibration, let rectification = session.rectification {
-            info = Self.cameraInfo(calibration, rectification: rectification)
+        if let calibration = session.activeCalibration {
+            if let rectification = Self.rectification(of: session) {
+                info = Self.cameraInfo(calibration, rectification: rectification)
+            } else {
+                FileHandle.standardError.write(Data("\(path): no camera_info: \(Self.convergenceUnknown)\n".utf8))
+            }
         }
         return try openBag(cameraInfo: info)
+    }
+
+    /// The rectification a rectifying session's pairs are written with: the session's own, or
+    /// for MJPEG (whose decoded pixel format is known only frame by frame) the calibration's
+    /// under the session's options, the same unless a convergence plane shifts the images by a
+    /// whole sample of that format; `nil` then.
+    static func rectification(of session: StereoSession) -> StereoRectification? {
+        if let rectification = session.rectification { return rectification }
+        guard let calibration = session.activeCalibration, session.options.rectification.convergenceDistance == nil else { return nil }
+        return try? calibration.rectification(session.options.rectification.options)
+    }
+
+    static let convergenceUnknown = "an MJPEG stream with a convergence plane: the decoded format's whole-sample shift is known "
+        + "only frame by frame"
+
+    /// Refuses a path that is the recording being played or the calibration read, or holds
+    /// either or lies inside one: a recording never writes over what it reads.
+    func checkAgainst(inputs: [(option: String, path: String?)]) throws {
+        let target = OutputFiles.resolve(path)
+        for case let (option, input?) in inputs {
+            let resolved = OutputFiles.resolve(input)
+            if resolved == target || resolved.hasPrefix(target + "/") || target.hasPrefix(resolved + "/") {
+                throw CLIError("\(self.option) \(path) and \(option) \(input) overlap: what is read is never written over; "
+                               + "choose another \(self.option)")
+            }
+        }
     }
 
     /// Each side's camera info for a bag: the calibration's K and D, the rectification's R and
@@ -115,10 +145,15 @@ struct RecordingTarget {
     /// the pairs are rectified, else the source's own (the simulated rig's, a recording's).
     /// One the format cannot hold exactly is not written, and stderr says why.
     private func writeSensorFiles(into recorder: EuRoCRecorder, session: StereoSession, known: StereoCalibration?,
-                                  rateHz: Double) throws {
+                                  rateHz: Double?) throws {
         let texts: PerSide<String>
         do {
-            if let calibration = session.activeCalibration, let rectification = session.rectification {
+            if let calibration = session.activeCalibration {
+                // Rectified pairs: the rectified cameras, or nothing (never the raw rig's).
+                guard let rectification = Self.rectification(of: session) else {
+                    FileHandle.standardError.write(Data("\(path): no sensor.yaml written: \(Self.convergenceUnknown)\n".utf8))
+                    return
+                }
                 texts = try EuRoCSensorFile.texts(rectifiedBy: rectification, of: calibration, rateHz: rateHz)
             } else if let known {
                 texts = try EuRoCSensorFile.texts(for: known, rateHz: rateHz)

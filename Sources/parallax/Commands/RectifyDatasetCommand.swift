@@ -127,30 +127,35 @@ struct RectifyDatasetCommand: ParsableCommand {
         let rectification = try shared.rectification(of: calibration, options)
         let convergence = try shared.convergenceDistance(for: calibration, rectification: rectification)
 
+        let workers = target.writesBag ? 1 : max(1, min(threads ?? ProcessInfo.processInfo.activeProcessorCount, mine.count))
+        var rectifiers: [Rectifier] = []
+        for _ in 0..<workers {
+            do {
+                // A bag is written in order by one rectifier with every thread; a folder by one per thread.
+                rectifiers.append(try Rectifier(calibration: calibration, convergenceDistance: convergence, options: options,
+                                                interpolation: interpolation, threads: target.writesBag ? threads : 1))
+            } catch {
+                throw CLIError("\(shared.calibration): \(error)")
+            }
+        }
+        // The rectification as the images are written: the convergence plane's whole-sample shift included.
+        let written = rectifiers[0].rectification(for: first.left.format)
         let plan = RectifyDatasetPlan(output: output, dataset: dataset, pairs: pairs, calibration: calibration,
-                                      rectification: rectification, settings: [
+                                      rectification: written, settings: [
                                           ("alpha", shared.optionsAlpha.map(JSONValue.number) ?? .null),
                                           ("convergence", convergence.map(JSONValue.number) ?? .null),
                                           ("interpolation", .string(interpolation.rawValue)),
                                       ], intervalNanoseconds: interval)
         if target.writesBag {
-            let outcome = try writeBag(plan, convergence: convergence, options: options, format: first.left.format)
+            let outcome = try writeBag(plan, rectifier: rectifiers[0], format: first.left.format)
             report(outcome, pairs: pairs.count, range: 0..<pairs.count, dataset: dataset, started: started,
-                   threads: threads ?? ProcessInfo.processInfo.activeProcessorCount, simd: outcome.simd)
+                   threads: rectifiers[0].threadCount, simd: outcome.simd)
             return
         }
         try plan.prepare()
-        let workers = max(1, min(threads ?? ProcessInfo.processInfo.activeProcessorCount, mine.count))
-        var rectifiers: [Rectifier] = []
-        for _ in 0..<workers {
-            do {
-                rectifiers.append(try Rectifier(calibration: calibration, convergenceDistance: convergence, options: options,
-                                                interpolation: interpolation, threads: 1))
-            } catch {
-                throw CLIError("\(shared.calibration): \(error)")
-            }
-        }
-        let outcome = try plan.rectify(mine, rectifiers: rectifiers, format: first.left.format, quiet: json)
+        // An unsharded run (or one shard of one) is the folder's only writer: it may tidy everything.
+        let outcome = try plan.rectify(mine, rectifiers: rectifiers, format: first.left.format, quiet: json,
+                                       onlyWriter: (shard?.count ?? 1) == 1)
         try plan.writeLists()
         report(outcome, pairs: pairs.count, range: mine, dataset: dataset, started: started, threads: workers,
                simd: rectifiers[0].simdLevel)
@@ -161,16 +166,8 @@ struct RectifyDatasetCommand: ParsableCommand {
 
     /// The pairs, in order, into a bag with each side's camera info (K and D the calibration's,
     /// R and P the rectification's, convergence included): one rectifier using every thread.
-    private func writeBag(_ plan: RectifyDatasetPlan, convergence: Double?, options: RectificationOptions,
-                          format: PixelFormat) throws -> RectifyDatasetPlan.Outcome {
-        let rectifier: Rectifier
-        do {
-            rectifier = try Rectifier(calibration: plan.calibration, convergenceDistance: convergence, options: options,
-                                      interpolation: interpolation, threads: threads)
-        } catch {
-            throw CLIError("\(shared.calibration): \(error)")
-        }
-        let info = RecordingTarget.cameraInfo(plan.calibration, rectification: rectifier.maps.rectification)
+    private func writeBag(_ plan: RectifyDatasetPlan, rectifier: Rectifier, format: PixelFormat) throws -> RectifyDatasetPlan.Outcome {
+        let info = RecordingTarget.cameraInfo(plan.calibration, rectification: plan.rectification)
         let recorder = try target.openBag(cameraInfo: info)
         // Ctrl-C or a kill before the end: nothing is kept (a bag is written whole).
         let cleanup = Signals.atExit { recorder.abandon() }
@@ -193,6 +190,8 @@ struct RectifyDatasetCommand: ParsableCommand {
                     try file.record(images: rectified, stamps: stamps, rectified: true, number: k)
                 } else if let folder = recorder as? ROS2BagFolderRecorder {
                     try folder.record(images: rectified, stamps: stamps, rectified: true, number: k)
+                } else {
+                    throw CLIError("\(output): no bag writer for \(type(of: recorder))")
                 }
                 status.show(String(format: "rectified %d of %d pairs (%.1f pairs/s)", k + 1, plan.pairs.count, Double(k + 1) / max(elapsed(), 1e-9)))
             }
@@ -208,8 +207,8 @@ struct RectifyDatasetCommand: ParsableCommand {
     /// Prints what a run did: a sentence, or with `--json` one object.
     private func report(_ outcome: RectifyDatasetPlan.Outcome, pairs: Int, range mine: Range<Int>, dataset: DatasetInput,
                         started: ContinuousClock.Instant, threads workers: Int, simd: SIMDLevel?) {
-        let seconds = Double((ContinuousClock.now - started).components.attoseconds) * 1e-18
-            + Double((ContinuousClock.now - started).components.seconds)
+        let spent = (ContinuousClock.now - started).components
+        let seconds = Double(spent.seconds) + Double(spent.attoseconds) * 1e-18
         let rate = Double(outcome.rectified) / max(outcome.seconds, 1e-9)
         let shardText = shard.map { "shard \($0.index)/\($0.count): pairs \(mine.lowerBound + 1)–\(mine.upperBound) of \(pairs)" }
             ?? "\(pairs) pairs"

@@ -68,8 +68,10 @@ final class RectifyDatasetPlan: Sendable {
                            + "(its \(Self.manifestName) differs); choose a new folder, or remove that one first")
         }
         do {
-            for side in StereoSide.allCases { try FileAccess.createDirectories(atPath: cameraFolder(side) + "/data") }
+            // The manifest first: a shard starting meanwhile finds either an empty folder or one it can check.
+            try FileAccess.createDirectories(atPath: output)
             try FileAccess.writeAtomically(manifest, toPath: output + "/" + Self.manifestName)
+            for side in StereoSide.allCases { try FileAccess.createDirectories(atPath: cameraFolder(side) + "/data") }
         } catch {
             throw CLIError("\(error)")
         }
@@ -101,11 +103,11 @@ final class RectifyDatasetPlan: Sendable {
     /// Rectifies the pairs of `range` not already done, on one thread per rectifier (each
     /// takes every n-th pair), with progress on stderr. Temporary files a killed run left are
     /// removed first (see ``removeTemporaries(of:everything:)``).
-    func rectify(_ range: Range<Int>, rectifiers: [Rectifier], format: PixelFormat, quiet: Bool) throws -> Outcome {
+    func rectify(_ range: Range<Int>, rectifiers: [Rectifier], format: PixelFormat, quiet: Bool, onlyWriter: Bool) throws -> Outcome {
         let todo = Array(range).filter { k in
             StereoSide.allCases.contains { !FileManager.default.fileExists(atPath: cameraFolder($0) + "/data/" + fileName($0, pair: k)) }
         }
-        removeTemporaries(of: Set(range), everything: range.count == pairs.count)
+        removeTemporaries(of: Set(range), everything: onlyWriter)
         var outcome = Outcome(skipped: range.count - todo.count)
         guard !todo.isEmpty else { return outcome }
         let done = Locked(0)

@@ -139,6 +139,7 @@ struct StreamCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
+        try recordTarget?.checkAgainst(inputs: [("--recording", source.recording), ("--calibration", calibration)])
         let opened = try source.open(quiet: json)
         var options = StereoSessionOptions()
         options.pressure.adaptsFrameRate = adaptFrameRate
@@ -163,10 +164,13 @@ struct StreamCommand: AsyncParsableCommand {
         let session = try RectificationArguments.session(device: opened.device, calibration: rectifyWith, file: calibration,
                                                          force: force, options: options)
         let fps = opened.device.deliveredFramesPerSecond ?? 30
-        let recorder = try recordTarget?.open(session: session, known: opened.knownCalibration, rateHz: fps)
+        let recorder = try recordTarget?.open(session: session, known: opened.knownCalibration,
+                                              rateHz: opened.device.deliveredFramesPerSecond)
         // A second Ctrl-C (or a signal before the first pair) ends the program: the recording is dropped.
         let cleanup = recorder.map { recorder in Signals.atExit { recorder.abandon() } }
         defer { if let cleanup { Signals.removeCleanup(cleanup) } }
+        // Any error on the way out (the session failing to start, the pairs ending in an error): dropped.
+        defer { if let recorder, recorder.isOpen { recorder.abandon() } }
         let interruption = Interruption { session.stop() }
         defer { interruption.cancel() }
         // A recording played whole ends by itself; anything else within twice its time.
@@ -214,11 +218,13 @@ struct StreamCommand: AsyncParsableCommand {
         scheduled.cancel()
         status.finish()
         // Kept when the stream ended as asked (its pairs, the whole recording, or Ctrl-C) with no wrong pair.
+        var recordingNote = ""
         if let recorder, recorder.isOpen {
             if (received >= frames || playsWholeRecording || interruption.fired) && (mismatched ?? 0) == 0 {
                 try recorder.finish()
             } else {
                 recorder.abandon()
+                recordingNote = "; --record \(record ?? ""): nothing was kept"
             }
         }
         let stats = session.statistics
@@ -229,7 +235,7 @@ struct StreamCommand: AsyncParsableCommand {
         } else {
             printSummary(stats, pairs: received, seconds: elapsed, mismatched: mismatched)
         }
-        if let mismatched, mismatched > 0 { throw CLIError("\(mismatched) pairs were not taken at the same moment") }
+        if let mismatched, mismatched > 0 { throw CLIError("\(mismatched) pairs were not taken at the same moment" + recordingNote) }
         if received < frames, !interruption.fired, !playsWholeRecording {
             // The timeout's own stop says only "stopped": say why it stopped.
             var reason = "timed out after \(String(format: "%g", deadline)) s"
@@ -241,7 +247,7 @@ struct StreamCommand: AsyncParsableCommand {
                     reason += "; the \(side) camera was unplugged at \(String(format: "%.2f", last.atSeconds)) s and did not come back"
                 }
             }
-            throw CLIError("the session ended after \(received) of \(frames) pairs: \(reason)")
+            throw CLIError("the session ended after \(received) of \(frames) pairs: \(reason)" + recordingNote)
         }
     }
 

@@ -22,7 +22,8 @@ public final class ROS2BagFolderRecorder: StereoPairRecorder {
     public let directory: String
     /// True when an older bag at ``directory`` is replaced at ``finish()``.
     public let replacesOlderRecording: Bool
-    /// What the recorder removed before starting: staging folders of killed recordings.
+    /// What the recorder tidied before starting: staging folders of killed recordings removed,
+    /// and whole bags found in such folders, named and left alone.
     public let tidied: [String]
     /// The messages file's name inside the folder (`NAME_0.mcap`, as rosbag2 names its first file).
     public let mcapFileName: String
@@ -175,6 +176,12 @@ public final class ROS2BagFolderRecorder: StereoPairRecorder {
             let digits = entry.dropFirst(prefix.count).prefix { $0.isNumber }
             guard let pid = Int32(digits), pid != getpid(), kill(pid, 0) != 0, errno == ESRCH else { continue }
             let path = (folder as NSString).appendingPathComponent(entry)
+            // A whole bag (a finished one that could not be moved into place, or an older one moved
+            // aside when its process died): the user's, never removed.
+            if FileManager.default.fileExists(atPath: path + "/metadata.yaml") {
+                removed.append("left \(entry) alone: it holds a whole bag (metadata.yaml) that was never moved into place")
+                continue
+            }
             if (try? FileManager.default.removeItem(atPath: path)) != nil {
                 removed.append("removed \(entry), the unfinished bag of a recording that was killed")
             }
@@ -196,7 +203,8 @@ public final class ROS2BagFolderRecorder: StereoPairRecorder {
             "  starting_time:",
             "    nanoseconds_since_epoch: \(start)",
             "  message_count: \(contents.messageCount)",
-            "  topics_with_message_count:",
+            // An empty list, not nothing: rosbag2 reads this key as a sequence.
+            "  topics_with_message_count:" + (contents.topics.isEmpty ? " []" : ""),
         ]
         for topic in contents.topics {
             lines += [
