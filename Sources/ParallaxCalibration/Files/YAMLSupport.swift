@@ -258,17 +258,6 @@ struct YAMLReader {
     }
 }
 
-/// Formatting numbers for calibration files: the shortest text that reads back to the same
-/// double, always with a decimal point so YAML 1.1 readers (PyYAML in ROS tools) see a float
-/// rather than a string (`1e-05` is a string to them, `1.0e-05` a float).
-func yamlNumber(_ v: Double) -> String {
-    var text = "\(v)"
-    if !text.contains(".") && v.isFinite {
-        if let e = text.firstIndex(of: "e") { text.insert(contentsOf: ".0", at: e) } else { text += ".0" }
-    }
-    return text
-}
-
 /// A string as a YAML scalar that reads back as the same text: plain when it is made of
 /// letters, digits and `_ . / -` (as ROS writes camera names), double-quoted otherwise, with
 /// `\\`, `\"` and every character YAML does not allow printed raw (controls, and its line

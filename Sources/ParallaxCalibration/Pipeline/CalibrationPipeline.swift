@@ -269,8 +269,3 @@ public struct CalibrationPipeline: Sendable {
                        imageSizes: imageSizes)
     }
 }
-
-extension Duration {
-    /// The duration in seconds.
-    var seconds: Double { Double(components.seconds) + Double(components.attoseconds) * 1e-18 }
-}

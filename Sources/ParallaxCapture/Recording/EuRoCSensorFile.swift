@@ -76,11 +76,11 @@ public enum EuRoCSensorFile {
         var rows: [[Double]] = []
         for row in 0..<3 { rows.append([r[3 * row], r[3 * row + 1], r[3 * row + 2], t[row]]) }
         rows.append([0, 0, 0, 1])
-        let data: String = rows.map { (values: [Double]) -> String in values.map(number).joined(separator: ", ") }
+        let data: String = rows.map { (values: [Double]) -> String in values.map(yamlNumber).joined(separator: ", ") }
             .joined(separator: ",\n         ")
-        let intrinsicsText: String = [k.fx, k.fy, k.cx, k.cy].map(number).joined(separator: ", ")
-        let coefficientsText: String = coefficients.map(number).joined(separator: ", ")
-        let rateLine: String = rateHz.map { "\nrate_hz: " + number($0) } ?? ""
+        let intrinsicsText: String = [k.fx, k.fy, k.cx, k.cy].map(yamlNumber).joined(separator: ", ")
+        let coefficientsText: String = coefficients.map(yamlNumber).joined(separator: ", ")
+        let rateLine: String = rateHz.map { "\nrate_hz: " + yamlNumber($0) } ?? ""
         return """
             # General sensor definitions.
             sensor_type: camera
@@ -100,15 +100,5 @@ public enum EuRoCSensorFile {
             distortion_coefficients: [\(coefficientsText)]
 
             """
-    }
-
-    /// A number that reads back to the same `Double` (Swift's shortest round-trip form), always
-    /// with a decimal point: YAML 1.1 readers (PyYAML) take `1e-05` for a string, `1.0e-05` for a float.
-    static func number(_ value: Double) -> String {
-        var text = "\(value)"
-        if !text.contains(".") && value.isFinite {
-            if let e = text.firstIndex(of: "e") { text.insert(contentsOf: ".0", at: e) } else { text += ".0" }
-        }
-        return text
     }
 }

@@ -19,6 +19,14 @@ public protocol StereoPairRecorder: AnyObject, Sendable {
 
 extension EuRoCRecorder: StereoPairRecorder {}
 
+/// A recorder that also takes pairs made without a session, as images: the bag recorders
+/// (``MCAPRecorder``, ``ROS2BagFolderRecorder``), which `parallax rectify-dataset` writes to.
+public protocol ImagePairRecorder: StereoPairRecorder {
+    /// Writes a pair given as images, each stamped with its frame's time (`rectified` chooses
+    /// `image_rect` over `image_raw`); `number` names the pair in errors.
+    func record(images: PerSide<ImageBuffer>, stamps: PerSide<Int64>, rectified: Bool, number: Int) throws(CaptureError)
+}
+
 /// Records a session's pairs as a ROS 2 bag in one MCAP file (the `ros2` profile, CDR
 /// messages with `ros2msg` schemas; `make test-interop` has PyPI's `mcap` and
 /// `mcap-ros2-support` read it):
@@ -33,7 +41,7 @@ extension EuRoCRecorder: StereoPairRecorder {}
 /// The file is written beside its path under a temporary name and appears only at
 /// ``finish()``; ``abandon()`` (or an end before `finish()`) leaves whatever was at the path
 /// as it was. A path that exists is refused unless `replacingExisting`.
-public final class MCAPRecorder: StereoPairRecorder {
+public final class MCAPRecorder: ImagePairRecorder {
     /// The bag's path.
     public let path: String
     /// True when an older file at ``path`` is replaced at ``finish()``.
@@ -111,56 +119,67 @@ public final class MCAPRecorder: StereoPairRecorder {
     /// thrown here or by ``finish()``; the bag is then not kept, and whatever was at the path
     /// stays as it was.
     public func record(_ pair: StereoPair) throws(CaptureError) {
-        // Serialized outside the lock: the slow part.
-        var messages: [(topic: String, type: String, stamp: Int64, bytes: [UInt8])] = []
+        var pixels = PerSide<Pixels?>(repeating: nil)
         for side in StereoSide.allCases {
             let image = pair[side]
-            let header = ROS2.Header(stamp: ROS2.Time(nanoseconds: image.timestampNanoseconds), frameID: frameIDs[side])
-            let base = "/stereo/\(side)/" + (pair.isRectified ? "image_rect" : "image_raw")
-            let asItCame = !pair.isRectified && image.frame.map { $0.format.pixelFormat == nil } == true
-            if asItCame, let frame = image.frame {
-                let message = ROS2.CompressedImage(header: header, format: "jpeg", data: Array(frame.payload.bytes))
-                messages.append((base + "/compressed", "sensor_msgs/msg/CompressedImage", image.timestampNanoseconds, message.serialized()))
+            if !pair.isRectified, let frame = image.frame, frame.format.pixelFormat == nil {
+                pixels[side] = .jpeg(Array(frame.payload.bytes))  // as it came
             } else if let view = image.image {
-                let message: ROS2.Image
-                do { message = try Self.message(ImageBuffer(copying: view), header: header) } catch {
-                    throw .recording(path: path, reason: "the \(side) image of pair \(pair.number): \(error)")
-                }
-                messages.append((base, "sensor_msgs/msg/Image", image.timestampNanoseconds, message.serialized()))
+                pixels[side] = .image(ImageBuffer(copying: view))
             } else {
                 throw .recording(path: path, reason: "the \(side) image of pair \(pair.number) has no pixels to record")
             }
-            if var info = cameraInfo?[side] {
-                info.header = header
-                messages.append(("/stereo/\(side)/camera_info", "sensor_msgs/msg/CameraInfo", image.timestampNanoseconds, info.serialized()))
-            }
         }
-        try write(messages)
+        try write(messages(PerSide(left: pixels.left!, right: pixels.right!),
+                           stamps: PerSide(left: pair.left.timestampNanoseconds, right: pair.right.timestampNanoseconds),
+                           rectified: pair.isRectified, number: pair.number))
     }
 
     /// Writes a pair given as images, each stamped with its frame's time (`rectified` chooses
     /// `image_rect` over `image_raw`), with its camera info: a pair made without a session
     /// (`parallax rectify-dataset`). `number` names the pair in errors.
     public func record(images: PerSide<ImageBuffer>, stamps: PerSide<Int64>, rectified: Bool, number: Int) throws(CaptureError) {
-        var messages: [(topic: String, type: String, stamp: Int64, bytes: [UInt8])] = []
+        try write(messages(images.map { .image($0) }, stamps: stamps, rectified: rectified, number: number))
+    }
+
+    /// A side's pixels: an MJPEG frame's JPEG bytes, or an image.
+    private enum Pixels {
+        case jpeg([UInt8])
+        case image(ImageBuffer)
+    }
+
+    /// One message: its topic, type, stamp and CDR bytes.
+    private typealias Message = (topic: String, type: String, stamp: Int64, bytes: [UInt8])
+
+    /// A pair's messages, serialized (outside the lock: the slow part): each side's image
+    /// (`Image`, or `CompressedImage` on `…/compressed` for JPEG bytes) and its camera info.
+    private func messages(_ pixels: PerSide<Pixels>, stamps: PerSide<Int64>, rectified: Bool,
+                          number: Int) throws(CaptureError) -> [Message] {
+        var messages: [Message] = []
         for side in StereoSide.allCases {
             let header = ROS2.Header(stamp: ROS2.Time(nanoseconds: stamps[side]), frameID: frameIDs[side])
-            let message: ROS2.Image
-            do { message = try Self.message(images[side], header: header) } catch {
-                throw .recording(path: path, reason: "the \(side) image of pair \(number): \(error)")
+            let base = "/stereo/\(side)/" + (rectified ? "image_rect" : "image_raw")
+            switch pixels[side] {
+            case .jpeg(let bytes):
+                let message = ROS2.CompressedImage(header: header, format: "jpeg", data: bytes)
+                messages.append((base + "/compressed", "sensor_msgs/msg/CompressedImage", stamps[side], message.serialized()))
+            case .image(let image):
+                let message: ROS2.Image
+                do { message = try Self.message(image, header: header) } catch {
+                    throw .recording(path: path, reason: "the \(side) image of pair \(number): \(error)")
+                }
+                messages.append((base, "sensor_msgs/msg/Image", stamps[side], message.serialized()))
             }
-            messages.append(("/stereo/\(side)/" + (rectified ? "image_rect" : "image_raw"), "sensor_msgs/msg/Image", stamps[side],
-                             message.serialized()))
             if var info = cameraInfo?[side] {
                 info.header = header
                 messages.append(("/stereo/\(side)/camera_info", "sensor_msgs/msg/CameraInfo", stamps[side], info.serialized()))
             }
         }
-        try write(messages)
+        return messages
     }
 
     /// Writes one pair's messages under the lock, in order; the pair counts once all are written.
-    private func write(_ messages: [(topic: String, type: String, stamp: Int64, bytes: [UInt8])]) throws(CaptureError) {
+    private func write(_ messages: [Message]) throws(CaptureError) {
         let failure: CaptureError? = state.withLock { state in
             guard let writer = state.writer else { return .recording(path: path, reason: "the recording was already finished or abandoned") }
             do throws(MCAPWriteError) {

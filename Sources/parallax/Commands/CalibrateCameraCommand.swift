@@ -62,8 +62,7 @@ struct CalibrateCameraCommand: AsyncParsableCommand, CalibrationCommand {
                                  + "above --max-rms \(CalibrateCommand.formatted(fit.maxRMS)) px: --board may be wrong, or the images not of one camera")
             throw ExitCode.failure
         }
-        let elapsed = (ContinuousClock.now - start).components
-        let seconds = Double(elapsed.seconds) + Double(elapsed.attoseconds) * 1e-18
+        let seconds = (ContinuousClock.now - start).seconds
         let uncertainty = result.uncertainty
         let camera = result.camera
 

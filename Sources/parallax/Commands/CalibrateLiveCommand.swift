@@ -177,10 +177,7 @@ struct CalibrateLiveCommand: AsyncParsableCommand, StereoCalibrationCommand {
         var fit: (rms: Double, worstSigma: Double)?
         let status = LiveStatus.statusLine()
         let started = ContinuousClock.now
-        func elapsed() -> Double {
-            let d = (ContinuousClock.now - started).components
-            return Double(d.seconds) + Double(d.attoseconds) * 1e-18
-        }
+        func elapsed() -> Double { (ContinuousClock.now - started).seconds }
         func showStatus() -> String {
             LiveStatus.line(taken: folder.pairs.count, total: targets.pairLimit, coverage: judge.coverage, fit: fit, seconds: elapsed())
         }

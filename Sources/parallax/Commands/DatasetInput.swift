@@ -1,7 +1,28 @@
+import ArgumentParser
 import Foundation
 import ParallaxCapture
 import ParallaxGeometry
 import ParallaxImage
+
+/// `--left-topic` and `--right-topic`: which image topics of a bag are the two cameras.
+struct BagTopicOptions: ParsableArguments {
+    @Option(name: .customLong("left-topic"), help: "With a bag: the left camera's image topic (sensor_msgs Image or CompressedImage). Default: of exactly two image topics, the one whose name says left.")
+    var left: String?
+
+    @Option(name: .customLong("right-topic"), help: "With a bag: the right camera's image topic. Default: the other of exactly two image topics.")
+    var right: String?
+
+    /// The topics to play from `bag`: those named, a topic not named the default's (of
+    /// exactly two image topics). `option` names the bag in the error when there is no default.
+    func chosen(in bag: MCAPBag, option: String) throws -> PerSide<String> {
+        if let left, let right { return PerSide(left: left, right: right) }
+        guard let defaults = bag.defaultTopics else {
+            throw CLIError("\(option) \(bag.file.name) has \(bag.imageTopics.count) image topics (\(bag.imageTopics.joined(separator: ", "))): "
+                           + "name two with --left-topic and --right-topic")
+        }
+        return PerSide(left: left ?? defaults.left, right: right ?? defaults.right)
+    }
+}
 
 /// A recording read as a dataset for `rectify-dataset`: each camera's frames as a timestamp
 /// log (for pairing without touching a pixel) and a way to load any one frame's image.
@@ -25,16 +46,11 @@ struct DatasetInput: Sendable {
 
     /// Opens `path`: an EuRoC folder (`cam0`, `cam1`), a ROS 2 bag in one MCAP file, or a
     /// rosbag2 folder holding one; `topics` choose a bag's cameras (found when it has two).
-    init(path: String, topics: PerSide<String?>) throws {
+    init(path: String, topics: BagTopicOptions) throws {
         self.path = path
         if let bagPath = try Self.bagFile(of: path, option: "--input") {
             let bag = try MCAPBag(path: bagPath)
-            var chosen = bag.defaultTopics
-            if let left = topics.left, let right = topics.right { chosen = PerSide(left: left, right: right) }
-            guard let chosen else {
-                throw CLIError("--input \(bagPath) has \(bag.imageTopics.count) image topics (\(bag.imageTopics.joined(separator: ", "))): "
-                               + "name two with --left-topic and --right-topic")
-            }
+            let chosen = try topics.chosen(in: bag, option: "--input")
             var entries = PerSide<[MCAPMessageEntry]>(repeating: [])
             var logs = PerSide(repeating: RecordedTimestampLog(entries: [], path: ""))
             for side in StereoSide.allCases {

@@ -122,7 +122,7 @@ struct RecordingTarget {
     }
 
     /// The bag's recorder: one MCAP file, or a rosbag2 folder with `--bag`.
-    func openBag(cameraInfo info: PerSide<ROS2.CameraInfo>?) throws -> any StereoPairRecorder {
+    func openBag(cameraInfo info: PerSide<ROS2.CameraInfo>?) throws -> any ImagePairRecorder {
         guard bag else {
             return try MCAPRecorder(path: path, replacingExisting: overwrite, frameIDs: frameIDs, cameraInfo: info,
                                     compression: compression ?? .none)

@@ -54,11 +54,7 @@ struct RectifyDatasetCommand: ParsableCommand {
 
     @OptionGroup var shared: RectificationArguments
 
-    @Option(name: .customLong("left-topic"), help: "A bag's left image topic (found when the bag has exactly two image topics).")
-    var leftTopic: String?
-
-    @Option(name: .customLong("right-topic"), help: "A bag's right image topic.")
-    var rightTopic: String?
+    @OptionGroup var topics: BagTopicOptions
 
     @Option(name: .long, help: "Do only shard I of N (1 ≤ I ≤ N), or @VAR/N with the index, from 0, in environment variable VAR.",
             transform: ShardArgument.parse)
@@ -77,7 +73,7 @@ struct RectifyDatasetCommand: ParsableCommand {
         if let threads, threads < 1 || threads > 1024 {
             throw ValidationError("--threads must be from 1 to 1024, got \(threads)")
         }
-        if (leftTopic == nil) != (rightTopic == nil) {
+        if (topics.left == nil) != (topics.right == nil) {
             throw ValidationError("--left-topic and --right-topic go together: name both of a bag's image topics")
         }
         try target.check()
@@ -102,7 +98,7 @@ struct RectifyDatasetCommand: ParsableCommand {
             }
         }
         if !target.writesBag { try RectifyDatasetPlan.checkOutputFolder(output) }
-        let dataset = try DatasetInput(path: input, topics: PerSide(left: leftTopic, right: rightTopic))
+        let dataset = try DatasetInput(path: input, topics: topics)
         let interval = dataset.typicalIntervalNanoseconds ?? 33_333_333
         let configuration = SynchronizerConfiguration(frameIntervalNanoseconds: interval, maximumSkewNanoseconds: interval / 2,
                                                       queueCapacity: 64, clockCorrection: .estimate)
@@ -174,10 +170,7 @@ struct RectifyDatasetCommand: ParsableCommand {
         defer { Signals.removeCleanup(cleanup) }
         let status = StatusLine(write: { [json] text in if !json { FileHandle.standardError.write(Data(text.utf8)) } })
         let started = ContinuousClock.now
-        func elapsed() -> Double {
-            let d = (ContinuousClock.now - started).components
-            return Double(d.seconds) + Double(d.attoseconds) * 1e-18
-        }
+        func elapsed() -> Double { (ContinuousClock.now - started).seconds }
         do {
             for (k, pair) in plan.pairs.enumerated() {
                 var images = try PerSide(left: plan.dataset.image(.left, pair.left), right: plan.dataset.image(.right, pair.right))
@@ -185,14 +178,7 @@ struct RectifyDatasetCommand: ParsableCommand {
                 let (l, r) = try rectifier.rectify(left: images.left, right: images.right)
                 let stamps = PerSide(left: plan.dataset.logs.left.entries[pair.left].timestampNanoseconds,
                                      right: plan.dataset.logs.right.entries[pair.right].timestampNanoseconds)
-                let rectified = PerSide(left: l, right: r)
-                if let file = recorder as? MCAPRecorder {
-                    try file.record(images: rectified, stamps: stamps, rectified: true, number: k)
-                } else if let folder = recorder as? ROS2BagFolderRecorder {
-                    try folder.record(images: rectified, stamps: stamps, rectified: true, number: k)
-                } else {
-                    throw CLIError("\(output): no bag writer for \(type(of: recorder))")
-                }
+                try recorder.record(images: PerSide(left: l, right: r), stamps: stamps, rectified: true, number: k)
                 status.show(String(format: "rectified %d of %d pairs (%.1f pairs/s)", k + 1, plan.pairs.count, Double(k + 1) / max(elapsed(), 1e-9)))
             }
             try recorder.finish()
@@ -207,8 +193,7 @@ struct RectifyDatasetCommand: ParsableCommand {
     /// Prints what a run did: a sentence, or with `--json` one object.
     private func report(_ outcome: RectifyDatasetPlan.Outcome, pairs: Int, range mine: Range<Int>, dataset: DatasetInput,
                         started: ContinuousClock.Instant, threads workers: Int, simd: SIMDLevel?) {
-        let spent = (ContinuousClock.now - started).components
-        let seconds = Double(spent.seconds) + Double(spent.attoseconds) * 1e-18
+        let seconds = (ContinuousClock.now - started).seconds
         let rate = Double(outcome.rectified) / max(outcome.seconds, 1e-9)
         let shardText = shard.map { "shard \($0.index)/\($0.count): pairs \(mine.lowerBound + 1)–\(mine.upperBound) of \(pairs)" }
             ?? "\(pairs) pairs"

@@ -135,10 +135,7 @@ final class RectifyDatasetPlan: Sendable {
             thread.start()
         }
         let status = StatusLine(write: { if !quiet { FileHandle.standardError.write(Data($0.utf8)) } })
-        func elapsed() -> Double {
-            let d = (ContinuousClock.now - started).components
-            return Double(d.seconds) + Double(d.attoseconds) * 1e-18
-        }
+        func elapsed() -> Double { (ContinuousClock.now - started).seconds }
         while group.wait(timeout: .now() + 0.5) == .timedOut {
             let n = done.withLock { $0 }
             status.show(String(format: "rectified %d of %d pairs (%.1f pairs/s)", n, todo.count, Double(n) / max(elapsed(), 1e-9)))
@@ -173,17 +170,18 @@ final class RectifyDatasetPlan: Sendable {
     /// `everything` is false (other shards may be writing theirs, and the shared lists, now);
     /// all of them, lists and manifest included, for a run of every pair (the folder's only writer).
     private func removeTemporaries(of range: Set<Int>, everything: Bool) {
-        var folders = StereoSide.allCases.map { cameraFolder($0) + "/data" }
-        if everything { folders += [output] + StereoSide.allCases.map(cameraFolder) }
-        for (index, folder) in folders.enumerated() {
-            let side: StereoSide = index % 2 == 0 ? .left : .right
-            let mine = index < 2 ? Set(range.map { fileName(side, pair: $0) }) : []
+        /// Removes the temporaries in `folder` of the files `isMine` accepts (by the name they stand for).
+        func tidy(_ folder: String, _ isMine: (String) -> Bool) {
             for entry in (try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? [] {
-                guard let marker = entry.range(of: ".partial-"), everything || mine.contains(String(entry[..<marker.lowerBound])) else {
-                    continue
-                }
-                unlink(folder + "/" + entry)
+                if let marker = entry.range(of: ".partial-"), isMine(String(entry[..<marker.lowerBound])) { unlink(folder + "/" + entry) }
             }
+        }
+        for side in StereoSide.allCases {
+            let mine = Set(range.map { fileName(side, pair: $0) })
+            tidy(cameraFolder(side) + "/data") { everything || mine.contains($0) }
+        }
+        if everything {
+            for folder in [output] + StereoSide.allCases.map(cameraFolder) { tidy(folder) { _ in true } }
         }
     }
 

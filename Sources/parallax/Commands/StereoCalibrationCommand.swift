@@ -135,8 +135,7 @@ extension StereoCalibrationCommand {
             CalibrateCommand.log("error: the calibration is not written: \(reason)")
             throw ExitCode.failure
         }
-        let elapsed = (clock.now - start).components
-        let seconds = Double(elapsed.seconds) + Double(elapsed.attoseconds) * 1e-18
+        let seconds = (clock.now - start).seconds
 
         // The translation is in the square size's unit: recorded, so distances convert later.
         var calibration = result.calibration

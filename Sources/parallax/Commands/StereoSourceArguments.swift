@@ -25,11 +25,7 @@ struct StereoSourceArguments: ParsableArguments {
     @Option(name: .long, help: "A recording played back as the two cameras: an EuRoC folder (cam0, cam1), a ROS 2 bag in one MCAP file (NAME.mcap), or a rosbag2 folder holding one (metadata.yaml beside it).")
     var recording: String?
 
-    @Option(name: .customLong("left-topic"), help: "With a bag: the left camera's image topic (sensor_msgs Image or CompressedImage). Default: of exactly two image topics, the one whose name says left.")
-    var leftTopic: String?
-
-    @Option(name: .customLong("right-topic"), help: "With a bag: the right camera's image topic. Default: the other of exactly two image topics.")
-    var rightTopic: String?
+    @OptionGroup var topics: BagTopicOptions
 
     @Option(name: .long, help: "Format WxH@FPS:FOURCC, e.g. 1280x720@30:YUYV (FOURCC defaults to YUYV). Default: the largest shared format both cameras run at 25 fps or more.",
             transform: FormatArgument.parse)
@@ -55,7 +51,7 @@ struct StereoSourceArguments: ParsableArguments {
         guard chosen == 1 else {
             throw ValidationError("choose one source: --simulated, --virtual, --left and --right (see `parallax devices`), or --recording")
         }
-        if recording == nil && (leftTopic != nil || rightTopic != nil) {
+        if recording == nil && (topics.left != nil || topics.right != nil) {
             throw ValidationError("--left-topic and --right-topic choose a bag's topics: give them with --recording NAME.mcap")
         }
         if recording != nil {
@@ -260,16 +256,7 @@ struct StereoSourceArguments: ParsableArguments {
         let device: StereoDevice
         if let bagPath {
             let bag = try MCAPBag(path: bagPath)
-            var topics = bag.defaultTopics
-            if let leftTopic, let rightTopic { topics = PerSide(left: leftTopic, right: rightTopic) }
-            else if leftTopic != nil || rightTopic != nil, let defaults = topics {
-                topics = PerSide(left: leftTopic ?? defaults.left, right: rightTopic ?? defaults.right)
-            }
-            guard let topics else {
-                throw CLIError("--recording \(bagPath) has \(bag.imageTopics.count) image topics (\(bag.imageTopics.joined(separator: ", "))): "
-                               + "name two with --left-topic and --right-topic")
-            }
-            device = try StereoDevice(bag: bag, topics: topics, pace: pace)
+            device = try StereoDevice(bag: bag, topics: try topics.chosen(in: bag, option: "--recording"), pace: pace)
         } else {
             device = try StereoDevice(recording: path, pace: pace)
         }

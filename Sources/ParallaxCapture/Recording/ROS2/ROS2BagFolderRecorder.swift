@@ -17,7 +17,7 @@ import ParallaxImage
 /// `metadata.yaml` is rosbag2's version 5 (ROS 2 Humble's), which every later release reads:
 /// its `starting_time` and `duration` are the first and last messages' log times, the
 /// frames' timestamps (CLOCK_MONOTONIC nanoseconds, as ``MCAPRecorder`` stamps them).
-public final class ROS2BagFolderRecorder: StereoPairRecorder {
+public final class ROS2BagFolderRecorder: ImagePairRecorder {
     /// The bag folder.
     public let directory: String
     /// True when an older bag at ``directory`` is replaced at ``finish()``.
