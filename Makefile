@@ -13,7 +13,7 @@ COMPARE_PACKAGES := python3 python3-venv
 # Extra flags for `swift test`, e.g. `make test TEST_FLAGS="--filter Geometry"`.
 TEST_FLAGS ?=
 
-.PHONY: all deps install-packages build release demo check-demo check-bad-inputs docs test short-soak allocations test-cpus check-interop test-interop check-arm64 check-live test-asan test-tsan test-kernel soak fuzz bench bench-pair bench-dataset compare-opencv clean
+.PHONY: all deps install-packages build release demo check-demo check-bad-inputs docs test short-soak allocations test-cpus check-interop test-interop check-arm64 check-live test-asan test-tsan test-kernel test-browser soak-browser soak fuzz bench bench-pair bench-dataset compare-opencv clean
 
 all: build
 
@@ -54,7 +54,8 @@ test: deps
 # optimised code: a debug build allocates closure contexts and temporaries per frame; about
 # 2 minutes). Part of `make test`. Elsewhere the suite skips; here a counter that did not load fails it.
 ALLOCATION_COUNTER := $(CURDIR)/.build/allocation-counter.so
-RELEASE_TESTS := --scratch-path .build-release-tests
+# Without the browser viewer (the BrowserViewer trait): the counted code is the library's.
+RELEASE_TESTS := --scratch-path .build-release-tests --disable-default-traits
 allocations: deps
 	$(SWIFT) build -c release --build-tests -Xswiftc -enable-testing $(RELEASE_TESTS)
 	mkdir -p .build && clang -O2 -shared -fPIC -o $(ALLOCATION_COUNTER) Tests/AllocationCounter/allocation_counter.c
@@ -179,11 +180,15 @@ SANITIZERS := $(CURDIR)/Tests/Sanitizers
 # solves in safe Swift: the solver's C boundary runs under ASan in the OpenCV agreement suites).
 ASAN_SKIP := --skip CircleGridTests --skip calibratesFromCircleImages --skip takesPairsAndCalibrates \
 	--skip virtualMJPEGCalibrates --skip calibratesFromABag --skip OneCameraTests --skip UncertaintyHonestyTests
+# The sanitizer builds leave out the browser viewer (--disable-default-traits: its server,
+# SwiftNIO and Hummingbird, is not ours to check, and compiling it twice more would cost CI
+# minutes); `parallax view` in those builds says so. make test-browser runs the viewer.
+SANITIZER_BUILD := --build-tests --disable-default-traits
 test-asan: deps
-	$(SWIFT) build --build-tests --scratch-path .build-asan -Xswiftc -sanitize=address
+	$(SWIFT) build $(SANITIZER_BUILD) --scratch-path .build-asan -Xswiftc -sanitize=address
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:allocator_may_return_null=1 \
 	LSAN_OPTIONS=suppressions=$(SANITIZERS)/lsan.supp:print_suppressions=0 \
-		$(SWIFT) test --skip-build --scratch-path .build-asan $(TEST_FLAGS) $(ASAN_SKIP)
+		$(SWIFT) test --skip-build --disable-default-traits --scratch-path .build-asan $(TEST_FLAGS) $(ASAN_SKIP)
 
 # Under ThreadSanitizer the tests run one after another (--no-parallel): its slowdown on
 # a 2-core machine let blocking tests hold the cooperative pool's threads while async tests
@@ -203,9 +208,9 @@ TSAN_SKIP := --skip UncertaintyHonestyTests --skip OneCameraTests --skip CornerO
 	--skip aWriteFailingMidwayLeavesTheOldFile --skip killedAndHungUpRecordingsStayConsistent --skip longRunsThroughTheDriftTie
 
 test-tsan: deps
-	$(SWIFT) build --build-tests --scratch-path .build-tsan -Xswiftc -sanitize=thread
+	$(SWIFT) build $(SANITIZER_BUILD) --scratch-path .build-tsan -Xswiftc -sanitize=thread
 	TSAN_OPTIONS=halt_on_error=0:second_deadlock_stack=1:allocator_may_return_null=1 \
-		$(SWIFT) test --skip-build --no-parallel --scratch-path .build-tsan $(TEST_FLAGS) $(TSAN_SKIP)
+		$(SWIFT) test --skip-build --disable-default-traits --no-parallel --scratch-path .build-tsan $(TEST_FLAGS) $(TSAN_SKIP)
 
 # The V4L2 backend against the real kernel: Debian's kernel with two vivid nodes under
 # qemu (software emulation), the host shared read-only; runs the kernel-backed tests (debug
@@ -237,6 +242,20 @@ FUZZ_FLAGS := -c release --package-path Fuzz --scratch-path .build-fuzz \
 fuzz: deps
 	$(SWIFT) build $(FUZZ_FLAGS)
 	Fuzz/run $(SECONDS) "$$($(SWIFT) build $(FUZZ_FLAGS) --show-bin-path)" $(FUZZ_TARGETS)
+
+# `parallax view` in Debian's headless Chromium, driven over the DevTools protocol: access
+# and a few hundred bad requests, every mode by screenshot, the convergence slider against
+# the anaglyph's fringes, latency at 30 fps, saving pairs (Tests/Browser/run; about 90 s
+# after the release build). `make soak-browser` leaves a page open for a simulated hour
+# (BROWSER_SOAK_MINUTES; about a minute here).
+BROWSER_PACKAGES := chromium python3 python3-venv
+test-browser: release
+	@$(MAKE) --no-print-directory install-packages PACKAGES="$(BROWSER_PACKAGES)"
+	Tests/Browser/run
+
+soak-browser: release
+	@$(MAKE) --no-print-directory install-packages PACKAGES="$(BROWSER_PACKAGES)"
+	Tests/Browser/run --soak $${BROWSER_SOAK_MINUTES:-60}
 
 bench: deps
 	cd Benchmarks && $(SWIFT) package --allow-writing-to-package-directory benchmark

@@ -1,4 +1,4 @@
-// swift-tools-version: 6.0
+// swift-tools-version: 6.1
 //
 // Parallax: two cameras as one synchronized stereo device.
 // One Swift module per layer; see README.md ("Layout") for the map.
@@ -17,9 +17,21 @@ let package = Package(
         .library(name: "ParallaxTestSupport", targets: ["ParallaxTestSupport"]),
         .executable(name: "parallax", targets: ["parallax"]),
     ],
+    traits: [
+        // `parallax view`: the browser viewer, served by Hummingbird. Only the CLI uses it (the
+        // libraries never link a server); builds that do not need it (the sanitizer and
+        // allocation builds) pass --disable-default-traits and skip compiling the server.
+        .trait(name: "BrowserViewer", description: "The `parallax view` browser viewer (Hummingbird and its WebSocket module)."),
+        .default(enabledTraits: ["BrowserViewer"]),
+    ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
         .package(url: "https://github.com/jpsim/Yams", from: "5.0.1"),
+        // `parallax view` (the BrowserViewer trait): HTTP, WebSocket. Hummingbird's own default
+        // traits (swift-configuration, full Foundation) are not needed.
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.24.0", traits: []),
+        .package(url: "https://github.com/hummingbird-project/hummingbird-websocket", from: "2.8.0"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.14.0"),
         // `make docs`: the DocC catalogs (a plugin only; nothing links it).
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
     ],
@@ -68,6 +80,9 @@ let package = Package(
             dependencies: [
                 "Parallax", "ParallaxTestSupport",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Hummingbird", package: "hummingbird", condition: .when(traits: ["BrowserViewer"])),
+                .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket", condition: .when(traits: ["BrowserViewer"])),
+                .product(name: "Logging", package: "swift-log", condition: .when(traits: ["BrowserViewer"])),
             ]
         ),
 

@@ -17,6 +17,7 @@ struct ParallaxCommand: AsyncParsableCommand {
             CostCommand.self,
             CaptureCommand.self,
             StreamCommand.self,
+            ViewCommand.self,
             PairCommand.self,
             CalibrateCommand.self,
             TargetCommand.self,

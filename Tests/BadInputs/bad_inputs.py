@@ -807,6 +807,22 @@ def option_cases():
                       ("--fault", "right@1s:sequence-gap=99999999999999999999")]:
         replaced(vbase, option, v)
 
+    # view --simulated (a bounded run: a case wrongly taken ends after --duration, exit 0)
+    wbase = ["view", "--simulated", "--size", "64x48", "--port", "0", "--duration", "3s", "--save-to", "view-pairs"]
+    for v in ["70000", "-1", "abc", "1e3"]:
+        replaced(wbase, "--port", v)
+    for v in ["0", "101", "nan"]:
+        replaced(wbase, "--quality", v)
+    for v in ["localhost; rm -rf /", "", "example.com"]:
+        replaced(wbase, "--listen", v)
+    replaced(wbase, "--listen", "203.0.113.7", name="cannot serve", progress_first=True)
+    for v in ["-1s", "nans", "1e308s"]:
+        replaced(wbase, "--duration", v)
+    for v in ["-1m", "0.001m"]:
+        replaced(wbase, "--convergence", v)
+    add(fam, "view --time-compressed with cameras", ["view", "--virtual", "--port", "0", "--duration", "3s", "--time-compressed"],
+        must_fail=True, must_name="--time-compressed")
+
     # capture --simulated
     cbase = ["capture", "--simulated", "--size", "64x48", "--frames", "3", "--timeout", "10s", "--output", "rec"]
     for v in ["0", "-5", "nan"]:

@@ -22,7 +22,7 @@ struct MessagesTests {
         #expect(result.status == 0)
         // The commands written out (not read from the list the help is made from), and that
         // list checked against them: a command added or removed must be named here.
-        let commands = ["demo", "devices", "cost", "capture", "stream", "pair", "calibrate", "target", "rectification",
+        let commands = ["demo", "devices", "cost", "capture", "stream", "view", "pair", "calibrate", "target", "rectification",
                         "rectify", "rectify-dataset", "bench"]
         var registered: [String] = []
         for command in ParallaxCommand.configuration.subcommands {
@@ -39,7 +39,7 @@ struct MessagesTests {
     /// Swift string continues the line and printed means a stray `\\`.
     @Test("no help text shows a stray line-continuation backslash")
     func helpTextsHaveNoStrayBackslashes() throws {
-        let commands = ["demo", "devices", "cost", "capture", "stream", "pair", "calibrate", "calibrate pairs", "calibrate live",
+        let commands = ["demo", "devices", "cost", "capture", "stream", "view", "pair", "calibrate", "calibrate pairs", "calibrate live",
                         "calibrate camera", "target", "rectification", "rectify", "rectify-dataset", "bench", "bench maps", "bench rectify",
                         "bench detect", "bench uncertainty"]
         for command in commands {

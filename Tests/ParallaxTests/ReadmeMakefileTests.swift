@@ -47,10 +47,12 @@ struct ReadmeMakefileTests {
         let manifest = try text("Package.swift")
         let libraries = ["v4l2": "libv4l2", "udev": "libudev", "lapacke": "LAPACKE", "openblas": "OpenBLAS", "png16": "libpng",
                          "turbojpeg": "libjpeg-turbo", "jpeg": "libjpeg-turbo", "zstd": "libzstd"]
-        let products = ["ArgumentParser": "swift-argument-parser", "Yams": "Yams"]
+        let products = ["ArgumentParser": "swift-argument-parser", "Yams": "Yams", "Logging": "swift-log"]
         var targets: [String: Set<String>] = [:]
-        // One declaration per `.target(`/`.executableTarget(` up to the next one or the test targets.
-        let body = manifest.components(separatedBy: "// MARK: Tests").first ?? manifest
+        // One declaration per `.target(`/`.executableTarget(` up to the next one or the test targets;
+        // a dependency's trait condition is not a dependency.
+        let body = (manifest.components(separatedBy: "// MARK: Tests").first ?? manifest)
+            .replacing(/, condition: \.when\(traits: \[[^\]]*\]\)/, with: "")
         for declaration in body.components(separatedBy: "Target(").dropFirst() + body.components(separatedBy: ".target(").dropFirst() {
             guard let name = declaration.firstMatch(of: /name: "([A-Za-z0-9]+)"/)?.1 else { continue }
             var links: Set<String> = []

@@ -57,17 +57,7 @@ struct StreamCommand: AsyncParsableCommand {
     /// A recording played to its end: no `--frames`, so its end is no shortfall.
     var playsWholeRecording: Bool { framesOption == nil && source.recording != nil }
 
-    @Option(name: .long, help: "Rectify with this calibration (Parallax JSON, OpenCV YAML or ROS camera_info, see `rectify --help`).")
-    var calibration: String?
-
-    @Flag(name: .long, help: "Simulated rig: do not rectify with its own calibration.")
-    var raw = false
-
-    @Flag(name: .long, help: "Use --calibration even when it records other cameras than these.")
-    var force = false
-
-    @Option(name: .long, parsing: .unconditional, help: "Distance of the zero-parallax plane: a bare number in the calibration's own units, or with a unit (1.5m, 150cm, 1500mm) converted to the unit the calibration records (the simulated rig's is the metre). Default: infinity.")
-    var convergence: String?
+    @OptionGroup var rectification: SessionRectificationOptions
 
     @Option(name: .customLong("consumer-delay"), parsing: .unconditional, help: "Time the consumer spends on each pair (e.g. 50ms), to show pressure.",
             transform: DurationArgument.parse)
@@ -118,9 +108,6 @@ struct StreamCommand: AsyncParsableCommand {
         if !source.virtual && !(unplug.isEmpty && replug.isEmpty && fault.isEmpty) {
             throw ValidationError("--unplug, --replug and --fault work on the virtual cameras only (--virtual)")
         }
-        if let convergence, Length(parsing: convergence) == nil {
-            throw ValidationError(RectificationArguments.distanceSyntax("--convergence", convergence))
-        }
         try timeout?.check("--timeout", atMost: DurationArgument(nanoseconds: 86_400_000_000_000))
         if record == nil && (bagOptions.anyGiven || overwrite) {
             throw ValidationError("--bag, --bag-compression, --frame-ids and --overwrite say how --record writes: give --record PATH")
@@ -139,30 +126,11 @@ struct StreamCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        try recordTarget?.checkAgainst(inputs: [("--recording", source.recording), ("--calibration", calibration)])
+        try recordTarget?.checkAgainst(inputs: [("--recording", source.recording), ("--calibration", rectification.calibration)])
         let opened = try source.open(quiet: json)
         var options = StereoSessionOptions()
         options.pressure.adaptsFrameRate = adaptFrameRate
-        var rectifyWith: StereoCalibration?
-        if let calibration {
-            rectifyWith = try RectificationArguments.loadCalibration(calibration)
-        } else if !raw, let known = opened.knownCalibration {
-            rectifyWith = known
-        }
-        if let convergence {
-            guard let rig = rectifyWith else { throw ValidationError("--convergence needs a calibration (--calibration)") }
-            // Checked against the calibration as the session will use it: at the active format.
-            let format = opened.device.activeFormats?.left ?? CaptureFormat(fourCC: .grey, size: rig.left.size,
-                                                                              frameInterval: FrameInterval(numerator: 1, denominator: 30))
-            let adapted = try StereoSession.adapt(rig, to: format)
-            let classic: StereoRectification
-            do { classic = try adapted.rectification(options.rectification.options) } catch { throw CLIError("\(error)") }
-            options.rectification.convergenceDistance = try RectificationArguments.convergenceDistance(
-                convergence, option: "--convergence", calibration: adapted, source: calibration ?? "the simulated rig",
-                rectification: classic)
-        }
-        let session = try RectificationArguments.session(device: opened.device, calibration: rectifyWith, file: calibration,
-                                                         force: force, options: options)
+        let session = try rectification.session(over: opened, options: options)
         let fps = opened.device.deliveredFramesPerSecond ?? 30
         let recorder = try recordTarget?.open(session: session, known: opened.knownCalibration,
                                               rateHz: opened.device.deliveredFramesPerSecond)

@@ -1,0 +1,115 @@
+#if BrowserViewer
+import Foundation
+import Hummingbird
+import HummingbirdWebSocket
+import Logging
+import ParallaxGeometry
+
+/// The HTTP and WebSocket server of `parallax view`, on Hummingbird: it carries each request
+/// to ``ViewerController`` and its response back, and feeds each open page's WebSocket
+/// from the ``ViewerHub``.
+enum ViewerServer {
+    /// Serves until the task is cancelled. `announce` gets the port listened on (the
+    /// system's choice for port 0) once the server is up.
+    static func run(controller: ViewerController, host: String, port: Int,
+                    announce: @escaping @Sendable (Int) -> Void) async throws {
+        let router = Router()
+        router.add(middleware: ControllerMiddleware(controller: controller))
+        let sockets = Router(context: BasicWebSocketRequestContext.self)
+        sockets.ws("/ws") { request, _ in
+            let token = request.uri.queryParameters.get("token")
+            return controller.refusal(token: token) == nil ? .upgrade([:]) : .dontUpgrade
+        } onUpgrade: { inbound, outbound, _ in
+            try await feed(controller.hub, inbound: inbound, outbound: outbound)
+        }
+        var logger = Logger(label: "parallax.view")
+        logger.logLevel = .critical
+        let app = Application(
+            router: router,
+            server: .http1WebSocketUpgrade(webSocketRouter: sockets, configuration: .init(maxFrameSize: 1 << 16)),
+            configuration: .init(address: .hostname(host, port: port), serverName: nil),
+            onServerRunning: { channel in announce(channel.localAddress?.port ?? port) },
+            logger: logger)
+        try await app.runService(gracefulShutdownSignals: [])
+    }
+
+    /// Sends a page the newest pair each time it says it has drawn the last one (text
+    /// `next`), raw or rectified as it asks (`raw` / `rectified`): at most one pair in flight.
+    static func feed(_ hub: ViewerHub, inbound: WebSocketInboundStream, outbound: WebSocketOutboundWriter) async throws {
+        let page = hub.openPage()
+        defer { hub.close(page: page.id) }
+        let wants = Locked((ready: true, raw: false))
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask {
+                // Small commands only: anything longer ends the connection.
+                for try await message in inbound.messages(maxSize: 256) {
+                    guard case .text(let text) = message else { continue }
+                    switch text {
+                    case "next": wants.withLock { $0.ready = true }
+                    case "raw": wants.withLock { $0.raw = true }
+                    case "rectified": wants.withLock { $0.raw = false }
+                    default: continue
+                    }
+                    hub.wake(page: page.id)
+                }
+            }
+            group.addTask {
+                var last: (number: Int, raw: Bool)?
+                for await _ in page.wakeUps {
+                    let (ready, raw) = wants.withLock { ($0.ready, $0.raw) }
+                    guard ready else { continue }
+                    let encoded: ViewerHub.EncodedPair?
+                    do { encoded = try hub.encodedPair(raw: raw, after: last) } catch {
+                        try await outbound.write(.text(JSONValue.object(JSONObject([("error", .string("\(error)"))])).serialized(indent: 0)))
+                        wants.withLock { $0.raw = false }
+                        continue
+                    }
+                    guard let encoded else { continue }
+                    wants.withLock { $0.ready = false }
+                    last = (encoded.number, encoded.raw)
+                    try await outbound.writeBinaryMessage(ByteBuffer(bytes: encoded.message))
+                }
+            }
+            // Either side ending (the page closed, the session ended) ends the page.
+            try await group.next()
+            group.cancelAll()
+        }
+    }
+
+    /// Hands every request to the controller (the WebSocket upgrade is decided before).
+    struct ControllerMiddleware: RouterMiddleware {
+        typealias Context = BasicRequestContext
+        let controller: ViewerController
+
+        func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+            var bearer: String?
+            if let authorization = request.headers[.authorization], authorization.hasPrefix("Bearer ") {
+                bearer = String(authorization.dropFirst("Bearer ".count))
+            }
+            var query: [String: String] = [:]
+            for (key, value) in request.uri.queryParameters { query[String(key)] = String(value) }
+            var body: [UInt8] = []
+            var response: ViewerResponse?
+            do {
+                let collected = try await request.body.collect(upTo: ViewerController.maximumBodyBytes)
+                body = Array(collected.readableBytesView)
+            } catch {
+                response = .error(413, "the body is over \(ViewerController.maximumBodyBytes) bytes")
+            }
+            if response == nil {
+                response = await controller.respond(method: request.method.rawValue, path: request.uri.path, query: query,
+                                                    bearer: bearer, body: body)
+            }
+            let answer = response ?? .error(500, "no response")
+            var headers: HTTPFields = [.contentType: answer.contentType, .cacheControl: "no-store"]
+            headers[.init("X-Content-Type-Options")!] = "nosniff"
+            if answer.contentType.hasPrefix("text/html") {
+                headers[.init("Content-Security-Policy")!] =
+                    "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src 'self' blob: data:; connect-src 'self'"
+            }
+            return Response(status: HTTPResponse.Status(code: answer.status), headers: headers,
+                            body: ResponseBody(byteBuffer: ByteBuffer(bytes: answer.body)))
+        }
+    }
+}
+#endif
