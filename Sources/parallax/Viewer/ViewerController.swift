@@ -147,7 +147,7 @@ final class ViewerController: Sendable {
         let unit = session.activeCalibration?.translationUnit
         var convergence: [(String, JSONValue)] = [
             ("distance", rectification?.convergenceDistance.map(jsonNumber) ?? .null),
-            ("unit", unit.map { .string($0 == .unitless ? "" : $0.rawValue) } ?? .null),
+            ("unit", unit.map { .string($0.suffix) } ?? .null),
         ]
         if let range = convergenceRange() {
             convergence += [("nearest", jsonNumber(range.nearest)), ("farthest", jsonNumber(range.farthest))]
@@ -207,36 +207,37 @@ final class ViewerController: Sendable {
         guard let object = value.object, let distance = object["distance"] else {
             return .error(400, "send {\"distance\": \"1.2m\"} (or a bare number in the calibration's unit, or null for infinity)")
         }
-        let wanted: Double?
+        // The distance as `--convergence` takes it (a bare number is in the calibration's unit);
+        // nil for infinity.
+        let typed: String?
         switch distance {
         case .null:
-            wanted = nil
+            typed = nil
         case .string(let s) where ["inf", "infinity", "∞"].contains(s.lowercased()):
-            wanted = nil
+            typed = nil
         case .string(let s):
-            do {
-                wanted = try RectificationArguments.convergenceDistance(s, option: "distance", calibration: calibration,
-                                                                       source: calibrationSource, rectification: rectification.unconverged)
-            } catch {
-                return .error(400, "\(error)")
-            }
+            typed = s
         case .number(let n):
             guard n.isFinite, n > 0 else { return .error(400, "distance must be a positive number, got \(n)") }
-            do {
-                wanted = try RectificationArguments.convergenceDistance(String(n), option: "distance", calibration: calibration,
-                                                                       source: calibrationSource, rectification: rectification.unconverged)
-            } catch {
-                return .error(400, "\(error)")
-            }
+            typed = String(n)
         default:
             return .error(400, "distance must be a string such as \"1.2m\", a number or null, got \(distance.kindName)")
+        }
+        let wanted: Double?
+        do {
+            wanted = try typed.map {
+                try RectificationArguments.convergenceDistance($0, option: "distance", calibration: calibration,
+                                                               source: calibrationSource, rectification: rectification.unconverged)
+            }
+        } catch {
+            return .error(400, "\(error)")
         }
         let applied: StereoRectification
         do { applied = try session.setConvergence(atDistance: wanted) } catch { return .error(409, "\(error)") }
         return .json(.object(JSONObject([
             ("distance", applied.convergenceDistance.map(jsonNumber) ?? .null),
             ("asked", wanted.map(jsonNumber) ?? .null),
-            ("unit", .string(calibration.translationUnit == .unitless ? "" : calibration.translationUnit.rawValue)),
+            ("unit", .string(calibration.translationUnit.suffix)),
             ("shift_px", jsonNumber(applied.convergenceShift)),
         ])))
     }
@@ -305,7 +306,10 @@ final class ViewerController: Sendable {
                     files.append("calibration.json")
                 }
                 if let rectification = pair.rectification, pair.isRectified, !raw {
-                    try FileAccess.writeAtomically(Self.rectificationJSON(rectification).serialized() + "\n",
+                    // `parallax rectification --json`'s object, with the shift the pair was resampled with.
+                    var json = RectificationCommand.jsonObject(rectification).object ?? JSONObject()
+                    json["convergence_shift_px"] = .number(rectification.convergenceShift)
+                    try FileAccess.writeAtomically(JSONValue.object(json).serialized() + "\n",
                                                    toPath: folder + "/rectification.json")
                     files.append("rectification.json")
                 }
@@ -332,19 +336,5 @@ final class ViewerController: Sendable {
             guard errno == EEXIST else { throw ViewerError("cannot make \(path): \(String(cString: strerror(errno)))") }
         }
         throw ViewerError("\(parent) already holds 1000 folders named \(name)")
-    }
-
-    /// The rectification a saved pair was resampled with (OpenCV's R1, R2, P1, P2, Q).
-    static func rectificationJSON(_ r: StereoRectification) -> JSONValue {
-        func entries(_ rows: Int, _ columns: Int, _ value: (Int, Int) -> Double) -> JSONValue {
-            .array((0..<rows).flatMap { i in (0..<columns).map { j in .number(value(i, j)) } })
-        }
-        return .object(JSONObject([
-            ("R1", entries(3, 3) { r.r1[$0, $1] }), ("R2", entries(3, 3) { r.r2[$0, $1] }),
-            ("P1", entries(3, 4) { r.p1[$0, $1] }), ("P2", entries(3, 4) { r.p2[$0, $1] }),
-            ("Q", entries(4, 4) { r.q[$0, $1] }),
-            ("convergence_distance", r.convergenceDistance.map { .number($0) } ?? .null),
-            ("convergence_shift_px", .number(r.convergenceShift)),
-        ]))
     }
 }
