@@ -12,8 +12,15 @@ ARM64_PACKAGES := qemu-user gcc-aarch64-linux-gnu libc6-dev-arm64-cross
 COMPARE_PACKAGES := python3 python3-venv
 # Extra flags for `swift test`, e.g. `make test TEST_FLAGS="--filter Geometry"`.
 TEST_FLAGS ?=
+# One build serves `make demo`, the suite, the allocation count, the suites under other CPUs'
+# kernels and every check of the command-line tool: release, with -enable-testing so that the
+# tests reach internal API. Testability changes no code path: the sources have no assert(), and
+# preconditions, overflow and exclusivity checks are the same at -O as at -Onone, so the suite
+# proves in release what it proved in debug, on the code users run. The sanitizer builds are
+# debug builds of the same tests; `make check` builds debug, incrementally, for daily work.
+RELEASE := -c release -Xswiftc -enable-testing
 
-.PHONY: all deps install-packages build release demo check-demo check-bad-inputs docs test short-soak allocations test-cpus check-interop test-interop check-arm64 check-live test-asan test-tsan test-kernel test-browser soak-browser soak fuzz bench bench-pair bench-dataset compare-opencv clean
+.PHONY: all deps ci-packages install-packages build build-tests release demo check check-demo build-asan build-tsan check-bad-inputs docs test short-soak allocations test-cpus check-interop test-interop check-arm64 check-live test-asan test-tsan test-kernel test-browser soak-browser soak fuzz bench bench-pair bench-dataset compare-opencv clean
 
 all: build
 
@@ -37,49 +44,66 @@ install-packages:
 build: deps
 	$(SWIFT) build
 
+# Every Debian package any target here installs, at once: CI's first step (one apt-get update).
+ci-packages:
+	@$(MAKE) --no-print-directory install-packages \
+	  PACKAGES="$(DEBIAN_PACKAGES) $(KERNEL_PACKAGES) $(ARM64_PACKAGES) $(COMPARE_PACKAGES) $(BROWSER_PACKAGES) jq"
+
 release: deps
-	$(SWIFT) build -c release --product parallax
+	$(SWIFT) build $(RELEASE) --product parallax
 
 demo: release
 	$$($(SWIFT) build -c release --show-bin-path)/parallax demo --output demo-output
 
-test: deps
-	$(SWIFT) build --build-tests
-	$(SWIFT) test --skip-build $(TEST_FLAGS)
-	@if [ -z "$(TEST_FLAGS)" ]; then $(MAKE) --no-print-directory short-soak allocations; fi
+# The release build with its tests (`make demo`'s build, then the test bundle beside it).
+build-tests: deps
+	$(SWIFT) build $(RELEASE) --build-tests
+
+# The suite, with the OpenBLAS census preloaded (Tests/CPUs/openblas_census.c: which suites'
+# results go through OpenBLAS, checked against the list `make test-cpus` runs under other
+# CPUs' kernels); then the short soak and the allocation count, each in a process of its own.
+CENSUS := $(CURDIR)/.build/openblas-census
+test: build-tests
+	rm -rf $(CENSUS) && mkdir -p $(CENSUS) && clang -O2 -shared -fPIC -o $(CENSUS).so Tests/CPUs/openblas_census.c -ldl
+	LD_PRELOAD=$(CENSUS).so PARALLAX_OPENBLAS_CENSUS=$(if $(TEST_FLAGS),,$(CENSUS)) $(SWIFT) test --skip-build $(RELEASE) $(TEST_FLAGS)
+	@if [ -z "$(TEST_FLAGS)" ]; then \
+	  Tests/CPUs/census $(CENSUS) --check Tests/CPUs/openblas-suites.txt > /dev/null && \
+	  $(MAKE) --no-print-directory short-soak allocations; fi
+
+# The five-minute loop for daily work: an incremental debug build and the suites of what
+# changed since HEAD (Tests/check says how it maps files to suites); CHECK_SUITES="A B" names
+# suites instead. `make test` and .ci/run stay the whole truth.
+CHECK_SUITES ?=
+check: deps
+	Tests/check $(CHECK_SUITES)
 
 # "0 allocations per pair" asserted (synchronizer, rectifier, session): AllocationTests alone in
 # a process whose malloc counts every allocation (Tests/AllocationCounter, preloaded; built with
-# the toolchain's clang). A release build, in a folder of its own (the claims are about
-# optimised code: a debug build allocates closure contexts and temporaries per frame; about
-# 2 minutes). Part of `make test`. Elsewhere the suite skips; here a counter that did not load fails it.
+# the toolchain's clang). On the release build (the claims are about optimised code: a debug
+# build allocates closure contexts and temporaries per frame). Part of `make test`. Elsewhere
+# the suite skips; here a counter that did not load fails it.
 ALLOCATION_COUNTER := $(CURDIR)/.build/allocation-counter.so
-# Without the browser viewer (the BrowserViewer trait): the counted code is the library's.
-RELEASE_TESTS := --scratch-path .build-release-tests --disable-default-traits
-allocations: deps
-	$(SWIFT) build -c release --build-tests -Xswiftc -enable-testing $(RELEASE_TESTS)
+allocations: build-tests
 	mkdir -p .build && clang -O2 -shared -fPIC -o $(ALLOCATION_COUNTER) Tests/AllocationCounter/allocation_counter.c
 	LD_PRELOAD=$(ALLOCATION_COUNTER) PARALLAX_REQUIRE_ALLOCATION_COUNTER=1 \
-		$(SWIFT) test --skip-build -c release $(RELEASE_TESTS) --filter AllocationTests
+		$(SWIFT) test --skip-build $(RELEASE) --filter AllocationTests
 
 # Four simulated minutes of the soak (`make soak` runs the hour), every fault on, in a
 # process of its own so that its memory samples are its own: part of `make test`.
-short-soak: deps
-	$(SWIFT) build --build-tests
-	PARALLAX_SOAK=1 PARALLAX_SOAK_SECONDS=240 PARALLAX_SOAK_SCALE=20 $(SWIFT) test --skip-build --filter SessionSoakTests
+short-soak: build-tests
+	PARALLAX_SOAK=1 PARALLAX_SOAK_SECONDS=240 PARALLAX_SOAK_SCALE=20 $(SWIFT) test --skip-build $(RELEASE) --filter SessionSoakTests
 
-# The numerical suites as other CPUs would run them: the calibration suites under each
-# OPENBLAS_CORETYPE this CPU can execute (OpenBLAS's kernels for Prescott, Haswell, Zen,
-# SkylakeX, Cooperlake, SapphireRapids), printing the largest difference from OpenCV for each,
-# and the image and detection suites at each PARALLAX_SIMD level this CPU has (Tests/CPUs/run;
-# about 6 minutes here).
-test-cpus: deps
-	$(SWIFT) build --build-tests
-	Tests/CPUs/run
+# The suites where the CPU matters, as other CPUs would run them (Tests/CPUs/run): those whose
+# results go through OpenBLAS (Tests/CPUs/openblas-suites.txt, which make test's census checks)
+# under each OPENBLAS_CORETYPE this CPU can execute, once per set of core types that give the
+# same bits (Tests/CPUs/openblas_fingerprint.c), printing the largest difference from OpenCV for
+# each; and the suites whose code has vector paths at each PARALLAX_SIMD level this CPU has.
+test-cpus: build-tests
+	SWIFT_CONFIGURATION="$(RELEASE)" Tests/CPUs/run
 
 # Independent readers for what Parallax writes: OpenCV (opencv-python-headless in the
 # comparison benchmark's virtualenv) reads the stereo YAML `calibrate --opencv-yaml` writes (Tests/Interop/run).
-check-interop: build
+check-interop: release
 	@$(MAKE) --no-print-directory install-packages PACKAGES="$(COMPARE_PACKAGES)"
 	Tests/Interop/run
 
@@ -127,9 +151,9 @@ check-live: release
 # symbol's doc comment), built by swift-docc-plugin with warnings as errors, into
 # .build/plugins/Swift-DocC/outputs/<Module>.doccarchive; first, the count of public
 # declarations without a doc comment, which must be 0 (Tests/Docs/undocumented.py says how it
-# counts). Seconds after the debug build.
+# counts). The plugin builds the four modules in debug for their symbol graphs.
 DOC_MODULES := ParallaxGeometry ParallaxImage ParallaxCapture ParallaxCalibration
-docs: build
+docs: deps
 	@$(MAKE) --no-print-directory install-packages PACKAGES="python3"
 	python3 Tests/Docs/undocumented.py | tail -1
 	@python3 Tests/Docs/undocumented.py > /dev/null || { python3 Tests/Docs/undocumented.py; exit 1; }
@@ -167,9 +191,12 @@ check-demo: release
 # error; asserted), where the sanitizers would otherwise end the run on its size.
 # The suite under the address sanitizer (LeakSanitizer on, with the suppressions in
 # Tests/Sanitizers/lsan.supp, each explained there) and under the thread sanitizer. Each
-# has its own build folder. Every lock in the package is a `Locked`, which tells
+# has its own build folder (`make build-asan`, `make build-tsan`, which CI starts early) and
+# is optimised, as the sanitizers' authors advise: the tests run the code users run, the
+# checks on every memory access and every synchronisation stay, and the suite takes minutes
+# where a debug build under ASan took a quarter of an hour and the CLI's suites under TSan,
+# one test at a time, hours. Every lock in the package is a `Locked`, which tells
 # ThreadSanitizer about the standard library's Mutex (Sources/ParallaxGeometry/Concurrency).
-# About 5 and 16 minutes here, fresh builds included (the thread sanitizer's tests run serially).
 SANITIZERS := $(CURDIR)/Tests/Sanitizers
 # Circle-grid rendering and fitting: safe Swift arrays only, minutes of CPU under the
 # address sanitizer; make test runs them. Likewise the short live calibrations (simulated rig,
@@ -183,12 +210,14 @@ ASAN_SKIP := --skip CircleGridTests --skip calibratesFromCircleImages --skip tak
 # The sanitizer builds leave out the browser viewer (--disable-default-traits: its server,
 # SwiftNIO and Hummingbird, is not ours to check, and compiling it twice more would cost CI
 # minutes); `parallax view` in those builds says so. make test-browser runs the viewer.
-SANITIZER_BUILD := --build-tests --disable-default-traits
-test-asan: deps
+SANITIZER_BUILD := $(RELEASE) --build-tests --disable-default-traits
+build-asan: deps
 	$(SWIFT) build $(SANITIZER_BUILD) --scratch-path .build-asan -Xswiftc -sanitize=address
+
+test-asan: build-asan
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:allocator_may_return_null=1 \
 	LSAN_OPTIONS=suppressions=$(SANITIZERS)/lsan.supp:print_suppressions=0 \
-		$(SWIFT) test --skip-build --disable-default-traits --scratch-path .build-asan $(TEST_FLAGS) $(ASAN_SKIP)
+		$(SWIFT) test --skip-build $(RELEASE) --disable-default-traits --scratch-path .build-asan $(TEST_FLAGS) $(ASAN_SKIP)
 
 # Under ThreadSanitizer the tests run one after another (--no-parallel): its slowdown on
 # a 2-core machine let blocking tests hold the cooperative pool's threads while async tests
@@ -207,26 +236,27 @@ TSAN_SKIP := --skip UncertaintyHonestyTests --skip OneCameraTests --skip CornerO
 	--skip crossValidatesOnHalves --skip takesPairsAndCalibrates --skip virtualMJPEGCalibrates --skip calibratesFromCircleImages \
 	--skip aWriteFailingMidwayLeavesTheOldFile --skip killedAndHungUpRecordingsStayConsistent --skip longRunsThroughTheDriftTie
 
-test-tsan: deps
+build-tsan: deps
 	$(SWIFT) build $(SANITIZER_BUILD) --scratch-path .build-tsan -Xswiftc -sanitize=thread
+
+test-tsan: build-tsan
 	TSAN_OPTIONS=halt_on_error=0:second_deadlock_stack=1:allocator_may_return_null=1 \
-		$(SWIFT) test --skip-build --disable-default-traits --no-parallel --scratch-path .build-tsan $(TEST_FLAGS) $(TSAN_SKIP)
+		$(SWIFT) test --skip-build $(RELEASE) --disable-default-traits --no-parallel --scratch-path .build-tsan $(TEST_FLAGS) $(TSAN_SKIP)
 
 # The V4L2 backend against the real kernel: Debian's kernel with two vivid nodes under
-# qemu (software emulation), the host shared read-only; runs the kernel-backed tests (debug
-# test bundle) and the release CLI there (Tests/Kernel/run, Tests/Kernel/guest-checks):
-# about 40 s after the builds. The release CLI because the emulated guest is slow.
-test-kernel: deps
+# qemu (software emulation), the host shared read-only; runs the kernel-backed tests (the
+# test bundle) and the CLI there (Tests/Kernel/run, Tests/Kernel/guest-checks), both from
+# the release build (the emulated guest is slow). `Tests/Kernel/run --prepare` only fetches
+# the kernel and builds the initramfs, which CI does beside the build.
+test-kernel: build-tests
 	@$(MAKE) --no-print-directory install-packages PACKAGES="$(KERNEL_PACKAGES)"
-	$(SWIFT) build --build-tests
-	$(SWIFT) build -c release --product parallax
 	Tests/Kernel/run
 
 # One simulated hour at 60 fps through the whole stereo session, time-compressed (about
 # 90 s after the release build), with the virtual driver's faults injected at random.
 # PARALLAX_SOAK_SECONDS and PARALLAX_SOAK_SCALE change the length and the speed-up.
-soak: deps
-	PARALLAX_SOAK=1 $(SWIFT) test -c release -Xswiftc -enable-testing --filter SessionSoakTests
+soak: build-tests
+	PARALLAX_SOAK=1 $(SWIFT) test --skip-build $(RELEASE) --filter SessionSoakTests
 
 # libFuzzer on the parsers (Fuzz/: its own package, so the main package never carries
 # sanitizer flags): each target runs SECONDS seconds from the committed seeds in

@@ -15,6 +15,15 @@ enum ParallaxCLI {
             .deletingLastPathComponent().appendingPathComponent("parallax")
     }
 
+    /// The environment a command runs in: this process's, plus `PARALLAX_TEST_ID` naming the
+    /// test that runs it, so that `make test`'s OpenBLAS census (Tests/CPUs/census) can tell
+    /// which suite a command's solver calls belong to.
+    static func environment(adding extra: [String: String] = [:]) -> [String: String] {
+        var environment = ProcessInfo.processInfo.environment.merging(extra) { $1 }
+        if let test = Test.current { environment["PARALLAX_TEST_ID"] = String(describing: test.id) }
+        return environment
+    }
+
     /// The package root, for fixtures.
     static var packageRoot: URL {
         URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
@@ -49,6 +58,7 @@ enum ParallaxCLI {
             process.arguments = arguments
         }
         if let workingDirectory { process.currentDirectoryURL = workingDirectory }
+        process.environment = environment()
         let out = Pipe(), err = Pipe()
         process.standardOutput = out
         process.standardError = err
@@ -96,6 +106,7 @@ extension ParallaxCLI {
         process.executableURL = executable
         process.arguments = arguments
         if let workingDirectory { process.currentDirectoryURL = workingDirectory }
+        process.environment = environment()
         process.standardInput = FileHandle.nullDevice
         process.standardOutput = FileHandle.nullDevice
         process.standardError = standardError ?? FileHandle.nullDevice

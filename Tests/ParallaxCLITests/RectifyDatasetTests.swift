@@ -49,7 +49,7 @@ struct RectifyDatasetTests {
             process.executableURL = ParallaxCLI.executable
             process.arguments = ["rectify-dataset", "--input", recording, "--calibration", calibration, "--output", sharded.path,
                                  "--shard", shard, "--json"]
-            process.environment = ProcessInfo.processInfo.environment.merging(["SHARD_INDEX": "1"]) { $1 }
+            process.environment = ParallaxCLI.environment(adding: ["SHARD_INDEX": "1"])
             let out = Pipe()
             process.standardOutput = out
             process.standardError = FileHandle.nullDevice

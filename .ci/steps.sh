@@ -1,0 +1,111 @@
+# Steps for .ci/run: each step's output is kept in its own log ($CI_LOGS/NAME.log), its wall
+# time, test count and compile count are recorded, and `account` prints them as a table.
+#
+#   step NAME COMMAND...         runs in the foreground, its output shown as it comes
+#   begin NAME COMMAND...        starts in the background (the other core's work); its output
+#                                is kept apart and shown whole when `finish` collects it
+#   finish NAME...               waits for background steps; the first that failed fails CI
+#   account                      the table: every step, its wall time, tests and compiles
+#
+# A step's tests are the closing lines of the runners it printed: Swift Testing's "Test run
+# with N tests", and the plain "…: N passed, N failed" of the project's own scripts. Its
+# compiles are SwiftPM's "Compiling" lines: a step that reuses a build shows 0.
+CI_LOGS="${CI_LOGS:-$PWD/.build/ci}"
+rm -rf "$CI_LOGS"
+mkdir -p "$CI_LOGS"
+ci_steps=()
+ci_started=$(date +%s)
+declare -A ci_pids=()
+
+# Runs "$@" with its output in $CI_LOGS/$1.log and writes "status start end" to $1.result.
+ci_run() {
+  local name=$1; shift
+  local start end status=0
+  start=$(date +%s)
+  "$@" > "$CI_LOGS/$name.log" 2>&1 < /dev/null || status=$?
+  end=$(date +%s)
+  echo "$status $start $end" > "$CI_LOGS/$name.result"
+  return "$status"
+}
+
+step() {
+  local name=$1; shift
+  ci_steps+=("$name")
+  echo "== step $name: $*"
+  local start end status=0
+  start=$(date +%s)
+  "$@" < /dev/null 2>&1 | tee "$CI_LOGS/$name.log" || status=${PIPESTATUS[0]}
+  end=$(date +%s)
+  echo "$status $start $end" > "$CI_LOGS/$name.result"
+  echo "== step $name: $( [ "$status" -eq 0 ] && echo passed || echo "FAILED (status $status)" ) in $((end - start)) s"
+  [ "$status" -eq 0 ] || ci_fail "$name"
+}
+
+begin() {
+  local name=$1; shift
+  ci_steps+=("$name")
+  echo "== step $name (beside the others, output kept apart): $*"
+  ci_run "$name" "$@" &
+  ci_pids[$name]=$!
+}
+
+finish() {
+  local name failed=""
+  for name in "$@"; do
+    local status=0
+    wait "${ci_pids[$name]}" || status=$?
+    unset "ci_pids[$name]"
+    local start end
+    read -r _ start end < "$CI_LOGS/$name.result"
+    echo "== step $name, its output:"
+    cat "$CI_LOGS/$name.log"
+    echo "== step $name: $( [ "$status" -eq 0 ] && echo passed || echo "FAILED (status $status)" ) in $((end - start)) s"
+    [ "$status" -eq 0 ] || failed="${failed:-$name}"
+  done
+  [ -z "$failed" ] || ci_fail "$failed"
+}
+
+ci_kill_tree() {
+  local child
+  for child in $(pgrep -P "$1" 2>/dev/null); do ci_kill_tree "$child"; done
+  kill "$1" 2>/dev/null || true
+}
+
+# A failed step fails CI: the steps still running beside it are stopped, the table printed.
+ci_fail() {
+  local pid
+  for pid in "${ci_pids[@]}"; do ci_kill_tree "$pid"; done
+  account failed
+  echo "CI FAILED: step $1 (its log: $CI_LOGS/$1.log)"
+  exit 1
+}
+
+ci_tests() {
+  local log="$CI_LOGS/$1.log"
+  { grep -oE '(✔|✘) Test run with [0-9]+ tests?' "$log" | grep -oE '[0-9]+' || true
+    grep -E '^[A-Za-z -]*: ?[0-9]+ passed, [0-9]+ failed' "$log" | sed -E 's/.*: ?([0-9]+) passed.*/\1/' || true
+  } | awk '{ sum += $1; n++ } END { if (n) print sum; else print "-" }'
+}
+
+account() {
+  local total_tests=0 name
+  echo
+  echo "== CI account: $(git rev-parse --short HEAD 2>/dev/null), $(sed -n '/^model name[[:space:]]*: /{s///p;q}' /proc/cpuinfo), $(nproc) cores"
+  printf '%-22s %9s %9s %9s %10s  %s\n' "step" "wall" "from" "to" "tests" "compiled"
+  for name in "${ci_steps[@]}"; do
+    local status=running start=0 end
+    end=$(date +%s)
+    [ -f "$CI_LOGS/$name.result" ] && read -r status start end < "$CI_LOGS/$name.result"
+    [ "$start" -gt 0 ] || start=$end
+    local tests compiled
+    tests=$(ci_tests "$name")
+    compiled=$(grep -c 'Compiling ' "$CI_LOGS/$name.log" 2>/dev/null || true)
+    [ "$tests" = "-" ] || total_tests=$((total_tests + tests))
+    printf '%-22s %7d s %7d s %7d s %10s  %s%s\n' "$name" $((end - start)) $((start - ci_started)) $((end - ci_started)) \
+      "$tests" "${compiled:-0}" "$( [ "$status" = 0 ] && echo "" || echo "  ($status)")"
+  done
+  local wall=$(( $(date +%s) - ci_started ))
+  printf '%-22s %7d s  (%d min %d s)\n' "whole run" "$wall" $((wall / 60)) $((wall % 60))
+  # The plain closing line: tests passed over every step (a test the sanitizers run again counts again).
+  [ "${1:-}" = failed ] || echo "ci: $total_tests passed, 0 failed"
+}
