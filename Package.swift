@@ -5,6 +5,9 @@
 
 import PackageDescription
 
+/// The test targets' Swift settings: no optimisation in any configuration (see "MARK: Tests").
+let testSettings: [SwiftSetting] = [.unsafeFlags(["-Onone"], .when(configuration: .release))]
+
 let package = Package(
     name: "Parallax",
     platforms: [.macOS(.v14)],
@@ -87,15 +90,23 @@ let package = Package(
         ),
 
         // MARK: Tests
+        // The tests check; the code they check is what release builds optimise. So even in a
+        // release build the test targets compile without optimisation (testSettings): `make
+        // test`'s build and the two sanitizer builds each spend a third less, and the code under
+        // test (the libraries, ParallaxTestSupport's rig and drivers, the CLI) is what users run.
 
-        .testTarget(name: "ParallaxGeometryTests", dependencies: ["ParallaxGeometry"], resources: [.copy("Fixtures")]),
-        .testTarget(name: "ParallaxImageTests", dependencies: ["ParallaxImage", "ParallaxGeometry", "CRemapKernels"]),
-        .testTarget(name: "ParallaxCaptureTests", dependencies: ["ParallaxCapture", "ParallaxTestSupport"]),
+        .testTarget(name: "ParallaxGeometryTests", dependencies: ["ParallaxGeometry"], resources: [.copy("Fixtures")],
+                    swiftSettings: testSettings),
+        .testTarget(name: "ParallaxImageTests", dependencies: ["ParallaxImage", "ParallaxGeometry", "CRemapKernels"],
+                    swiftSettings: testSettings),
+        .testTarget(name: "ParallaxCaptureTests", dependencies: ["ParallaxCapture", "ParallaxTestSupport"], swiftSettings: testSettings),
         .testTarget(name: "ParallaxCalibrationTests",
-                    dependencies: ["ParallaxCalibration", "ParallaxTestSupport", "CRemapKernels", .product(name: "Yams", package: "Yams")]),
-        .testTarget(name: "ParallaxCLITests", dependencies: ["parallax", "ParallaxGeometry", "ParallaxCalibration"]),
+                    dependencies: ["ParallaxCalibration", "ParallaxTestSupport", "CRemapKernels", .product(name: "Yams", package: "Yams")],
+                    swiftSettings: testSettings),
+        .testTarget(name: "ParallaxCLITests", dependencies: ["parallax", "ParallaxGeometry", "ParallaxCalibration"],
+                    swiftSettings: testSettings),
         /// The README's example, compiled against `import Parallax`.
-        .testTarget(name: "ParallaxTests", dependencies: ["Parallax", "ParallaxTestSupport"]),
+        .testTarget(name: "ParallaxTests", dependencies: ["Parallax", "ParallaxTestSupport"], swiftSettings: testSettings),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -4,12 +4,16 @@
 #   step NAME COMMAND...         runs in the foreground, its output shown as it comes
 #   begin NAME COMMAND...        starts in the background (the other core's work); its output
 #                                is kept apart and shown whole when `finish` collects it
+#   begin --idle NAME COMMAND... the same at the lowest priority (nice 19): it takes only what
+#                                the foreground leaves, so a step that times itself is not
+#                                slowed by it (for work without deadlines: builds)
 #   finish NAME...               waits for background steps; the first that failed fails CI
 #   account                      the table: every step, its wall time, tests and compiles
 #
 # A step's tests are the closing lines of the runners it printed: Swift Testing's "Test run
 # with N tests", and the plain "…: N passed, N failed" of the project's own scripts. Its
-# compiles are SwiftPM's "Compiling" lines: a step that reuses a build shows 0.
+# compiles are SwiftPM's "Compiling" lines (a module, or a C file; not its plugins): a step
+# that reuses a build shows 0.
 CI_LOGS="${CI_LOGS:-$PWD/.build/ci}"
 rm -rf "$CI_LOGS"
 mkdir -p "$CI_LOGS"
@@ -42,10 +46,12 @@ step() {
 }
 
 begin() {
+  local priority=()
+  [ "$1" = --idle ] && { priority=(nice -n 19); shift; }
   local name=$1; shift
   ci_steps+=("$name")
-  echo "== step $name (beside the others, output kept apart): $*"
-  ci_run "$name" "$@" &
+  echo "== step $name (beside the others${priority:+, at the lowest priority}, output kept apart): $*"
+  ci_run "$name" "${priority[@]}" "$@" &
   ci_pids[$name]=$!
 }
 
@@ -99,7 +105,8 @@ account() {
     [ "$start" -gt 0 ] || start=$end
     local tests compiled
     tests=$(ci_tests "$name")
-    compiled=$(grep -c 'Compiling ' "$CI_LOGS/$name.log" 2>/dev/null || true)
+    # Modules and C files compiled; SwiftPM's plugins (compiled once into its cache) are not the package.
+    compiled=$(grep 'Compiling ' "$CI_LOGS/$name.log" 2>/dev/null | grep -vc 'Compiling plugin' || true)
     [ "$tests" = "-" ] || total_tests=$((total_tests + tests))
     printf '%-22s %7d s %7d s %7d s %10s  %s%s\n' "$name" $((end - start)) $((start - ci_started)) $((end - ci_started)) \
       "$tests" "${compiled:-0}" "$( [ "$status" = 0 ] && echo "" || echo "  ($status)")"

@@ -440,11 +440,18 @@ public final class StereoSession: Sendable {
     /// The account so far; thread-safe, available at any time.
     public var statistics: StereoSessionStatistics {
         // The session's counts first, then the synchronizer's: pairs it made since are in
-        // flight (made, not yet delivered or dropped), never missing.
+        // flight (made, not yet delivered or dropped), never missing. The collections are copied
+        // afresh under the lock, so the caller never shares a buffer with the session, which goes
+        // on counting and appending in place. Sharing one would be safe (the reference count
+        // orders the caller's last read before the session's next write in place), but Swift's
+        // runtime, which keeps the count, is not instrumented: ThreadSanitizer on an optimised
+        // build, where the collections' code is inlined into ours, cannot see that order and
+        // reports a race.
         let s = state.withLock { s in
-            (lostByCamera: s.lostByCamera, sessionDrops: s.sessionDrops, delivered: s.delivered, pairsPerSecond: s.pairsPerSecond,
+            (lostByCamera: s.lostByCamera.map { $0.mapValues { $0 } }, sessionDrops: s.sessionDrops.mapValues { $0 },
+             delivered: s.delivered, pairsPerSecond: s.pairsPerSecond,
              rectification: s.rectifyTimes.summary, consumer: s.consumerTimes.summary, pressure: s.tracker.level,
-             framesPerSecond: s.currentFramesPerSecond, pooled: s.pool.count, events: s.events)
+             framesPerSecond: s.currentFramesPerSecond, pooled: s.pool.count, events: s.events.map { $0 })
         }
         let paired = synchronizer.statistics
         return StereoSessionStatistics(
