@@ -46,13 +46,35 @@ step() {
 }
 
 begin() {
-  local priority=()
-  [ "$1" = --idle ] && { priority=(nice -n 19); shift; }
+  local idle=""
+  [ "$1" = --idle ] && { idle=yes; shift; }
   local name=$1; shift
   ci_steps+=("$name")
-  echo "== step $name (beside the others${priority:+, at the lowest priority}, output kept apart): $*"
-  ci_run "$name" "${priority[@]}" "$@" &
-  ci_pids[$name]=$!
+  echo "== step $name (beside the others${idle:+, at the lowest priority}, output kept apart): $*"
+  if [ -n "$idle" ]; then
+    ci_run "$name" nice -n 19 "$@" &
+    ci_pids[$name]=$!
+    ci_keep_idle "${ci_pids[$name]}" &
+  else
+    ci_run "$name" "$@" &
+    ci_pids[$name]=$!
+  fi
+}
+
+# Every process under $1, children first.
+ci_descendants() {
+  local child
+  for child in $(pgrep -P "$1" 2>/dev/null); do ci_descendants "$child"; echo "$child"; done
+}
+
+# Keeps every process under $1 at nice 19 while it runs: SwiftPM's build system starts each
+# compiler at the default priority, whatever its own, so the priority is set again each second.
+ci_keep_idle() {
+  local pid
+  while kill -0 "$1" 2>/dev/null; do
+    for pid in $(ci_descendants "$1"); do renice 19 -p "$pid" > /dev/null 2>&1 || true; done
+    sleep 1
+  done
 }
 
 finish() {
