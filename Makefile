@@ -238,9 +238,12 @@ test-asan: build-asan
 # the signal paths it takes are those the interrupted-capture tests check here; and the 20 000
 # simulated pairs through the drift's tie (single-threaded pairing; make test and ASan run it).
 # Of the command-line suites, the calibration commands' (one thread detecting and solving:
-# calibrate, its baseline gate, circle grids, --corners-in). And the interrupted demo: under
-# the thread sanitizer it once left an entry beside its output that the test could not name
-# (not seen without it, nor when interrupted by hand under it); make test and ASan run it.
+# calibrate, its baseline gate, circle grids, --corners-in). And the interrupted demo: the
+# steps' threads can still be writing into its staging folder while the signal's cleanup
+# removes it, which left the folder behind under the sanitizer's slowdown (and once in make
+# test on a loaded machine); the cleanup now removes it until it is gone, which make test and
+# ASan check, but under the thread sanitizer the window is widest: it stays out until that
+# is proven there.
 TSAN_SKIP := --skip UncertaintyHonestyTests --skip OneCameraTests --skip CornerOutlierTests --skip CircleGridTests \
 	--skip crossValidatesOnHalves --skip takesPairsAndCalibrates --skip virtualMJPEGCalibrates --skip calibratesFromCircleImages \
 	--skip aWriteFailingMidwayLeavesTheOldFile --skip killedAndHungUpRecordingsStayConsistent --skip longRunsThroughTheDriftTie \

@@ -40,10 +40,10 @@ struct DemoCommand: AsyncParsableCommand {
         // Everything is written beside the output and moved into place when every step succeeded.
         let url = URL(fileURLWithPath: output).standardizedFileURL
         let staging = url.deletingLastPathComponent().appendingPathComponent(".\(url.lastPathComponent).parallax-demo-\(getpid())").path
-        let cleanup = Signals.atExit { try? FileManager.default.removeItem(atPath: staging) }
+        let cleanup = Signals.atExit { Self.remove(staging) }
         defer {
             Signals.removeCleanup(cleanup)
-            try? FileManager.default.removeItem(atPath: staging)
+            Self.remove(staging)
         }
         do {
             try FileAccess.createDirectories(atPath: staging)
@@ -57,6 +57,18 @@ struct DemoCommand: AsyncParsableCommand {
         }
         try replace(output, with: staging)
         print("== demo finished; outputs in \(output)/")
+    }
+
+    /// Removes the staging folder. Interrupted, the steps' threads may still be writing into it
+    /// while it is removed, and a file made in a folder being removed leaves that folder (and
+    /// so the staging folder) behind: it is removed again until it is gone (at most half a
+    /// second; the writes stop once their folders are gone).
+    static func remove(_ staging: String) {
+        for _ in 0..<100 {
+            try? FileManager.default.removeItem(atPath: staging)
+            if !FileManager.default.fileExists(atPath: staging) { return }
+            usleep(5_000)
+        }
     }
 
     /// Moves `staging` to `output`, the earlier demo's output (if any) aside until then.
