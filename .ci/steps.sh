@@ -7,6 +7,10 @@
 #   begin --idle NAME COMMAND... the same at the lowest priority (nice 19): it takes only what
 #                                the foreground leaves, so a step that times itself is not
 #                                slowed by it (for work without deadlines: builds)
+#   begin --after STEP NAME COMMAND...
+#                                starts in the background at once but runs COMMAND only when
+#                                the background step STEP has passed (its wall time counts
+#                                from then); if STEP failed, so does NAME, without running
 #   finish NAME...               waits for background steps; the first that failed fails CI
 #   account                      the table: every step, its wall time, tests and compiles
 #
@@ -21,12 +25,22 @@ ci_steps=()
 ci_started=$(date +%s)
 declare -A ci_pids=()
 
+# A test run that ran no tests (a filter that matches nothing, a suite switched off) fails
+# its step: a green step must have checked something.
+ci_no_empty_runs() {
+  if grep -qE '(✔|✘) Test run with 0 tests' "$CI_LOGS/$1.log"; then
+    echo "== step $1: a test run in it ran 0 tests" | tee -a "$CI_LOGS/$1.log"
+    return 1
+  fi
+}
+
 # Runs "$@" with its output in $CI_LOGS/$1.log and writes "status start end" to $1.result.
 ci_run() {
   local name=$1; shift
   local start end status=0
   start=$(date +%s)
   "$@" > "$CI_LOGS/$name.log" 2>&1 < /dev/null || status=$?
+  [ "$status" -ne 0 ] || ci_no_empty_runs "$name" || status=1
   end=$(date +%s)
   echo "$status $start $end" > "$CI_LOGS/$name.result"
   return "$status"
@@ -39,19 +53,33 @@ step() {
   local start end status=0
   start=$(date +%s)
   "$@" < /dev/null 2>&1 | tee "$CI_LOGS/$name.log" || status=${PIPESTATUS[0]}
+  [ "$status" -ne 0 ] || ci_no_empty_runs "$name" || status=1
   end=$(date +%s)
   echo "$status $start $end" > "$CI_LOGS/$name.result"
   echo "== step $name: $( [ "$status" -eq 0 ] && echo passed || echo "FAILED (status $status)" ) in $((end - start)) s"
   [ "$status" -eq 0 ] || ci_fail "$name"
 }
 
+# Waits until the background step $1 has ended; succeeds if it passed.
+ci_await() {
+  while [ ! -f "$CI_LOGS/$1.result" ]; do sleep 2; done
+  local status
+  read -r status _ < "$CI_LOGS/$1.result"
+  [ "$status" -eq 0 ] || { echo "not run: step $1, which it needs, failed"; return 1; }
+}
+
 begin() {
-  local idle=""
+  local idle="" after=""
   [ "$1" = --idle ] && { idle=yes; shift; }
+  [ "$1" = --after ] && { after=$2; shift 2; }
   local name=$1; shift
   ci_steps+=("$name")
-  echo "== step $name (beside the others${idle:+, at the lowest priority}, output kept apart): $*"
-  if [ -n "$idle" ]; then
+  echo "== step $name (beside the others${idle:+, at the lowest priority}${after:+, once $after has passed}, output kept apart): $*"
+  if [ -n "$after" ]; then
+    { ci_await "$after" > "$CI_LOGS/$name.log" 2>&1 || { echo "1 $(date +%s) $(date +%s)" > "$CI_LOGS/$name.result"; exit 1; }
+      ci_run "$name" "$@"; } &
+    ci_pids[$name]=$!
+  elif [ -n "$idle" ]; then
     ci_run "$name" nice -n 19 "$@" &
     ci_pids[$name]=$!
     ci_keep_idle "${ci_pids[$name]}" &

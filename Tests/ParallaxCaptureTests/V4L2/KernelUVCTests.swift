@@ -281,7 +281,7 @@ struct KernelUVCTests {
     /// starts, from the cameras' own record) in one session of `count` pairs, and the
     /// frames' timestamp sources.
     static func skewErrors(_ left: (EmulatedWebcam, DiscoveredCamera), _ right: (EmulatedWebcam, DiscoveredCamera),
-                           cameraClock: Bool, count: Int) async throws -> (errors: [Int64], sources: Set<String>) {
+                           cameraClock: Bool, count: Int) async throws -> (errors: [Int64], delivery: [Int64], sources: Set<String>) {
         let format = CaptureFormat(fourCC: .grey, size: Self.vga, frameInterval: FrameInterval(numerator: 1, denominator: 30))
         let session = try Self.session(left.1, right.1, format: format,
                                        cameraOptions: V4L2Camera.Options(cameraClockTimestamps: cameraClock))
@@ -295,15 +295,17 @@ struct KernelUVCTests {
         }
         session.stop()
         let leftTruth = left.0.latestStreamTruth, rightTruth = right.0.latestStreamTruth
-        let errors = measured.compactMap { pair -> Int64? in
-            guard Int(pair.left) < leftTruth.count, Int(pair.right) < rightTruth.count else { return nil }
-            let truth = rightTruth[Int(pair.right)].exposureStartNanoseconds - leftTruth[Int(pair.left)].exposureStartNanoseconds
-            return pair.skew - truth
+        let known = measured.filter { Int($0.left) < leftTruth.count && Int($0.right) < rightTruth.count }
+        let errors = known.map { pair in
+            pair.skew - (rightTruth[Int(pair.right)].exposureStartNanoseconds - leftTruth[Int(pair.left)].exposureStartNanoseconds)
         }
-        return (errors, sources)
+        let delivery = known.map { pair in
+            pair.skew - (rightTruth[Int(pair.right)].transferStartNanoseconds - leftTruth[Int(pair.left)].transferStartNanoseconds)
+        }
+        return (errors, delivery, sources)
     }
 
-    @Test("timestamps from the cameras' own clocks: two webcams 50 ppm apart with 2 ms of transfer jitter pair with a p99 skew error under 100 µs, against the same rig stamped at arrival")
+    @Test("timestamps from the cameras' own clocks: two webcams 50 ppm apart with 2 ms of transfer jitter pair with a p99 skew error under 100 µs once settled (under 1 ms from the first pair), against the same rig stamped at arrival")
     func cameraClockTimestamps() async throws {
         let left = try Self.plugged("PLX-CLK-L") {
             $0.clockDriftPPM = 25
@@ -323,20 +325,33 @@ struct KernelUVCTests {
             let sorted = values.map { Double(abs($0)) }.sorted()
             return sorted.isEmpty ? .infinity : sorted[min(sorted.count - 1, Int((Double(sorted.count) * p).rounded(.up)) - 1)]
         }
-        let clock = try await Self.skewErrors(left, right, cameraClock: true, count: 300)
+        // 15 s on the camera clocks: the first 5 while the fit settles, then 10 settled.
+        let clock = try await Self.skewErrors(left, right, cameraClock: true, count: 450)
         let arrival = try await Self.skewErrors(left, right, cameraClock: false, count: 300)
         func summary(_ errors: [Int64]) -> String {
             String(format: "p50 %.1f µs, p99 %.1f µs, max %.1f µs over %d pairs", percentile(errors, 0.5) / 1000,
                    percentile(errors, 0.99) / 1000, percentile(errors, 1) / 1000, errors.count)
         }
-        print("kernel/uvc: pair skew error, camera clocks (\(clock.sources.sorted())): \(summary(clock.errors))")
-        print("kernel/uvc: pair skew error, stamped at arrival (\(arrival.sources.sorted())): \(summary(arrival.errors))")
+        let settled = Array(clock.errors.dropFirst(150))
+        // The guest's own delivery delays, as the difference between the sides (each pair's
+        // arrival skew less the difference of when the webcams sent the frames, centred on its
+        // median): what the camera clocks take out besides the transfer jitter.
+        let delivery = arrival.delivery.map { $0 - arrival.delivery.sorted()[arrival.delivery.count / 2] }
+        print("kernel/uvc: pair skew error, camera clocks (\(clock.sources.sorted())): \(summary(clock.errors)); from the 6th second \(summary(settled))")
+        print("kernel/uvc: pair skew error, stamped at arrival (\(arrival.sources.sorted())): \(summary(arrival.errors)); the guest's delivery delays alone \(summary(delivery))")
         #expect(clock.sources == ["cameraClock"] && !arrival.sources.contains("cameraClock"))
-        #expect(clock.errors.count >= 250 && arrival.errors.count >= 250)
-        #expect(percentile(clock.errors, 0.99) < 100_000)
+        #expect(clock.errors.count >= 400 && arrival.errors.count >= 250)
+        // Settled: the fit's line (its drift once the readings span 2 s, its offset the lowest
+        // delay seen) no longer moves with the deliveries. In its first seconds the lowest delay
+        // it has seen can still lie above the one it finds later (in the guest by up to about
+        // 100 µs: deliveries wait up to tens of ms there), so the whole session is held to the
+        // jitter's bound below instead.
+        #expect(percentile(settled, 0.99) < 100_000)
         // At arrival each side is late by its own uniform 0–2 ms: the difference of two such
         // exceeds x with probability (1 − x / 2 ms)², so its p99 is 1.8 ms (more with the
-        // guest's own delays); 1 ms is far below that and far above the camera clocks'.
+        // guest's own delays). 1 ms separates the two: stamps that kept the jitter would lie
+        // above it, the camera clocks' lie below it from the first pair.
+        #expect(percentile(clock.errors, 0.99) < 1_000_000)
         #expect(percentile(arrival.errors, 0.99) > 1_000_000)
     }
 
