@@ -1,4 +1,7 @@
 import ArgumentParser
+#if canImport(Glibc)
+import Glibc
+#endif
 import ParallaxGeometry
 
 @main
@@ -42,6 +45,9 @@ struct ParallaxCommand: AsyncParsableCommand {
                 try command.run()
             }
         } catch {
+            // A signal is ending the program: its handler exits (128 + the signal) once its
+            // clean-ups are done; this failure is most likely theirs.
+            while Signals.isEnding { usleep(100_000) }
             exit(withError: error)
         }
     }

@@ -43,6 +43,10 @@ struct RectifyDatasetTests {
         let run = try ParallaxCLI.run(["rectify-dataset", "--input", recording, "--calibration", calibration, "--output", whole.path])
         #expect(run.status == 0 && run.stdout.contains("rectified 10 pairs (10 pairs; 0 already done)"), "\(run.stdout) \(run.stderr)")
         let sharded = dir.appendingPathComponent("sharded")
+        // Pair k's left image in the whole run, by name (the stamps have the same number of digits).
+        let wholeImages = try FileManager.default.contentsOfDirectory(atPath: whole.path + "/cam0/data").sorted()
+        #expect(wholeImages.count == 10)
+        var owned = Set<String>()
         // In an order of their own, as a scheduler may run them; the second through the environment.
         for shard in ["3/3", "@SHARD_INDEX/3", "1/3"] {
             let process = Process()
@@ -63,6 +67,14 @@ struct RectifyDatasetTests {
             #expect(summary["first_pair"]?.number == expected[shard]?.0 && summary["end_pair"]?.number == expected[shard]?.1,
                     "\(shard): \(text)")
             #expect(summary["shard"]?.string == (shard.hasPrefix("@") ? "2/3" : shard))
+            // Each shard rectifies exactly its own pairs: the images there now are those of the
+            // shards run so far, no more (a shard that did every pair would leave the rest too).
+            let (first, end) = try #require(expected[shard])
+            #expect(summary["rectified"]?.number == end - first, "\(shard): \(text)")
+            owned.formUnion(wholeImages[Int(first)..<Int(end)])
+            let present = Set(try FileManager.default.contentsOfDirectory(atPath: sharded.path + "/cam0/data"))
+            let extra = present.subtracting(owned).sorted(), missing = owned.subtracting(present).sorted()
+            #expect(present == owned, "after --shard \(shard): \(extra) no shard so far owns, \(missing) missing")
         }
         let a = try Self.files(whole), b = try Self.files(sharded)
         #expect(a.count == 2 * 10 + 2 * 2 + 1, "\(a.keys.sorted())")  // images, data.csv and sensor.yaml per camera, the manifest

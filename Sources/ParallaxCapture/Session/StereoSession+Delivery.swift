@@ -38,8 +38,14 @@ extension StereoSession {
         return true
     }
 
+    /// The next pair from ``State/incoming``, now the one being processed until
+    /// ``process(_:thread:ending:)`` returns (or the end drops it).
     func takeIncoming() -> Incoming? {
-        let next = state.withLock { $0.incoming.popFirst() }
+        let next = state.withLock { s -> Incoming? in
+            let next = s.incoming.popFirst()
+            if next != nil { s.processing += 1 }
+            return next
+        }
         if next != nil { wake() }
         return next
     }
@@ -51,6 +57,8 @@ extension StereoSession {
 
     /// Rectifies and delivers one pair on the session thread.
     func process(_ incoming: Incoming, thread: CaptureThread, ending: Bool) {
+        // Delivered, queued or dropped by now, whichever way this returns.
+        defer { state.withLock { $0.processing -= 1 } }
         let pair = incoming.pair
         let started = monotonicNanoseconds()
         guard passesFrameRateCap(pair.left.timestampNanoseconds) else {

@@ -106,6 +106,13 @@ extension StereoSession {
         let overflow = state.withLock { s -> Incoming? in
             s.decided.left += 1
             s.decided.right += 1
+            // After the end (a camera thread that outlived its stop's deadline): dropped at
+            // once, as nobody will take it from the queue.
+            if s.phase == .stopped {
+                s.pairsMade += 1
+                s.countDrop(.sessionStopped)
+                return Incoming(pair: pair, number: s.pairsMade - 1)
+            }
             var dropped: Incoming?
             if s.incoming.isFull { dropped = s.incoming.popFirst() }
             s.incoming.append(Incoming(pair: pair, number: s.pairsMade))

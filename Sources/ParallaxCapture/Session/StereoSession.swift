@@ -107,7 +107,11 @@ public final class StereoSession: Sendable {
         /// Pairs waiting for the session thread: two for live cameras (newest wins), more
         /// for sources that wait (their cameras are held back before this fills).
         var incoming: Ring<Incoming>
+        /// Pairs received from the synchronizer (each one went into ``incoming``).
         var pairsMade = 0
+        /// Pairs the session thread took from ``incoming`` and is still rectifying or handing
+        /// over (0 or 1): with ``incoming`` and the consumer's queue, where a pair in flight is.
+        var processing = 0
         var pushed = PerSide(repeating: 0)
         /// When each side last pushed a frame (monotonic nanoseconds), or was last held in ``waitForRoom(_:)`` for the consumer.
         var lastPush = PerSide<Int64>(repeating: 0)
@@ -439,8 +443,9 @@ public final class StereoSession: Sendable {
 
     /// The account so far; thread-safe, available at any time.
     public var statistics: StereoSessionStatistics {
-        // The session's counts first, then the synchronizer's: pairs it made since are in
-        // flight (made, not yet delivered or dropped), never missing. The collections are copied
+        // The session's counts first, then the synchronizer's (pairs it made since are not yet
+        // received). Pairs in flight are counted where they are, not derived from the other
+        // counts, so a pair the session lost without a reason breaks the account. The collections are copied
         // afresh under the lock, so the caller never shares a buffer with the session, which goes
         // on counting and appending in place. Sharing one would be safe (the reference count
         // orders the caller's last read before the session's next write in place), but Swift's
@@ -449,14 +454,15 @@ public final class StereoSession: Sendable {
         // reports a race.
         let s = state.withLock { s in
             (lostByCamera: s.lostByCamera.map { $0.mapValues { $0 } }, sessionDrops: s.sessionDrops.mapValues { $0 },
-             delivered: s.delivered, pairsPerSecond: s.pairsPerSecond,
+             delivered: s.delivered, received: s.pairsMade, held: s.incoming.count + s.processing + pairQueue.count,
+             pairsPerSecond: s.pairsPerSecond,
              rectification: s.rectifyTimes.summary, consumer: s.consumerTimes.summary, pressure: s.tracker.level,
              framesPerSecond: s.currentFramesPerSecond, pooled: s.pool.count, events: s.events.map { $0 })
         }
         let paired = synchronizer.statistics
         return StereoSessionStatistics(
-            synchronizer: paired, lostByCamera: s.lostByCamera, sessionDrops: s.sessionDrops, pairsDelivered: s.delivered,
-            pairsInFlight: max(0, paired.pairsMade - s.delivered - s.sessionDrops.values.reduce(0, +)),
+            synchronizer: paired, lostByCamera: s.lostByCamera, sessionDrops: s.sessionDrops, pairsReceived: s.received,
+            pairsDelivered: s.delivered, pairsInFlight: s.held,
             pairsPerSecond: s.pairsPerSecond, rectification: s.rectification, consumer: s.consumer, pressure: s.pressure,
             framesPerSecond: s.framesPerSecond, pooledBuffers: s.pooled, events: s.events)
     }

@@ -20,8 +20,11 @@ import ParallaxGeometry
 ///
 ///     frames(side) == pairsDelivered + dropped(side)
 ///
-/// (``accountsForEveryFrame(_:)``). While it runs, ``pairsInFlight`` pairs are on their
-/// way and frames waiting in the synchronizer for a partner are not decided yet. The three
+/// (``accountsForEveryFrame(_:)``, which checks each stage's own counts: the synchronizer's
+/// frames against its pairs and drops, its pairs against those the session received, and
+/// those against the pairs delivered, dropped and still held, ``pairsInFlight``, counted
+/// where they are). While it runs, ``pairsInFlight`` pairs are on their way and frames
+/// waiting in the synchronizer for a partner are not decided yet. The three
 /// stages' reason names are distinct, so every name says which part it belongs to.
 public struct StereoSessionStatistics: Sendable {
     /// The synchronizer's account: frames in, pairs made, pairing drops by side and reason,
@@ -33,9 +36,14 @@ public struct StereoSessionStatistics: Sendable {
     /// Pairs the session dropped after the synchronizer made them, by reason (each counts
     /// one frame on each side).
     public var sessionDrops: [DropReason: Int]
+    /// Pairs the session received from the synchronizer (``pairsMade`` once it has stopped).
+    public var pairsReceived: Int
     /// Pairs handed to the consumer.
     public var pairsDelivered: Int
-    /// Pairs the synchronizer made that are not yet delivered or dropped.
+    /// Pairs the session holds: received, not yet delivered or dropped. Counted where they
+    /// are (waiting for the session thread, being rectified, in the consumer's queue), not
+    /// derived from the other counts; 0 once the session has stopped and the consumer has
+    /// read every pair (or ``StereoSession/stop()`` dropped them).
     public var pairsInFlight: Int
     /// Pairs delivered per second over the last measurement window.
     public var pairsPerSecond: Double
@@ -84,9 +92,28 @@ public struct StereoSessionStatistics: Sendable {
     }
 
     /// Every frame of `side` that reached the session is in a delivered pair, dropped with
-    /// a reason, or in a pair in flight (exact once the session has stopped).
+    /// a reason, or in a pair in flight (exact once the session has stopped), each stage
+    /// checked on its own counts: the synchronizer's frames are its pairs and its drops,
+    /// its pairs are the pairs the session received, and those are the pairs delivered,
+    /// dropped by the session and held (``pairsInFlight``).
     public func accountsForEveryFrame(_ side: StereoSide) -> Bool {
-        frames(side) == pairsDelivered + dropped(side) + pairsInFlight
+        let sessionDropped = sessionDrops.values.reduce(0, +)
+        return frames(side) == pairsMade + synchronizer.dropped(side)
+            && pairsMade == pairsReceived
+            && pairsReceived == pairsDelivered + sessionDropped + pairsInFlight
+    }
+
+    /// What does not add up in a closed account, or nil: once the session has stopped and its
+    /// pairs are read (or ``StereoSession/stop()`` dropped them), every frame of both sides
+    /// is accounted for (``accountsForEveryFrame(_:)``) and no pair is in flight. A message
+    /// here is a defect in Parallax: `stream` and `view` end with it as an error.
+    public var accountDiscrepancy: String? {
+        if StereoSide.allCases.allSatisfy(accountsForEveryFrame) && pairsInFlight == 0 { return nil }
+        let sessionDropped = sessionDrops.values.reduce(0, +)
+        return "the frame account does not close: frames left \(frames(.left)), right \(frames(.right)); "
+            + "the synchronizer dropped left \(synchronizer.dropped(.left)), right \(synchronizer.dropped(.right)) and made "
+            + "\(pairsMade) pairs; the session received \(pairsReceived), delivered \(pairsDelivered), dropped "
+            + "\(sessionDropped) and holds \(pairsInFlight)"
     }
 
     /// The frames of `side` that reached the session and were dropped, by snake_case reason

@@ -175,6 +175,7 @@ public enum FileAccess {
     /// listed among the ``removeTemporaries()`` until it is renamed or removed.
     static func createTemporary(beside path: String) throws(FileAccessError) -> (file: FileDescriptor, path: String, target: String) {
         let target = try outputTarget(for: path)
+        if isClosed(target) { throw .cannotWrite(path: path, reason: "the program is ending and removing its folder") }
         for attempt in 0..<100 {
             let temporary = target + ".partial-\(getpid())" + (attempt == 0 ? "" : "-\(attempt)")
             if let file = FileDescriptor(opening: temporary, flags: O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode: 0o644) {
@@ -212,11 +213,28 @@ public enum FileAccess {
         return paths.filter { unlink($0) == 0 }.count
     }
 
+    /// Folders (each ending in "/") in which no file or folder is made any more.
+    private static let closedFolders = Locked<[String]>([])
+
+    /// From now on refuses to make files (atomic writes' temporaries) and folders inside
+    /// `folder` or the folder itself, across the process: for a program about to remove a
+    /// folder of its own on a signal, whose threads would otherwise make it again as they
+    /// write (their writes fail instead). The path is compared as given.
+    public static func refuseWrites(under folder: String) {
+        let closed = folder.hasSuffix("/") ? folder : folder + "/"
+        closedFolders.withLock { $0.append(closed) }
+    }
+
+    private static func isClosed(_ path: String) -> Bool {
+        closedFolders.withLock { folders in folders.contains { (path + "/").hasPrefix($0) } }
+    }
+
     /// Creates the folder at `path` and any missing parents (`mkdir -p`).
     ///
     /// - Throws: ``FileAccessError/cannotCreateFolder(path:reason:)`` naming the folder
     ///   that could not be made and the system's reason.
     public static func createDirectories(atPath path: String) throws(FileAccessError) {
+        if isClosed(path) { throw .cannotCreateFolder(path: path, reason: "the program is ending and removing its folder") }
         var prefix = path.hasPrefix("/") ? "/" : ""
         for component in path.split(separator: "/") where !component.isEmpty {
             prefix += component

@@ -18,7 +18,14 @@ enum Signals {
         var interruption: Interruption?
         var cleanups: [Int: @Sendable () -> Void] = [:]
         var nextCleanup = 0
+        /// The signal that is ending the program, once its clean-ups have begun.
+        var ending: Int32?
     }
+
+    /// True once a signal is ending the program: its clean-ups run and it exits with 128 + the
+    /// signal's number. A command that fails meanwhile (its files removed under it) leaves the
+    /// exit to it (``ParallaxCommand/main()``), so the status still says it was a signal.
+    static var isEnding: Bool { state.withLock { $0.ending != nil } }
 
     /// Takes over the three signals (idempotent).
     static func install() {
@@ -63,6 +70,7 @@ enum Signals {
         if let interruption, interruption.fireOnce(number) { return }
         let cleanups = state.withLock { state in
             defer { state.cleanups.removeAll() }
+            state.ending = number
             return Array(state.cleanups.values)
         }
         for cleanup in cleanups { cleanup() }

@@ -204,6 +204,7 @@ struct StreamCommand: AsyncParsableCommand {
             printSummary(stats, pairs: received, seconds: elapsed, mismatched: mismatched)
         }
         if let mismatched, mismatched > 0 { throw CLIError("\(mismatched) pairs were not taken at the same moment" + recordingNote) }
+        if let discrepancy = stats.accountDiscrepancy { throw CLIError("stream: \(discrepancy) (a defect in Parallax)") }
         if received < frames, !interruption.fired, !playsWholeRecording {
             // The timeout's own stop says only "stopped": say why it stopped.
             var reason = "timed out after \(String(format: "%g", deadline)) s"

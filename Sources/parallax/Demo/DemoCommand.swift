@@ -59,15 +59,20 @@ struct DemoCommand: AsyncParsableCommand {
         print("== demo finished; outputs in \(output)/")
     }
 
-    /// Removes the staging folder. Interrupted, the steps' threads may still be writing into it
-    /// while it is removed, and a file made in a folder being removed leaves that folder (and
-    /// so the staging folder) behind: it is removed again until it is gone (at most half a
-    /// second; the writes stop once their folders are gone).
+    /// Removes the staging folder. Interrupted, the steps' threads may still be writing into it:
+    /// a file made in a folder being removed leaves that folder (and so the staging folder)
+    /// behind, and a step that makes its folder again would bring it back. So no file or
+    /// folder is made inside it any more (``FileAccess/refuseWrites(under:)``: those writes
+    /// fail), and it is removed until it is gone and still gone 30 ms later, when a write that
+    /// was already past that check has made its file (at most two seconds).
     static func remove(_ staging: String) {
-        for _ in 0..<100 {
+        FileAccess.refuseWrites(under: staging)
+        var goneFor = 0
+        for _ in 0..<200 {
             try? FileManager.default.removeItem(atPath: staging)
-            if !FileManager.default.fileExists(atPath: staging) { return }
-            usleep(5_000)
+            goneFor = FileManager.default.fileExists(atPath: staging) ? 0 : goneFor + 1
+            if goneFor == 3 { return }
+            usleep(10_000)
         }
     }
 

@@ -163,6 +163,69 @@ struct MCAPTests {
         #expect(unknown.description.hasPrefix("bag.mcap: at byte \(firstMessage): "))
     }
 
+    /// Each check of the reader fed exactly its defect, in a file built record by record
+    /// (``MCAPRecords``), beside the same file without it, which reads.
+    @Test("each refusal fed exactly its defect: the data section's CRC, a first record that is no Header, a schema or channel defined twice, a channel naming no schema, a chunk's or a zstd chunk's size, footer offsets outside the file, records running past their chunk or the summary")
+    func everyRefusalHasItsDefect() throws {
+        typealias R = MCAPRecords
+        func refusal(_ bytes: [UInt8]) -> String? {
+            do {
+                let file = try MCAPFile(bytes: bytes, name: "bag.mcap")
+                try file.forEachMessage { _ in }
+                return nil
+            } catch let error as MCAPReadError {
+                return error.description
+            } catch {
+                return "not an MCAPReadError: \(error)"
+            }
+        }
+        let defined = R.schema(id: 1, name: "sensor_msgs/msg/Image") + R.channel(id: 1, schema: 1, topic: "/left")
+        let body = defined + R.message(channel: 1)
+        // The control: well formed, its data section's CRC right, a schema and channel repeated
+        // as they were, and a message delivered.
+        let good = R.file(defined + body, dataCRC: R.dataCRC(of: defined + body))
+        #expect(refusal(good) == nil)
+        var delivered = 0
+        try MCAPFile(bytes: good, name: "bag.mcap").forEachMessage { message in
+            delivered += 1
+            #expect(message.channel.topic == "/left" && Array(message.data) == [1, 2, 3])
+        }
+        #expect(delivered == 1)
+
+        func expectRefusal(_ bytes: [UInt8], _ phrase: String, _ what: String) {
+            let message = refusal(bytes)
+            #expect(message?.contains(phrase) == true, "\(what): \(message ?? "read without complaint")")
+        }
+        expectRefusal(R.file(body, dataCRC: R.dataCRC(of: body) ^ 1), "the data section's CRC-32", "a data section CRC one bit off")
+        expectRefusal(R.file(body, first: R.schema(id: 1, name: "x")), "the first record is not a Header", "a Schema first")
+        expectRefusal(R.file(R.schema(id: 1, name: "a") + R.schema(id: 1, name: "b")), "schema 1 is defined twice, differently",
+                      "schema 1 twice")
+        expectRefusal(R.file(defined + R.channel(id: 1, schema: 1, topic: "/right")), "channel 1 is defined twice, differently",
+                      "channel 1 twice")
+        expectRefusal(R.file(R.channel(id: 1, schema: 7, topic: "/left")), "names schema 7, which is not defined before it",
+                      "a channel on schema 7")
+        expectRefusal(R.file(R.chunk(body, uncompressedSize: UInt64(body.count + 1))),
+                      "a chunk of \(body.count) bytes says it holds \(body.count + 1)", "a stored chunk's size one more")
+        expectRefusal(R.file(R.chunk(body, compression: "zstd", uncompressedSize: 1 << 31)), "at most 1 GiB", "a zstd chunk of 2 GiB")
+        // A real zstd chunk whose stated size is one more than its frame's.
+        let (packed, _) = try Self.sampleBag(compression: .zstd)
+        let chunkAt = try #require(Self.offsets(of: .chunk, in: packed).first)
+        let sizeAt = chunkAt + MCAPFormat.recordPrefix + 16
+        let size = packed[sizeAt..<(sizeAt + 8)].reversed().reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
+        var oversized = packed
+        oversized.replaceSubrange(sizeAt..<(sizeAt + 8), with: R.u64(size + 1))
+        expectRefusal(oversized, "says it holds \(size + 1) bytes, its frame \(size)", "a zstd chunk's size one more")
+        expectRefusal(R.file(body, footer: (1 << 40, 0, 0)), "the footer's summary offsets (1099511627776, 0) lie outside the file",
+                      "a summary a terabyte in")
+        // Inside a chunk: a record whose prefix does not fit, and one longer than what is left.
+        expectRefusal(R.file(R.chunk(body + [0x05, 0x01])), "runs past the chunk", "two bytes after the chunk's last record")
+        expectRefusal(R.file(R.chunk([MCAPFormat.Opcode.message.rawValue] + R.u64(1000) + [1, 2, 3])),
+                      "a record of 1000 bytes, more than the 3 left", "a message said to be longer than its chunk")
+        // In the summary: a record whose prefix does not fit before the footer.
+        expectRefusal(R.file(body, summary: [0x03, 0x01, 0x00]), "a summary record runs past the summary", "three bytes of summary")
+        #expect(refusal(R.file(body, summary: R.schema(id: 1, name: "sensor_msgs/msg/Image"))) == nil)
+    }
+
     @Test("CDR that does not decode names its field: a short image, data that is not height × step, big-endian CDR")
     func cdrDamage() throws {
         let image = ROS2.Image(header: ROS2.Header(stamp: ROS2.Time(nanoseconds: 5), frameID: "f"), height: 2, width: 2, encoding: "mono8",
@@ -244,6 +307,42 @@ struct MCAPTests {
         out += [MCAPFormat.Opcode.dataEnd.rawValue] + withUnsafeBytes(of: UInt64(4).littleEndian, Array.init) + [0, 0, 0, 0]
         out += [MCAPFormat.Opcode.footer.rawValue] + withUnsafeBytes(of: UInt64(20).littleEndian, Array.init) + [UInt8](repeating: 0, count: 20)
         return out + MCAPFormat.magic
+    }
+}
+
+/// MCAP files built record by record (the specification's layouts: little-endian integers,
+/// strings and byte arrays after their length), to feed the reader one defect at a time.
+enum MCAPRecords {
+    static func u16(_ v: UInt16) -> [UInt8] { withUnsafeBytes(of: v.littleEndian, Array.init) }
+    static func u32(_ v: UInt32) -> [UInt8] { withUnsafeBytes(of: v.littleEndian, Array.init) }
+    static func u64(_ v: UInt64) -> [UInt8] { withUnsafeBytes(of: v.littleEndian, Array.init) }
+    static func string(_ s: String) -> [UInt8] { u32(UInt32(s.utf8.count)) + Array(s.utf8) }
+    static func record(_ opcode: MCAPFormat.Opcode, _ content: [UInt8]) -> [UInt8] {
+        [opcode.rawValue] + u64(UInt64(content.count)) + content
+    }
+    static let header = record(.header, string("ros2") + string("parallax tests"))
+    static func schema(id: UInt16, name: String) -> [UInt8] {
+        record(.schema, u16(id) + string(name) + string("ros2msg") + u32(0))
+    }
+    static func channel(id: UInt16, schema: UInt16, topic: String) -> [UInt8] {
+        record(.channel, u16(id) + u16(schema) + string(topic) + string("cdr") + u32(0))
+    }
+    static func message(channel: UInt16) -> [UInt8] {
+        record(.message, u16(channel) + u32(0) + u64(1) + u64(1) + [1, 2, 3])
+    }
+    static func chunk(_ records: [UInt8], compression: String = "", uncompressedSize: UInt64? = nil) -> [UInt8] {
+        record(.chunk, u64(1) + u64(1) + u64(uncompressedSize ?? UInt64(records.count)) + u32(0) + string(compression)
+               + u64(UInt64(records.count)) + records)
+    }
+    /// The CRC-32 Data End states for a data section of the header and `records`.
+    static func dataCRC(of records: [UInt8]) -> UInt32 { (MCAPFormat.magic + header + records).withUnsafeBytes { CRC32.of($0) } }
+    /// Magic, `first` (the header), `records`, Data End, a `summary` if any, the footer, magic.
+    /// The footer points at the summary unless `footer` says otherwise.
+    static func file(_ records: [UInt8], dataCRC: UInt32 = 0, first: [UInt8] = header, summary: [UInt8] = [],
+                     footer: (UInt64, UInt64, UInt32)? = nil) -> [UInt8] {
+        let data = MCAPFormat.magic + first + records + record(.dataEnd, u32(dataCRC))
+        let offsets = footer ?? (summary.isEmpty ? 0 : UInt64(data.count), 0, 0)
+        return data + summary + record(.footer, u64(offsets.0) + u64(offsets.1) + u32(offsets.2)) + MCAPFormat.magic
     }
 }
 

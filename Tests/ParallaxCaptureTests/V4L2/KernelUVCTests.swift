@@ -176,8 +176,8 @@ struct KernelUVCTests {
         #expect(wrong.isEmpty, "wrong pairs (left, right sequence): \(wrong)")
         for side in StereoSide.allCases {
             #expect(stats.lostByCamera[side][.corruptFrame, default: 0] == 2, "\(side): \(stats.lostByCamera[side])")
-            #expect(stats.accountsForEveryFrame(side))
         }
+        #expect(stats.accountDiscrepancy == nil, "\(stats.accountDiscrepancy ?? "")")
     }
 
     @Test("controls through uvcvideo: set on the left webcam, copied to the right, which then holds them")
@@ -278,29 +278,37 @@ struct KernelUVCTests {
     }
 
     /// The pairs' skew errors (measured skew minus the true difference of the exposures'
-    /// starts, from the cameras' own record) in one session of `count` pairs, and the
-    /// frames' timestamp sources.
+    /// starts, from the cameras' own record), the same less the true difference of when the
+    /// webcams sent the frames (the host's delivery, for stamps taken at arrival), in one
+    /// session of `count` pairs, and the frames' timestamp sources. Each frame is matched to
+    /// the webcam's record by the number written into its pixels, not by uvcvideo's sequence
+    /// number: a frame lost on the bus also costs the next one of the same frame ID (uvcvideo
+    /// drops it as out of sync), and the sequence then runs two behind the webcam's count.
     static func skewErrors(_ left: (EmulatedWebcam, DiscoveredCamera), _ right: (EmulatedWebcam, DiscoveredCamera),
                            cameraClock: Bool, count: Int) async throws -> (errors: [Int64], delivery: [Int64], sources: Set<String>) {
         let format = CaptureFormat(fourCC: .grey, size: Self.vga, frameInterval: FrameInterval(numerator: 1, denominator: 30))
         let session = try Self.session(left.1, right.1, format: format,
                                        cameraOptions: V4L2Camera.Options(cameraClockTimestamps: cameraClock))
         try session.start()
-        var measured: [(left: UInt64, right: UInt64, skew: Int64)] = []
+        var measured: [(left: Int, right: Int, skew: Int64)] = []
         var sources: Set<String> = []
+        func mark(_ frame: Frame?) -> Int {
+            guard let payload = frame?.payload, payload.bytes.count >= Self.vga.width * FrameMark.block else { return -1 }
+            return withExtendedLifetime(payload) { FrameMark.read { x, y in payload.bytes[y * Self.vga.width + x] } }
+        }
         for try await pair in session.pairs {
-            measured.append((pair.left.sequence, pair.right.sequence, pair.right.timestampNanoseconds - pair.left.timestampNanoseconds))
+            measured.append((mark(pair.left.frame), mark(pair.right.frame), pair.right.timestampNanoseconds - pair.left.timestampNanoseconds))
             for frame in [pair.left.frame, pair.right.frame].compactMap({ $0 }) { sources.insert("\(frame.timestampSource)") }
             if measured.count == count { break }
         }
         session.stop()
         let leftTruth = left.0.latestStreamTruth, rightTruth = right.0.latestStreamTruth
-        let known = measured.filter { Int($0.left) < leftTruth.count && Int($0.right) < rightTruth.count }
+        let known = measured.filter { $0.left >= 0 && $0.left < leftTruth.count && $0.right >= 0 && $0.right < rightTruth.count }
         let errors = known.map { pair in
-            pair.skew - (rightTruth[Int(pair.right)].exposureStartNanoseconds - leftTruth[Int(pair.left)].exposureStartNanoseconds)
+            pair.skew - (rightTruth[pair.right].exposureStartNanoseconds - leftTruth[pair.left].exposureStartNanoseconds)
         }
         let delivery = known.map { pair in
-            pair.skew - (rightTruth[Int(pair.right)].transferStartNanoseconds - leftTruth[Int(pair.left)].transferStartNanoseconds)
+            pair.skew - (rightTruth[pair.right].transferStartNanoseconds - leftTruth[pair.left].transferStartNanoseconds)
         }
         return (errors, delivery, sources)
     }
