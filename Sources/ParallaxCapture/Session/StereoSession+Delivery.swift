@@ -50,6 +50,14 @@ extension StereoSession {
         return next
     }
 
+    /// Counts a pair taken by ``takeIncoming()`` and dropped without being processed.
+    func dropTaken(_ reason: DropReason) {
+        state.withLock { s in
+            s.countDrop(reason)
+            s.processing -= 1
+        }
+    }
+
     /// Counts a pair the session dropped (see ``State/countDrop(_:)``).
     func drop(_ reason: DropReason) {
         state.withLock { $0.countDrop(reason) }

@@ -69,10 +69,7 @@ extension StereoSession {
         let (reason, discard) = state.withLock { ($0.endReason ?? "stopped", $0.discardOnEnd) }
         while let next = takeIncoming() {
             if discard || state.withLock({ $0.discardOnEnd }) {
-                state.withLock { s in
-                    s.countDrop(.sessionStopped)
-                    s.processing -= 1
-                }
+                dropTaken(.sessionStopped)
             } else {
                 process(next, thread: thread, ending: true)
             }
@@ -94,12 +91,7 @@ extension StereoSession {
         for watch in watches { watch.cancel() }
         // A pair that came in while the end ran (its camera's thread was late to stop): dropped
         // with the others, so the closed account holds nothing in flight.
-        while takeIncoming() != nil {
-            state.withLock { s in
-                s.countDrop(.sessionStopped)
-                s.processing -= 1
-            }
-        }
+        while takeIncoming() != nil { dropTaken(.sessionStopped) }
         // The event first: a consumer whose `pairs` loop ends reads a closed account.
         emit(.stopped(reason: reason))
         pairQueue.finish()

@@ -75,7 +75,7 @@ public struct StereoSessionStatistics: Sendable {
     /// Frames of `side` that reached the session and were dropped, for any reason: those
     /// the synchronizer could not pair and those in pairs the session dropped.
     public func dropped(_ side: StereoSide) -> Int {
-        synchronizer.dropped(side) + sessionDrops.values.reduce(0, +)
+        synchronizer.dropped(side) + sessionDropped
     }
 
     /// Frames of `side` that reached the session and were dropped with `reason`: by the
@@ -91,14 +91,16 @@ public struct StereoSessionStatistics: Sendable {
         }
     }
 
+    /// Pairs the session dropped, for any reason.
+    public var sessionDropped: Int { sessionDrops.values.reduce(0, +) }
+
     /// Every frame of `side` that reached the session is in a delivered pair, dropped with
     /// a reason, or in a pair in flight (exact once the session has stopped), each stage
     /// checked on its own counts: the synchronizer's frames are its pairs and its drops,
     /// its pairs are the pairs the session received, and those are the pairs delivered,
     /// dropped by the session and held (``pairsInFlight``).
     public func accountsForEveryFrame(_ side: StereoSide) -> Bool {
-        let sessionDropped = sessionDrops.values.reduce(0, +)
-        return frames(side) == pairsMade + synchronizer.dropped(side)
+        frames(side) == pairsMade + synchronizer.dropped(side)
             && pairsMade == pairsReceived
             && pairsReceived == pairsDelivered + sessionDropped + pairsInFlight
     }
@@ -109,7 +111,6 @@ public struct StereoSessionStatistics: Sendable {
     /// here is a defect in Parallax: `stream` and `view` end with it as an error.
     public var accountDiscrepancy: String? {
         if StereoSide.allCases.allSatisfy(accountsForEveryFrame) && pairsInFlight == 0 { return nil }
-        let sessionDropped = sessionDrops.values.reduce(0, +)
         return "the frame account does not close: frames left \(frames(.left)), right \(frames(.right)); "
             + "the synchronizer dropped left \(synchronizer.dropped(.left)), right \(synchronizer.dropped(.right)) and made "
             + "\(pairsMade) pairs; the session received \(pairsReceived), delivered \(pairsDelivered), dropped "
