@@ -49,8 +49,11 @@ ci-packages:
 	@$(MAKE) --no-print-directory install-packages \
 	  PACKAGES="$(DEBIAN_PACKAGES) $(KERNEL_PACKAGES) $(ARM64_PACKAGES) $(COMPARE_PACKAGES) $(BROWSER_PACKAGES) jq"
 
+# The command-line tool alone, or, once the tests are built beside it, the whole build again:
+# one build folder keeps one build plan (after a build of one product, the next build with the
+# tests compiles the package's plugins and their tools again: 80 s of CI's kernel step).
 release: deps
-	$(SWIFT) build $(RELEASE) --product parallax
+	$(SWIFT) build $(RELEASE) $(if $(wildcard .build/release/ParallaxPackageTests.xctest),--build-tests,--product parallax)
 
 demo: release
 	$$($(SWIFT) build -c release --show-bin-path)/parallax demo --output demo-output
@@ -148,25 +151,33 @@ check-live: release
 	  || { echo "check-live: it stopped on its targets without full coverage in its last status line"; exit 1; }
 
 # The DocC catalogs of the four library modules (Sources/<Module>/<Module>.docc with every
-# symbol's doc comment), built by swift-docc-plugin with warnings as errors, into
-# .build-docs/plugins/Swift-DocC/outputs/<Module>.doccarchive; first, the count of public
-# declarations without a doc comment, which must be 0 (Tests/Docs/undocumented.py says how it
-# counts). The plugin builds the four modules in debug for their symbol graphs, in a folder of
-# its own: it never touches the release build the other targets share, and it can run while
-# they use theirs (CI runs it beside them).
+# symbol's doc comment), built by DocC with warnings as errors into
+# .build/docs/<Module>.doccarchive; first, the count of public declarations without a doc
+# comment, which must be 0 (Tests/Docs/undocumented.py says how it counts). The symbol graphs
+# come from the release build every other target shares (`swift package dump-symbol-graph` with
+# the same flags builds nothing new), with extension blocks as swift-docc-plugin asks for them:
+# the plugin's own debug build of the four modules would cost CI a build configuration, and
+# DocC reads the same public declarations and comments from either.
 DOC_MODULES := ParallaxGeometry ParallaxImage ParallaxCapture ParallaxCalibration
-DOCS := .build-docs
-docs: deps
+DOCS := .build/docs
+docs: build-tests
 	@$(MAKE) --no-print-directory install-packages PACKAGES="python3"
 	python3 Tests/Docs/undocumented.py | tail -1
 	@python3 Tests/Docs/undocumented.py > /dev/null || { python3 Tests/Docs/undocumented.py; exit 1; }
-	@mkdir -p $(DOCS)
-	@for module in $(DOC_MODULES); do \
-	  $(SWIFT) package --scratch-path $(DOCS) --disable-sandbox generate-documentation --target $$module --warnings-as-errors \
-	    > $(DOCS)/docs-$$module.txt 2>&1 \
+	@rm -rf $(DOCS) && mkdir -p $(DOCS)
+	@$(SWIFT) package $(RELEASE) dump-symbol-graph --emit-extension-block-symbols > $(DOCS)/symbol-graphs.txt 2>&1 \
+	  || { cat $(DOCS)/symbol-graphs.txt; echo "docs: the symbol graphs could not be written"; exit 1; }
+	@graphs="$$(sed -n 's/^Files written to //p' $(DOCS)/symbol-graphs.txt)"; \
+	for module in $(DOC_MODULES); do \
+	  mkdir -p $(DOCS)/$$module-symbols && cp "$$graphs/$$module.symbols.json" $(DOCS)/$$module-symbols/ \
+	    || { echo "docs: no symbol graph for $$module in $$graphs"; exit 1; }; \
+	  cp "$$graphs/$$module@"*.symbols.json $(DOCS)/$$module-symbols/ 2>/dev/null || true; \
+	  docc convert Sources/$$module/$$module.docc --additional-symbol-graph-dir $(DOCS)/$$module-symbols \
+	    --fallback-display-name $$module --fallback-bundle-identifier $$module \
+	    --output-path $(DOCS)/$$module.doccarchive --warnings-as-errors > $(DOCS)/docs-$$module.txt 2>&1 \
 	    || { cat $(DOCS)/docs-$$module.txt; echo "docs: $$module has warnings (above)"; exit 1; }; \
-	  test -d $(DOCS)/plugins/Swift-DocC/outputs/$$module.doccarchive || { echo "docs: no $$module.doccarchive"; exit 1; }; \
-	  echo "docs: $$module built with no warnings ($(DOCS)/plugins/Swift-DocC/outputs/$$module.doccarchive)"; \
+	  test -d $(DOCS)/$$module.doccarchive/data/documentation || { echo "docs: no $$module.doccarchive"; exit 1; }; \
+	  echo "docs: $$module built with no warnings ($(DOCS)/$$module.doccarchive, $$(find $(DOCS)/$$module.doccarchive/data/documentation -name '*.json' | wc -l) pages)"; \
 	done
 
 # Over 400 bad inputs of every kind (calibration, image and log files, absurd numbers, outputs
