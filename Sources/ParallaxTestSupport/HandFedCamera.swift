@@ -100,7 +100,8 @@ public final class HandFedSession: @unchecked Sendable {
     /// A started session; `onPair` sees every pair it delivers, on the session's thread. With
     /// `mjpeg` the cameras stream MJPG: JPEGs of the two views (quality 90, 4:2:0), which the
     /// stereo device decodes into I420 on the feeding thread before the session rectifies them.
-    public init(size: ImageSize = ImageSize(width: 160, height: 120), mjpeg: Bool = false,
+    /// `heldPairsLimitBytes` replaces the session's ``StereoSessionOptions/heldPairsLimitBytes``.
+    public init(size: ImageSize = ImageSize(width: 160, height: 120), mjpeg: Bool = false, heldPairsLimitBytes: Int? = nil,
                 onPair: @escaping @Sendable (StereoPair) -> Void = { _ in }) throws {
         format = CaptureFormat(fourCC: mjpeg ? .mjpeg : .grey, size: size,
                                frameInterval: FrameInterval(numerator: 1, denominator: 30))
@@ -115,6 +116,7 @@ public final class HandFedSession: @unchecked Sendable {
         var options = StereoSessionOptions()
         options.pressure.readsMachineState = false
         options.rectification.threads = 1
+        if let heldPairsLimitBytes { options.heldPairsLimitBytes = heldPairsLimitBytes }
         session = try StereoSession(device: device, calibration: rig.calibration, options: options)
         let counter = deliveredPairs
         try session.start(delivering: { pair in

@@ -6,7 +6,9 @@
 //   clang -O2 -shared -fPIC -o allocation-counter.so allocation_counter.c
 //
 // Every allocation on every thread counts, as package-benchmark's malloc counters do: a
-// test that measures a window must leave nothing else running in the process.
+// test that measures a window must leave nothing else running in the process. Or only the
+// calling thread's (`..._start_this_thread`), for work that runs on it alone: then nothing
+// else the process does (the test runner's own threads) can add to the count.
 #include <errno.h>
 #include <stdatomic.h>
 #include <stddef.h>
@@ -22,11 +24,26 @@ extern void __libc_free(void *pointer);
 
 static atomic_int counting;
 static atomic_uint_fast64_t allocations;
+// Initial-exec: the preloaded library's thread-local lives in the static TLS block, so
+// reading it never calls the allocator it is counting for.
+static _Thread_local int counting_this_thread __attribute__((tls_model("initial-exec")));
 
 static inline void count(void) {
-    if (atomic_load_explicit(&counting, memory_order_relaxed)) {
+    if (atomic_load_explicit(&counting, memory_order_relaxed) || counting_this_thread) {
         atomic_fetch_add_explicit(&allocations, 1, memory_order_relaxed);
     }
+}
+
+/// Starts counting from zero the calling thread's allocations alone.
+void parallax_allocation_counter_start_this_thread(void) {
+    atomic_store(&allocations, 0);
+    counting_this_thread = 1;
+}
+
+/// Stops counting the calling thread's; returns its allocations since the start.
+uint64_t parallax_allocation_counter_stop_this_thread(void) {
+    counting_this_thread = 0;
+    return atomic_load(&allocations);
 }
 
 /// Starts counting from zero.

@@ -64,11 +64,11 @@ def main():
     for side in ("left", "right"):
         images = decoded.get(f"/stereo/{side}/image_rect", [])
         known = [bytes(r.data) for r in reference.get(f"/stereo/{side}/image_rect", [])]
-        check(len(images) == n, f"{bag_dir}: {len(images)} {side} images")
-        for image in images:
+        check(len(images) == n == len(known), f"{bag_dir}: {len(images)} {side} images, {len(known)} in {rect_path}")
+        for k, (image, same) in enumerate(zip(images, known)):
             check(image.encoding in ("mono8", "rgb8") and len(image.data) == image.height * image.step,
                   f"{bag_dir}: {side} image {image.encoding} {image.width}x{image.height} step {image.step}")
-            check(bytes(image.data) in known, f"{bag_dir}: a {side} image that is none of {rect_path}'s")
+            check(bytes(image.data) == same, f"{bag_dir}: {side} image {k} is not {rect_path}'s image {k}")
         infos = decoded.get(f"/stereo/{side}/camera_info", [])
         ref = reference.get(f"/stereo/{side}/camera_info", [None])[0]
         k = rig[side]["intrinsics"]

@@ -2,6 +2,7 @@ import Foundation
 import ParallaxCapture
 import ParallaxGeometry
 import ParallaxImage
+import ParallaxTestSupport
 import Testing
 @testable import parallax
 
@@ -30,7 +31,9 @@ struct BagCaptureTests {
     }
 
     /// The simulated rig renders the same views at every frame number, so the bag's images
-    /// are the EuRoC recording's, frame for frame.
+    /// are the EuRoC recording's pixels, frame for frame. The views being alike, order is
+    /// proven by the stamps each message carries: rising and all different, so a reader that
+    /// gave the first message each time, or any message twice, would fail.
     @Test("the simulated rig to a .mcap: two Image topics, a pair per frame asked for, the pixels of an EuRoC recording of the same frames")
     func simulatedRigToBag() throws {
         let dir = try ParallaxCLI.temporaryDirectory()
@@ -54,8 +57,8 @@ struct BagCaptureTests {
                 .map { try ImageBuffer(contentsOfFile: pngFolder.appendingPathComponent($0).path) }
             for image in bagImages {
                 #expect(image.encoding == "mono8" && image.width == 160 && image.height == 120 && image.step == 160)
-                #expect(pngs.contains { $0.bytes == image.data }, "\(topic): an image not among the EuRoC recording's")
             }
+            #expect(pngs.count == 4 && bagImages.map(\.data) == pngs.map(\.bytes), "\(topic): not the EuRoC recording's frames")
             // Stamps: the frames' timestamps, rising.
             let stamps = bagImages.map(\.header.stamp.nanoseconds)
             #expect(stamps == stamps.sorted() && Set(stamps).count == stamps.count)
@@ -82,13 +85,68 @@ struct BagCaptureTests {
             #expect(infos.count == 3 && rect.count == 3)
             #expect(infos.map(\.header) == rect.map(\.header), "each camera info is stamped like its image")
             let camera = calibration[side]
-            #expect(infos[0].k == camera.intrinsics.matrix.rowMajor && infos[0].width == 160 && infos[0].height == 120)
-            #expect(Array(infos[0].d.prefix(camera.distortion.coefficients.count)) == camera.distortion.coefficients)
+            for message in infos {  // every message, not only the first: the same camera throughout
+                #expect(message.k == camera.intrinsics.matrix.rowMajor && message.width == 160 && message.height == 120)
+                #expect(Array(message.d.prefix(camera.distortion.coefficients.count)) == camera.distortion.coefficients)
+                #expect(message.d.dropFirst(camera.distortion.coefficients.count).allSatisfy { $0 == 0 })
+                #expect(message.r == infos[0].r && message.p == infos[0].p)
+            }
         }
-        // P2's last column is −f′·baseline; the rig's calibration is in metres, ROS's unit.
-        let p2 = try #require(info["/stereo/right/camera_info"]?.first?.p)
+        // R and P checked against the geometry, not against the code that wrote them. A point X
+        // in the left camera's frame is R·X + t in the right's (the calibration's extrinsics);
+        // R1 and R2 turn each camera's frame into its rectified one. Rectified cameras look the
+        // same way, so R2·R = R1, and stand apart along x alone, so R2·t = (−baseline, 0, 0).
+        // Rounding: each entry is a sum of three products of numbers at most 1 (rotations) or
+        // the baseline (t), so a few 1e-16 relative; 1e-12 leaves the rectification's own
+        // arithmetic (a Rodrigues rotation, a cross product, normalisations) room.
+        let left = try #require(info["/stereo/left/camera_info"]?.first), right = try #require(info["/stereo/right/camera_info"]?.first)
+        let r1 = Matrix3x3(rowMajor: left.r), r2 = Matrix3x3(rowMajor: right.r)
+        for r in [r1, r2] {
+            #expect((r * r.transposed - .identity).frobeniusNorm < 1e-12 && abs(r.determinant - 1) < 1e-12, "\(r) is no rotation")
+        }
+        #expect((r2 * calibration.extrinsics.rotation - r1).frobeniusNorm < 1e-12, "the rectified cameras do not look the same way")
+        let apart = r2 * calibration.extrinsics.translation
+        #expect(abs(apart.x + calibration.baseline) <= 1e-12 * calibration.baseline && abs(apart.y) <= 1e-12 * calibration.baseline
+                && abs(apart.z) <= 1e-12 * calibration.baseline, "rectified, the cameras are \(apart) apart")
+        // P = [f′ 0 c′x Tx; 0 f′ c′y 0; 0 0 1 0]: one focal length and row centre for both,
+        // Tx = 0 on the left and f′·(R2·t)x = −f′·baseline on the right (the calibration is in
+        // metres, ROS's unit).
+        let (p1, p2) = (left.p, right.p)
+        #expect(p1[0] == p2[0] && p1[5] == p2[5] && p1[0] == p1[5] && p1[6] == p2[6] && p1[0] > 0)
+        #expect([p1[1], p1[3], p1[4], p1[7], p1[8], p1[9], p1[11], p2[1], p2[4], p2[7], p2[8], p2[9], p2[11]].allSatisfy { $0 == 0 })
+        #expect(p1[10] == 1 && p2[10] == 1)
         let baseline = -p2[3] / p2[0]
         #expect(abs(baseline - calibration.baseline) <= 1e-12 * calibration.baseline, "baseline \(baseline), calibration's \(calibration.baseline)")
+    }
+
+    /// ParallaxCapture.md: the bag "appears when the recording ends, Ctrl-C included". A real
+    /// SIGINT to a bag recording in progress: the command stops as after its own end (exit 0),
+    /// and `rec.mcap` is a whole MCAP file (summary and footer written) of whole pairs, as many
+    /// left images as right, in time order; no staging file is left beside it.
+    @Test("Ctrl-C (SIGINT) during capture to a .mcap leaves a whole bag of the pairs taken, and no staging file")
+    func interruptedBagIsWhole() throws {
+        let dir = try ParallaxCLI.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let bag = dir.appendingPathComponent("rec.mcap").path
+        let process = try ParallaxCLI.launch(["capture", "--simulated", "--frames", "1000000", "--size", "160x120", "--output", bag])
+        // Interrupted mid-recording: once what is staged beside the bag holds a dozen pairs' pixels.
+        func staged() -> Int {
+            ((try? FileManager.default.contentsOfDirectory(atPath: dir.path)) ?? [])
+                .compactMap { try? FileManager.default.attributesOfItem(atPath: dir.path + "/" + $0)[.size] as? Int }.reduce(0, +)
+        }
+        let started = Date(timeIntervalSinceNow: 60)
+        while staged() < 24 * 160 * 120 && Date() < started && process.isRunning { usleep(20_000) }
+        try #require(process.isRunning, "capture ended before it was interrupted (status \(process.terminationStatus))")
+        ParallaxCLI.interrupt(process)
+        #expect(process.terminationReason == .exit && process.terminationStatus == 0, "status \(process.terminationStatus)")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: dir.path) == ["rec.mcap"])
+        let (file, images, _, _) = try Self.read(bag)
+        #expect(file.isComplete)
+        let left = images["/stereo/left/image_raw"] ?? [], right = images["/stereo/right/image_raw"] ?? []
+        #expect(left.count == right.count && left.count >= 12, "\(left.count) left and \(right.count) right images")
+        let stamps = left.map(\.header.stamp.nanoseconds)
+        #expect(stamps == stamps.sorted() && Set(stamps).count == stamps.count)
+        #expect(file.statistics.map { Int($0.messageCount) } == left.count + right.count)
     }
 
     @Test("an existing bag is kept unless --overwrite; zstd chunks on request; --independent has no bag; a folder named .mcap is refused")
@@ -216,7 +274,10 @@ struct BagCaptureTests {
         #expect(stray.status == 64 && stray.stderr.contains("give --record PATH"), "\(stray.stderr)")
     }
 
-    @Test("virtual MJPEG webcams to a .mcap: the JPEG bytes as they came, as CompressedImage on image_raw/compressed")
+    /// The virtual webcams send one JPEG a side (the simulated rig's view, encoded once as
+    /// their pictures are): every message carries those bytes, not a decoded and re-encoded
+    /// image, which would differ.
+    @Test("virtual MJPEG webcams to a .mcap: the JPEG bytes as they came, byte for byte, as CompressedImage on image_raw/compressed")
     func mjpegAsItCame() throws {
         let dir = try ParallaxCLI.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
@@ -225,10 +286,15 @@ struct BagCaptureTests {
         #expect(run.status == 0, "\(run.stderr)")
         let (_, images, _, compressed) = try Self.read(bag)
         #expect(images.isEmpty && Set(compressed.keys) == ["/stereo/left/image_raw/compressed", "/stereo/right/image_raw/compressed"])
-        for message in compressed.values.joined() {
-            #expect(message.format == "jpeg" && message.data.prefix(2) == [0xFF, 0xD8])
-            let decoded = try ImageBuffer(decoding: message.data)
-            #expect(decoded.size == ImageSize(width: 640, height: 480))
+        let size = ImageSize(width: 640, height: 480)
+        for side in StereoSide.allCases {
+            let sent = try #require(VirtualPictures { size in try? SimulatedStereoRig.example(size: size).render(side, format: .rgb8) }
+                .jpeg(for: size))
+            let messages = try #require(compressed["/stereo/\(side)/image_raw/compressed"])
+            #expect(messages.count == 3)
+            for message in messages {
+                #expect(message.format == "jpeg" && message.data == sent, "\(side): \(message.data.count) bytes, not the \(sent.count) sent")
+            }
         }
     }
 
@@ -257,9 +323,19 @@ struct BagCaptureTests {
         let converted = try ParallaxCLI.run(["capture", "--recording", bag, "--frames", "6", "--output",
                                              dir.appendingPathComponent("converted").path])
         #expect(converted.status == 0, "\(converted.stderr)")
-        for camera in ["cam0", "cam1"] {
-            let names = try FileManager.default.contentsOfDirectory(atPath: dir.appendingPathComponent("converted/\(camera)/data").path)
+        // Frame for frame: the folder's images are the bag's, in the bag's order.
+        let recorded = try Self.read(bag).images
+        for (camera, topic) in [("cam0", "/stereo/left/image_raw"), ("cam1", "/stereo/right/image_raw")] {
+            let data = dir.appendingPathComponent("converted/\(camera)/data")
+            let names = try FileManager.default.contentsOfDirectory(atPath: data.path).sorted()
             #expect(names.count == 6, "\(camera): \(names)")
+            let played = try names.map { try ImageBuffer(contentsOfFile: data.appendingPathComponent($0).path).bytes }
+            let written = try #require(recorded[topic])
+            #expect(played == written.map(\.data), "\(camera): not the bag's pixels")
+            // The simulated views are alike frame to frame: the order is the stamps'. EuRoC names
+            // each image by its stamp in nanoseconds, so the k-th name is the bag's k-th stamp.
+            let stamps = written.map(\.header.stamp.nanoseconds)
+            #expect(names == stamps.map { "\($0).png" } && Set(stamps).count == 6, "\(camera): \(names) for the bag's stamps \(stamps)")
         }
         // Asked for more pairs than it holds: the shortfall is an error, as with cameras.
         let more = try pairs(["--recording", bag, "--frames", "10"])

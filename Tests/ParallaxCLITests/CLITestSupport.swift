@@ -114,6 +114,16 @@ extension ParallaxCLI {
         return process
     }
 
+    /// Sends SIGINT to a launched `parallax` and waits for its exit: a command still running
+    /// 60 s later is a hang, recorded as an issue, and terminated.
+    static func interrupt(_ process: Process) {
+        kill(process.processIdentifier, SIGINT)
+        let deadline = Date(timeIntervalSinceNow: 60)  // a hang guard
+        while process.isRunning && Date() < deadline { usleep(20_000) }
+        if process.isRunning { process.terminate(); Issue.record("parallax \(process.arguments ?? []) did not stop within 60 s of SIGINT") }
+        process.waitUntilExit()
+    }
+
     /// Runs `parallax arguments…`, waits (up to 60 s) until its standard error holds `marker`,
     /// sends `signal`, and returns the status, the standard error and the seconds from the
     /// signal to the exit (a 60 s hang guard).

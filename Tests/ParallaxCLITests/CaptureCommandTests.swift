@@ -69,11 +69,7 @@ struct CaptureCommandTests {
             usleep(20_000)
         }
         try #require(process.isRunning, "capture ended before it was interrupted (status \(process.terminationStatus))")
-        kill(process.processIdentifier, SIGINT)
-        let deadline = Date(timeIntervalSinceNow: 60)  // a hang guard
-        while process.isRunning && Date() < deadline { usleep(20_000) }
-        if process.isRunning { process.terminate(); Issue.record("capture did not stop within 60 s of SIGINT") }
-        process.waitUntilExit()
+        ParallaxCLI.interrupt(process)
         #expect(process.terminationReason == .exit && process.terminationStatus == 0, "status \(process.terminationStatus)")
         var rows: [Int] = []
         for camera in ["cam0", "cam1"] {

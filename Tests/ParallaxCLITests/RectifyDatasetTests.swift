@@ -212,6 +212,23 @@ struct RectifyDatasetTests {
         let (file, images, info, _) = try BagCaptureTests.read(bag)
         #expect(file.isComplete && Set(images.keys) == ["/stereo/left/image_rect", "/stereo/right/image_rect"])
         #expect(info.values.map(\.count) == [5, 5])
+        // camera_info: the same for every pair, K and D the calibration's, R and P the ones
+        // `parallax rectification --json` prints for it (the simulated rig's calibration is in
+        // metres, ROS's unit, so P's baseline column is the same number).
+        let printed = try ParallaxCLI.run(["rectification", "--calibration", calibration, "--json"])
+        let rectification = try #require(try JSONValue(parsing: printed.stdout).object, "\(printed.stderr)")
+        func numbers(_ key: String) -> [Double] { rectification[key]?.array?.compactMap(\.number) ?? [] }
+        let rig = try StereoCalibration(contentsOfFile: calibration)
+        #expect(rig.translationUnit == .metre)
+        for (side, r, p) in [(StereoSide.left, "R1", "P1"), (.right, "R2", "P2")] {
+            let infos = try #require(info["/stereo/\(side)/camera_info"])
+            #expect(numbers(r).count == 9 && numbers(p).count == 12)
+            for message in infos {
+                #expect(message.k == rig[side].intrinsics.matrix.rowMajor && message.width == 160 && message.height == 120)
+                #expect(Array(message.d.prefix(rig[side].distortion.coefficients.count)) == rig[side].distortion.coefficients)
+                #expect(message.r == numbers(r) && message.p == numbers(p), "\(side): R \(message.r), P \(message.p); printed \(numbers(r)), \(numbers(p))")
+            }
+        }
         for (topic, camera) in [("/stereo/left/image_rect", "cam0"), ("/stereo/right/image_rect", "cam1")] {
             let messages = try #require(images[topic])
             let stamps = messages.map(\.header.stamp.nanoseconds)

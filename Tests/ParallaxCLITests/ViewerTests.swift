@@ -195,6 +195,17 @@ import Testing
             #expect(try FileManager.default.contentsOfDirectory(atPath: folder).sorted()
                     == ["calibration.json", "left.png", "rectification.json", "right.png"])
             #expect(try ImageBuffer(contentsOfFile: folder + "/left.png").size == ImageSize(width: 160, height: 120))
+            // The files' contents: the session's calibration, and for it `parallax rectification
+            // --json`'s object, run on the saved calibration, with the shift the pair was
+            // resampled with (none: no convergence plane was asked for).
+            let calibration = try StereoCalibration(contentsOfFile: folder + "/calibration.json")
+            #expect(calibration == session.activeCalibration)
+            let printed = try ParallaxCLI.run(["rectification", "--calibration", folder + "/calibration.json", "--json"])
+            #expect(printed.status == 0, "\(printed.stderr)")
+            var saved = try #require(try JSONValue(parsing: String(contentsOfFile: folder + "/rectification.json", encoding: .utf8)).object)
+            #expect(saved["convergence_shift_px"] == .number(0))
+            saved["convergence_shift_px"] = nil
+            #expect(JSONValue.object(saved) == (try JSONValue(parsing: printed.stdout)), "rectification.json is not parallax rectification's")
         }
         // A name that is taken is never reused: the next free one is made.
         let taken = try ViewerController.newFolder(in: parent, named: "pair-x")

@@ -66,7 +66,9 @@ public enum DropReason: String, Hashable, Sendable, CaseIterable, CustomStringCo
 
     /// The consumer was behind: the pair queue was full and the newest pair won.
     case consumerBehind = "consumer_behind"
-    /// Every pooled rectification buffer was held by pairs the consumer kept.
+    /// Every pooled rectification buffer was held by pairs the consumer kept, and the pool had
+    /// reached ``StereoSessionOptions/heldPairsLimitBytes``: the session ends with
+    /// ``StereoSessionError/pairsHeld(held:pairBytes:limitBytes:)``.
     case noFreeBuffer = "no_free_buffer"
     /// The pair could not be rectified (the error was reported as an event).
     case rectificationFailed = "rectification_failed"

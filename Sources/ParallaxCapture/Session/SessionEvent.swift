@@ -27,6 +27,10 @@ public struct SessionEvent: Sendable, Hashable, CustomStringConvertible {
         case frameRateChanged(Double)
         /// A constituent or the session reported an error; streaming continues.
         case deviceError(String)
+        /// Your code held pairs (or views of their images), so the session's pool of
+        /// rectification buffers grew to `pairs` pairs' buffers, `held` of them held
+        /// (``StereoSessionOptions/heldPairsLimitBytes`` bounds it).
+        case poolGrew(pairs: Int, held: Int)
     }
 
     /// What happened.
@@ -65,6 +69,7 @@ public struct SessionEvent: Sendable, Hashable, CustomStringConvertible {
         case .pressureChanged: "pressure_changed"
         case .frameRateChanged: "frame_rate_changed"
         case .deviceError: "device_error"
+        case .poolGrew: "pool_grew"
         }
     }
 
@@ -77,6 +82,7 @@ public struct SessionEvent: Sendable, Hashable, CustomStringConvertible {
         case .pressureChanged(let level, let factors): text += "pressure \(level) (\(factors))"
         case .frameRateChanged(let fps): text += String(format: "frame rate %.2f fps", fps)
         case .deviceError(let message): text += "error: \(message)"
+        case .poolGrew(let pairs, let held): text += "pool grew to \(pairs) pairs' buffers (\(held) held by your code)"
         default: text += name
         }
         if let stableID, side != nil { text += " (\(stableID)\(node.map { " at \($0)" } ?? ""))" }

@@ -28,9 +28,10 @@ public struct StereoPairSide: Sendable {
 ///
 /// Its images (and any copy of them) keep the memory they read alive: a view kept after
 /// the pair is gone still reads this pair's pixels. A rectified pair's pixels live in a
-/// small pool the session reuses only when no pair or view holds them: keep a pair or its
-/// views no longer than needed (copy the images with ``copyImages()`` to keep them), or
-/// the session runs out of buffers and drops pairs (``DropReason/noFreeBuffer``).
+/// pool the session reuses only when no pair or view holds them: keep a pair or its views
+/// no longer than needed (copy the images with ``copyImages()`` to keep them). While you
+/// hold pairs the pool grows; past ``StereoSessionOptions/heldPairsLimitBytes`` the
+/// session ends with ``StereoSessionError/pairsHeld(held:pairBytes:limitBytes:)``.
 public struct StereoPair: Sendable {
     /// The pair's number in this session (0, 1, 2, …; gaps are pairs that were dropped).
     public var number: Int
@@ -104,23 +105,25 @@ final class PairStorage: @unchecked Sendable {
 /// The storages of rectified pairs: a storage is free when nobody but the pool holds it.
 struct PairStoragePool {
     private var storages: [PairStorage] = []
-    let limit: Int
+    /// The storages a session needs while its consumer holds nothing beyond the pair it
+    /// works on: the queue's, one being rectified, and room to hand over.
+    let steady: Int
 
-    init(limit: Int) {
-        self.limit = max(1, limit)
-        storages.reserveCapacity(self.limit)
+    init(steady: Int) {
+        self.steady = max(1, steady)
+        storages.reserveCapacity(self.steady)
     }
 
-    /// A storage for `format` and `size` that no pair holds, growing the pool up to its
-    /// limit; `nil` when every storage is held.
-    mutating func take(format: PixelFormat, size: ImageSize) -> PairStorage? {
+    /// A storage for `format` and `size` that no pair holds, or a new one while the pool
+    /// holds fewer than `limit`; `nil` when all `limit` are held.
+    mutating func take(format: PixelFormat, size: ImageSize, limit: Int) -> PairStorage? {
         for index in storages.indices where isKnownUniquelyReferenced(&storages[index]) {
             if storages[index].format != format || storages[index].size != size {
                 storages[index] = PairStorage(format: format, size: size)
             }
             return storages[index]
         }
-        guard storages.count < limit else { return nil }
+        guard storages.count < max(steady, limit) else { return nil }
         let storage = PairStorage(format: format, size: size)
         storages.append(storage)
         return storage

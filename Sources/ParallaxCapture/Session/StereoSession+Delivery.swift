@@ -78,7 +78,7 @@ extension StereoSession {
         var rectification: StereoRectification?
         if let rectifier, let leftImage = pair.left.payload.image, let rightImage = pair.right.payload.image {
             // The frames' own layout: for MJPEG, what the JPEGs decoded to.
-            storage = takeStorage(format: leftImage.format, size: rectifier.outputSize, ending: ending)
+            storage = takeStorage(format: leftImage.format, size: rectifier.outputSize)
             guard let storage else {
                 drop(.noFreeBuffer)
                 return
@@ -119,16 +119,32 @@ extension StereoSession {
         deliver(stereoPair, thread: thread, ending: ending)
     }
 
-    /// A free pooled storage; sources that can wait wait (up to two seconds) for the
-    /// consumer to let go of a pair.
-    func takeStorage(format pixel: PixelFormat, size: ImageSize, ending: Bool) -> PairStorage? {
-        let deadline = monotonicNanoseconds() + 2_000_000_000
-        while true {
-            if let storage = state.withLock({ $0.pool.take(format: pixel, size: size) }) { return storage }
-            guard case .waitForConsumer = backPressure, monotonicNanoseconds() < deadline,
-                  state.withLock({ !$0.discardOnEnd }) else { return nil }
-            usleep(1000)
+    /// A free pooled storage, or a new one while the consumer holds pairs (an event says
+    /// so); `nil` once what it holds reaches ``StereoSessionOptions/heldPairsLimitBytes``,
+    /// which ends the session with ``StereoSessionError/pairsHeld(held:pairBytes:limitBytes:)``.
+    func takeStorage(format pixel: PixelFormat, size: ImageSize) -> PairStorage? {
+        let pairBytes = 2 * max(1, ImageBuffer.byteCount(format: pixel, size: size))
+        let limit = options.heldPairsLimitBytes / pairBytes
+        let (storage, grown, steady) = state.withLock { s -> (PairStorage?, Int, Int) in
+            let before = s.pool.count
+            let storage = s.pool.take(format: pixel, size: size, limit: limit)
+            return (storage, s.pool.count > before ? s.pool.count : 0, s.pool.steady)
         }
+        if grown > steady {
+            // Held: every storage but the one just made (the queue's among them).
+            emit(.poolGrew(pairs: grown, held: grown - 1))
+        }
+        if storage == nil {
+            let held = state.withLock { $0.pool.count }
+            let failure = StereoSessionError.pairsHeld(held: held, pairBytes: pairBytes, limitBytes: options.heldPairsLimitBytes)
+            let first = state.withLock { s -> Bool in
+                guard s.failure == nil else { return false }
+                s.failure = failure
+                return true
+            }
+            if first { requestEnd("\(failure)") }
+        }
+        return storage
     }
 
     /// Hands a pair to the callback or the queue.
@@ -198,6 +214,8 @@ extension StereoSession {
         do { pair = try await pairQueue.next() } catch {
             throw .invalidState("session.pairs is already being read by another task; read it from one task at a time")
         }
+        // Every pair handed over: a session that ended because its consumer held too many says so.
+        if pair == nil, let failure = state.withLock({ $0.failure }) { throw failure }
         if pair != nil {
             let at = monotonicNanoseconds()
             state.withLock { s in

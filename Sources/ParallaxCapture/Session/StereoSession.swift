@@ -97,6 +97,9 @@ public final class StereoSession: Sendable {
         var phase = Phase.idle
         var endReason: String?
         var discardOnEnd = false
+        /// Why ``pairs`` throws once it has handed over every pair: the consumer held too
+        /// many (``StereoSessionError/pairsHeld(held:pairBytes:limitBytes:)``).
+        var failure: StereoSessionError?
         /// The pair callback, held by reference (reading a closure out of the lock would
         /// re-wrap it, one allocation per pair).
         var handler: PairHandler?
@@ -171,11 +174,11 @@ public final class StereoSession: Sendable {
         /// The last reason a side's reconnection failed, reported once as an event.
         var reconnectFailures = PerSide<String?>(repeating: nil)
 
-        init(policy: PressurePolicy, poolLimit: Int, incomingCapacity: Int, cameraFramesPerSecond: Double) {
+        init(policy: PressurePolicy, steadyPool: Int, incomingCapacity: Int, cameraFramesPerSecond: Double) {
             incoming = Ring(capacity: max(1, incomingCapacity))
             tracker = PressureTracker(policy: policy)
             lossHistory.reserveCapacity(policy.lossHorizonWindows + 1)
-            pool = PairStoragePool(limit: poolLimit)
+            pool = PairStoragePool(steady: steadyPool)
             self.cameraFramesPerSecond = cameraFramesPerSecond
         }
 
@@ -289,7 +292,7 @@ public final class StereoSession: Sendable {
         // The rate frames reach the session: the cameras', or a device's cap below it (its
         // adaptive cap starts from there).
         let delivered = min(1e9 / Double(max(1, interval)), device.configuration?.maximumFramesPerSecond ?? .infinity)
-        state = Locked(State(policy: options.pressure, poolLimit: backPressure.queuedPairs + 3,
+        state = Locked(State(policy: options.pressure, steadyPool: backPressure.queuedPairs + 3,
                              incomingCapacity: waits ? 64 : 2, cameraFramesPerSecond: delivered))
         let box = WeakSession()
         synchronizer = OutputSynchronizer(configuration: settings, pairHandler: { pair in

@@ -88,6 +88,15 @@ public struct StereoSessionOptions: Sendable {
     /// when the session is given none. On by default (one calibration, attached in one
     /// place); off for raw pairs from a device whose frames carry camera models.
     public var usesAttachedCalibration: Bool = true
+    /// The most memory rectified pairs your code holds may take (bytes; 512 MiB by default).
+    /// The session rectifies into a pool of buffers: those of the pairs that wait for you and
+    /// three more. A pair you keep, or a view of its images, holds its buffers; while you
+    /// hold pairs the pool grows, one pair's buffers at a time, each growth a
+    /// ``SessionEvent/Kind/poolGrew(pairs:held:)`` event (the only allocations of a running
+    /// session). Past this limit the session ends, rather than stop pairing, and
+    /// ``StereoSession/pairs`` throws ``StereoSessionError/pairsHeld(held:pairBytes:limitBytes:)``:
+    /// keep copies (``StereoPair/copyImages()``) rather than pairs, or raise the limit.
+    public var heldPairsLimitBytes: Int = 512 << 20
 
     /// Options; see each property for the defaults.
     public init(rectification: SessionRectification = SessionRectification(),

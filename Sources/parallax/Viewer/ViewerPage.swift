@@ -77,7 +77,7 @@ enum ViewerPage {
 const token = new URLSearchParams(location.search).get("token") || "";
 const $ = (id) => document.getElementById(id);
 const viewer = window.parallaxViewer = {
-  mode: "side-by-side", raw: false, framesDrawn: 0, lastNumber: null, latencies: [], viewerLatencies: [], stampErrors: 0,
+  mode: "side-by-side", raw: false, framesDrawn: 0, lastNumber: null, lastRaw: null, latencies: [], viewerLatencies: [], stampErrors: 0,
   status: null, errors: [],
 };
 function api(path, options) {
@@ -142,7 +142,7 @@ function draw() {
   current = pending; pending = null;
   render(current);
   const header = current.header;
-  viewer.framesDrawn += 1; viewer.lastNumber = header.number;
+  viewer.framesDrawn += 1; viewer.lastNumber = header.number; viewer.lastRaw = header.raw;
   if (header.stamped) {
     const read = readStamp(current.left);
     if (read === header.number % (1 << 20)) {

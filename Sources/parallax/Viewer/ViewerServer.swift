@@ -26,7 +26,7 @@ enum ViewerServer {
         logger.logLevel = .critical
         let app = Application(
             router: router,
-            server: .http1WebSocketUpgrade(webSocketRouter: sockets, configuration: .init(maxFrameSize: 1 << 16)),
+            server: .http1WebSocketUpgrade(webSocketRouter: sockets, configuration: .init(ws: .init(maxFrameSize: 1 << 16))),
             configuration: .init(address: .hostname(host, port: port), serverName: nil),
             onServerRunning: { channel in announce(channel.localAddress?.port ?? port) },
             logger: logger)

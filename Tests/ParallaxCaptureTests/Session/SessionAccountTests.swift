@@ -74,36 +74,39 @@ struct SessionAccountTests {
         #expect(stats.events.first?.kind == .started && stats.events.last?.name == "stopped")
     }
 
-    /// README: the session's drop reasons include `no_free_buffer`. A session rectifies into a
-    /// pool of queued pairs + 3 = 5 buffers (newest wins, two queued); a consumer that keeps every
-    /// pair it is handed keeps all five, and every later pair finds none (live cameras do not
-    /// wait for one). Once the consumer lets go, pairs flow again; the account balances.
-    @Test("a consumer that keeps every pair holds the pool's five buffers: the pairs after are no_free_buffer drops")
-    func aConsumerHoldingEveryBufferDropsPairsAsNoFreeBuffer() throws {
+    /// A session rectifies into a pool of queued pairs + 3 = 5 buffers (newest wins, two
+    /// queued); a consumer that keeps every pair it is handed holds them, and the pool grows a
+    /// pair's buffers at a time, each growth an event. With the limit set to 6 pairs' buffers
+    /// the seventh pair finds none: it is the session's `no_free_buffer` drop and the session
+    /// ends, naming how many pairs the consumer held; the account balances.
+    @Test("a consumer that keeps every pair: the pool grows with an event each time, and past its limit the session ends naming the pairs held")
+    func aConsumerHoldingEveryBufferGrowsThePoolToItsLimit() throws {
         let kept = Locked<[StereoPair]>([])
-        let fixture = try HandFedSession(onPair: { pair in kept.withLock { $0.append(pair) } })
+        let pairBytes = 2 * 160 * 120  // two gray8 images of 160 × 120
+        let fixture = try HandFedSession(heldPairsLimitBytes: 6 * pairBytes, onPair: { pair in kept.withLock { $0.append(pair) } })
         let session = fixture.session
         defer { session.stop() }
         #expect(session.backPressure == .newestWins(queuedPairs: 2))
-        // Nine pairs, each proven as its right frame arrives, and decided before the next is fed.
-        for (k, frames) in fixture.frames(9).enumerated() {
+        // Seven pairs, each proven as its right frame arrives, and decided before the next is fed.
+        for (k, frames) in fixture.frames(7).enumerated() {
             fixture.cameras.left.deliver(frames.left)
             fixture.cameras.right.deliver(frames.right)
             #expect(eventually { Self.decided(session.statistics) > k }, "pair \(k) was not decided")
         }
+        #expect(eventually { !session.isRunning }, "the session did not end at its limit")
         let held = session.statistics
-        print("holding every pair: \(held.pairsDelivered) delivered, drops \(held.sessionDrops)")
-        #expect(held.synchronizer.pairsMade == 9 && held.pairsInFlight == 0)
-        #expect(held.pairsDelivered == 5 && held.pooledBuffers == 5 && kept.withLock { $0.count } == 5)
-        #expect(held.sessionDrops == [.noFreeBuffer: 4])
-        // Let go: the buffers go back to the pool and pairs are delivered again.
-        kept.withLock { $0 = [] }
-        fixture.run(fixture.frames(3))
-        #expect(session.statistics.pairsDelivered == 8)
-        session.stop()
-        let stats = session.statistics
-        for side in StereoSide.allCases { #expect(stats.accountsForEveryFrame(side), "\(side): \(stats.droppedByName(side))") }
-        #expect(stats.pooledBuffers == 5)
+        print("holding every pair: \(held.pairsDelivered) delivered, drops \(held.sessionDrops), pool \(held.pooledBuffers); "
+              + "events \(held.events.map(\.description))")
+        #expect(held.synchronizer.pairsMade == 7 && held.pairsInFlight == 0)
+        #expect(held.pairsDelivered == 6 && held.pooledBuffers == 6 && kept.withLock { $0.count } == 6)
+        // The seventh pair found no buffer.
+        #expect(held.sessionDrops == [.noFreeBuffer: 1], "\(held.sessionDrops)")
+        let grew = held.events.compactMap { event -> Int? in if case .poolGrew(let pairs, _) = event.kind { return pairs }; return nil }
+        #expect(grew == [6], "the pool grew past its five steady buffers once, to six")
+        let reason = held.events.compactMap { event -> String? in if case .stopped(let reason) = event.kind { return reason }; return nil }
+        #expect(reason.count == 1 && reason[0].contains("your code holds 6 rectified pairs") && reason[0].contains("heldPairsLimitBytes"),
+                "\(reason)")
+        for side in StereoSide.allCases { #expect(held.accountsForEveryFrame(side), "\(side): \(held.droppedByName(side))") }
     }
 
     /// README: the session's drop reasons include `rectification_failed`. A pair whose frames

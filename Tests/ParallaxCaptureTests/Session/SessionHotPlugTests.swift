@@ -10,6 +10,14 @@ import Testing
 /// `nil`, no timeout), and a source that cannot come back.
 @Suite("Session hot-plug: the same camera, the same format, the timeout")
 struct SessionHotPlugTests {
+    /// A session that looks for a lost camera every 20 ms and does not read the machine's load.
+    static var watchingOptions: StereoSessionOptions {
+        var options = StereoSessionOptions()
+        options.reconnectIntervalSeconds = 0.02
+        options.pressure.readsMachineState = false
+        return options
+    }
+
     static let interval = FrameInterval(numerator: 1, denominator: 30)
 
     /// A GREY virtual webcam at `path` on USB port (and bus) `port`: 320×240 and 160×120, at
@@ -40,8 +48,8 @@ struct SessionHotPlugTests {
     /// appears at its node: another identity, so it is not taken back. The session keeps
     /// looking until its timeout ends it, with the reason the last attempt gave; the other
     /// camera never streamed.
-    @Test("a camera that comes back on another USB port is not taken back; the timeout ends the session naming it")
-    func aCameraOnAnotherPortIsNotTakenBack() async throws {
+    @Test("another camera (another serial, on another port) at the node is not taken back; the timeout ends the session naming it")
+    func anotherCameraIsNotTakenBack() async throws {
         let (driver, device) = try Self.pair(CaptureFormat(fourCC: .grey, size: ImageSize(width: 160, height: 120), frameInterval: Self.interval))
         var options = StereoSessionOptions()
         options.reconnectIntervalSeconds = 0.02
@@ -68,6 +76,33 @@ struct SessionHotPlugTests {
         #expect(stats.accountDiscrepancy == nil, "\(stats.accountDiscrepancy ?? "")")
     }
 
+    /// A camera known by its serial is the same camera on any port: SN2 unplugged from port 2
+    /// and plugged into port 3 (another node) is taken back, and pairs again.
+    @Test("a camera known by its serial comes back on another USB port and is taken back")
+    func theSameSerialOnAnotherPortIsTakenBack() async throws {
+        let (driver, device) = try Self.pair(CaptureFormat(fourCC: .grey, size: ImageSize(width: 160, height: 120), frameInterval: Self.interval))
+        #expect(device.identities.right.stableID == "usb-:-SN2")
+        let options = Self.watchingOptions
+        let session = try StereoSession(device: device, options: options)
+        let log = PairLog()
+        try session.start(delivering: log.handler)
+        defer { session.stop() }
+        let (paired, back, pairedAgain) = try await onOwnThread { () -> (Bool, Bool, Bool) in
+            guard log.wait(for: 5) else { return (false, false, false) }
+            driver.unplug("/dev/video2")
+            _ = eventually { session.statistics.events.contains { $0.name == "disconnected" } }
+            var moved = Self.webcam("/dev/video4", port: "3")
+            moved.usb?.serial = "SN2"
+            driver.add(moved)
+            let back = eventually { session.statistics.events.contains { $0.name == "reconnected" } }
+            return (true, back, log.wait(for: log.count + 5))
+        }
+        #expect(paired && back && pairedAgain)
+        let reconnected = session.statistics.events.filter { $0.name == "reconnected" }
+        #expect(reconnected.map(\.node) == ["/dev/video4"] && reconnected.map(\.stableID) == ["usb-:-SN2"], "\(reconnected)")
+        #expect(driver.framesProduced("/dev/video4") > 0)
+    }
+
     /// Cameras without serial numbers are known by their USB port. The right one is unplugged
     /// and another model (with a serial, so discovery lists it by that) is plugged into its
     /// port: found at the port, but not the same camera. It is refused with an event naming
@@ -87,9 +122,7 @@ struct SessionHotPlugTests {
         #expect(device.identities.map(\.stableID) == PerSide(left: "usb-1-1", right: "usb-2-2"))
         try device.configure(StereoConfiguration(format: CaptureFormat(fourCC: .grey, size: ImageSize(width: 160, height: 120),
                                                                          frameInterval: Self.interval)))
-        var options = StereoSessionOptions()
-        options.reconnectIntervalSeconds = 0.02
-        options.pressure.readsMachineState = false
+        let options = Self.watchingOptions
         let session = try StereoSession(device: device, options: options)
         let log = PairLog()
         try session.start(delivering: log.handler)
@@ -178,11 +211,10 @@ struct SessionHotPlugTests {
         let diagnosis = "right frame \(first.sequence) from \(first.source) stamped \(first.rightStamp), replug at "
             + "\(replugAt.withLock { $0 }); the driver had made \(seen.produced) frames, its first stamps \(seen.stamps)"
         // The announcement, not a poll, brought it back: the driver had the camera's frame 0
-        // due at most two intervals after the node appeared (STREAMON within one interval of
-        // it: the reopening itself takes about a millisecond here; the interval is the bound a
-        // webcam user notices, and it leaves room for a loaded or sanitized run).
+        // due before the first poll could have run (a minute after the camera went). How soon
+        // is printed above, not asserted (wall clock; about a millisecond to reopen here).
         let frameZeroDue = try #require(seen.frameZeroDue, "\(diagnosis)")
-        #expect(frameZeroDue - replugAt.withLock { $0 } <= 2 * Self.interval.nanoseconds,
+        #expect(frameZeroDue - replugAt.withLock { $0 } < Int64(options.watchedReconnectIntervalSeconds * 1e9),
                 "frame 0 due \(Double(frameZeroDue - replugAt.withLock { $0 }) / 1e6) ms after the node appeared")
         #expect(nearest.map { $0.0 <= 1 && abs($0.1 - first.rightStamp) < 1_000 } == true,
                 "the first pair after the replug: \(diagnosis)")
@@ -202,9 +234,7 @@ struct SessionHotPlugTests {
         let (driver, device) = try Self.pair(format)
         let before = try #require(device.activeFormats)
         #expect(before.left == format && before.right == format)
-        var options = StereoSessionOptions()
-        options.reconnectIntervalSeconds = 0.02
-        options.pressure.readsMachineState = false
+        let options = Self.watchingOptions
         let session = try StereoSession(device: device, options: options)
         let log = PairLog()
         // The right frames of every pair, as delivered: their sequence numbers and stamps.

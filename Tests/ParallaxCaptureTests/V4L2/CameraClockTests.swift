@@ -33,11 +33,21 @@ struct CameraClockTests {
     /// times plus the shortest delay (50 µs, which no fit can see: a constant shared by every
     /// frame of the camera).
     ///
-    /// The bound, once the drift is fitted (from 2 s): the hull rests on the transfers with
-    /// the shortest latency; among the ~40 transfers a second, the shortest of 250 µs of
-    /// spread lies within about 250 µs / 40 ≈ 6 µs of the floor, and the slope's error over
-    /// the window moves the line by no more than twice that: 20 µs. Before that, the offset
-    /// alone from the last second: 50 ppm over it (50 µs) plus the same 6 µs: 60 µs.
+    /// The bound, once the drift is fitted (from 2 s): the line lies under every reading, so
+    /// at a frame it lies above the floor by at most the least excess of the readings around
+    /// it. 20 frames a second keep their readings, 3 transfers each: 60 transfers a second,
+    /// each a transfer's last payload 50 µs plus U(0, 250 µs) late. The least of n such
+    /// excesses is above x with probability (1 − x / 250 µs)ⁿ: over one second's 60, above
+    /// 10 µs with probability 0.96⁶⁰ ≈ 9 %, above 20 µs with 0.92⁶⁰ ≈ 0.7 %. The hull edge the
+    /// slope comes from joins two such least readings some seconds apart, so its tilt is at
+    /// most 20 µs over those seconds, and carried to the newest frame it adds no more than
+    /// the same again: under 20 µs at every frame in all but a fraction of a percent of runs
+    /// (this one is seeded: the same readings every run). Before 2 s, the offset alone from
+    /// the last second: 50 ppm over it (50 µs) plus one second's least excess (under 10 µs
+    /// nine times in ten): 60 µs. The drift then follows from the line: off by e ppm, the
+    /// line moves e µs a second against the truth, so a line within 20 µs of it at both ends
+    /// of the 30 s window is within 40 µs / 30 s ≈ 1.3 ppm; the 5 ppm asserted allows the
+    /// edge a span of 8 s (40 µs / 8 s).
     @Test("a drifting, wrapping clock read with transfer latencies and lost frames is mapped to host time within 20 µs of truth plus the shortest delay")
     func fitsDriftAndOffset() {
         let frequency = 48_000_000.0, drift = 50e-6
@@ -100,6 +110,113 @@ struct CameraClockTests {
         #expect(fit.restarts == 1)
         // From the restart on (after 8 refused readings), device time maps to host time plus the 100 µs.
         #expect(mapped.suffix(30).allSatisfy { value in value.map { abs($0 % 10_000_000 - 100_000) <= 1 } ?? false }, "\(mapped)")
+    }
+
+    /// A 48 MHz clock read once a frame (30 a second), `delay` late (50 µs plus U(0, 250 µs)
+    /// unless given), its ticks at host time t (seconds) `ticks(t)`; each frame's exposure
+    /// start mapped through the fit and its error against the truth plus the 50 µs floor, by
+    /// host time.
+    static func run(seconds: Double, skipping skip: (Double) -> Bool = { _ in false }, ticks: (Double) -> Double,
+                    delay: (inout SeededRandomGenerator) -> Double = { 0.00005 + Double($0.next() % 250_000) * 1e-9 },
+                    into fit: inout CameraClockFit) -> [(time: Double, error: Double?)] {
+        var random = SeededRandomGenerator(seed: 11)
+        let hostStart: Int64 = 1_000_000_000_000
+        var errors: [(Double, Double?)] = []
+        func raw(_ t: Double) -> UInt32 { UInt32(truncatingIfNeeded: Int64(ticks(t).rounded(.down))) }
+        for frame in 0..<Int(seconds * 30) {
+            let t = Double(frame) / 30
+            if skip(t) { continue }
+            let sent = t + 0.012
+            let received = sent + delay(&random)
+            fit.add(readings: [(raw(sent), hostStart + Int64((received * 1e9).rounded()))])
+            errors.append((t, fit.hostNanoseconds(ofDeviceClock: raw(t)).map { Double($0 - hostStart) - t * 1e9 - 50_000 }))
+        }
+        return errors
+    }
+
+    /// A busy host: one reading in ten waits 1 to 250 ms more (log-uniform, a heavy tail: a
+    /// loaded robot computer, a starved emulated guest). The line lies under every reading,
+    /// so a late one only lies further above it; the others, 27 a second, carry the fit.
+    @Test("heavy-tailed delays (one reading in ten up to 250 ms late) leave the fit within 60 µs of truth plus the shortest delay")
+    func heavyTailedDelays() {
+        let frequency = 48_000_000.0
+        var fit = CameraClockFit(frequencyHz: frequency)
+        let errors = Self.run(seconds: 45, ticks: { t in frequency * (7 + t * (1 - 40e-6)) }, delay: { random in
+            let usual = 0.00005 + Double(random.next() % 250_000) * 1e-9
+            guard random.next() % 10 == 0 else { return usual }
+            return usual + 0.001 * pow(250, Double(random.next() % 1_000_000) / 1_000_000)
+        }, into: &fit)
+        let settled = errors.filter { $0.time >= 2 }.compactMap(\.error)
+        let worst = settled.map(abs).max() ?? .infinity
+        print("camera clock, heavy-tailed delays: drift \(fit.driftPPM ?? .nan) ppm, worst error beyond the 50 µs delay \(worst / 1000) µs")
+        // As in windowForgetsAnOldRate with 27 usable readings a second instead of 30: the
+        // least excess of a second's is above 60 µs with probability 0.76²⁷ ≈ 6e-4.
+        #expect(settled.count == 1290 && worst < 60_000)
+        #expect(abs((fit.driftPPM ?? 0) + 40) < 5)
+        #expect(fit.rejected == 0)
+    }
+
+    /// The fit keeps 30 s of readings: a clock whose rate changes (a crystal warming, 0 then
+    /// 100 ppm fast from 40 s) is fitted on the new rate alone once the window has passed the
+    /// change. Kept for ever, the readings before the change would hold the line under their
+    /// chord to the newest ones (the residual bends down at the change): a slope between the
+    /// two rates, (40 s × 0 + 35 s × 100 ppm) / 75 s ≈ 47 ppm.
+    @Test("readings older than the 30 s window are let go: a clock that changed its rate is fitted on the new rate alone")
+    func windowForgetsAnOldRate() {
+        let frequency = 48_000_000.0
+        var fit = CameraClockFit(frequencyHz: frequency)
+        let errors = Self.run(seconds: 75, ticks: { t in frequency * (100 + t + 100e-6 * max(0, t - 40)) }, into: &fit)
+        let last = errors.filter { $0.time >= 70 }.compactMap(\.error)
+        let worst = last.map(abs).max() ?? .infinity
+        print("camera clock window: drift \(fit.driftPPM ?? .nan) ppm after the change, worst error over the last 5 s \(worst / 1000) µs")
+        // One reading a frame, 30 a second: the least excess of a second's readings is above
+        // 60 µs with probability (1 − 60/250)³⁰ ≈ 3e-4, so the line lies within 60 µs of the
+        // floor at each frame and its tilt over the window's seconds adds no more; the drift
+        // from a line within 60 µs at both ends of an edge 24 s long or more (the window's
+        // least readings): 120 µs / 24 s = 5 ppm.
+        #expect(last.count == 150 && worst < 60_000)
+        #expect(abs((fit.driftPPM ?? 0) - 100) < 5)
+    }
+
+    /// A camera that stopped for longer than half its counter's wrap (2³⁰ ticks: 22 s at
+    /// 48 MHz) cannot be unwrapped across the gap: the fit starts again from the readings
+    /// after it instead of placing them a wrap off (a 60 s gap is 2.9e9 ticks; read as the
+    /// signed 32-bit difference it lies 29 s behind the history).
+    @Test("a gap of more than half the counter's wrap starts the fit again; frames after it map right from the first")
+    func startsAgainAfterALongGap() {
+        let frequency = 48_000_000.0
+        var fit = CameraClockFit(frequencyHz: frequency)
+        let errors = Self.run(seconds: 75, skipping: { $0 >= 5 && $0 < 65 }, ticks: { t in frequency * (3 + t * (1 + 30e-6)) }, into: &fit)
+        #expect(fit.restarts == 1)
+        // The first second after the gap: the offset alone, from the least of the readings
+        // since (each at most 250 µs late beyond the floor), 30 ppm over 12 ms and the second
+        // adding under 31 µs: 281 µs.
+        let first = errors.filter { $0.time >= 65 && $0.time < 66 }
+        #expect(first.count == 30 && first.allSatisfy { $0.error.map { abs($0) < 281_000 } ?? false },
+                "\(first.map { $0.error.map { $0 / 1000 } ?? .nan })")
+        // Then: 30 ppm over the last second (30 µs) plus that second's least excess among 30
+        // readings (above 70 µs with probability (1 − 70/250)³⁰ ≈ 5e-5): 100 µs.
+        let after = errors.filter { $0.time >= 66 }
+        #expect(after.count == 270 && after.allSatisfy { $0.error.map { abs($0) < 100_000 } ?? false },
+                "\(after.compactMap { $0.error.map { abs($0) / 1000 } }.max() ?? .nan) µs")
+    }
+
+    /// A hull edge steeper than any crystal (here readings 5000 ppm apart: a clock frequency
+    /// the camera states wrongly) is not believed: the fit keeps the offset alone, from the
+    /// last second's least reading, as over a short span.
+    @Test("a fitted drift beyond 1000 ppm is not believed: the offset alone, from the last second's readings")
+    func refusesAnImpossibleDrift() {
+        let frequency = 48_000_000.0
+        var fit = CameraClockFit(frequencyHz: frequency)
+        let errors = Self.run(seconds: 10, ticks: { t in frequency * (3 + t * (1 + 5000e-6)) }, into: &fit)
+        #expect(fit.driftPPM == 0)
+        // The residual falls 5000 ppm of device time, 167 µs a frame, so the last second's
+        // least reading is the newest (off by −5000 ppm × 12 ms = −60 µs at the frame, plus
+        // its excess under 250 µs) or, if the newest came more than 167 µs later, the one
+        // before (+106 µs, plus its excess, and less than the newest would give): between
+        // −61 and 190 µs.
+        let last = errors.suffix(30).compactMap(\.error)
+        #expect(last.count == 30 && last.allSatisfy { $0 > -61_000 && $0 < 190_000 }, "\(last.map { $0 / 1000 })")
     }
 }
 

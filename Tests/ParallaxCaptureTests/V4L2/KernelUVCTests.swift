@@ -272,6 +272,13 @@ struct KernelUVCTests {
         // the frame is a gap in the sequence numbers, which Parallax reports as dropped frames.
         #expect(faulty.count == 3)
         for number in faulty { #expect(!sequences.contains(UInt64(number)), "frame \(number) was delivered") }
+        // And each gap is reported: the frames the events say were dropped as sequence gaps are
+        // the frames missing between those delivered (the three faults; more only if the bus
+        // lost one too, which then is missing as well).
+        let missing = zip(sequences, sequences.dropFirst()).map { Int($1) - Int($0) - 1 }.reduce(0, +)
+        let reported = events.withLock { $0 }.filter { $0.hasPrefix("dropped ") && $0.hasSuffix("sequence_gap") }
+            .compactMap { Int($0.split(separator: " ")[1]) }.reduce(0, +)
+        #expect(missing >= 3 && reported == missing, "missing \(missing) frames, \(reported) reported dropped")
         webcam.disconnect()
         #expect(Self.wait(10) { events.withLock { $0 }.contains { $0.contains("disconnect") } }, "\(events.withLock { $0 })")
         camera.stop()
