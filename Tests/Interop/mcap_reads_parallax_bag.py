@@ -61,11 +61,13 @@ def main():
     zstd_path = sys.argv[7]
     n = int(frames)
 
-    # The raw bag: two Image topics, n each, the EuRoC recording's pixels.
+    # The raw bag: two Image topics, n each, the EuRoC recording's pixels, each with the
+    # simulated rig's camera info (its calibration is known).
     summary, messages = read_bag(raw_path)
     expected = {f"/stereo/{side}/image_raw": ("sensor_msgs/msg/Image", "ros2msg", "cdr", n) for side in ("left", "right")}
+    expected.update({f"/stereo/{side}/camera_info": ("sensor_msgs/msg/CameraInfo", "ros2msg", "cdr", n) for side in ("left", "right")})
     check(topics(summary) == expected, f"{raw_path}: topics {topics(summary)}, expected {expected}")
-    check(summary.statistics.message_count == 2 * n, f"{raw_path}: {summary.statistics.message_count} messages")
+    check(summary.statistics.message_count == 4 * n, f"{raw_path}: {summary.statistics.message_count} messages")
     for side, camera in (("left", "cam0"), ("right", "cam1")):
         folder = os.path.join(euroc, camera, "data")
         pngs = [cv2.imread(os.path.join(folder, name), cv2.IMREAD_UNCHANGED) for name in sorted(os.listdir(folder))]

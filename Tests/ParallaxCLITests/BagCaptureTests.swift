@@ -47,8 +47,16 @@ struct BagCaptureTests {
 
         let (file, images, info, compressed) = try Self.read(bag)
         #expect(file.profile == "ros2" && file.isComplete)
-        #expect(Set(images.keys) == ["/stereo/left/image_raw", "/stereo/right/image_raw"] && info.isEmpty && compressed.isEmpty)
-        #expect(file.statistics?.messageCount == 8)
+        #expect(Set(images.keys) == ["/stereo/left/image_raw", "/stereo/right/image_raw"] && compressed.isEmpty)
+        // The rig's calibration is known: each raw image has its camera info, the rig's K and D.
+        let rig = SimulatedStereoRig.example(size: ImageSize(width: 160, height: 120)).calibration
+        #expect(Set(info.keys) == ["/stereo/left/camera_info", "/stereo/right/camera_info"])
+        for side in StereoSide.allCases {
+            let infos = info["/stereo/\(side)/camera_info"] ?? []
+            #expect(infos.count == 4 && infos.map(\.header) == (images["/stereo/\(side)/image_raw"] ?? []).map(\.header))
+            #expect(infos.allSatisfy { $0.k == rig[side].intrinsics.matrix.rowMajor && $0.width == 160 && $0.height == 120 })
+        }
+        #expect(file.statistics?.messageCount == 16)
         for (topic, camera) in [("/stereo/left/image_raw", "cam0"), ("/stereo/right/image_raw", "cam1")] {
             let bagImages = try #require(images[topic])
             #expect(bagImages.count == 4)
@@ -146,7 +154,7 @@ struct BagCaptureTests {
         #expect(left.count == right.count && left.count >= 12, "\(left.count) left and \(right.count) right images")
         let stamps = left.map(\.header.stamp.nanoseconds)
         #expect(stamps == stamps.sorted() && Set(stamps).count == stamps.count)
-        #expect(file.statistics.map { Int($0.messageCount) } == left.count + right.count)
+        #expect(file.statistics.map { Int($0.messageCount) } == 2 * (left.count + right.count), "each image and its camera info")
     }
 
     @Test("an existing bag is kept unless --overwrite; zstd chunks on request; --independent has no bag; a folder named .mcap is refused")
@@ -161,7 +169,7 @@ struct BagCaptureTests {
         #expect(try String(contentsOfFile: bag, encoding: .utf8) == "an older file\n")
         let replaced = try ParallaxCLI.run(common + ["--output", bag, "--overwrite"])
         #expect(replaced.status == 0, "\(replaced.stderr)")
-        #expect(try MCAPFile(path: bag).statistics?.messageCount == 4)
+        #expect(try MCAPFile(path: bag).statistics?.messageCount == 8, "2 pairs: 4 images, each with its camera info")
         // zstd chunks: the same messages, read back; the option is for bags only.
         let packed = dir.appendingPathComponent("packed.mcap").path
         let zstd = try ParallaxCLI.run(common + ["--bag-compression", "zstd", "--output", packed])
@@ -198,7 +206,7 @@ struct BagCaptureTests {
         let metadata = try String(contentsOfFile: bag + "/metadata.yaml", encoding: .utf8)
         let stamps = images.values.flatMap { $0.map(\.header.stamp.nanoseconds) }
         let first = try #require(stamps.min()), last = try #require(stamps.max())
-        for line in ["  version: 5", "  storage_identifier: mcap", "  message_count: 6", "    nanoseconds: \(last - first)",
+        for line in ["  version: 5", "  storage_identifier: mcap", "  message_count: 12", "    nanoseconds: \(last - first)",
                      "    nanoseconds_since_epoch: \(first)", "        name: /stereo/left/image_raw",
                      "        name: /stereo/right/image_raw", "        type: sensor_msgs/msg/Image", "        serialization_format: cdr",
                      "      message_count: 3", "    - rec_bag_0.mcap", "        offered_qos_profiles: \"- history: 1\\n  depth: 10\\n"] {
@@ -212,11 +220,11 @@ struct BagCaptureTests {
         // An older bag stays unless --overwrite; a folder that is no bag is never replaced.
         let kept = try ParallaxCLI.run(common + ["--frames", "2", "--output", bag])
         #expect(kept.status != 0 && kept.stderr.contains("not empty"), "\(kept.stderr)")
-        #expect(try MCAPFile(path: bag + "/rec_bag_0.mcap").statistics?.messageCount == 6)
+        #expect(try MCAPFile(path: bag + "/rec_bag_0.mcap").statistics?.messageCount == 12)
         let replaced = try ParallaxCLI.run(["capture", "--simulated", "--size", "160x120", "--frames", "2", "--bag", "--overwrite",
                                             "--output", bag])
         #expect(replaced.status == 0, "\(replaced.stderr)")
-        #expect(try MCAPFile(path: bag + "/rec_bag_0.mcap").statistics?.messageCount == 4)
+        #expect(try MCAPFile(path: bag + "/rec_bag_0.mcap").statistics?.messageCount == 8)
         #expect(try FileManager.default.contentsOfDirectory(atPath: dir.path) == ["rec_bag"])
         let mine = dir.appendingPathComponent("mine")
         try FileManager.default.createDirectory(at: mine, withIntermediateDirectories: true)
@@ -341,8 +349,8 @@ struct BagCaptureTests {
         let more = try pairs(["--recording", bag, "--frames", "10"])
         #expect(more.status == 1 && more.stderr.contains("after 6 of 10 pairs"), "\(more.stderr)")
         // A topic the bag does not have is named, with the image topics it has.
-        let missing = try pairs(["--recording", bag, "--left-topic", "/stereo/left/camera_info", "--right-topic", "/stereo/right/image_raw"])
-        #expect(missing.status != 0 && missing.stderr.contains("has no topic /stereo/left/camera_info"), "\(missing.stderr)")
+        let missing = try pairs(["--recording", bag, "--left-topic", "/stereo/left/depth", "--right-topic", "/stereo/right/image_raw"])
+        #expect(missing.status != 0 && missing.stderr.contains("has no topic /stereo/left/depth"), "\(missing.stderr)")
         let refused = try pairs(["--recording", bag, "--format", "160x120@30:GREY"])
         #expect(refused.status != 0 && refused.stderr.contains("--recording plays back the recorded format"), "\(refused.stderr)")
         let stray = try pairs(["--simulated", "--left-topic", "/a"])

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import ParallaxCapture
 
 /// Nothing the user had is lost, whatever ends a run: recordings replaced only when the new
 /// one is complete, recordings consistent after any signal (SIGKILL included, tidied by the
@@ -101,11 +102,13 @@ struct NothingLostTests {
             defer { try? FileManager.default.removeItem(at: output.deletingLastPathComponent()) }
             let process = try ParallaxCLI.launch(["capture", "--simulated", "--frames", "1000000", "--size", "64x48", "--output", output.path])
             defer { if process.isRunning { process.terminate() } }
-            // Once pairs are being written, a random moment within the next 1.5 s.
-            let images = output.appendingPathComponent("cam1/data").path
+            // Once a pair is listed in both CSVs, a random moment within the next 1.5 s (an image
+            // on disk is not yet a pair: a kill at once after it, on a loaded machine, left none).
             let started = Date(timeIntervalSinceNow: 60)
-            while ((try? FileManager.default.contentsOfDirectory(atPath: images))?.isEmpty ?? true)
-                    && Date() < started && process.isRunning {
+            func listed() -> Bool {
+                ["cam0", "cam1"].allSatisfy { camera in ((try? Self.listedAndOnDisk(output, camera))?.listed.isEmpty ?? true) == false }
+            }
+            while !listed() && Date() < started && process.isRunning {
                 usleep(5_000)
             }
             try #require(process.isRunning, "run \(run): capture ended before the signal (status \(process.terminationStatus))")
@@ -146,6 +149,114 @@ struct NothingLostTests {
             #expect(!FileManager.default.fileExists(atPath: output.appendingPathComponent(".parallax-recording").path) || signal == SIGKILL)
         }
         print("killed and hung-up recordings: 20 runs consistent; \(tidiedRuns) of 10 killed runs had images beyond the CSV, tidied")
+    }
+
+    /// A bag recording killed after 3 s (one MCAP file, a rosbag2 folder, zstd chunks, and
+    /// `stream --record`): the next recording at that path finishes what the killed one wrote
+    /// as `NAME.recovered-PID.mcap` (a folder `NAME.recovered-PID` with its metadata.yaml) and
+    /// says how many pairs it kept; that bag opens whole and holds the pairs in order, each
+    /// side's image stamps rising and pairs within a frame of each other. The rig runs in real
+    /// time (`--real-time`, 30 fps) and chunks close at each second of log time (30 pairs):
+    /// killed 3 s after its first chunk reached the disk, it keeps at least three more, and
+    /// loses at most the last chunk's second before the kill. Mutations: a writer that hands
+    /// chunks over only when its 1 MiB buffer fills (3 s of 64×48 pairs with their camera info
+    /// are about 0.7 MiB, so the last 3 s are lost), or a recorder that does not recover, fail it.
+    @Test("SIGKILL after 3 s of recording a bag (.mcap, --bag, zstd, stream --record): the next run keeps its whole chunks and says so",
+          arguments: [["capture", "--output", "rec.mcap"], ["capture", "--bag", "--output", "rec"],
+                      ["capture", "--bag-compression", "zstd", "--output", "rec.mcap"], ["stream", "--record", "rec.mcap"]])
+    func killedBagRecordingIsRecovered(command: [String]) throws {
+        let folder = try ParallaxCLI.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let bagFolder = command.contains("--bag")
+        let name = command.last!
+        let arguments = [command[0], "--simulated", "--real-time", "--frames", "1000000", "--size", "64x48"] + command.dropFirst()
+        let process = try ParallaxCLI.launch(arguments, workingDirectory: folder)
+        defer { if process.isRunning { process.terminate() } }
+        // From its first chunk on disk, 3 s.
+        let started = Date(timeIntervalSinceNow: 60)
+        func written() -> Int {
+            let all = (try? FileManager.default.subpathsOfDirectory(atPath: folder.path)) ?? []
+            guard let partial = all.first(where: { $0.contains(".partial-\(process.processIdentifier)") }) else { return 0 }
+            return ((try? FileManager.default.attributesOfItem(atPath: folder.appendingPathComponent(partial).path))?[.size] as? Int) ?? 0
+        }
+        while written() == 0 && Date() < started && process.isRunning { usleep(10_000) }
+        try #require(process.isRunning && written() > 0, "\(arguments): no bag being written (status \(process.terminationStatus))")
+        usleep(3_000_000)
+        kill(process.processIdentifier, SIGKILL)
+        var now = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &now)
+        let killedAt = UInt64(now.tv_sec) * 1_000_000_000 + UInt64(now.tv_nsec)
+        process.waitUntilExit()
+        let pid = process.processIdentifier
+        #expect(!FileManager.default.fileExists(atPath: folder.appendingPathComponent(name).path), "a killed run left \(name) itself")
+
+        let next = try ParallaxCLI.run([command[0], "--simulated", "--frames", "2", "--size", "64x48"] + command.dropFirst(),
+                                       workingDirectory: folder)
+        #expect(next.status == 0, "\(next.stderr)")
+        let recovered = bagFolder ? "rec.recovered-\(pid)" : "rec.recovered-\(pid).mcap"
+        let said = try #require(next.stderr.split(separator: "\n").first { $0.contains("recovered") && $0.contains(recovered) },
+                                "the next run did not say it recovered \(recovered): \(next.stderr)")
+        let pairs = try #require(Int(said.split(separator: "recovered ").last?.split(separator: " ").first ?? ""), "\(said)")
+        #expect(pairs >= 60, "\(said)")
+        print("\(command.joined(separator: " ")) killed after 3 s: \(said)")
+        let bag = folder.appendingPathComponent(bagFolder ? "\(recovered)/rec_0.mcap" : recovered).path
+        if bagFolder {
+            let metadata = try String(contentsOfFile: folder.appendingPathComponent("\(recovered)/metadata.yaml").path, encoding: .utf8)
+            #expect(metadata.contains("rec_0.mcap") && metadata.contains("/stereo/left/image_raw"), "\(metadata)")
+        }
+        let file = try MCAPFile(path: bag)
+        #expect(file.isComplete)
+        var stamps: [String: [UInt64]] = [:]
+        try file.forEachMessage { message in
+            // image_raw, or image_rect from stream (which rectifies the simulated rig).
+            let topic = message.channel.topic
+            guard topic.hasSuffix("image_raw") || topic.hasSuffix("image_rect") else { return }
+            stamps[topic.hasPrefix("/stereo/left/") ? "left" : "right", default: []].append(message.logTime)
+        }
+        let left = stamps["left"] ?? [], right = stamps["right"] ?? []
+        #expect(min(left.count, right.count) == pairs && abs(left.count - right.count) <= 1, "\(left.count) left, \(right.count) right")
+        #expect(zip(left, left.dropFirst()).allSatisfy { $0 < $1 } && zip(right, right.dropFirst()).allSatisfy { $0 < $1 })
+        // Pairs: the two sides' stamps within a frame (33 ms) of each other.
+        #expect(zip(left, right).allSatisfy { abs(Int64(bitPattern: $0 &- $1)) < 33_333_333 })
+        // What was lost: the frames after the last whole chunk, at most its second of log
+        // time, with the delivery from camera to disk (under a second even on a loaded
+        // machine) beside it: 2.5 s. (A writer waiting for its 1 MiB buffer had handed
+        // nothing over in these 3 s, about 0.7 MiB: 3 s and more.)
+        let lost = Double(Int64(bitPattern: killedAt &- (left.last ?? 0))) / 1e9
+        #expect(lost < 2.5, "the last \(lost) s before the kill were lost")
+        print("\(command.joined(separator: " ")): the bag kept all but the last \(String(format: "%.2f", lost)) s before the kill")
+        // The recovery is done once: the run after that finds nothing to recover.
+        let third = try ParallaxCLI.run([command[0], "--simulated", "--frames", "2", "--size", "64x48", "--overwrite"] + command.dropFirst(),
+                                        workingDirectory: folder)
+        #expect(third.status == 0 && !third.stderr.contains("recovered"), "\(third.stderr)")
+    }
+
+    /// A full disk, as a file-size limit makes it (RLIMIT_FSIZE with SIGXFSZ ignored: writes
+    /// past 512 KiB fail with EFBIG, as they would with ENOSPC): `capture` exits 1 naming the
+    /// path and the write error, and keeps the pairs of its whole chunks in the bag, which
+    /// opens whole and holds as many pairs as it says. Mutation: the run's old ending (print
+    /// "write error", drop the bag, exit 0) fails it.
+    @Test("a full disk while recording a bag: exit 1 naming the path and the error, the whole chunks kept and counted")
+    func fullDiskKeepsWholeChunks() throws {
+        let folder = try ParallaxCLI.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let script = "trap '' XFSZ; ulimit -f 512; exec \"$0\" \"$@\""
+        let result = try ParallaxCLI.run(["-c", script, ParallaxCLI.executable.path, "capture", "--simulated", "--frames", "600",
+                                          "--size", "64x48", "--output", "rec.mcap"],
+                                         workingDirectory: folder, executable: URL(fileURLWithPath: "/bin/bash"))
+        #expect(result.status == 1, "\(result.stdout)\(result.stderr)")
+        #expect(result.stderr.contains("rec.mcap") && result.stderr.contains("write error") && result.stderr.contains("File too large"),
+                "\(result.stderr)")
+        let kept = try #require(result.stderr.split(separator: "kept ").last.flatMap { Int($0.split(separator: " ").first ?? "") },
+                                "\(result.stderr)")
+        #expect(kept > 0)
+        print("a full disk at 512 KiB: \(result.stderr.split(separator: "\n").last ?? "")")
+        let file = try MCAPFile(path: folder.appendingPathComponent("rec.mcap").path)
+        var left = 0
+        try file.forEachMessage { if $0.channel.topic == "/stereo/left/image_raw" { left += 1 } }
+        #expect(left >= kept && left <= kept + 1, "\(left) left images, \(kept) pairs said")
+        let leftovers = try FileManager.default.contentsOfDirectory(atPath: folder.path).filter { $0.contains(".partial-") }
+        #expect(leftovers.isEmpty, "\(leftovers)")
     }
 
     /// Mutation: `--independent` without its `Interruption` (as before) is killed by SIGTERM

@@ -207,8 +207,21 @@ struct RectifyDatasetTests {
         let folder = dir.appendingPathComponent("out")
         #expect(try ParallaxCLI.run(common + [folder.path]).status == 0)
         let bag = dir.appendingPathComponent("out.mcap").path
+        // The temporary a killed run left (its process gone): removed and said, as the bag is
+        // made again from the input; another process's temporary (this one's) is left alone.
+        let gone = Process()
+        gone.executableURL = URL(fileURLWithPath: "/bin/true")
+        try gone.run()
+        gone.waitUntilExit()
+        let stale = bag + ".partial-\(gone.processIdentifier)", live = bag + ".partial-\(getpid())"
+        try Data("half a bag".utf8).write(to: URL(fileURLWithPath: stale))
+        try Data("another run's".utf8).write(to: URL(fileURLWithPath: live))
         let run = try ParallaxCLI.run(common + [bag])
         #expect(run.status == 0 && run.stdout.contains("rectified 5 pairs") && run.stdout.contains("(a ROS 2 bag)"), "\(run.stdout) \(run.stderr)")
+        #expect(run.stderr.contains("removed out.mcap.partial-\(gone.processIdentifier), the unfinished output of a run that was killed"),
+                "\(run.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: stale) && FileManager.default.fileExists(atPath: live))
+        try FileManager.default.removeItem(atPath: live)
         let (file, images, info, _) = try BagCaptureTests.read(bag)
         #expect(file.isComplete && Set(images.keys) == ["/stereo/left/image_rect", "/stereo/right/image_rect"])
         #expect(info.values.map(\.count) == [5, 5])

@@ -15,9 +15,20 @@ public protocol StereoPairRecorder: AnyObject, Sendable {
     var isOpen: Bool { get }
     /// True when the recording replaces an older one at its path when it finishes.
     var replacesOlderRecording: Bool { get }
+    /// After a write error (``record(_:)`` or ``finish()`` threw; the recorder is still open):
+    /// ends the recording keeping what of it is whole, and says what was kept and where, or
+    /// why nothing could be, in a sentence.
+    func keepAfterWriteError() -> String
 }
 
-extension EuRoCRecorder: StereoPairRecorder {}
+extension EuRoCRecorder: StereoPairRecorder {
+    /// Ends the recording as ``abandon()`` does: a new folder keeps what its CSVs list.
+    public func keepAfterWriteError() -> String {
+        abandon()
+        return replacesOlderRecording ? "the older recording in \(directory) was kept (this one replaced it only once whole)"
+            : "\(directory) keeps the frames its data.csv files list"
+    }
+}
 
 /// A recorder that also takes pairs made without a session, as images: the bag recorders
 /// (``MCAPRecorder``, ``ROS2BagFolderRecorder``), which `parallax rectify-dataset` writes to.
@@ -39,13 +50,24 @@ public protocol ImagePairRecorder: StereoPairRecorder {
 ///
 /// Header stamps and log times are the frames' timestamps (CLOCK_MONOTONIC nanoseconds).
 /// The file is written beside its path under a temporary name and appears only at
-/// ``finish()``; ``abandon()`` (or an end before `finish()`) leaves whatever was at the path
-/// as it was. A path that exists is refused unless `replacingExisting`.
+/// ``finish()``; ``abandon()`` leaves whatever was at the path as it was. A path that exists
+/// is refused unless `replacingExisting`.
+///
+/// A recording cut short keeps what it wrote. Chunks reach the file as they close (about a
+/// second each), so a process killed while recording leaves `PATH.partial-PID` whole up to
+/// its last chunk; the next recorder at that path finishes it as `NAME.recovered-PID.mcap`
+/// (``MCAPRecovery``, said in ``tidied``). After a write error (a full disk),
+/// ``keepAfterWriteError()`` finishes what is whole at the path, or beside it when an older
+/// file is there.
 public final class MCAPRecorder: ImagePairRecorder {
     /// The bag's path.
     public let path: String
     /// True when an older file at ``path`` is replaced at ``finish()``.
     public let replacesOlderRecording: Bool
+    /// What the recorder did before starting with the unfinished bags that killed recordings
+    /// left at this path: each finished and kept, or removed when nothing in it was whole, a
+    /// sentence each.
+    public let tidied: [String]
 
     private let state: Locked<State>
     private let frameIDs: PerSide<String>
@@ -84,11 +106,17 @@ public final class MCAPRecorder: ImagePairRecorder {
     /// `cameraInfo`, each image is followed by its side's camera info (stamped like it);
     /// `compression` says how chunks are stored.
     ///
+    /// Unfinished bags that killed recordings left at `path` are finished first
+    /// (``MCAPRecovery/recoverInterrupted(beside:)``), or with `recoveringInterrupted` false
+    /// (for output made again from its input, as `rectify-dataset`'s) removed; ``tidied``
+    /// says which.
+    ///
     /// - Throws: ``CaptureError/recording(path:reason:)`` when `path` exists (and not
     ///   `replacingExisting`), is a folder, or its folder cannot be written.
     public init(path: String, replacingExisting: Bool = false,
                 frameIDs: PerSide<String> = PerSide(left: "stereo_left", right: "stereo_right"),
-                cameraInfo: PerSide<ROS2.CameraInfo>? = nil, compression: MCAPWriter.Compression = .none) throws(CaptureError) {
+                cameraInfo: PerSide<ROS2.CameraInfo>? = nil, compression: MCAPWriter.Compression = .none,
+                recoveringInterrupted: Bool = true) throws(CaptureError) {
         var isFolder: ObjCBool = false
         let exists = FileManager.default.fileExists(atPath: path, isDirectory: &isFolder)
         if exists && isFolder.boolValue { throw .recording(path: path, reason: "is a folder; an MCAP bag is one file") }
@@ -97,6 +125,14 @@ public final class MCAPRecorder: ImagePairRecorder {
         }
         self.path = path
         replacesOlderRecording = exists
+        if recoveringInterrupted {
+            tidied = MCAPRecovery.recoverInterrupted(beside: path)
+        } else {
+            tidied = MCAPRecovery.interrupted(beside: path).compactMap { found in
+                unlink(found.path) == 0
+                    ? "removed \((found.path as NSString).lastPathComponent), the unfinished output of a run that was killed" : nil
+            }
+        }
         self.frameIDs = frameIDs
         self.cameraInfo = cameraInfo
         do {
@@ -116,8 +152,8 @@ public final class MCAPRecorder: ImagePairRecorder {
     public var isOpen: Bool { state.withLock { $0.writer != nil } }
 
     /// Writes both sides of `pair` (and their camera info). A write error (a full disk) is
-    /// thrown here or by ``finish()``; the bag is then not kept, and whatever was at the path
-    /// stays as it was.
+    /// thrown here or by ``finish()``, and leaves the recorder open for
+    /// ``keepAfterWriteError()`` (or ``abandon()``).
     public func record(_ pair: StereoPair) throws(CaptureError) {
         var pixels = PerSide<Pixels?>(repeating: nil)
         for side in StereoSide.allCases {
@@ -192,7 +228,7 @@ public final class MCAPRecorder: ImagePairRecorder {
                     state.contents.count(message.topic, type: message.type, at: time)
                 }
             } catch {
-                return .recording(path: path, reason: "\(error)")
+                return .recording(path: path, reason: Self.reason(error))
             }
             state.pairs += 1
             return nil
@@ -201,10 +237,56 @@ public final class MCAPRecorder: ImagePairRecorder {
     }
 
     /// Writes the summary and footer and renames the bag into place (over an older file
-    /// when replacing one). Calling it again does nothing.
+    /// when replacing one). Calling it again does nothing. A write error leaves the recorder
+    /// open for ``keepAfterWriteError()``.
     public func finish() throws(CaptureError) {
-        guard let writer = state.withLock({ state -> MCAPWriter? in defer { state.writer = nil }; return state.writer }) else { return }
-        do { try writer.finish() } catch { throw .recording(path: path, reason: "\(error)") }
+        // Under the lock, so that a failed finish leaves the writer where keepAfterWriteError() finds it.
+        let failure: MCAPWriteError? = state.withLock { state in
+            guard let writer = state.writer else { return nil }
+            do throws(MCAPWriteError) {
+                try writer.finish()
+                state.writer = nil
+                return nil
+            } catch { return error }
+        }
+        if let failure { throw .recording(path: path, reason: Self.reason(failure)) }
+    }
+
+    /// A write error's reason, without the path when it is the bag's own (the error names it).
+    private static func reason(_ error: MCAPWriteError) -> String {
+        if case .cannotWrite(let file) = error { return file.reason }
+        return "\(error)"
+    }
+
+    /// After a write error: ends the recording and finishes what of it is whole
+    /// (``MCAPRecovery``): at ``path`` when nothing is there, else beside it. Says what was
+    /// kept and where, or why nothing could be.
+    public func keepAfterWriteError() -> String {
+        do {
+            let kept = try keepWhole()
+            return "kept \(kept.pairs) pairs (up to the last whole chunk) in \(kept.path)"
+        } catch {
+            return "nothing could be kept: \(error)"
+        }
+    }
+
+    /// The bag's writer ended, what of it is whole finished at `path` (or beside it). The
+    /// rosbag2 folder's recorder keeps its bag through this too.
+    func keepWhole() throws(MCAPRecoveryError) -> MCAPRecovery.Outcome {
+        guard let writer = state.withLock({ state -> MCAPWriter? in defer { state.writer = nil }; return state.writer }) else {
+            throw MCAPRecoveryError(file: path, reason: "the recording was already finished or abandoned")
+        }
+        return try Self.keepWhole(writer, at: path)
+    }
+
+    private static func keepWhole(_ writer: MCAPWriter, at path: String) throws(MCAPRecoveryError) -> MCAPRecovery.Outcome {
+        guard let partial = writer.keepUnfinished() else {
+            throw MCAPRecoveryError(file: path, reason: "nothing was written to keep", keptNothing: true)
+        }
+        do { return try MCAPRecovery.finish(partial, as: path) } catch {
+            if error.keptNothing { unlink(partial) }
+            throw error
+        }
     }
 
     /// Drops the bag being written; whatever was at the path stays as it was.

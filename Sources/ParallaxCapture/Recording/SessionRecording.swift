@@ -9,9 +9,11 @@ public struct SessionRecordingSummary: Sendable {
     public var statistics: StereoSessionStatistics
     /// The first error while writing, if any (the recording stopped there).
     public var writeError: CaptureError?
-    /// Why the session ended before the pairs asked for were written (`nil` when they were).
-    /// The recorder is then left open: ``StereoPairRecorder/finish()`` keeps what was written,
-    /// ``StereoPairRecorder/abandon()`` keeps an older recording it was to replace.
+    /// Why the session ended before the pairs asked for were written, or why the recording
+    /// could not be finished (`nil` when it was). The recorder is then left open:
+    /// ``StereoPairRecorder/finish()`` keeps what was written, ``StereoPairRecorder/abandon()``
+    /// keeps an older recording it was to replace; after a ``writeError``,
+    /// ``StereoPairRecorder/keepAfterWriteError()`` keeps what is whole.
     public var endedEarly: String?
 }
 
@@ -78,11 +80,12 @@ extension StereoSession {
             do { try recorder.finish() } catch { writeError = writeError ?? error }
         }
         var early: String?
-        if let limit, written < limit {
+        if let error = writeError {
+            // The last pair written, or the bag's end, failed: short of what was asked either way.
+            early = "\(error)"
+        } else if let limit, written < limit {
             if timedOut.fired.load(ordering: .relaxed) {
                 early = "timed out after \(timeoutSeconds ?? 0) s"
-            } else if let error = writeError {
-                early = "\(error)"
             } else if case .stopped(let reason) = ended?.kind {
                 early = reason
             } else {

@@ -330,8 +330,10 @@ public final class AtomicFileWriter {
         if buffer.count >= flushThreshold { try flush() }
     }
 
-    /// Hands the buffer to the background queue.
-    private func flush() throws(FileAccessError) {
+    /// Hands what is buffered to the background queue now, which writes it to the file: a
+    /// process killed once that write is done loses none of it (the temporary file keeps it).
+    /// Throws an earlier write's error.
+    public func flush() throws(FileAccessError) {
         if let error = failure.error { throw error }
         guard !buffer.isEmpty else { return }
         let chunk = buffer
@@ -367,6 +369,21 @@ public final class AtomicFileWriter {
             unlink(temporary)
             throw .cannotWrite(path: path, reason: reason)
         }
+    }
+
+    /// Stops writing, without a commit, and leaves what was written under the temporary
+    /// name, which it returns (`nil` for standard output, or once committed): whatever was
+    /// at the target stays as it was, and the caller owns the temporary file from here on
+    /// (to finish it, as ParallaxCapture's `MCAPRecovery` does a bag cut short by a full disk).
+    public func keepUnfinished() -> String? {
+        _ = try? flush()
+        queue.sync {}
+        guard let temporary, !committed else { return nil }
+        committed = true
+        _ = file.sync()
+        file.close()
+        FileAccess.forgetTemporary(temporary)
+        return temporary
     }
 
     /// The first write error of the background queue.

@@ -150,12 +150,25 @@ struct CaptureCommand: AsyncParsableCommand {
             recorder.abandon()
             throw error
         }
+        // A write error (a full disk): what is whole is kept, and the run fails saying so.
+        if let error = summary.writeError {
+            let kept = recorder.isOpen ? recorder.keepAfterWriteError() : "nothing was kept"
+            report(summary, keptOlder: false, bagDropped: false, kept: kept)
+            throw CLIError("\(summary.pairsWritten) pairs recorded, then a write error: \(error); \(kept)")
+        }
         // Ended early: kept when the user stopped it; otherwise an older recording is kept.
         let keptOlder = recorder.isOpen && !interruption.fired && recorder.replacesOlderRecording
         // A bag is written whole: one that ended early, not by the user, is dropped.
         let bagDropped = recorder.isOpen && !interruption.fired && writesBag
         if recorder.isOpen {
-            if interruption.fired { try recorder.finish() } else { recorder.abandon() }
+            if interruption.fired {
+                do { try recorder.finish() } catch {
+                    throw CLIError("\(summary.pairsWritten) pairs recorded, then a write error: \(error); "
+                                   + recorder.keepAfterWriteError())
+                }
+            } else {
+                recorder.abandon()
+            }
         }
         report(summary, keptOlder: keptOlder, bagDropped: bagDropped)
         if let reason = summary.endedEarly, !interruption.fired {
@@ -177,7 +190,7 @@ struct CaptureCommand: AsyncParsableCommand {
     /// The recorder for `--output` as an EuRoC folder (`--independent`).
     private func openFolderRecorder() throws -> EuRoCRecorder { try target.openFolder() }
 
-    private func report(_ summary: SessionRecordingSummary, keptOlder: Bool, bagDropped: Bool) {
+    private func report(_ summary: SessionRecordingSummary, keptOlder: Bool, bagDropped: Bool, kept: String? = nil) {
         let stats = summary.statistics
         let skew = stats.synchronizer.skew
         print("\(summary.pairsWritten) pairs written; skew p50 \(Self.milliseconds(skew.p50Nanoseconds)), "
@@ -190,7 +203,9 @@ struct CaptureCommand: AsyncParsableCommand {
         }
         for event in stats.events where event.name == "disconnected" || event.name == "reconnected" { print(event) }
         if let error = summary.writeError { print("write error: \(error)") }
-        if keptOlder {
+        if let kept {
+            print(kept)
+        } else if keptOlder {
             print("not recorded: the older recording in \(output) was kept (these \(summary.pairsWritten) pairs were discarded)")
         } else if bagDropped {
             print("not recorded: \(output) is written whole, and this run ended early (these \(summary.pairsWritten) pairs were discarded)")

@@ -61,9 +61,9 @@ struct RecordingTarget {
     }
 
     /// The recorder for a session's pairs. A bag gets each side's camera info with every
-    /// image when the session rectifies (the calibration adapted to the format, with the
-    /// rectification's R and P; the baseline in metres, ROS's unit); an EuRoC folder gets each
-    /// camera's `sensor.yaml` when the calibration is known (`known`: the source's own).
+    /// image when the calibration is known: the session's (adapted to the format) when it
+    /// rectifies, else the source's own (`known`), with the rectification's R and P (the
+    /// baseline in metres, ROS's unit); an EuRoC folder gets each camera's `sensor.yaml` then.
     func open(session: StereoSession, known: StereoCalibration?, rateHz: Double?) throws -> any StereoPairRecorder {
         guard writesBag else {
             let folder = try openFolder()
@@ -76,6 +76,14 @@ struct RecordingTarget {
                 info = Self.cameraInfo(calibration, rectification: rectification)
             } else {
                 FileHandle.standardError.write(Data("\(path): no camera_info: \(Self.convergenceUnknown)\n".utf8))
+            }
+        } else if let known {
+            // Raw images of a known rig (the simulated rig's, a recording's): its K and D, with
+            // the R and P that rectify them, as ROS's camera_calibration gives a raw stereo camera.
+            do {
+                info = Self.cameraInfo(known, rectification: try known.rectification(session.options.rectification.options))
+            } catch {
+                FileHandle.standardError.write(Data("\(path): no camera_info: the rig's calibration does not rectify: \(error)\n".utf8))
             }
         }
         return try openBag(cameraInfo: info)
@@ -121,11 +129,15 @@ struct RecordingTarget {
         return PerSide(left: message(left), right: message(right))
     }
 
-    /// The bag's recorder: one MCAP file, or a rosbag2 folder with `--bag`.
-    func openBag(cameraInfo info: PerSide<ROS2.CameraInfo>?) throws -> any ImagePairRecorder {
+    /// The bag's recorder: one MCAP file, or a rosbag2 folder with `--bag`, after saying what
+    /// it did with unfinished bags of killed runs there (kept, or with `recoveringInterrupted`
+    /// false, for output made again from its input, removed).
+    func openBag(cameraInfo info: PerSide<ROS2.CameraInfo>?, recoveringInterrupted: Bool = true) throws -> any ImagePairRecorder {
         guard bag else {
-            return try MCAPRecorder(path: path, replacingExisting: overwrite, frameIDs: frameIDs, cameraInfo: info,
-                                    compression: compression ?? .none)
+            let file = try MCAPRecorder(path: path, replacingExisting: overwrite, frameIDs: frameIDs, cameraInfo: info,
+                                        compression: compression ?? .none, recoveringInterrupted: recoveringInterrupted)
+            for note in file.tidied { FileHandle.standardError.write(Data("\(path): \(note)\n".utf8)) }
+            return file
         }
         let folder = try ROS2BagFolderRecorder(directory: path, replacingExisting: overwrite, frameIDs: frameIDs, cameraInfo: info,
                                                compression: compression ?? .none)

@@ -164,7 +164,8 @@ struct RectifyDatasetCommand: ParsableCommand {
     /// R and P the rectification's, convergence included): one rectifier using every thread.
     private func writeBag(_ plan: RectifyDatasetPlan, rectifier: Rectifier, format: PixelFormat) throws -> RectifyDatasetPlan.Outcome {
         let info = RecordingTarget.cameraInfo(plan.calibration, rectification: plan.rectification)
-        let recorder = try target.openBag(cameraInfo: info)
+        // Output made from its input: a killed run's unfinished bag is removed, not kept.
+        let recorder = try target.openBag(cameraInfo: info, recoveringInterrupted: false)
         // Ctrl-C or a kill before the end: nothing is kept (a bag is written whole).
         let cleanup = Signals.atExit { recorder.abandon() }
         defer { Signals.removeCleanup(cleanup) }

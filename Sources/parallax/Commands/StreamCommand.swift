@@ -172,8 +172,8 @@ struct StreamCommand: AsyncParsableCommand {
             if let recorder {
                 do { try recorder.record(pair) } catch {
                     session.stop()
-                    recorder.abandon()
-                    throw CLIError("--record: \(error); nothing was kept")
+                    throw CLIError("--record \(record ?? ""): a write error after \(received - 1) pairs: \(error); "
+                                   + recorder.keepAfterWriteError())
                 }
             }
             if let consumerDelay { await Self.sleep(consumerDelay.nanoseconds, whileRunning: session) }
@@ -189,7 +189,9 @@ struct StreamCommand: AsyncParsableCommand {
         var recordingNote = ""
         if let recorder, recorder.isOpen {
             if (received >= frames || playsWholeRecording || interruption.fired) && (mismatched ?? 0) == 0 {
-                try recorder.finish()
+                do { try recorder.finish() } catch {
+                    throw CLIError("--record \(record ?? ""): a write error at its end: \(error); " + recorder.keepAfterWriteError())
+                }
             } else {
                 recorder.abandon()
                 recordingNote = "; --record \(record ?? ""): nothing was kept"

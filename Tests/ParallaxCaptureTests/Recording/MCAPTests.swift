@@ -1,3 +1,4 @@
+import CZstd
 import Foundation
 import ParallaxGeometry
 import Testing
@@ -48,6 +49,7 @@ struct MCAPTests {
         let (bytes, images) = try Self.sampleBag(compression: compression)
         #expect(Array(bytes.prefix(8)) == MCAPFormat.magic && Array(bytes.suffix(8)) == MCAPFormat.magic)
         let file = try MCAPFile(bytes: bytes, name: "sample.mcap")
+        #expect(try Self.indexedMessages(bytes) == 15, "the summary's indexes lead to every message")
         #expect(file.profile == "ros2" && file.library.hasPrefix("parallax "))
         let statistics = try #require(file.statistics)
         #expect(statistics.messageCount == 15 && statistics.channelCount == 3 && statistics.schemaCount == 2)
@@ -71,6 +73,159 @@ struct MCAPTests {
         #expect(decoded == images)
         #expect(seen.mapValues(\.count) == ["/stereo/left/image_raw": 5, "/stereo/right/image_raw": 5, "/stereo/left/camera_info": 5])
         #expect(seen["/stereo/left/image_raw"] == seen["/stereo/left/image_raw"]?.sorted())
+    }
+
+    /// An unfinished bag (its writer never finished, as a killed recording leaves it), with
+    /// where each chunk's record ends and how many messages the chunks up to it hold: the
+    /// writer hands each record to its output in one call, so the first output after a
+    /// message that closes a chunk is that chunk's record.
+    static func unfinishedBag(count: Int, compression: MCAPWriter.Compression) throws
+        -> (bytes: [UInt8], messages: [(topic: String, data: [UInt8])], chunkEnds: [(end: Int, messages: Int)]) {
+        var bytes: [UInt8] = []
+        var ends: [Int] = []
+        let writer = try MCAPWriter(profile: "ros2", chunkSize: 700, compression: compression,
+                                    output: { bytes.append(contentsOf: $0); ends.append(bytes.count) })
+        let schema = try writer.addSchema(name: "sensor_msgs/msg/Image", encoding: "ros2msg",
+                                          data: Array(ROS2.schemas["sensor_msgs/msg/Image"]!.utf8))
+        let channels = [try writer.addChannel(schemaID: schema, topic: "/stereo/left/image_raw", messageEncoding: "cdr"),
+                        try writer.addChannel(schemaID: schema, topic: "/stereo/right/image_raw", messageEncoding: "cdr")]
+        var messages: [(topic: String, data: [UInt8])] = []
+        var chunkEnds: [(end: Int, messages: Int)] = []
+        for n in 0..<count {
+            for (side, channel) in channels.enumerated() {
+                let stamp = Int64(1_000_000_000 + n * 33_333_333 + side * 1000)
+                let pixels = (0..<48).map { UInt8(truncatingIfNeeded: $0 * 7 + n * 3 + side) }
+                let image = ROS2.Image(header: ROS2.Header(stamp: ROS2.Time(nanoseconds: stamp), frameID: "s\(side)"), height: 6, width: 8,
+                                       encoding: "mono8", step: 8, data: pixels)
+                let calls = ends.count
+                try writer.addMessage(channel: channel, sequence: UInt32(n), logTime: UInt64(stamp), publishTime: UInt64(stamp),
+                                      data: image.serialized())
+                messages.append((side == 0 ? "/stereo/left/image_raw" : "/stereo/right/image_raw", image.serialized()))
+                if ends.count > calls { chunkEnds.append((ends[calls], messages.count)) }
+            }
+        }
+        return (bytes, messages, chunkEnds)
+    }
+
+    /// Every cut from the header to the end (in steps that land in chunks, in their message
+    /// indexes and on their boundaries): the finished file opens whole (footer, summary, every
+    /// CRC-32 checked), holds exactly the messages of the chunks whose records lie wholly
+    /// before the cut, byte for byte and in order, its statistics count them, and its summary's
+    /// indexes lead to each of them. Mutations: not writing again the message indexes of a
+    /// chunk whose own were cut (the index walk finds none), or leaving that chunk out (too
+    /// few messages), fail it.
+    @Test("a bag cut anywhere, stored or zstd, is finished up to its last whole chunk: whole on reopening, its messages byte for byte",
+          arguments: MCAPWriter.Compression.allCases)
+    func recoveryKeepsEveryWholeChunk(compression: MCAPWriter.Compression) throws {
+        let (bytes, messages, chunkEnds) = try Self.unfinishedBag(count: 40, compression: compression)
+        try #require(chunkEnds.count >= 8, "700-byte chunks: 80 messages of about 120 bytes close several")
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("mcap-recovery-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        var checked = 0
+        for cut in stride(from: 60, through: bytes.count, by: 23) {
+            let partial = folder.appendingPathComponent("cut.mcap.partial-\(cut)").path
+            let target = folder.appendingPathComponent("cut-\(cut).mcap").path
+            try Data(bytes.prefix(cut)).write(to: URL(fileURLWithPath: partial))
+            let expected = chunkEnds.last { $0.end <= cut }?.messages ?? 0
+            guard expected > 0 else {
+                #expect(throws: MCAPRecoveryError.self) { try MCAPRecovery.finish(partial, as: target) }
+                continue
+            }
+            let outcome = try MCAPRecovery.finish(partial, as: target)
+            #expect(outcome.path == target && !FileManager.default.fileExists(atPath: partial))
+            #expect(outcome.contents.messageCount == expected, "cut at \(cut)")
+            let file = try MCAPFile(path: target)
+            #expect(file.isComplete)
+            #expect(file.statistics?.messageCount == UInt64(expected), "cut at \(cut)")
+            var read: [(String, [UInt8])] = []
+            try file.forEachMessage { read.append(($0.channel.topic, Array($0.data))) }
+            #expect(read.count == expected)
+            #expect(try Self.indexedMessages(try Array(Data(contentsOf: URL(fileURLWithPath: target)))) == expected,
+                    "cut at \(cut): the summary's chunk indexes and the message indexes do not lead to every message")
+            #expect(zip(read, messages).allSatisfy { $0.0 == $1.topic && $0.1 == $1.data }, "cut at \(cut): contents differ")
+            checked += 1
+        }
+        #expect(checked > 50)
+    }
+
+    /// Messages found by following the summary as a seeking reader does (MCAPFile reads in
+    /// file order and needs no index): footer → Chunk Index records → each chunk and its
+    /// Message Index records → each indexed message inside the chunk's records, with the log
+    /// time the index gives. Every step is checked; returns the messages found so.
+    static func indexedMessages(_ bytes: [UInt8]) throws -> Int {
+        struct Broken: Error, CustomStringConvertible { var description: String }
+        func u64(_ at: Int) -> UInt64 { (0..<8).reduce(UInt64(0)) { $0 | UInt64(bytes[at + $1]) << (8 * $1) } }
+        func u32(_ at: Int) -> Int { Int((0..<4).reduce(UInt32(0)) { $0 | UInt32(bytes[at + $1]) << (8 * $1) }) }
+        func u16(_ at: Int) -> UInt16 { UInt16(bytes[at]) | UInt16(bytes[at + 1]) << 8 }
+        let footer = bytes.count - 8 - 9 - 20
+        guard bytes[footer] == 0x02 else { throw Broken(description: "no footer") }
+        var at = Int(u64(footer + 9)), end = Int(u64(footer + 17))
+        if end == 0 { end = footer }
+        var found = 0
+        while at < end {
+            let (opcode, length, content) = (bytes[at], Int(u64(at + 1)), at + 9)
+            defer { at = content + length }
+            guard opcode == 0x08 else { continue }  // a Chunk Index
+            let start = u64(content), stop = u64(content + 8)
+            let chunkAt = Int(u64(content + 16)), chunkLength = Int(u64(content + 24))
+            guard bytes[chunkAt] == 0x06, 9 + Int(u64(chunkAt + 1)) == chunkLength else { throw Broken(description: "no chunk at \(chunkAt)") }
+            // The chunk's records (stored as they are in these tests' uncompressed bags, or zstd).
+            let compressionLength = u32(chunkAt + 9 + 28)
+            let compression = String(decoding: bytes[(chunkAt + 9 + 32)..<(chunkAt + 9 + 32 + compressionLength)], as: UTF8.self)
+            let recordsAt = chunkAt + 9 + 32 + compressionLength + 8
+            let stored = Array(bytes[recordsAt..<(chunkAt + chunkLength)])
+            let size = Int(u64(chunkAt + 9 + 16))
+            var records = stored
+            if compression == "zstd" {
+                records = [UInt8](repeating: 0, count: size)
+                let n = records.withUnsafeMutableBytes { o in stored.withUnsafeBytes { ZSTD_decompress(o.baseAddress, size, $0.baseAddress, $0.count) } }
+                guard n == size else { throw Broken(description: "chunk at \(chunkAt) does not decompress") }
+            }
+            // Its message indexes: channel → offset of a Message Index record of that channel.
+            let mapLength = u32(content + 32)
+            var entry = content + 36
+            while entry < content + 36 + mapLength {
+                let (channel, indexAt) = (u16(entry), Int(u64(entry + 2)))
+                entry += 10
+                guard bytes[indexAt] == 0x07, u16(indexAt + 9) == channel else { throw Broken(description: "no index of \(channel) at \(indexAt)") }
+                let pairs = u32(indexAt + 11)
+                for k in 0..<(pairs / 16) {
+                    let time = u64(indexAt + 15 + 16 * k), offset = Int(u64(indexAt + 15 + 16 * k + 8))
+                    func r64(_ i: Int) -> UInt64 { (0..<8).reduce(UInt64(0)) { $0 | UInt64(records[i + $1]) << (8 * $1) } }
+                    guard offset + 31 <= records.count, records[offset] == 0x05,
+                          UInt16(records[offset + 9]) | UInt16(records[offset + 10]) << 8 == channel,
+                          r64(offset + 15) == time, time >= start, time <= stop else {
+                        throw Broken(description: "index entry \(k) of channel \(channel) leads to no message logged at \(time)")
+                    }
+                    found += 1
+                }
+            }
+        }
+        return found
+    }
+
+    /// The name taken when the target exists, and a file that is not MCAP refused as it is.
+    @Test("a recovered bag never replaces a file: NAME.recovered-PID.mcap beside it; a file that is not MCAP is refused and left")
+    func recoveryNeverReplaces() throws {
+        let (bytes, _, chunkEnds) = try Self.unfinishedBag(count: 10, compression: .none)
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("mcap-recovery-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let target = folder.appendingPathComponent("rec.mcap").path
+        try Data("the user's".utf8).write(to: URL(fileURLWithPath: target))
+        let partial = target + ".partial-4242"
+        try Data(bytes).write(to: URL(fileURLWithPath: partial))
+        let outcome = try MCAPRecovery.finish(partial, as: target)
+        #expect(outcome.path == folder.appendingPathComponent("rec.recovered-4242.mcap").path)
+        #expect(try String(contentsOfFile: target, encoding: .utf8) == "the user's")
+        #expect(outcome.contents.messageCount == chunkEnds.last!.messages)
+        let other = folder.appendingPathComponent("x.mcap.partial-1").path
+        try Data("not a bag at all".utf8).write(to: URL(fileURLWithPath: other))
+        #expect { try MCAPRecovery.finish(other, as: folder.appendingPathComponent("x.mcap").path) } throws: { error in
+            "\(error)".contains("not an MCAP file")
+        }
+        #expect(FileManager.default.fileExists(atPath: other))
     }
 
     @Test("messages in zstd chunks are read again by entry, from the chunk decompressed on demand")

@@ -39,6 +39,15 @@ enum MCAPFormat {
 
     /// Bytes of a record before its content: the opcode and the `UInt64` length.
     static let recordPrefix = 9
+
+    /// A Message Index record: `channel`'s messages in a chunk, as (log time, offset in the
+    /// chunk's records).
+    static func messageIndex(channel: UInt16, entries: [(UInt64, UInt64)]) -> [UInt8] {
+        MCAPFieldWriter.record(.messageIndex) { m in
+            m.u16(channel)
+            m.map(entries, key: { $0.u64($1) }, value: { $0.u64($1) })
+        }
+    }
 }
 
 /// CRC-32 as MCAP uses it (IEEE 802.3, reflected, polynomial 0xEDB88320, as zlib's `crc32`),

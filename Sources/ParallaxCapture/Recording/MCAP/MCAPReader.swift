@@ -386,11 +386,11 @@ public final class MCAPFile {
         channels[channel.id] = channel
     }
 
-    private static func schema(_ f: inout MCAPFieldReader) throws(MCAPFieldReader.Short) -> MCAPSchema {
+    static func schema(_ f: inout MCAPFieldReader) throws(MCAPFieldReader.Short) -> MCAPSchema {
         MCAPSchema(id: try f.u16("id"), name: try f.string("name"), encoding: try f.string("encoding"), data: try f.data32("data"))
     }
 
-    private static func channel(_ f: inout MCAPFieldReader) throws(MCAPFieldReader.Short) -> MCAPChannel {
+    static func channel(_ f: inout MCAPFieldReader) throws(MCAPFieldReader.Short) -> MCAPChannel {
         let id = try f.u16("id"), schemaID = try f.u16("schema_id")
         let topic = try f.string("topic"), encoding = try f.string("message_encoding")
         let pairs = try f.map("metadata") { (m: inout MCAPFieldReader) throws(MCAPFieldReader.Short) in

@@ -37,7 +37,10 @@ public enum MCAPWriteError: Error, Sendable, CustomStringConvertible {
 ///
 /// Written to a path, the file appears only at ``finish()`` (written beside it under a
 /// temporary name, renamed when complete); a writer dropped before that leaves whatever
-/// was at the path as it was.
+/// was at the path as it was. Each chunk is handed to the system as soon as it closes (at
+/// `chunkSize` bytes, or once it spans `chunkSeconds` of log time), so a process killed while
+/// it writes leaves the temporary file whole up to its last chunk: ``MCAPRecovery`` finishes
+/// it, and ``keepUnfinished()`` leaves it for that after a write error.
 public final class MCAPWriter {
     /// A schema as added: its id is what channels name.
     public typealias Schema = MCAPSchema
@@ -46,7 +49,10 @@ public final class MCAPWriter {
 
     private let output: (UnsafeRawBufferPointer) throws(FileAccessError) -> Void
     private let commit: () throws(FileAccessError) -> Void
+    /// The file written to a path: flushed at each chunk, kept unfinished on request.
+    private let file: AtomicFileWriter?
     private let chunkSize: Int
+    private let chunkNanoseconds: UInt64
     private let compression: Compression
 
     /// How chunks are stored.
@@ -75,24 +81,58 @@ public final class MCAPWriter {
 
     /// Starts a file written through `output` (which receives every byte, in order), with
     /// the header's `profile` (`ros2` for ROS 2 bags, or empty) and `library`; a chunk is
-    /// closed once it holds `chunkSize` bytes of records. `commit` runs at the end of ``finish()``.
+    /// closed once it holds `chunkSize` bytes of records or spans `chunkSeconds` of log time.
+    /// `commit` runs at the end of ``finish()``.
     public init(profile: String, library: String = "parallax \(ParallaxVersion.string)", chunkSize: Int = 4 << 20,
-                compression: Compression = .none,
+                chunkSeconds: Double = 1, compression: Compression = .none,
                 output: @escaping (UnsafeRawBufferPointer) throws(FileAccessError) -> Void,
                 commit: @escaping () throws(FileAccessError) -> Void = {}) throws(MCAPWriteError) {
         (self.output, self.commit, self.chunkSize, self.compression) = (output, commit, max(1, chunkSize), compression)
-        // The data section's CRC covers everything before Data End, from the leading magic on.
+        chunkNanoseconds = UInt64(max(0, min(chunkSeconds, 1e9)) * 1e9)
+        file = nil
+        try start(profile: profile, library: library)
+    }
+
+    /// The leading magic and the Header. The data section's CRC covers everything before
+    /// Data End, from the leading magic on.
+    private func start(profile: String, library: String) throws(MCAPWriteError) {
         try emitData(MCAPFormat.magic)
         try emitData(MCAPFieldWriter.record(.header) { $0.string(profile); $0.string(library) })
     }
 
     /// Starts a file at `path`, written beside it under a temporary name and renamed over it
     /// by ``finish()``.
-    public convenience init(path: String, profile: String, chunkSize: Int = 4 << 20, compression: Compression = .none) throws(MCAPWriteError) {
+    public init(path: String, profile: String, chunkSize: Int = 4 << 20, chunkSeconds: Double = 1,
+                compression: Compression = .none) throws(MCAPWriteError) {
         let file: AtomicFileWriter
         do { file = try AtomicFileWriter(path: path) } catch { throw .cannotWrite(error) }
-        try self.init(profile: profile, chunkSize: chunkSize, compression: compression, output: { bytes throws(FileAccessError) in try file.write(bytes) },
-                      commit: { () throws(FileAccessError) in try file.commit() })
+        (output, commit) = ({ bytes throws(FileAccessError) in try file.write(bytes) }, { () throws(FileAccessError) in try file.commit() })
+        (self.file, self.chunkSize, self.compression) = (file, max(1, chunkSize), compression)
+        chunkNanoseconds = UInt64(max(0, min(chunkSeconds, 1e9)) * 1e9)
+        try start(profile: profile, library: "parallax \(ParallaxVersion.string)")
+    }
+
+    /// Goes on with a file whose data section so far `state` describes (``MCAPRecovery``):
+    /// nothing is written until ``appendData(_:)`` or ``finish()``.
+    init(resuming state: ResumedState, output: @escaping (UnsafeRawBufferPointer) throws(FileAccessError) -> Void) {
+        (self.output, commit, file, chunkSize, chunkNanoseconds, compression) = (output, {}, nil, 4 << 20, 1_000_000_000, .none)
+        (offset, dataCRC, schemas, channels, chunkIndexes) = (state.offset, state.dataCRC, state.schemas, state.channels, state.chunkIndexes)
+        (messageCount, messageCounts, startTime, endTime) = (state.messageCount, state.messageCounts, state.startTime, state.endTime)
+    }
+
+    /// Records of the data section written as they are (a recovered chunk's message indexes).
+    func appendData(_ bytes: [UInt8]) throws(MCAPWriteError) {
+        guard !bytes.isEmpty else { return }
+        try emitData(bytes)
+    }
+
+    /// Stops writing and leaves what was written under its temporary name, which it returns
+    /// (`nil` for a writer without a path, or once finished): after a write error, for
+    /// ``MCAPRecovery/finish(_:as:)`` to keep what is whole. The writer can be used no more.
+    public func keepUnfinished() -> String? {
+        guard !isFinished else { return nil }
+        isFinished = true
+        return file?.keepUnfinished()
     }
 
     /// Adds a schema; returns its id (from 1).
@@ -139,7 +179,7 @@ public final class MCAPWriter {
         endTime = max(endTime, logTime)
         messageCount += 1
         messageCounts[channel, default: 0] += 1
-        if chunk.count >= chunkSize { try closeChunk() }
+        if chunk.count >= chunkSize || chunkEnd - chunkStart >= chunkNanoseconds { try closeChunk() }
     }
 
     /// Adds one message on `channel`, logged at `logTime` (nanoseconds).
@@ -239,31 +279,72 @@ public final class MCAPWriter {
             c.u64(UInt64(stored.count))
             c.bytes += stored
         })
-        let chunkLength = offset - chunkStartOffset
+        let summary = ChunkSummary(start: chunkStart, end: chunkEnd, offset: chunkStartOffset, length: offset - chunkStartOffset,
+                                   compression: name, storedSize: UInt64(stored.count), size: UInt64(records.count))
         var indexOffsets: [(UInt16, UInt64)] = []
         let indexStart = offset
         for (channel, entries) in chunkIndex.sorted(by: { $0.key < $1.key }) {
             indexOffsets.append((channel, offset))
-            try emitData(MCAPFieldWriter.record(.messageIndex) { m in
-                m.u16(channel)
-                m.map(entries, key: { $0.u64($1) }, value: { $0.u64($1) })
-            })
+            try emitData(MCAPFormat.messageIndex(channel: channel, entries: entries))
         }
-        let (start, end, size) = (chunkStart, chunkEnd, UInt64(records.count))
-        chunkIndexes.append(MCAPFieldWriter.record(.chunkIndex) { c in
-            c.u64(start)
-            c.u64(end)
-            c.u64(chunkStartOffset)
-            c.u64(chunkLength)
-            c.map(indexOffsets, key: { $0.u16($1) }, value: { $0.u64($1) })
-            c.u64(self.offset - indexStart)
-            c.string(name)
-            c.u64(UInt64(stored.count))
-            c.u64(size)
-        })
+        chunkIndexes.append(summary.indexRecord(indexOffsets: indexOffsets, indexesLength: offset - indexStart))
         chunk.removeAll(keepingCapacity: true)
         chunkIndex.removeAll(keepingCapacity: true)
         (chunkStart, chunkEnd) = (.max, 0)
+        // Handed to the system now: a kill from here on leaves this chunk in the file.
+        if let file { do { try file.flush() } catch { throw .cannotWrite(error) } }
+    }
+
+    /// A chunk's place and fields, as its Chunk Index record gives them.
+    struct ChunkSummary {
+        var start: UInt64, end: UInt64, offset: UInt64, length: UInt64
+        var compression: String
+        var storedSize: UInt64, size: UInt64
+
+        /// The Chunk Index record, with the offsets of the chunk's message indexes.
+        func indexRecord(indexOffsets: [(UInt16, UInt64)], indexesLength: UInt64) -> [UInt8] {
+            MCAPFieldWriter.record(.chunkIndex) { c in
+                c.u64(start)
+                c.u64(end)
+                c.u64(offset)
+                c.u64(length)
+                c.map(indexOffsets, key: { $0.u16($1) }, value: { $0.u64($1) })
+                c.u64(indexesLength)
+                c.string(compression)
+                c.u64(storedSize)
+                c.u64(size)
+            }
+        }
+    }
+
+    /// What a writer resuming an unfinished file needs to know of its data section
+    /// (``MCAPRecovery`` reads it): where it ends and its CRC so far, its schemas and
+    /// channels, and its chunks' index records, message counts and time span.
+    struct ResumedState {
+        var offset: UInt64 = 0
+        var dataCRC = CRC32()
+        var schemas: [Schema] = []
+        var channels: [Channel] = []
+        var chunkIndexes: [[UInt8]] = []
+        var messageCount: UInt64 = 0
+        var messageCounts: [UInt16: UInt64] = [:]
+        var startTime = UInt64.max, endTime: UInt64 = 0
+
+        /// True for 0 (no schema) and a schema already read.
+        func knows(schemaID: UInt16) -> Bool { schemaID == 0 || schemas.contains { $0.id == schemaID } }
+
+        mutating func addChunk(_ chunk: ChunkSummary, indexOffsets: [(UInt16, UInt64)], indexesLength: UInt64) {
+            chunkIndexes.append(chunk.indexRecord(indexOffsets: indexOffsets, indexesLength: indexesLength))
+        }
+
+        mutating func count(_ channel: UInt16, messages: UInt64) {
+            messageCount += messages
+            messageCounts[channel, default: 0] += messages
+        }
+
+        mutating func span(_ start: UInt64, _ end: UInt64) {
+            (startTime, endTime) = (min(startTime, start), max(endTime, end))
+        }
     }
 
     /// `bytes` as one zstd frame (level 3), its content size in its header.

@@ -11,8 +11,11 @@ import ParallaxImage
 /// The folder is written under a hidden name beside it (`.NAME.parallax-staging-PID`) and
 /// renamed into place at ``finish()``, once `metadata.yaml` is complete, so a bag folder
 /// either is whole or is not there. ``abandon()`` (or any end before `finish()`) removes the
-/// staging folder and leaves whatever was at the path as it was; a staging folder left by a
-/// process that was killed is removed by the next recorder of that name (listed in ``tidied``).
+/// staging folder and leaves whatever was at the path as it was. A recording cut short keeps
+/// what it wrote: after a write error, ``keepAfterWriteError()`` finishes the bag's whole
+/// chunks (``MCAPRecovery``) with their `metadata.yaml`; a staging folder left by a process
+/// that was killed is finished so by the next recorder of that name, as `NAME.recovered-PID`
+/// beside it, or removed when nothing in it was whole (listed in ``tidied``).
 ///
 /// `metadata.yaml` is rosbag2's version 5 (ROS 2 Humble's), which every later release reads:
 /// its `starting_time` and `duration` are the first and last messages' log times, the
@@ -120,11 +123,15 @@ public final class ROS2BagFolderRecorder: ImagePairRecorder {
             return true
         }) else { return }
         do {
-            try bag.finish()
+            do { try bag.finish() } catch {
+                // The recorder stays open for keepAfterWriteError(), with the bag's whole chunks.
+                state.withLock { $0 = .recording }
+                throw error
+            }
             let metadata = Self.metadataYAML(bag.contents, fileName: mcapFileName)
             try FileAccess.writeAtomically(metadata, toPath: (staging as NSString).appendingPathComponent("metadata.yaml"))
         } catch let error as CaptureError {
-            try? FileManager.default.removeItem(atPath: staging)
+            if !isOpen { try? FileManager.default.removeItem(atPath: staging) }
             throw error
         } catch let error as FileAccessError {
             try? FileManager.default.removeItem(atPath: staging)
@@ -134,6 +141,40 @@ public final class ROS2BagFolderRecorder: ImagePairRecorder {
             throw .recording(path: directory, reason: "\(error)")
         }
         try moveIntoPlace()
+    }
+
+    /// After a write error: ends the recording and keeps its bag's whole chunks, with their
+    /// `metadata.yaml`, at ``directory`` (beside it, as `NAME.recovered-PID`, when an older bag
+    /// is there). Says what was kept and where, or why nothing could be.
+    public func keepAfterWriteError() -> String {
+        guard state.withLock({ phase -> Bool in
+            guard phase == .recording else { return false }
+            phase = .finished
+            return true
+        }) else { return "\(directory): the recording was already finished or abandoned" }
+        let kept: MCAPRecovery.Outcome
+        do { kept = try bag.keepWhole() } catch {
+            try? FileManager.default.removeItem(atPath: staging)
+            return "nothing could be kept: \(error)"
+        }
+        let destination = replacesOlderRecording ? directory + ".recovered-\(getpid())" : directory
+        do {
+            try Self.complete(staging, with: kept, fileName: mcapFileName, as: destination)
+            return "kept \(kept.pairs) pairs (up to the last whole chunk) in \(destination)"
+        } catch {
+            return "nothing could be moved into place: \(error)"
+        }
+    }
+
+    /// Writes `metadata.yaml` for the recovered bag in `folder` and renames the folder to
+    /// `destination` (which must not hold anything); on failure the folder stays where it is.
+    private static func complete(_ folder: String, with kept: MCAPRecovery.Outcome, fileName: String, as destination: String) throws {
+        try FileAccess.writeAtomically(metadataYAML(kept.contents, fileName: fileName),
+                                       toPath: (folder as NSString).appendingPathComponent("metadata.yaml"))
+        guard rename(folder, destination) == 0 else {
+            throw CaptureError.recording(path: destination, reason: "the kept bag cannot be moved here ("
+                                         + String(cString: strerror(errno)) + "); it is whole in \(folder)")
+        }
     }
 
     /// Drops the bag being written; whatever was at the path stays as it was.
@@ -168,7 +209,8 @@ public final class ROS2BagFolderRecorder: ImagePairRecorder {
         try? FileManager.default.removeItem(atPath: aside)
     }
 
-    /// Removes staging folders of `name` in `folder` whose recording process is gone.
+    /// Finishes, or removes, the staging folders of `name` in `folder` whose recording
+    /// process is gone: its bag's whole chunks kept as `NAME.recovered-PID` beside it.
     private static func removeAbandonedStaging(in folder: String, name: String) -> [String] {
         let prefix = stagingPrefix(name)
         var removed: [String] = []
@@ -182,6 +224,25 @@ public final class ROS2BagFolderRecorder: ImagePairRecorder {
                 removed.append("left \(entry) alone: it holds a whole bag (metadata.yaml) that was never moved into place")
                 continue
             }
+            let fileName = "\(name)_0.mcap"
+            let destination = (folder as NSString).appendingPathComponent("\(name).recovered-\(pid)")
+            var leave = false
+            for partial in MCAPRecovery.interrupted(beside: (path as NSString).appendingPathComponent(fileName)) {
+                do {
+                    let kept = try MCAPRecovery.finish(partial.path, as: (path as NSString).appendingPathComponent(fileName))
+                    try complete(path, with: kept, fileName: fileName, as: destination)
+                    removed.append("recovered \(kept.pairs) pairs (\(kept.chunks) chunks) from \(entry), the unfinished bag of a "
+                                   + "recording that was killed, into \(destination)")
+                } catch let error as MCAPRecoveryError where error.keptNothing {
+                    continue
+                } catch {
+                    removed.append("could not recover \(entry), the unfinished bag of a recording that was killed: \(error); "
+                                   + "it was left as it is")
+                    leave = true
+                }
+            }
+            // Moved into place, or (said above) kept where it is.
+            guard FileManager.default.fileExists(atPath: path), !leave else { continue }
             if (try? FileManager.default.removeItem(atPath: path)) != nil {
                 removed.append("removed \(entry), the unfinished bag of a recording that was killed")
             }
