@@ -83,6 +83,7 @@ let package = Package(
             dependencies: [
                 "Parallax", "ParallaxTestSupport",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Yams", package: "Yams"),  // rosbag2's metadata.yaml, read
                 .product(name: "Hummingbird", package: "hummingbird", condition: .when(traits: ["BrowserViewer"])),
                 .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket", condition: .when(traits: ["BrowserViewer"])),
                 .product(name: "Logging", package: "swift-log", condition: .when(traits: ["BrowserViewer"])),

@@ -1032,6 +1032,30 @@ def dataset_cases():
                                            "file"], files={"file": "a file\n"}, must_name="file")
     add(fam, "stream --record onto an existing bag", ["stream", "--simulated", "--frames", "3", "--size", "32x24", "--record",
                                                       "old.mcap"], files={"old.mcap": "an older bag\n"}, must_name="old.mcap")
+    # Bags that lie: rosbag2 metadata is what a folder holds (rosbag2 reads it so); one topic
+    # cannot be both cameras; image topics must be ROS 2's CDR.
+    make_bag = [["capture", "--simulated", "--frames", "3", "--size", "32x24", "--bag", "--output", "bag"]]
+    meta = "rosbag2_bagfile_information:\n  version: 5\n  storage_identifier: {storage}\n  relative_file_paths:\n{files}"
+    play = ["stream", "--raw", "--frames", "2", "--recording", "bag"]
+    add(fam, "stream --recording a sqlite3 rosbag2 folder", play,
+        files={"bag/metadata.yaml": meta.format(storage="sqlite3", files="    - bag_0.db3\n"), "bag/bag_0.db3": "SQLite format 3\0"},
+        must_name=["sqlite3", "ros2 bag convert"])
+    add(fam, "stream --recording a split rosbag2 bag", play, setup=make_bag,
+        files_after_setup={"bag/metadata.yaml": meta.format(storage="mcap", files="    - bag_0.mcap\n    - bag_1.mcap\n")},
+        must_name=["2 files", "bag_1.mcap"])
+    add(fam, "stream --recording: metadata.yaml names a file that is not there", play, setup=make_bag,
+        files_after_setup={"bag/metadata.yaml": meta.format(storage="mcap", files="    - other_0.mcap\n")}, must_name="other_0.mcap")
+    add(fam, "stream --recording: metadata.yaml that is not rosbag2's", play, setup=make_bag,
+        files_after_setup={"bag/metadata.yaml": "topics: [a, b\n"}, must_name="metadata.yaml")
+    add(fam, "stream --recording a FIFO named .mcap", ["stream", "--raw", "--frames", "2", "--recording", "fifo.mcap"],
+        files={"fifo.mcap": Fifo()}, must_name=["fifo.mcap", "not a regular file"], timeout=15)
+    add(fam, "stream --recording: one topic for both cameras", ["stream", "--raw", "--frames", "2", "--recording", "bag",
+                                                               "--left-topic", "/stereo/left/image_raw", "--right-topic",
+                                                               "/stereo/left/image_raw"],
+        setup=make_bag, must_name="/stereo/left/image_raw")
+    add(fam, "rectify-dataset: one topic for both cameras", rd + ["--input", "bag", "--output", "out", "--left-topic",
+                                                                  "/stereo/right/image_raw", "--right-topic", "/stereo/right/image_raw"],
+        files=rig, setup=make_bag, must_name="/stereo/right/image_raw")
     add(fam, "--calibration with a broken sensor.yaml", ["rectification", "--calibration", "rec"], setup=make_rec,
         files_after_setup={"rec/cam0/sensor.yaml": "sensor_type: camera\nresolution: [32, 24]\ncamera_model: pinhole\n"},
         must_name="sensor.yaml")

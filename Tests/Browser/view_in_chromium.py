@@ -226,6 +226,14 @@ def access_and_bad_requests(base, token):
     check(status is not None and 400 <= status < 500, f"a WebSocket upgrade with a wrong token: {status}, expected a 4xx")
     status = raw_request(base, upgrade.replace("/ws", "/ws?token=" + token))
     check(status == 101, f"a WebSocket upgrade with the token: {status}, expected 101")
+    status = raw_request(base, upgrade.replace("Host: x\r\n", "Host: x\r\nAuthorization: Bearer " + token + "\r\n"))
+    check(status == 101, f"a WebSocket upgrade with the token as a Bearer header: {status}, expected 101")
+    # An unauthenticated POST is refused before its body is read: 401, whatever its size.
+    try:
+        status = raw_request(base, b"POST /api/convergence HTTP/1.1\r\nHost: x\r\nContent-Length: 100000\r\n\r\n" + b"x" * 100_000)
+    except (BrokenPipeError, ConnectionResetError):
+        status = "the connection cut while the body was sent"
+    check(status == 401, f"an unauthenticated 100 kB POST: {status}, expected 401")
 
     bad = []
     distances = ["abc", "NaN", "nan", "-1", "-1m", "0", "0m", "0.0", "1e400", "-inf", "1.2km", "1.2 m m", "m", "",
@@ -602,8 +610,24 @@ def main():
         finally:
             if devtools:
                 devtools.close()
+            # Clients that hold on (an idle keep-alive, a half-sent request, an open WebSocket)
+            # cannot keep the viewer from ending within 2 s of SIGTERM.
+            host, port = base[len("http://"):].rsplit(":", 1)
+            holders = [socket.create_connection((host, int(port)), timeout=10) for _ in range(3)]
+            holders[1].sendall(b"GET /api/status?token=" + token.encode() + b" HTTP/1.1\r\nHost: x\r\n")
+            holders[2].sendall(("GET /ws?token=" + token + " HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                                "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n").encode())
+            time.sleep(0.5)
+            began = time.monotonic()
             viewer.terminate()
-            viewer.wait(timeout=30)
+            try:
+                viewer.wait(timeout=30)
+            finally:
+                for holder in holders:
+                    holder.close()
+            took = time.monotonic() - began
+            check(took < 2, f"parallax view took {took:.1f} s to end on SIGTERM with three clients holding connections")
+            print(f"SIGTERM with an idle, a half-sent and a WebSocket connection open: ended in {took * 1000:.0f} ms", flush=True)
         check(viewer.returncode == 0, f"parallax view exited with status {viewer.returncode} on SIGTERM")
         summary = ended(work)
         print(f"session: {status['pairs']} pairs, mismatched {status['mismatched_pairs']}; at the end: {summary}", flush=True)

@@ -306,6 +306,48 @@ struct BagCaptureTests {
         }
     }
 
+    /// A conversion takes the whole recording: 90 pairs (more than `--frames`' default of 60)
+    /// from a bag and from an EuRoC folder into a bag, the same stamps in the same order;
+    /// `--frames` still takes that many, and `--timeout` cutting a recording short is said
+    /// and fails. Mutation: the old default (60 of 90, exit 0) fails it.
+    @Test("capture --recording converts the whole recording unless --frames says otherwise: a bag and an EuRoC folder, 90 pairs each")
+    func conversionTakesTheWholeRecording() throws {
+        let dir = try ParallaxCLI.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let common = ["capture", "--simulated", "--size", "64x48", "--frames", "90", "--output"]
+        for name in ["src.mcap", "src"] {
+            let made = try ParallaxCLI.run(common + [dir.appendingPathComponent(name).path])
+            try #require(made.status == 0, "\(made.stderr)")
+        }
+        let (_, source, _, _) = try Self.read(dir.appendingPathComponent("src.mcap").path)
+        let sourceStamps = (source["/stereo/left/image_raw"] ?? []).map(\.header.stamp.nanoseconds)
+        #expect(sourceStamps.count == 90)
+        let csv = try String(contentsOf: dir.appendingPathComponent("src/cam0/data.csv"), encoding: .utf8)
+        let folderStamps = csv.split(separator: "\n").filter { !$0.hasPrefix("#") }.compactMap { Int64($0.split(separator: ",")[0]) }
+        #expect(folderStamps.count == 90)
+        for (input, output, stamps) in [("src.mcap", "from-bag.mcap", sourceStamps), ("src", "from-euroc.mcap", folderStamps)] {
+            let run = try ParallaxCLI.run(["capture", "--recording", dir.appendingPathComponent(input).path,
+                                           "--output", dir.appendingPathComponent(output).path])
+            #expect(run.status == 0 && run.stdout.contains("90 pairs written"), "\(input): \(run.stdout) \(run.stderr)")
+            let (_, images, _, _) = try Self.read(dir.appendingPathComponent(output).path)
+            #expect(images.values.map(\.count) == [90, 90], "\(input)")
+            #expect((images["/stereo/left/image_raw"] ?? []).map(\.header.stamp.nanoseconds) == stamps, "\(input): other stamps")
+        }
+        let some = try ParallaxCLI.run(["capture", "--recording", dir.appendingPathComponent("src.mcap").path, "--frames", "20",
+                                        "--output", dir.appendingPathComponent("some.mcap").path])
+        #expect(some.status == 0 && some.stdout.contains("20 pairs written"), "\(some.stdout) \(some.stderr)")
+        // Played at its own pace (3 s), with a 1 s timeout: the timeout is said, status 1 (it
+        // was an exit 0, a third of the way through, before).
+        let sourceBag = dir.appendingPathComponent("src.mcap").path
+        let streamed = try ParallaxCLI.run(["stream", "--recording", sourceBag, "--real-time", "--timeout", "1s"])
+        #expect(streamed.status == 1 && streamed.stderr.contains("timed out after 1 s (--timeout)")
+                && streamed.stderr.contains("before its end"), "\(streamed.stdout) \(streamed.stderr)")
+        let converted = try ParallaxCLI.run(["capture", "--recording", sourceBag, "--real-time", "--timeout", "1s",
+                                             "--output", dir.appendingPathComponent("cut.mcap").path])
+        #expect(converted.status == 1 && converted.stderr.contains("before the end of --recording: timed out after 1"),
+                "\(converted.stdout) \(converted.stderr)")
+    }
+
     @Test("stream --recording plays a bag (and an EuRoC folder) back: every pair, the topics found or named, options it cannot honour refused")
     func streamPlaysRecordings() throws {
         let dir = try ParallaxCLI.temporaryDirectory()
@@ -351,6 +393,11 @@ struct BagCaptureTests {
         // A topic the bag does not have is named, with the image topics it has.
         let missing = try pairs(["--recording", bag, "--left-topic", "/stereo/left/depth", "--right-topic", "/stereo/right/image_raw"])
         #expect(missing.status != 0 && missing.stderr.contains("has no topic /stereo/left/depth"), "\(missing.stderr)")
+        // One topic for both cameras: refused by name (its frames would pair with themselves).
+        let same = try pairs(["--recording", bag, "--left-topic", "/stereo/right/image_raw", "--right-topic", "/stereo/right/image_raw"])
+        #expect(same.status != 0 && same.stderr.contains("both cameras would be /stereo/right/image_raw"), "\(same.stderr)")
+        let sameDefault = try pairs(["--recording", bag, "--left-topic", "/stereo/right/image_raw"])
+        #expect(sameDefault.status != 0 && sameDefault.stderr.contains("both cameras would be /stereo/right/image_raw"), "\(sameDefault.stderr)")
         let refused = try pairs(["--recording", bag, "--format", "160x120@30:GREY"])
         #expect(refused.status != 0 && refused.stderr.contains("--recording plays back the recorded format"), "\(refused.stderr)")
         let stray = try pairs(["--simulated", "--left-topic", "/a"])

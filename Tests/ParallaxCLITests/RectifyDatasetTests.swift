@@ -99,7 +99,86 @@ struct RectifyDatasetTests {
         #expect(loaded.left.distortion == .none && loaded.extrinsics.rotation == .identity)
     }
 
-    @Test("a rerun does only what is missing: a killed run's whole files stay, its temporaries go, the result is the same bytes")
+    /// Started at the same moment into one new output, as a scheduler starts them: three shards
+    /// all succeed and together make every pair; two runs with different settings cannot both
+    /// succeed (one claims the manifest, the other finds it differs). Repeated five times, so
+    /// that the start order varies. Mutation: writing the manifest by rename (over whatever is
+    /// there, as before) lets both conflicting runs through.
+    @Test("started together: shards into one new output all succeed; runs with different settings cannot both succeed")
+    func startedTogether() throws {
+        let dir = try ParallaxCLI.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let (recording, calibration) = try Self.recording(in: dir, frames: 6)
+        func start(_ arguments: [String]) throws -> Process {
+            let process = Process()
+            process.executableURL = ParallaxCLI.executable
+            process.arguments = ["rectify-dataset", "--input", recording, "--calibration", calibration] + arguments
+            process.environment = ParallaxCLI.environment(adding: [:])
+            process.standardOutput = FileHandle.nullDevice
+            process.standardError = FileHandle.nullDevice
+            try process.run()
+            return process
+        }
+        func finish(_ processes: [Process]) -> [Int32] {
+            processes.map { process in
+                let deadline = Date(timeIntervalSinceNow: 120)
+                while process.isRunning && Date() < deadline { usleep(10_000) }
+                if process.isRunning { process.terminate() }
+                process.waitUntilExit()
+                return process.terminationStatus
+            }
+        }
+        for round in 0..<5 {
+            let shared = dir.appendingPathComponent("shards-\(round)").path
+            let shards = try ["1/3", "2/3", "3/3"].map { try start(["--output", shared, "--shard", $0]) }
+            #expect(finish(shards) == [0, 0, 0], "round \(round)")
+            for camera in ["cam0", "cam1"] {
+                let images = try FileManager.default.contentsOfDirectory(atPath: shared + "/\(camera)/data").filter { $0.hasSuffix(".png") }
+                #expect(images.count == 6, "round \(round) \(camera): \(images.count) images")
+            }
+            let contested = dir.appendingPathComponent("contested-\(round)").path
+            let runs = try [start(["--output", contested]), start(["--output", contested, "--alpha", "0"])]
+            let statuses = finish(runs)
+            #expect(statuses.filter { $0 == 0 }.count == 1, "round \(round): statuses \(statuses)")
+        }
+    }
+
+    /// Stamps the output cannot hold are refused before any work, naming the frame: after
+    /// January 2038 for a bag (ROS 2's 32-bit seconds); negative ones an EuRoC input cannot
+    /// even list (its reader refuses the lines), and the bag and EuRoC writers refuse them too.
+    /// Mutation: without the check, ROS 2's stamp clamps to 2038 and the log time to 0: a bag of
+    /// wrong times, exit 0.
+    @Test("stamps an output cannot hold are refused before any work: past 2038 for a bag; negative ones are no EuRoC input")
+    func stampsTheOutputCannotHold() throws {
+        let dir = try ParallaxCLI.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let (recording, calibration) = try Self.recording(in: dir, frames: 3)
+        // The same recording with its stamps moved by `shift` (the images keep their names).
+        func moved(by shift: Int64, name: String) throws -> String {
+            let copy = dir.appendingPathComponent(name)
+            try FileManager.default.copyItem(atPath: recording, toPath: copy.path)
+            for camera in ["cam0", "cam1"] {
+                let csv = copy.appendingPathComponent("\(camera)/data.csv")
+                let lines = try String(contentsOf: csv, encoding: .utf8).split(separator: "\n").map { line -> String in
+                    guard !line.hasPrefix("#"), let comma = line.firstIndex(of: ","), let stamp = Int64(line[..<comma]) else { return String(line) }
+                    return "\(stamp + shift)" + line[comma...]
+                }
+                try FileAccess.writeAtomically(lines.joined(separator: "\n") + "\n", toPath: csv.path)
+            }
+            return copy.path
+        }
+        let early = try moved(by: -2_000_000_000_000_000_000, name: "early"), late = try moved(by: 2_200_000_000_000_000_000, name: "late")
+        // An EuRoC folder cannot list a negative stamp at all: its reader refuses the lines.
+        for (input, output, expected) in [(early, "e-out", "data.csv: 3 malformed lines"), (early, "e.mcap", "data.csv: 3 malformed lines"),
+                                          (late, "l.mcap", "which the output cannot hold: a ROS 2 stamp holds seconds in 32 bits")] {
+            let run = try ParallaxCLI.run(["rectify-dataset", "--input", input, "--calibration", calibration, "--output",
+                                           dir.appendingPathComponent(output).path])
+            #expect(run.status != 0 && run.stderr.contains(expected), "\(output): \(run.stderr)")
+            #expect(!FileManager.default.fileExists(atPath: dir.appendingPathComponent(output).path), "\(output) was made")
+        }
+    }
+
+    @Test("a rerun does only what is missing: a killed run's whole files stay, its temporaries go, images not whole are made again, the result is the same bytes")
     func resumesWithoutRedoingFinishedPairs() throws {
         let dir = try ParallaxCLI.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
@@ -116,8 +195,14 @@ struct RectifyDatasetTests {
         for name in lefts.suffix(4) { try FileManager.default.removeItem(at: resumed.appendingPathComponent("cam0/data/" + name)) }
         try FileAccess.writeAtomically("half an image", toPath: data.appendingPathComponent(rights.last! + ".partial-99999").path)
         try FileAccess.writeAtomically("half a list", toPath: resumed.appendingPathComponent("cam0/data.csv.partial-99998").path)
+        // Two images there but not whole: one damaged, one of another size (made again, and said).
+        try FileAccess.writeAtomically("not a PNG", toPath: resumed.appendingPathComponent("cam0/data/" + lefts[0]).path)
+        try ImageBuffer(format: .gray8, size: ImageSize(width: 8, height: 6))
+            .write(toFile: resumed.appendingPathComponent("cam1/data/" + rights[1]).path)
         let again = try ParallaxCLI.run(common + [resumed.path])
-        #expect(again.status == 0 && again.stdout.contains("rectified 5 pairs (12 pairs; 7 already done)"), "\(again.stdout) \(again.stderr)")
+        #expect(again.status == 0 && again.stdout.contains("rectified 7 pairs (12 pairs; 5 already done)"), "\(again.stdout) \(again.stderr)")
+        #expect(again.stderr.contains("making again 2 image(s) that were there but not whole") && again.stderr.contains("not a PNG")
+                && again.stderr.contains("8x6"), "\(again.stderr)")
         let a = try Self.files(whole), b = try Self.files(resumed)
         #expect(a.keys.sorted() == b.keys.sorted(), "\(Set(a.keys).symmetricDifference(b.keys))")
         for (name, bytes) in a { #expect(b[name] == bytes, "\(name) differs after the resumed run") }

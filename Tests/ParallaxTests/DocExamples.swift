@@ -75,3 +75,36 @@ func emulatedWebcamSpecExample() throws {
     webcam.detach()                                           // unplugged; attach() plugs it back
     _ = (camera, frames)
 }
+
+/// ParallaxCapture's "First programs": pairs from the simulated rig.
+func firstProgramsSimulatedRig() async throws {
+    let rig = SimulatedRigDevice(rig: .example(), pace: .asFastAsPossible)
+    let session = try StereoSession(device: StereoDevice(simulated: rig), calibration: rig.rig.calibration)
+    try session.start()
+    var delivered = 0
+    for try await pair in session.pairs {
+        use(pair.left.image, pair.right.image)
+        delivered += 1
+        if delivered == 300 { break }
+    }
+    session.stop()
+}
+
+/// ParallaxCapture's "First programs": a calibration from board images.
+func firstProgramsCalibration(leftFiles: [String], rightFiles: [String]) throws {
+    let (pairs, unpaired) = ImagePairing.pair(left: leftFiles, right: rightFiles)
+    let board = CalibrationBoard(columns: 9, rows: 6, squareSize: 25, unit: .millimetre)
+    let outcome = try CalibrationPipeline(board: board).run(pairs: pairs, unpaired: unpaired)
+    try outcome.result.calibration.write(toFile: "rig.json")
+    print(outcome.result.calibration.baseline, outcome.rejected.count)
+}
+
+/// ParallaxCapture's "First programs": a recording.
+func firstProgramsRecording(session: StereoSession) async throws {
+    let recorder = try MCAPRecorder(path: "rec.mcap")
+    let summary = try await session.record(into: recorder, pairs: 300, timeoutSeconds: 30)
+    if let reason = summary.endedEarly {
+        print("\(summary.pairsWritten) pairs: \(reason)")
+        if summary.writeError != nil { print(recorder.keepAfterWriteError()) } else { recorder.abandon() }
+    }
+}

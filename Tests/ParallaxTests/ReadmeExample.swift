@@ -7,11 +7,13 @@ func viewRig() async throws {
     let calibration = try CalibrationFile.load("rig.json").calibration  // JSON, OpenCV YAML or ROS
     let session = try StereoSession(device: device, calibration: calibration)
     try session.start()
+    var delivered = 0
     for try await pair in session.pairs {
         // Rectified and matched: row y of the left image shows what row y of the right shows.
         guard let left = pair.left.image, let right = pair.right.image else { continue }
         print(pair.number, pair.skewNanoseconds, left.size, right.size)
-        if pair.number >= 299 { break }
+        delivered += 1
+        if delivered == 300 { break }  // 300 pairs delivered (pair.number counts dropped ones too)
     }
     session.stop()
     print(session.statistics.dropped(.left), session.statistics.dropped(.right))

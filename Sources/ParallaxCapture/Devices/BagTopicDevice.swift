@@ -102,9 +102,17 @@ public final class BagTopicDevice: CaptureDevice, StopRequesting, Sendable {
         guard let channel = bag.file.channels.values.first(where: { $0.topic == topic }) else {
             throw .recording(path: path, reason: "has no topic \(topic); its image topics: \(bag.imageTopics.joined(separator: ", "))")
         }
-        let type = bag.file.schemas[channel.schemaID]?.name ?? "no schema"
+        let schema = bag.file.schemas[channel.schemaID]
+        let type = schema?.name ?? "no schema"
         guard bag.imageTopics.contains(topic) else {
             throw .recording(path: path, reason: "topic \(topic) holds \(type), not sensor_msgs/msg/Image or CompressedImage")
+        }
+        // The name alone does not say how the bytes are laid out: ROS 2's CDR, described by a
+        // ros2msg (or ros2idl) schema, is what Parallax decodes.
+        guard channel.messageEncoding == "cdr", let schema, ["ros2msg", "ros2idl"].contains(schema.encoding) else {
+            throw .recording(path: path, reason: "topic \(topic) holds \(type) encoded as \(channel.messageEncoding) "
+                             + "(schema encoding \(schema?.encoding ?? "none")); Parallax reads ROS 2 messages: cdr with a ros2msg or "
+                             + "ros2idl schema")
         }
         entries = (bag.entries[topic] ?? []).sorted { $0.logTime < $1.logTime }
         guard let first = entries.first else { throw .recording(path: path, reason: "topic \(topic) has no messages") }
@@ -230,8 +238,13 @@ public final class BagTopicDevice: CaptureDevice, StopRequesting, Sendable {
 extension StereoDevice {
     /// Two image topics of a ROS 2 bag (one MCAP file) as a stereo device.
     ///
-    /// - Throws: ``CaptureError/recording(path:reason:)`` naming the file, and the topic at fault.
+    /// - Throws: ``CaptureError/recording(path:reason:)`` naming the file, and the topic at
+    ///   fault; one topic for both sides is refused (its frames would pair with themselves).
     public convenience init(bag: MCAPBag, topics: PerSide<String>, pace: SimulationPace = .asFastAsPossible) throws(CaptureError) {
+        guard topics.left != topics.right else {
+            throw .recording(path: bag.file.name, reason: "\(topics.left) is given for both sides: a stereo pair needs two "
+                             + "image topics, one per camera (the bag has \(bag.imageTopics.joined(separator: ", ")))")
+        }
         let left = try BagTopicDevice(bag: bag, topic: topics.left, pace: pace)
         let right = try BagTopicDevice(bag: bag, topic: topics.right, pace: pace)
         self.init(constituents: PerSide(left: left, right: right), kind: .recording)

@@ -178,6 +178,17 @@ public final class MCAPRecorder: ImagePairRecorder {
         try write(messages(images.map { .image($0) }, stamps: stamps, rectified: rectified, number: number))
     }
 
+    /// Why a bag cannot hold a frame stamped `nanoseconds`, or `nil` when it can: MCAP's log
+    /// time counts unsigned nanoseconds, and ROS 2's `builtin_interfaces/Time` signed 32-bit
+    /// seconds, so a bag holds stamps from 0 to 2³¹ − 1 s (1970 to January 2038).
+    public static func unrepresentable(stampNanoseconds nanoseconds: Int64) -> String? {
+        if nanoseconds < 0 { return "a ROS 2 bag's log times start at 0 (MCAP counts unsigned nanoseconds)" }
+        if nanoseconds / 1_000_000_000 > Int64(Int32.max) {
+            return "a ROS 2 stamp holds seconds in 32 bits, up to 2³¹ − 1 s (January 2038)"
+        }
+        return nil
+    }
+
     /// A side's pixels: an MJPEG frame's JPEG bytes, or an image.
     private enum Pixels {
         case jpeg([UInt8])
@@ -193,6 +204,9 @@ public final class MCAPRecorder: ImagePairRecorder {
                           number: Int) throws(CaptureError) -> [Message] {
         var messages: [Message] = []
         for side in StereoSide.allCases {
+            if let reason = Self.unrepresentable(stampNanoseconds: stamps[side]) {
+                throw .recording(path: path, reason: "the \(side) image of pair \(number) is stamped \(stamps[side]) ns: \(reason)")
+            }
             let header = ROS2.Header(stamp: ROS2.Time(nanoseconds: stamps[side]), frameID: frameIDs[side])
             let base = "/stereo/\(side)/" + (rectified ? "image_rect" : "image_raw")
             switch pixels[side] {

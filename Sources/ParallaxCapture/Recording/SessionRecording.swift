@@ -83,6 +83,9 @@ extension StereoSession {
         if let error = writeError {
             // The last pair written, or the bag's end, failed: short of what was asked either way.
             early = "\(error)"
+        } else if limit == nil, timedOut.fired.load(ordering: .relaxed) {
+            // Until the session's end, but the time ran out first.
+            early = "timed out after \(timeoutSeconds ?? 0) s, before the session ended"
         } else if let limit, written < limit {
             if timedOut.fired.load(ordering: .relaxed) {
                 early = "timed out after \(timeoutSeconds ?? 0) s"

@@ -482,8 +482,11 @@ public final class StereoSession: Sendable {
     }
 
     /// Moves the zero-disparity plane to `distance` (the calibration's translation unit;
-    /// `nil`: infinity) from the next pair on, without rebuilding the maps (see
-    /// `Rectifier.setConvergence(atDistance:)` for the whole-pixel rounding).
+    /// `nil`: infinity) from the next pair rectified on, without rebuilding the maps (see
+    /// `Rectifier.setConvergence(atDistance:)` for the whole-pixel rounding). Pairs already
+    /// rectified and waiting for the consumer (those in the pair queue, see
+    /// ``StereoSessionOptions``) keep the plane they were made with: each pair's
+    /// ``StereoPair/rectification`` says which it has.
     ///
     /// - Returns: the rectification pairs are now resampled with (its
     ///   `StereoRectification.convergenceDistance` is where disparity is really zero).

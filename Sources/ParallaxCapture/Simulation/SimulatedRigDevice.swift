@@ -42,7 +42,9 @@ public enum SimulationPace: String, Hashable, Sendable {
     /// Frames arrive when their timestamps say (sleeping in between), like real cameras.
     case realTime
     /// Frames arrive as fast as the consumer takes them; timestamps still advance
-    /// by the frame interval, so timing-dependent code sees the same sequence faster.
+    /// by the frame interval, so timing-dependent code sees the same sequence faster. The
+    /// two cameras hand frames over in the order of their timestamps, so however far their
+    /// clocks drift apart their frames still meet (`SessionDriftTests`).
     case asFastAsPossible
 }
 
@@ -427,13 +429,17 @@ private final class SimulatedStream: @unchecked Sendable {
         }
         let side = initial.camera
         let lockstep = initial.lockstep
-        if pace == .asFastAsPossible { k = lockstep.join(side, at: k) }
+        let base = epoch + timing.offsetNanoseconds
+        /// When frame `n` is exposed, on this camera's clock (offset and drift included).
+        func exposed(_ n: Int64) -> Int64 { base + Int64((Double(n) * period).rounded()) }
+        if pace == .asFastAsPossible { k = lockstep.join(side, at: k, base: base, period: period) }
         defer { lockstep.leave(side) }
         while !thread.shouldStop, let camera {
-            // As fast as possible, but never more than a frame ahead of the other camera,
-            // so the two virtual timelines stay together and their frames can pair.
-            if pace == .asFastAsPossible && !lockstep.waitForTurn(side, frame: k, thread: thread) { break }
-            let exposure = epoch + timing.offsetNanoseconds + Int64((Double(k) * period).rounded())
+            // As fast as possible, but never ahead in time of the other camera, so the two
+            // virtual timelines stay together and their frames can pair, however far the
+            // clocks have drifted apart in frame numbers.
+            if pace == .asFastAsPossible && !lockstep.waitForTurn(side, time: exposed(k), thread: thread) { break }
+            let exposure = exposed(k)
             if pace == .realTime {
                 if !thread.sleep(untilMonotonicNanoseconds: exposure) { break }
             }
@@ -443,7 +449,7 @@ private final class SimulatedStream: @unchecked Sendable {
             if timing.dropProbability > 0 && random.nextUnit() < timing.dropProbability {
                 camera.remember(dropped: sequence)
                 handler(.event(.dropped(count: 1, reason: .simulated)))
-                if pace == .asFastAsPossible { lockstep.advance(side, to: k) }
+                if pace == .asFastAsPossible { lockstep.advance(side, toTime: exposed(k)) }
                 continue
             }
             let jitter = timing.jitterNanoseconds
@@ -483,30 +489,39 @@ private final class SimulatedStream: @unchecked Sendable {
             handler(.frame(frame))
             // Counted only once handed over, so the other camera never runs ahead of what
             // a consumer (a synchronizer with a two-frame queue) has actually received.
-            if pace == .asFastAsPossible { lockstep.advance(side, to: k) }
+            if pace == .asFastAsPossible { lockstep.advance(side, toTime: exposed(k)) }
         }
         handler(.event(.stopped))
     }
 }
 
-/// Keeps two as-fast-as-possible cameras within one frame of each other.
+/// Keeps two as-fast-as-possible cameras together in time: a camera hands over its next frame
+/// only when the other camera's next frame is not earlier, so frames reach the synchronizer
+/// in the order of their timestamps. (Kept together by frame numbers instead, as it once was,
+/// two clocks that drift apart need more and more frames queued on one side to pair: at 40 ppm
+/// the rig stalled after 138 000 pairs, at 2000 ppm after 2500.)
 final class Lockstep: @unchecked Sendable {
     private let condition = NSCondition()
     private var running = PerSide(repeating: false)
-    /// The number of the next frame each camera will hand over.
+    /// When the next frame each camera will hand over was exposed (its clock's nanoseconds).
     private var next = PerSide<Int64>(repeating: 0)
 
-    /// Registers a starting camera and returns the frame it starts at: where the other
-    /// camera is, when that one is already running (so the two meet at once instead of the
-    /// late one racing through frames the other left behind). A camera starting alone
-    /// gives its partner `partnerWaitSeconds` to start too, since the two are usually
-    /// started one after the other; a camera used on its own just starts that much later.
-    func join(_ side: StereoSide, at frame: Int64, partnerWaitSeconds: Double = 0.2) -> Int64 {
+    /// Registers a starting camera whose frame `n` is exposed at `base + n · period`, and
+    /// returns the frame it starts at: `frame`, or the first one within half a frame of the
+    /// other camera's next, when that one is already running (so the two meet at once instead
+    /// of the late one racing through frames the other left behind). A camera starting alone
+    /// gives its partner `partnerWaitSeconds` to start too, since the two are usually started
+    /// one after the other; a camera used on its own just starts that much later.
+    func join(_ side: StereoSide, at frame: Int64, base: Int64, period: Double, partnerWaitSeconds: Double = 0.2) -> Int64 {
         condition.lock()
         defer { condition.unlock() }
-        let start = running[side.opposite] ? max(frame, next[side.opposite]) : frame
+        var start = frame
+        if running[side.opposite] {
+            let meeting = (Double(next[side.opposite] - base) - period / 2) / period
+            start = max(frame, Int64(meeting.rounded(.up)))
+        }
         running[side] = true
-        next[side] = start
+        next[side] = base + Int64((Double(start) * period).rounded())
         condition.broadcast()
         let deadline = Date(timeIntervalSinceNow: partnerWaitSeconds)
         while !running[side.opposite] {
@@ -522,19 +537,21 @@ final class Lockstep: @unchecked Sendable {
         condition.unlock()
     }
 
-    func advance(_ side: StereoSide, to frame: Int64) {
+    /// The camera's next frame is exposed at `time` (it handed over, or dropped, the one before).
+    func advance(_ side: StereoSide, toTime time: Int64) {
         condition.lock()
-        next[side] = frame
+        next[side] = time
         condition.broadcast()
         condition.unlock()
     }
 
-    /// Waits (in 50 ms slices, honouring stop) until the other camera has handed over the
-    /// frame before `frame`, or is not running. False when asked to stop.
-    func waitForTurn(_ side: StereoSide, frame: Int64, thread: CaptureThread) -> Bool {
+    /// Waits (in 50 ms slices, honouring stop) while the other camera runs and its next frame
+    /// is earlier than `time`, this camera's next: of two frames, the earlier goes first, and
+    /// at equal times both go. False when asked to stop.
+    func waitForTurn(_ side: StereoSide, time: Int64, thread: CaptureThread) -> Bool {
         condition.lock()
         defer { condition.unlock() }
-        while running[side.opposite] && next[side.opposite] < frame {
+        while running[side.opposite] && next[side.opposite] < time {
             if thread.shouldStop { return false }
             _ = condition.wait(until: Date(timeIntervalSinceNow: 0.05))
         }

@@ -257,7 +257,17 @@ extension BenchRectifyCommand {
         let decoding: MJPEGOutput = kind == "gray8" ? .gray8 : kind == "bgr8" ? .bgr8 : kind == "rgb8" ? .rgb8 : .ycbcr
         let pairDecoder = try MJPEGPairDecoder(output: decoding, threads: options.threadCount)
         let first = pairDecoder.left
-        let layouts = try bytes.map { jpeg in try jpeg.withUnsafeBytes { try first.layout(for: first.header(of: $0)) } }
+        // Each JPEG decoded whole once before any timing, its errors naming its file.
+        let names = jpeg.map { $0.split(separator: ",").map(String.init) } ?? ["the simulated left JPEG", "the simulated right JPEG"]
+        let layouts = try zip(names, bytes).map { name, jpeg in
+            do {
+                return try jpeg.withUnsafeBytes { raw in
+                    let layout = try first.layout(for: first.header(of: raw))
+                    _ = try first.decode(raw)
+                    return layout
+                }
+            } catch { throw CLIError("\(name): \(error)") }
+        }
         guard layouts[0] == layouts[1], layouts[0].size == size else {
             throw CLIError("the JPEGs decode to \(layouts[0].size) \(layouts[0].format.rawValue) and \(layouts[1].size) "
                            + "\(layouts[1].format.rawValue); both must be \(size) (the calibration's size)")

@@ -56,8 +56,14 @@ struct CaptureCommand: AsyncParsableCommand {
 
     @OptionGroup var source: StereoSourceArguments
 
-    @Option(name: .long, parsing: .unconditional, help: "Frames to record per camera (pairs, unless --independent).")
-    var frames: Int = 60
+    @Option(name: .customLong("frames"), parsing: .unconditional,
+            help: "Frames to record per camera (pairs, unless --independent; default: 60, with --recording every pair it holds).")
+    var framesOption: Int?
+
+    /// The frames asked for: `--frames`, else 60 (a recording converted whole: ``playsWholeRecording``).
+    var frames: Int { framesOption ?? 60 }
+    /// A recording converted to its end: no `--frames`, so its end is no shortfall.
+    var playsWholeRecording: Bool { framesOption == nil && source.recording != nil && !independent }
 
     @Flag(name: .long, help: "Record each camera's frames on their own, without pairing.")
     var independent = false
@@ -102,7 +108,7 @@ struct CaptureCommand: AsyncParsableCommand {
         let opened = try source.open(movingBoard: boardSweep)
         let device = opened.device
         let interval = device.activeFormats?.left.frameInterval.seconds ?? 1.0 / 30
-        let deadline = timeout?.seconds ?? (Double(frames) * interval * 2 + 10)
+        let deadline = timeout?.seconds ?? (playsWholeRecording ? 1e9 : Double(frames) * interval * 2 + 10)
         if independent {
             let recorder = try openFolderRecorder()
             let cleanup = Signals.atExit { recorder.abandon() }
@@ -145,7 +151,7 @@ struct CaptureCommand: AsyncParsableCommand {
         defer { interruption.cancel() }
         let summary: SessionRecordingSummary
         do {
-            summary = try await session.record(into: recorder, pairs: frames, timeoutSeconds: deadline)
+            summary = try await session.record(into: recorder, pairs: playsWholeRecording ? nil : frames, timeoutSeconds: deadline)
         } catch {
             recorder.abandon()
             throw error
@@ -172,7 +178,8 @@ struct CaptureCommand: AsyncParsableCommand {
         }
         report(summary, keptOlder: keptOlder, bagDropped: bagDropped)
         if let reason = summary.endedEarly, !interruption.fired {
-            throw CLIError("the recording ended after \(summary.pairsWritten) of \(frames) pairs: \(reason)"
+            let asked = playsWholeRecording ? "pairs, before the end of --recording" : "of \(frames) pairs"
+            throw CLIError("the recording ended after \(summary.pairsWritten) \(asked): \(reason)"
                            + (keptOlder ? "; the older recording in \(output) was kept" : "")
                            + (bagDropped && !keptOlder ? "; the bag was not kept" : ""))
         }

@@ -3,6 +3,7 @@ import Foundation
 import ParallaxCapture
 import ParallaxGeometry
 import ParallaxImage
+import Yams
 
 /// `--left-topic` and `--right-topic`: which image topics of a bag are the two cameras.
 struct BagTopicOptions: ParsableArguments {
@@ -15,12 +16,21 @@ struct BagTopicOptions: ParsableArguments {
     /// The topics to play from `bag`: those named, a topic not named the default's (of
     /// exactly two image topics). `option` names the bag in the error when there is no default.
     func chosen(in bag: MCAPBag, option: String) throws -> PerSide<String> {
-        if let left, let right { return PerSide(left: left, right: right) }
-        guard let defaults = bag.defaultTopics else {
-            throw CLIError("\(option) \(bag.file.name) has \(bag.imageTopics.count) image topics (\(bag.imageTopics.joined(separator: ", "))): "
-                           + "name two with --left-topic and --right-topic")
+        let topics: PerSide<String>
+        if let left, let right {
+            topics = PerSide(left: left, right: right)
+        } else {
+            guard let defaults = bag.defaultTopics else {
+                throw CLIError("\(option) \(bag.file.name) has \(bag.imageTopics.count) image topics (\(bag.imageTopics.joined(separator: ", "))): "
+                               + "name two with --left-topic and --right-topic")
+            }
+            topics = PerSide(left: left ?? defaults.left, right: right ?? defaults.right)
         }
-        return PerSide(left: left ?? defaults.left, right: right ?? defaults.right)
+        guard topics.left != topics.right else {
+            throw CLIError("both cameras would be \(topics.left): a stereo pair needs two image topics of \(bag.file.name), one per "
+                           + "camera (it has \(bag.imageTopics.joined(separator: ", "))); name them with --left-topic and --right-topic")
+        }
+        return topics
     }
 }
 
@@ -96,21 +106,42 @@ struct DatasetInput: Sendable {
     /// The MCAP file a recording path holds — the path itself, or the one file of a rosbag2
     /// folder (a folder with `metadata.yaml`) — or `nil` for an EuRoC folder.
     ///
-    /// - Throws: a ``CLIError`` naming `option` when nothing is at `path`, or a rosbag2 folder
-    ///   holds other than one MCAP file (a sqlite3 bag, a split bag).
+    /// - Throws: a ``CLIError`` naming `option` when nothing is at `path`, or a rosbag2
+    ///   folder's `metadata.yaml` does not say one MCAP file that is there: another storage
+    ///   (sqlite3's `.db3`), a split bag, a file it names that is missing, metadata that is
+    ///   not rosbag2's.
     static func bagFile(of path: String, option: String) throws -> String? {
         var isFolder: ObjCBool = false
         guard FileManager.default.fileExists(atPath: path, isDirectory: &isFolder) else {
             throw CLIError("\(option) \(path): no such file or folder")
         }
         guard isFolder.boolValue else { return path }
-        guard FileManager.default.fileExists(atPath: path + "/metadata.yaml") else { return nil }
-        let files = ((try? FileManager.default.contentsOfDirectory(atPath: path)) ?? []).filter { $0.hasSuffix(".mcap") }.sorted()
-        guard files.count == 1 else {
-            throw CLIError("\(option) \(path): a rosbag2 folder with \(files.count) .mcap files; Parallax plays one "
-                           + "(a bag stored as sqlite3 is not read: convert it with `ros2 bag convert` to MCAP)")
+        let metadata = path + "/metadata.yaml"
+        guard FileManager.default.fileExists(atPath: metadata) else { return nil }
+        // What the folder holds is what its metadata says (as rosbag2 reads it), not its listing.
+        let info: [String: Any]
+        do {
+            let text = try FileAccess.readText(atPath: metadata, as: .file)
+            info = ((try Yams.load(yaml: text)) as? [String: Any])?["rosbag2_bagfile_information"] as? [String: Any] ?? [:]
+        } catch {
+            throw CLIError("\(option) \(metadata): cannot be read as rosbag2's metadata: \(error)")
         }
-        return path + "/" + files[0]
+        guard !info.isEmpty else { throw CLIError("\(option) \(metadata): no rosbag2_bagfile_information, so not rosbag2's metadata") }
+        let storage = info["storage_identifier"] as? String ?? "none"
+        guard storage == "mcap" else {
+            throw CLIError("\(option) \(path): a rosbag2 bag stored as \(storage) (metadata.yaml's storage_identifier); Parallax reads "
+                           + "MCAP storage: convert it with `ros2 bag convert` to MCAP")
+        }
+        let files = (info["relative_file_paths"] as? [Any] ?? []).compactMap { $0 as? String }
+        guard files.count == 1, let file = files.first else {
+            throw CLIError("\(option) \(path): metadata.yaml names \(files.count) files (\(files.joined(separator: ", "))); Parallax "
+                           + "plays a bag of one MCAP file: merge a split bag with `ros2 bag convert`")
+        }
+        let resolved = path + "/" + file
+        guard FileManager.default.fileExists(atPath: resolved) else {
+            throw CLIError("\(option) \(path): metadata.yaml names \(file), which is not there")
+        }
+        return resolved
     }
 
     /// Refuses a camera with two frames at one timestamp: the output names each image by its

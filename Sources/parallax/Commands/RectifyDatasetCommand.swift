@@ -142,6 +142,7 @@ struct RectifyDatasetCommand: ParsableCommand {
                                           ("convergence", convergence.map(JSONValue.number) ?? .null),
                                           ("interpolation", .string(interpolation.rawValue)),
                                       ], intervalNanoseconds: interval)
+        try plan.checkStamps(forBag: target.writesBag)
         if target.writesBag {
             let outcome = try writeBag(plan, rectifier: rectifiers[0], format: first.left.format)
             report(outcome, pairs: pairs.count, range: 0..<pairs.count, dataset: dataset, started: started,

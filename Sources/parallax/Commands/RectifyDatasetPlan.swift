@@ -38,6 +38,25 @@ final class RectifyDatasetPlan: Sendable {
         ])).serialized() + "\n"
     }
 
+    /// Refuses, before any work, a frame whose stamp the output cannot hold: a bag's
+    /// (``MCAPRecorder/unrepresentable(stampNanoseconds:)``), or an EuRoC folder's, whose
+    /// images are named by their nanoseconds since the epoch, never negative.
+    func checkStamps(forBag: Bool) throws {
+        for side in StereoSide.allCases {
+            let log = dataset.logs[side]
+            for pair in pairs {
+                let entry = log.entries[side == .left ? pair.left : pair.right]
+                let stamp = entry.timestampNanoseconds
+                let reason = forBag ? MCAPRecorder.unrepresentable(stampNanoseconds: stamp)
+                    : stamp < 0 ? "an EuRoC folder names each image by its nanoseconds since the epoch, never negative" : nil
+                if let reason {
+                    throw CLIError("--input \(dataset.description): the \(side) frame at line or message \(entry.line) is stamped "
+                                   + "\(stamp) ns, which the output cannot hold: \(reason)")
+                }
+            }
+        }
+    }
+
     /// The image file of pair `k`'s `side` frame, relative to its camera folder's `data`.
     func fileName(_ side: StereoSide, pair k: Int) -> String {
         let log = dataset.logs[side], index = side == .left ? pairs[k].left : pairs[k].right
@@ -63,14 +82,16 @@ final class RectifyDatasetPlan: Sendable {
     /// `sensor.yaml` files (the same bytes whichever run or shard writes them).
     func prepare() throws {
         try Self.checkOutputFolder(output)
-        if let existing = try? FileAccess.readText(atPath: output + "/" + Self.manifestName), existing != manifest {
-            throw CLIError("--output \(output) holds a rectification made with another calibration, options or recording "
-                           + "(its \(Self.manifestName) differs); choose a new folder, or remove that one first")
-        }
         do {
-            // The manifest first: a shard starting meanwhile finds either an empty folder or one it can check.
             try FileAccess.createDirectories(atPath: output)
-            try FileAccess.writeAtomically(manifest, toPath: output + "/" + Self.manifestName)
+        } catch {
+            throw CLIError("\(error)")
+        }
+        // The manifest first, claimed once: of runs started together with other settings, the
+        // first to link its manifest into place goes on and every other finds it and stops;
+        // runs (shards) with the same settings all find their own and go on.
+        try claimManifest()
+        do {
             for side in StereoSide.allCases { try FileAccess.createDirectories(atPath: cameraFolder(side) + "/data") }
         } catch {
             throw CLIError("\(error)")
@@ -91,6 +112,41 @@ final class RectifyDatasetPlan: Sendable {
         }
     }
 
+    /// The size a PNG file's header gives (its signature, then IHDR's width and height), or
+    /// `nil` when the file does not begin as a PNG does.
+    static func pngSize(atPath path: String) -> ImageSize? {
+        guard let handle = FileHandle(forReadingAtPath: path) else { return nil }
+        defer { try? handle.close() }
+        guard let head = try? handle.read(upToCount: 24), head.count == 24 else { return nil }
+        let bytes = [UInt8](head)
+        guard bytes.prefix(8) == [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A], bytes[12..<16] == [0x49, 0x48, 0x44, 0x52] else { return nil }
+        func u32(_ at: Int) -> Int { bytes[at..<(at + 4)].reduce(0) { $0 << 8 | Int($1) } }
+        return ImageSize(width: u32(16), height: u32(20))
+    }
+
+    /// Puts ``manifest`` in place unless a manifest is there, never over one (written beside it
+    /// and hard-linked, which fails when the name is taken), then checks that the one in place
+    /// is this run's.
+    private func claimManifest() throws {
+        let path = output + "/" + Self.manifestName
+        // Hidden: a shard checking the folder meanwhile takes it for no output of another kind.
+        let temporary = output + "/." + Self.manifestName + ".partial-\(getpid())"
+        do {
+            try FileAccess.writeAtomically(manifest, toPath: temporary)
+        } catch {
+            throw CLIError("\(error)")
+        }
+        defer { unlink(temporary) }
+        if link(temporary, path) != 0 && errno != EEXIST {
+            throw CLIError("--output \(output): cannot put \(Self.manifestName) in place: \(String(cString: strerror(errno)))")
+        }
+        let existing = try? FileAccess.readText(atPath: path)
+        guard existing == manifest else {
+            throw CLIError("--output \(output) holds a rectification made with another calibration, options or recording "
+                           + "(its \(Self.manifestName) differs); choose a new folder, or remove that one first")
+        }
+    }
+
     /// What a run did: pairs rectified now, pairs found done, and the seconds spent on them.
     struct Outcome {
         var rectified = 0
@@ -104,8 +160,24 @@ final class RectifyDatasetPlan: Sendable {
     /// takes every n-th pair), with progress on stderr. Temporary files a killed run left are
     /// removed first (see ``removeTemporaries(of:everything:)``).
     func rectify(_ range: Range<Int>, rectifiers: [Rectifier], format: PixelFormat, quiet: Bool, onlyWriter: Bool) throws -> Outcome {
+        // A pair is done when both its images are there as PNGs of the rectified size; one that
+        // is not (damaged, cut, replaced) is made again, and said.
+        var redone: [String] = []
         let todo = Array(range).filter { k in
-            StereoSide.allCases.contains { !FileManager.default.fileExists(atPath: cameraFolder($0) + "/data/" + fileName($0, pair: k)) }
+            StereoSide.allCases.contains { side in
+                let path = cameraFolder(side) + "/data/" + fileName(side, pair: k)
+                guard FileManager.default.fileExists(atPath: path) else { return true }
+                let size = Self.pngSize(atPath: path)
+                if size != rectification.size {
+                    redone.append("\(path) (" + (size.map { "\($0)" } ?? "not a PNG") + ", not \(rectification.size))")
+                    return true
+                }
+                return false
+            }
+        }
+        if !redone.isEmpty, !quiet {
+            FileHandle.standardError.write(Data(("rectify-dataset: making again \(redone.count) image(s) that were there but not "
+                + "whole: \(redone.prefix(3).joined(separator: ", "))\(redone.count > 3 ? ", …" : "")\n").utf8))
         }
         removeTemporaries(of: Set(range), everything: onlyWriter)
         var outcome = Outcome(skipped: range.count - todo.count)

@@ -207,6 +207,10 @@ struct StreamCommand: AsyncParsableCommand {
         }
         if let mismatched, mismatched > 0 { throw CLIError("\(mismatched) pairs were not taken at the same moment" + recordingNote) }
         if let discrepancy = stats.accountDiscrepancy { throw CLIError("stream: \(discrepancy) (a defect in Parallax)") }
+        if playsWholeRecording, !interruption.fired, timedOut.withLock({ $0 }) {
+            throw CLIError("timed out after \(String(format: "%g", deadline)) s (--timeout), \(received) pairs into the recording, "
+                           + "before its end" + (recorder.map { _ in "; --record \(record ?? "") kept those \(received) pairs" } ?? ""))
+        }
         if received < frames, !interruption.fired, !playsWholeRecording {
             // The timeout's own stop says only "stopped": say why it stopped.
             var reason = "timed out after \(String(format: "%g", deadline)) s"

@@ -136,7 +136,10 @@ struct ViewCommand: AsyncParsableCommand {
         limit?.cancel()
         hub.finish()
         server.cancel()
-        await server.value
+        // The server's graceful end waits for every connection to close: pages get a second
+        // to go, and then the program ends anyway (an idle keep-alive, a half-sent request or
+        // a client that never reads cannot hold it up).
+        await Self.wait(for: server, atMostSeconds: 1)
         if let error = serverFailure.withLock({ $0 }) {
             throw CLIError("view: cannot serve on \(listen) port \(port): \(error)")
         }
@@ -147,6 +150,19 @@ struct ViewCommand: AsyncParsableCommand {
             + "every frame accounted for: \(stats.accountsForEveryFrame(.left) && stats.accountsForEveryFrame(.right))\n").utf8))
         if let failure { throw CLIError("view: the session ended: \(failure)") }
         if let discrepancy = stats.accountDiscrepancy { throw CLIError("view: \(discrepancy) (a defect in Parallax)") }
+    }
+    #endif
+
+    #if BrowserViewer
+    /// Waits until `task` ends or `seconds` pass, whichever comes first.
+    static func wait(for task: Task<Void, Never>, atMostSeconds seconds: Double) async {
+        let waiting = Locked<CheckedContinuation<Void, Never>?>(nil)
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            waiting.withLock { $0 = continuation }
+            let resume: @Sendable () -> Void = { waiting.withLock { $0.take() }?.resume() }
+            Task { await task.value; resume() }
+            Task { try? await Task.sleep(nanoseconds: UInt64(seconds * 1e9)); resume() }
+        }
     }
     #endif
 

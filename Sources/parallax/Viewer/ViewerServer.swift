@@ -17,7 +17,11 @@ enum ViewerServer {
         router.add(middleware: ControllerMiddleware(controller: controller))
         let sockets = Router(context: BasicWebSocketRequestContext.self)
         sockets.ws("/ws") { request, _ in
-            let token = request.uri.queryParameters.get("token")
+            // The token as every request may carry it: `?token=`, or `Authorization: Bearer`.
+            var token: String? = request.uri.queryParameters.get("token").map { String($0) }
+            if token == nil, let authorization = request.headers[.authorization], authorization.hasPrefix("Bearer ") {
+                token = String(authorization.dropFirst("Bearer ".count))
+            }
             return controller.refusal(token: token) == nil ? .upgrade([:]) : .dontUpgrade
         } onUpgrade: { inbound, outbound, _ in
             try await feed(controller.hub, inbound: inbound, outbound: outbound)
@@ -26,7 +30,10 @@ enum ViewerServer {
         logger.logLevel = .critical
         let app = Application(
             router: router,
-            server: .http1WebSocketUpgrade(webSocketRouter: sockets, configuration: .init(ws: .init(maxFrameSize: 1 << 16))),
+            // A connection that sends nothing for 2 s between requests (an idle keep-alive) is
+            // closed: a local viewer's page asks again at once.
+            server: .http1WebSocketUpgrade(webSocketRouter: sockets,
+                                           configuration: .init(http1: .init(idleTimeout: .seconds(2)), ws: .init(maxFrameSize: 1 << 16))),
             configuration: .init(address: .hostname(host, port: port), serverName: nil),
             onServerRunning: { channel in announce(channel.localAddress?.port ?? port) },
             logger: logger)
@@ -89,12 +96,15 @@ enum ViewerServer {
             var query: [String: String] = [:]
             for (key, value) in request.uri.queryParameters { query[String(key)] = String(value) }
             var body: [UInt8] = []
-            var response: ViewerResponse?
-            do {
-                let collected = try await request.body.collect(upTo: ViewerController.maximumBodyBytes)
-                body = Array(collected.readableBytesView)
-            } catch {
-                response = .error(413, "the body is over \(ViewerController.maximumBodyBytes) bytes")
+            // The token first: a request without it is refused before its body is read.
+            var response = controller.refusal(token: query["token"] ?? bearer)
+            if response == nil {
+                do {
+                    let collected = try await request.body.collect(upTo: ViewerController.maximumBodyBytes)
+                    body = Array(collected.readableBytesView)
+                } catch {
+                    response = .error(413, "the body is over \(ViewerController.maximumBodyBytes) bytes")
+                }
             }
             if response == nil {
                 response = await controller.respond(method: request.method.rawValue, path: request.uri.path, query: query,

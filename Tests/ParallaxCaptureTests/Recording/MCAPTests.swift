@@ -228,6 +228,40 @@ struct MCAPTests {
         #expect(FileManager.default.fileExists(atPath: other))
     }
 
+    /// A bag whose topics lie in chunks of their own (all left images, then all right: each
+    /// chunk holds one topic, as writers that chunk per topic make), played as two cameras
+    /// play it, alternating: each chunk is decompressed once for the index and once for the
+    /// playback. Mutation: keeping only the last chunk decompressed (as before) decompresses
+    /// for nearly every message (80 here against 2 × 14 chunks).
+    @Test("topics in chunks of their own, read alternately as two cameras read them: each zstd chunk decompressed once")
+    func alternatingTopicsDecompressOnce() throws {
+        var bytes: [UInt8] = []
+        let writer = try MCAPWriter(profile: "ros2", chunkSize: 600, compression: .zstd, output: { bytes.append(contentsOf: $0) })
+        let schema = try writer.addSchema(name: "sensor_msgs/msg/Image", encoding: "ros2msg", data: Array(ROS2.schemas["sensor_msgs/msg/Image"]!.utf8))
+        for (side, topic) in ["/stereo/left/image_raw", "/stereo/right/image_raw"].enumerated() {
+            let channel = try writer.addChannel(schemaID: schema, topic: topic, messageEncoding: "cdr")
+            for n in 0..<40 {
+                let stamp = Int64(1_000_000_000 + n * 33_333_333)
+                let image = ROS2.Image(header: ROS2.Header(stamp: ROS2.Time(nanoseconds: stamp), frameID: topic), height: 6, width: 8,
+                                       encoding: "mono8", step: 8, data: (0..<48).map { UInt8(truncatingIfNeeded: $0 + n + side * 100) })
+                try writer.addMessage(channel: channel, sequence: UInt32(n), logTime: UInt64(stamp), publishTime: UInt64(stamp),
+                                      data: image.serialized())
+            }
+        }
+        try writer.finish()
+        let file = try MCAPFile(bytes: bytes, name: "per-topic.mcap")
+        let chunks = try #require(file.statistics?.chunkCount)
+        let entries = try file.entriesByTopic()
+        #expect(file.decompressions.load(ordering: .relaxed) == chunks && chunks >= 8)
+        let (left, right) = (try #require(entries["/stereo/left/image_raw"]), try #require(entries["/stereo/right/image_raw"]))
+        var pixels: [[UInt8]] = []
+        for (l, r) in zip(left, right) {
+            for entry in [l, r] { pixels.append(try file.withData(of: entry) { try ROS2.Image(cdr: $0).data }) }
+        }
+        #expect(pixels.count == 80 && pixels[1] == (0..<48).map { UInt8(truncatingIfNeeded: $0 + 100) } && pixels[78].first == 39)
+        #expect(file.decompressions.load(ordering: .relaxed) == 2 * chunks, "each chunk once for the index, once for the playback")
+    }
+
     @Test("messages in zstd chunks are read again by entry, from the chunk decompressed on demand")
     func entriesInCompressedChunks() throws {
         let (bytes, images) = try Self.sampleBag(compression: .zstd)
@@ -523,5 +557,35 @@ struct BagTopicDeviceTests {
         let short = ROS2.Image(header: header, height: 1, width: 4, encoding: "rgb8", step: 6, data: [UInt8](repeating: 0, count: 6))
         let error = try #require(throws: CDRError.self) { try BagTopicDevice.image(short) }
         #expect(error.field == "step", "\(error)")
+    }
+
+    /// An image topic whose schema is named right but whose bytes are not ROS 2's CDR (JSON
+    /// messages, a jsonschema schema) is refused by name, as is one topic for both cameras.
+    /// Mutation: checking the schema's name alone (as before) accepts the JSON topics, and
+    /// decoding their bytes as CDR fails later with a field error that says nothing of why.
+    @Test("image topics not in CDR, or one topic for both cameras, are refused naming the topic and the encoding")
+    func encodingsChecked() throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("bag-encodings-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let path = folder.appendingPathComponent("json.mcap").path
+        let writer = try MCAPWriter(path: path, profile: "")
+        let cdrSchema = try writer.addSchema(name: "sensor_msgs/msg/Image", encoding: "ros2msg", data: Array(ROS2.schemas["sensor_msgs/msg/Image"]!.utf8))
+        let jsonSchema = try writer.addSchema(name: "sensor_msgs/msg/Image", encoding: "jsonschema", data: Array("{}".utf8))
+        let cdr = try writer.addChannel(schemaID: cdrSchema, topic: "/cdr/image", messageEncoding: "cdr")
+        let json = try writer.addChannel(schemaID: jsonSchema, topic: "/json/image", messageEncoding: "json")
+        let image = ROS2.Image(header: ROS2.Header(stamp: ROS2.Time(nanoseconds: 1), frameID: ""), height: 1, width: 2,
+                               encoding: "mono8", step: 2, data: [1, 2])
+        try writer.addMessage(channel: cdr, sequence: 0, logTime: 1, publishTime: 1, data: image.serialized())
+        try writer.addMessage(channel: json, sequence: 0, logTime: 1, publishTime: 1, data: Array(#"{"height":1}"#.utf8))
+        try writer.finish()
+        let bag = try MCAPBag(path: path)
+        #expect { try BagTopicDevice(bag: bag, topic: "/json/image") } throws: { error in
+            "\(error)".contains("topic /json/image holds sensor_msgs/msg/Image encoded as json (schema encoding jsonschema)")
+        }
+        #expect(throws: Never.self) { try BagTopicDevice(bag: bag, topic: "/cdr/image") }
+        #expect { try StereoDevice(bag: bag, topics: PerSide(left: "/cdr/image", right: "/cdr/image")) } throws: { error in
+            "\(error)".contains("/cdr/image is given for both sides")
+        }
     }
 }

@@ -1,6 +1,7 @@
 import CZstd
 import Foundation
 import ParallaxGeometry
+import Synchronization
 
 /// Why an MCAP file cannot be read: the file, where in it (a byte offset), and what is wrong.
 public struct MCAPReadError: Error, Sendable, CustomStringConvertible {
@@ -50,7 +51,9 @@ public final class MCAPFile {
     /// `allowingTruncation`, a file cut short (no footer) is read up to its last whole record.
     public init(path: String, allowingTruncation: Bool = false) throws(MCAPReadError) {
         name = path
-        let descriptor = SystemCall.retryingInterrupts { Foundation.open(path, O_RDONLY | O_CLOEXEC) }
+        // O_NONBLOCK: a FIFO opens at once (to be refused below as not a regular file) instead
+        // of waiting for a writer that may never come; on a regular file it changes nothing.
+        let descriptor = SystemCall.retryingInterrupts { Foundation.open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK) }
         guard descriptor >= 0 else {
             throw MCAPReadError(file: path, reason: "cannot be opened: \(String(cString: strerror(errno)))")
         }
@@ -220,22 +223,23 @@ public final class MCAPFile {
     }
 
     /// Calls `body` with the bytes of `entry` (from ``entriesByTopic()`` of this file): the
-    /// file's own bytes, or those of its decompressed chunk (the last one decompressed is
-    /// kept). Valid during the call; safe to call from several threads at once.
+    /// file's own bytes, or those of its decompressed chunk (the chunks used last are kept:
+    /// readers going through several topics at once, each in its own chunks, decompress each
+    /// chunk once). Valid during the call; safe to call from several threads at once.
     public func withData<R>(of entry: MCAPMessageEntry, _ body: (UnsafeRawBufferPointer) throws -> R) throws -> R {
         guard let chunk = entry.compressedChunk else {
             precondition(entry.dataRange.lowerBound >= 0 && entry.dataRange.upperBound <= raw.count, "an entry of another file")
             return try body(UnsafeRawBufferPointer(rebasing: raw[entry.dataRange]))
         }
         precondition(chunk >= 0 && chunk < compressedChunks.count, "an entry of another file")
-        let cached = decompressedChunk.withLock { $0?.chunk == chunk ? $0?.bytes : nil }
+        let cached = decompressedChunks.withLock { $0.bytes(of: chunk) }
         let bytes: [UInt8]
         if let cached {
             bytes = cached
         } else {
             let (records, size, at) = compressedChunks[chunk]
             bytes = try decompress(records, size: size, at: at)
-            decompressedChunk.withLock { $0 = (chunk, bytes) }
+            decompressedChunks.withLock { $0.keep(bytes, of: chunk) }
         }
         precondition(entry.dataRange.upperBound <= bytes.count, "an entry of another file")
         return try bytes.withUnsafeBytes { try body(UnsafeRawBufferPointer(rebasing: $0[entry.dataRange])) }
@@ -248,14 +252,45 @@ public final class MCAPFile {
     /// Each zstd chunk met so far: its compressed records, their size decompressed, and
     /// where the chunk starts in the file.
     private var compressedChunks: [(records: Range<Int>, size: Int, at: Int)] = []
-    private let decompressedChunk = Locked<(chunk: Int, bytes: [UInt8])?>(nil)
+    private let decompressedChunks = Locked(DecompressedChunks())
+
+    /// The zstd chunks decompressed last, most recent last: at most 8, and 256 MiB together
+    /// (with the one just used always kept). Two topics played at once, each from its own
+    /// run of chunks, use two; 8 leave room for four such readers or a reader running ahead.
+    struct DecompressedChunks {
+        private var kept: [(chunk: Int, bytes: [UInt8])] = []
+        private var total = 0
+        static let most = 8, mostBytes = 256 << 20
+
+        /// The chunk's records, if kept (then counted as used last).
+        mutating func bytes(of chunk: Int) -> [UInt8]? {
+            guard let index = kept.firstIndex(where: { $0.chunk == chunk }) else { return nil }
+            let entry = kept.remove(at: index)
+            kept.append(entry)
+            return entry.bytes
+        }
+
+        /// Keeps a chunk's records, letting go of those used longest ago past the limits.
+        mutating func keep(_ bytes: [UInt8], of chunk: Int) {
+            guard !kept.contains(where: { $0.chunk == chunk }) else { return }
+            kept.append((chunk, bytes))
+            total += bytes.count
+            while kept.count > 1 && (kept.count > Self.most || total > Self.mostBytes) {
+                total -= kept.removeFirst().bytes.count
+            }
+        }
+    }
 
     /// The largest decompressed chunk read: a chunk claiming more is refused before any
     /// memory is set aside (writers close chunks at a few MiB).
     static let largestChunk = 1 << 30
 
+    /// zstd chunks decompressed so far (what the tests count).
+    let decompressions = Atomic<Int>(0)
+
     /// A zstd chunk's records, decompressed and checked against the size it states.
     private func decompress(_ records: Range<Int>, size: Int, at: Int) throws(MCAPReadError) -> [UInt8] {
+        decompressions.add(1, ordering: .relaxed)
         let source = UnsafeRawBufferPointer(rebasing: raw[records])
         let declared = ZSTD_getFrameContentSize(source.baseAddress, source.count)
         if declared != ZSTD_CONTENTSIZE_UNKNOWN {

@@ -147,7 +147,7 @@ public enum MCAPRecovery {
             self.path = path
             cut = 0
             // Mapped read-only, as MCAPFile reads bags: hours of recording are not copied.
-            guard let file = FileDescriptor(opening: path, flags: O_RDONLY | O_CLOEXEC) else {
+            guard let file = FileDescriptor(opening: path, flags: O_RDONLY | O_CLOEXEC | O_NONBLOCK) else {
                 throw MCAPRecoveryError(file: path, reason: "cannot be opened: " + String(cString: strerror(errno)))
             }
             guard let status = file.status(), status.st_mode & S_IFMT == S_IFREG else {
