@@ -17,7 +17,8 @@ TEST_FLAGS ?=
 # tests reach internal API. Testability changes no code path: the sources have no assert(), and
 # preconditions, overflow and exclusivity checks are the same at -O as at -Onone, so the suite
 # proves in release what it proved in debug, on the code users run. The sanitizer builds are
-# debug builds of the same tests; `make check` builds debug, incrementally, for daily work.
+# optimised builds of the same tests (SANITIZER_BUILD); `make check` builds debug, incrementally,
+# for daily work.
 RELEASE := -c release -Xswiftc -enable-testing
 
 .PHONY: all deps ci-packages install-packages build build-tests release demo check check-demo build-asan build-tsan check-bad-inputs docs test short-soak allocations test-cpus check-interop test-interop check-arm64 check-live test-asan test-tsan tsan-suites test-kernel test-browser soak-browser soak fuzz bench bench-pair bench-dataset compare-opencv clean

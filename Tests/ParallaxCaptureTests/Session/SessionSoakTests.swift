@@ -5,7 +5,7 @@ import ParallaxTestSupport
 import Testing
 
 /// Simulated time through the whole session, time-compressed: an hour in `make soak`
-/// (release build), three minutes in `make test`, each in a process of its own so that its
+/// (release build), four minutes in `make test` (`make short-soak`), each in a process of its own so that its
 /// memory figures are its own (`PARALLAX_SOAK=1` enables the suite). Two virtual UVC
 /// cameras at 60 fps with drift, jitter and 1 % of frames lost on the bus, rectified at
 /// 160×120, with the virtual driver's faults injected at random: unplug and replug, vb2's
