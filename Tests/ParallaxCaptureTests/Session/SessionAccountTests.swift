@@ -62,11 +62,16 @@ struct SessionAccountTests {
         }
         #expect(settled, "the ten pairs did not settle: \(session.statistics.sessionDrops)")
         var reader = session.pairs.makeAsyncIterator()
-        var read: [UInt64] = []
-        for _ in 0..<2 { if let pair = try await reader.next() { read.append(pair.left.sequence) } }
+        var read: [UInt64] = [], numbers: [Int] = []
+        for _ in 0..<2 {
+            if let pair = try await reader.next() { read.append(pair.left.sequence); numbers.append(pair.number) }
+        }
         session.stop()
         let stats = session.statistics
         #expect(read == [8, 9], "the consumer read \(read)")
+        // README and "First programs": `pair.number` counts every pair made, dropped ones too,
+        // so the two pairs delivered are numbers 8 and 9, not 0 and 1.
+        #expect(numbers == [8, 9], "pair numbers \(numbers)")
         #expect(stats.sessionDrops[.consumerBehind, default: 0] == 8 && stats.pairsDelivered == 2)
         for side in StereoSide.allCases { #expect(stats.accountsForEveryFrame(side), "\(side): \(stats.droppedByName(side))") }
         var events = session.events.makeAsyncIterator()
@@ -137,5 +142,44 @@ struct SessionAccountTests {
         let errors = stats.events.compactMap { if case .deviceError(let message) = $0.kind { return message }; return nil }
         #expect(errors.count == 1 && errors.first?.contains("pair 3 could not be rectified") == true, "\(errors)")
         for side in StereoSide.allCases { #expect(stats.accountsForEveryFrame(side), "\(side): \(stats.droppedByName(side))") }
+    }
+}
+
+/// The account's check itself can fail: a closed account from a real session, then each of
+/// its terms moved as a defect would move it. FrameAccount.md: "a pair lost without a reason
+/// breaks it"; `stream` and `view` end with ``StereoSessionStatistics/accountDiscrepancy`` as
+/// an error, so each of these would fail them.
+@Suite("The frame account's check")
+struct FrameAccountCheckTests {
+    @Test("a closed account balances; a pair lost without a reason, a pair still held, a frame the synchronizer lost each break it")
+    func everyTermIsChecked() async throws {
+        let rig = SimulatedRigDevice(rig: .example(size: ImageSize(width: 64, height: 48)), pace: .asFastAsPossible)
+        let session = try StereoSession(device: StereoDevice(simulated: rig))
+        try session.start()
+        var delivered = 0
+        for try await _ in session.pairs {
+            delivered += 1
+            if delivered == 30 { break }
+        }
+        session.stop()
+        let closed = session.statistics
+        #expect(closed.accountDiscrepancy == nil && closed.pairsDelivered == 30)
+        #expect(StereoSide.allCases.allSatisfy(closed.accountsForEveryFrame))
+
+        // A delivered pair that vanished, with no reason counted.
+        var lost = closed
+        lost.pairsDelivered -= 1
+        #expect(!lost.accountsForEveryFrame(.left) && !lost.accountsForEveryFrame(.right))
+        #expect(lost.accountDiscrepancy?.contains("delivered 29") == true, "\(lost.accountDiscrepancy ?? "")")
+        // The same pair counted as still held: each side balances, but a closed account holds none.
+        var held = lost
+        held.pairsInFlight += 1
+        #expect(StereoSide.allCases.allSatisfy(held.accountsForEveryFrame))
+        #expect(held.accountDiscrepancy?.contains("holds 1") == true, "\(held.accountDiscrepancy ?? "")")
+        // A pair the session received that the synchronizer never made.
+        var extra = closed
+        extra.pairsReceived += 1
+        extra.pairsDelivered += 1
+        #expect(!extra.accountsForEveryFrame(.left) && extra.accountDiscrepancy != nil)
     }
 }
