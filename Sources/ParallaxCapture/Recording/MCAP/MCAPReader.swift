@@ -291,20 +291,30 @@ public final class MCAPFile {
     /// A zstd chunk's records, decompressed and checked against the size it states.
     private func decompress(_ records: Range<Int>, size: Int, at: Int) throws(MCAPReadError) -> [UInt8] {
         decompressions.add(1, ordering: .relaxed)
-        let source = UnsafeRawBufferPointer(rebasing: raw[records])
+        do { return try Self.zstdChunk(UnsafeRawBufferPointer(rebasing: raw[records]), size: size) } catch {
+            throw fail(at, error.reason)
+        }
+    }
+
+    /// Why a zstd chunk's records cannot be had, as a sentence.
+    struct UndecodableChunk: Error { var reason: String }
+
+    /// A zstd chunk's records (`source`, one zstd frame) decompressed, checked against the
+    /// `size` the chunk states; shared with ``MCAPRecovery``, which reads chunks the same way.
+    static func zstdChunk(_ source: UnsafeRawBufferPointer, size: Int) throws(UndecodableChunk) -> [UInt8] {
         let declared = ZSTD_getFrameContentSize(source.baseAddress, source.count)
         if declared != ZSTD_CONTENTSIZE_UNKNOWN {
-            guard declared != ZSTD_CONTENTSIZE_ERROR else { throw fail(at, "a zstd chunk whose data is not a zstd frame") }
+            guard declared != ZSTD_CONTENTSIZE_ERROR else { throw UndecodableChunk(reason: "a zstd chunk whose data is not a zstd frame") }
             guard declared == UInt64(size) else {
-                throw fail(at, "a zstd chunk that says it holds \(size) bytes, its frame \(declared)")
+                throw UndecodableChunk(reason: "a zstd chunk that says it holds \(size) bytes, its frame \(declared)")
             }
         }
         var bytes = [UInt8](repeating: 0, count: size)
         let written = bytes.withUnsafeMutableBytes { ZSTD_decompress($0.baseAddress, size, source.baseAddress, source.count) }
         if ZSTD_isError(written) != 0 {
-            throw fail(at, "a zstd chunk that does not decompress: \(String(cString: ZSTD_getErrorName(written)))")
+            throw UndecodableChunk(reason: "a zstd chunk that does not decompress: \(String(cString: ZSTD_getErrorName(written)))")
         }
-        guard written == size else { throw fail(at, "a zstd chunk that says it holds \(size) bytes decompresses to \(written)") }
+        guard written == size else { throw UndecodableChunk(reason: "a zstd chunk that says it holds \(size) bytes decompresses to \(written)") }
         return bytes
     }
 

@@ -1,4 +1,3 @@
-import CZstd
 import Foundation
 import ParallaxGeometry
 
@@ -297,9 +296,7 @@ public enum MCAPRecovery {
                 guard UInt64(stored.count) == size else { throw Damaged() }
             case "zstd":
                 guard size <= UInt64(MCAPFile.largestChunk) else { throw Damaged() }
-                decompressed = [UInt8](repeating: 0, count: Int(size))
-                let written = decompressed.withUnsafeMutableBytes { ZSTD_decompress($0.baseAddress, Int(size), stored.baseAddress, stored.count) }
-                guard ZSTD_isError(written) == 0, written == Int(size) else { throw Damaged() }
+                decompressed = try MCAPFile.zstdChunk(stored, size: Int(size))
             default:
                 throw Damaged()
             }
