@@ -159,7 +159,7 @@ check-live: release
 # the same flags builds nothing new), with extension blocks as swift-docc-plugin asks for them:
 # the plugin's own debug build of the four modules would cost CI a build configuration, and
 # DocC reads the same public declarations and comments from either.
-DOC_MODULES := ParallaxGeometry ParallaxImage ParallaxCapture ParallaxCalibration
+DOC_MODULES := ParallaxGeometry ParallaxImage ParallaxCapture ParallaxDepth ParallaxCalibration
 DOCS := .build/docs
 docs: build-tests
 	@$(MAKE) --no-print-directory install-packages PACKAGES="python3"
@@ -269,13 +269,19 @@ build-tsan: deps
 # The test bundle is run itself rather than through `swift test`, which holds the build
 # folder's lock while the tests run: CI runs two sets of suites at once, one per core
 # (tsan-suites: the suites alone, on a build already made).
-TSAN_RUN = TSAN_OPTIONS=halt_on_error=0:second_deadlock_stack=1:allocator_may_return_null=1 \
-	.build-tsan/release/ParallaxPackageTests.xctest --testing-library swift-testing --no-parallel
+# Each process's reports (the tests' and the command-line tools they start) go to a file of
+# its own, printed after the run: in CI's step log they come last, where its summary shows them.
+TSAN_RUN = report=.build-tsan/tsan-report-$$$$; rm -f $$report.*; status=0; \
+	TSAN_OPTIONS=halt_on_error=0:second_deadlock_stack=1:allocator_may_return_null=1:log_path=$$report \
+	.build-tsan/release/ParallaxPackageTests.xctest --testing-library swift-testing --no-parallel \
+	$(TEST_FLAGS) $(TSAN_SKIP) || status=$$?; \
+	for file in $$report.*; do [ -e "$$file" ] || continue; echo "== thread sanitizer report $$file:"; cat "$$file"; done; \
+	exit $$status
 test-tsan: build-tsan
-	$(TSAN_RUN) $(TEST_FLAGS) $(TSAN_SKIP)
+	@$(TSAN_RUN)
 tsan-suites:
 	@[ -x .build-tsan/release/ParallaxPackageTests.xctest ] || { echo "no thread-sanitizer build: make build-tsan" >&2; exit 1; }
-	$(TSAN_RUN) $(TEST_FLAGS) $(TSAN_SKIP)
+	@$(TSAN_RUN)
 
 # The V4L2 backend against the real kernel: Debian's kernel with two vivid nodes under
 # qemu (software emulation), the host shared read-only; runs the kernel-backed tests (the

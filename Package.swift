@@ -16,6 +16,7 @@ let package = Package(
         .library(name: "ParallaxGeometry", targets: ["ParallaxGeometry"]),
         .library(name: "ParallaxImage", targets: ["ParallaxImage"]),
         .library(name: "ParallaxCapture", targets: ["ParallaxCapture"]),
+        .library(name: "ParallaxDepth", targets: ["ParallaxDepth"]),
         .library(name: "ParallaxCalibration", targets: ["ParallaxCalibration"]),
         .library(name: "ParallaxTestSupport", targets: ["ParallaxTestSupport"]),
         .executable(name: "parallax", targets: ["parallax"]),
@@ -55,6 +56,9 @@ let package = Package(
         /// (per-function `target` attributes: no compiler flags, so the package stays usable as
         /// a dependency).
         .target(name: "CRemapKernels"),
+        /// The semi-global matcher's kernels, one C body compiled at each vector level (per-function
+        /// `target` attributes, as CRemapKernels).
+        .target(name: "CDepthKernels"),
         /// libpng and libjpeg-turbo (TurboJPEG for files, its libjpeg API for MJPEG frames).
         .target(
             name: "CImageCodecs",
@@ -69,6 +73,7 @@ let package = Package(
         .target(name: "ParallaxGeometry", dependencies: ["CRemapKernels"]),
         .target(name: "ParallaxImage", dependencies: ["ParallaxGeometry", "CImageCodecs", "CRemapKernels"]),
         .target(name: "ParallaxCapture", dependencies: ["ParallaxGeometry", "ParallaxImage", "CV4L2", "CZstd"]),
+        .target(name: "ParallaxDepth", dependencies: ["ParallaxGeometry", "ParallaxImage", "CDepthKernels"]),
         .target(
             name: "ParallaxCalibration",
             dependencies: ["ParallaxGeometry", "ParallaxImage", "CLapack", "CRemapKernels", .product(name: "Yams", package: "Yams")]
@@ -76,7 +81,7 @@ let package = Package(
         .target(name: "ParallaxTestSupport", dependencies: ["ParallaxCapture", "ParallaxGeometry", "ParallaxImage", "CV4L2"]),
         .target(
             name: "Parallax",
-            dependencies: ["ParallaxGeometry", "ParallaxImage", "ParallaxCapture", "ParallaxCalibration"]
+            dependencies: ["ParallaxGeometry", "ParallaxImage", "ParallaxCapture", "ParallaxCalibration", "ParallaxDepth"]
         ),
         .executableTarget(
             name: "parallax",
@@ -100,6 +105,8 @@ let package = Package(
         .testTarget(name: "ParallaxGeometryTests", dependencies: ["ParallaxGeometry"], resources: [.copy("Fixtures")],
                     swiftSettings: testSettings),
         .testTarget(name: "ParallaxImageTests", dependencies: ["ParallaxImage", "ParallaxGeometry", "CRemapKernels"],
+                    swiftSettings: testSettings),
+        .testTarget(name: "ParallaxDepthTests", dependencies: ["ParallaxDepth", "ParallaxImage", "ParallaxCapture", "CDepthKernels"],
                     swiftSettings: testSettings),
         .testTarget(name: "ParallaxCaptureTests", dependencies: ["ParallaxCapture", "ParallaxTestSupport"], swiftSettings: testSettings),
         .testTarget(name: "ParallaxCalibrationTests",

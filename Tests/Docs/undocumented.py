@@ -14,7 +14,7 @@ braces) counts as one declaration. Prints each undocumented declaration as
 import os, re, sys
 
 root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
-modules = ["ParallaxGeometry", "ParallaxImage", "ParallaxCapture", "ParallaxCalibration", "ParallaxTestSupport", "Parallax"]
+modules = ["ParallaxGeometry", "ParallaxImage", "ParallaxCapture", "ParallaxDepth", "ParallaxCalibration", "ParallaxTestSupport", "Parallax"]
 declaration = re.compile(r"^(public|open)\s+(?!extension\b)")
 attribute = re.compile(r"^@\w")
 missing, total = [], 0

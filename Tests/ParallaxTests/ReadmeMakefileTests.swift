@@ -77,14 +77,14 @@ struct ReadmeMakefileTests {
     func layoutTableMatchesThePackage() throws {
         let readme = try Self.text("README.md"), manifest = try Self.text("Package.swift")
         let targets = try Self.packageTargets()
-        let layers = ["ParallaxGeometry", "ParallaxImage", "ParallaxCapture", "ParallaxCalibration"]
+        let layers = ["ParallaxGeometry", "ParallaxImage", "ParallaxCapture", "ParallaxCalibration", "ParallaxDepth"]
         var rows: [String: Set<String>] = [:]
         for line in readme.split(separator: "\n") where line.hasPrefix("| `Sources/") {
             let cells = line.split(separator: "|", omittingEmptySubsequences: false).map { $0.trimmingCharacters(in: .whitespaces) }
             try #require(cells.count >= 4, "\(line)")
             let name = String(cells[1].dropFirst("`Sources/".count).dropLast())
             let column = cells[3]
-            let links: Set<String> = column == "–" ? [] : column == "those four" ? Set(layers)
+            let links: Set<String> = column == "–" ? [] : column == "those five" ? Set(layers)
                 : Set(column.components(separatedBy: ", ").map { $0.trimmingCharacters(in: CharacterSet(charactersIn: "` ")) })
             rows[name] = links
         }

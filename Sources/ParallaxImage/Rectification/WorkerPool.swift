@@ -15,9 +15,13 @@ import ParallaxGeometry
 /// nothing is allocated per job. Tasks are handed out one at a time from a
 /// shared counter, which balances uneven bands (rows near a lens edge cost
 /// more than rows in the middle).
-final class WorkerPool: @unchecked Sendable {
+package final class WorkerPool: @unchecked Sendable {
     /// Threads that work on a job, including the caller of ``run(tasks:_:)``.
-    let threadCount: Int
+    package let threadCount: Int
+    /// The threads besides the caller that did start (fewer than `threadCount − 1` only when
+    /// the system refused one): tasks that wait for one another (ParallaxDepth's two stages)
+    /// need one thread each.
+    package private(set) var startedThreads = 0
     private let state: PoolState
 
     /// - Parameter threadCount: total threads including the caller; values
@@ -37,6 +41,7 @@ final class WorkerPool: @unchecked Sendable {
             }, context)
             if created == 0 {
                 pthread_detach(thread)
+                startedThreads += 1
             } else {
                 // Fewer threads than asked: the job still completes, only slower.
                 Unmanaged<PoolState>.fromOpaque(context).release()
@@ -54,7 +59,7 @@ final class WorkerPool: @unchecked Sendable {
     /// One pool per thread count for the whole process, created on first use and kept, as
     /// OpenCV keeps its threads: a rectifier built later starts with threads that are
     /// already running. Jobs from different owners run one after another.
-    static func shared(threadCount: Int) -> WorkerPool {
+    package static func shared(threadCount: Int) -> WorkerPool {
         let count = max(1, threadCount)
         return sharedPools.withLock { pools in
             if let pool = pools[count] { return pool }
@@ -67,7 +72,7 @@ final class WorkerPool: @unchecked Sendable {
     private static let sharedPools = Locked<[Int: WorkerPool]>([:])
 
     /// The number of processors online, at least 1.
-    static var processorCount: Int { max(1, Int(sysconf(Int32(_SC_NPROCESSORS_ONLN)))) }
+    package static var processorCount: Int { max(1, Int(sysconf(Int32(_SC_NPROCESSORS_ONLN)))) }
 
     /// A task function: called with the job's context and a task index.
     ///
@@ -75,13 +80,15 @@ final class WorkerPool: @unchecked Sendable {
     /// closure to other threads turns it into an escaping one, and that
     /// conversion allocates on every job; a plain function plus a pointer to
     /// the caller's context does not.
-    typealias Task = @convention(c) (UnsafeRawPointer, Int) -> Void
+    package typealias Task = @convention(c) (UnsafeRawPointer, Int) -> Void
 
     /// Runs `task(context, 0) … task(context, tasks − 1)`, spread over the
     /// pool's threads and the caller, and returns when all have finished.
     /// Calls from several threads take turns (a task must not call `run` on
-    /// its own pool); `context` must stay valid until the call returns.
-    func run(tasks: Int, context: UnsafeRawPointer, _ task: Task) {
+    /// its own pool); `context` must stay valid until the call returns. Each thread takes one
+    /// task at a time and finishes it before the next, so `tasks` ≤ ``startedThreads`` + 1
+    /// tasks that wait for one another each get a thread of their own.
+    package func run(tasks: Int, context: UnsafeRawPointer, _ task: Task) {
         guard tasks > 0 else { return }
         if threadCount == 1 || tasks == 1 {
             for t in 0..<tasks { task(context, t) }

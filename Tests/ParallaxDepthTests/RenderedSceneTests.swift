@@ -1,0 +1,44 @@
+import ParallaxCapture
+import ParallaxDepth
+import ParallaxGeometry
+import ParallaxImage
+import Testing
+
+/// Rectified pairs rendered from the simulated rig's scene renderer with ideal pinhole cameras
+/// side by side, so that the true disparity of every pixel is known from the geometry.
+enum RenderedPair {
+    /// Two distortion-free cameras of focal length `focal` px with the same principal point,
+    /// the right one `baseline` metres to the right of the left (its frame = the left's shifted
+    /// by −baseline along x): already rectified, a point at depth Z has disparity f · B / Z.
+    static func rig(size: ImageSize, focal: Double, baseline: Double, scene: SimulatedScene) -> SimulatedStereoRig {
+        let intrinsics = CameraIntrinsics(fx: focal, fy: focal, cx: Double(size.width - 1) / 2, cy: Double(size.height - 1) / 2)
+        let camera = CameraModel(size: size, intrinsics: intrinsics, distortion: .none)
+        let extrinsics = RigidTransform(rotation: .identity, translation: SIMD3(-baseline, 0, 0))
+        return SimulatedStereoRig(calibration: StereoCalibration(left: camera, right: camera, extrinsics: extrinsics,
+                                                                 translationUnit: .metre), scene: scene)
+    }
+
+    /// A fronto-parallel textured wall at `depth` metres filling the view.
+    static func wall(depth: Double, seed: UInt64 = 5) -> SimulatedScene {
+        SimulatedScene(backgroundLevel: 100, planes: [
+            .frontoParallel(depth: depth, texture: .valueNoise(cellSize: 0.004 * depth, seed: seed, dark: 30, light: 220)),
+        ])
+    }
+}
+
+@Suite("Semi-global matcher on rendered scenes with exact disparity")
+struct RenderedSceneTests {
+    @Test("a fronto-parallel wall: the median disparity within 0.1 px of f·B/Z", arguments: [0.9, 1.6, 3.1])
+    func wallMedianIsFocalTimesBaselineOverDepth(depth: Double) throws {
+        let size = ImageSize(width: 320, height: 240), focal = 277.0, baseline = 0.08
+        let rig = RenderedPair.rig(size: size, focal: focal, baseline: baseline, scene: RenderedPair.wall(depth: depth))
+        let left = try rig.render(.left), right = try rig.render(.right)
+        let matcher = try SemiGlobalMatcher(configuration: .init(disparityCount: 64), size: size)
+        let map = try left.withView { l in try right.withView { r in try matcher.match(left: l, right: r) } }
+        let truth = focal * baseline / depth
+        let valid = map.values.filter(\.isFinite).sorted()
+        let median = Double(valid[valid.count / 2])
+        print("wall at \(depth) m: truth \(truth) px, median \(median) px, density \(map.density)")
+        #expect(abs(median - truth) <= 0.1, "median \(median), truth \(truth)")
+    }
+}
