@@ -129,6 +129,49 @@ static void write_to_memory(png_structp png, png_bytep bytes, size_t count) {
 
 static void flush_memory(png_structp png) { (void)png; }
 
+int parallax_png_encode_gray16(const uint16_t *samples, int width, int height, int compression_level,
+                               uint8_t **png_out, size_t *png_size,
+                               char message[PARALLAX_PNG_MESSAGE_CAPACITY]) {
+    *png_out = NULL;
+    *png_size = 0;
+    message[0] = 0;
+    error_sink sink = { message };
+    png_structp png = png_create_write_struct(PNG_LIBPNG_VER_STRING, &sink, on_error, on_warning);
+    if (!png) { strcpy(message, "out of memory"); return -1; }
+    png_infop info = png_create_info_struct(png);
+    if (!info) { png_destroy_write_struct(&png, NULL); strcpy(message, "out of memory"); return -1; }
+    memory_writer writer = { NULL, 0, 0 };
+    memory_writer *volatile writer_ref = &writer;
+    // One row of big-endian samples (PNG's byte order), whatever the machine's.
+    uint8_t *volatile row = malloc((size_t)width * 2 + 1);
+    if (!row) { png_destroy_write_struct(&png, &info); strcpy(message, "out of memory"); return -1; }
+    if (setjmp(png_jmpbuf(png))) {
+        free(writer_ref->data);
+        free(row);
+        png_destroy_write_struct(&png, &info);
+        return -1;
+    }
+    png_set_write_fn(png, &writer, write_to_memory, flush_memory);
+    png_set_compression_level(png, compression_level);
+    png_set_IHDR(png, info, (png_uint_32)width, (png_uint_32)height, 16, PNG_COLOR_TYPE_GRAY,
+                 PNG_INTERLACE_NONE, PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
+    png_write_info(png, info);
+    for (int y = 0; y < height; y++) {
+        const uint16_t *source = samples + (size_t)width * (size_t)y;
+        for (int x = 0; x < width; x++) {
+            row[2 * x] = (uint8_t)(source[x] >> 8);
+            row[2 * x + 1] = (uint8_t)(source[x] & 0xFF);
+        }
+        png_write_row(png, (png_const_bytep)row);
+    }
+    png_write_end(png, info);
+    png_destroy_write_struct(&png, &info);
+    free(row);
+    *png_out = writer.data;
+    *png_size = writer.size;
+    return 0;
+}
+
 int parallax_png_encode(const uint8_t *pixels, int width, int height, int channels, int compression_level,
                         uint8_t **png_out, size_t *png_size,
                         char message[PARALLAX_PNG_MESSAGE_CAPACITY]) {

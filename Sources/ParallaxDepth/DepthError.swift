@@ -19,6 +19,10 @@ public enum DepthError: Error, Sendable, Equatable, CustomStringConvertible {
     case unsupportedFormat(PixelFormat, side: StereoSide)
     /// Working memory could not be had.
     case outOfMemory(bytes: Int)
+    /// A file that is not what it should be: its path and what is wrong.
+    case corruptFile(path: String, reason: String)
+    /// The map cannot be written that way (the reason says why and what to do instead).
+    case notRepresentable(String)
 
     /// The reason in a sentence, with the values involved.
     public var description: String {
@@ -37,6 +41,10 @@ public enum DepthError: Error, Sendable, Equatable, CustomStringConvertible {
             return "the \(side) image is \(format.rawValue): the matcher takes luma from gray8, yuyv, uyvy, nv12, i420 or i422 (convert colour images to gray first)"
         case let .outOfMemory(bytes):
             return "cannot allocate the matcher's \(bytes) bytes of working memory"
+        case let .corruptFile(path, reason):
+            return "\(path): \(reason)"
+        case let .notRepresentable(reason):
+            return reason
         }
     }
 }

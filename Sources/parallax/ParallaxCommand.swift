@@ -27,6 +27,7 @@ struct ParallaxCommand: AsyncParsableCommand {
             RectificationCommand.self,
             RectifyCommand.self,
             RectifyDatasetCommand.self,
+            DisparityCommand.self,
             BenchCommand.self,
         ]
     )

@@ -30,6 +30,12 @@ int parallax_png_encode(const uint8_t *pixels, int width, int height, int channe
                         uint8_t **png, size_t *png_size,
                         char message[PARALLAX_PNG_MESSAGE_CAPACITY]);
 
+/// Encodes 16-bit gray samples (width × height, rows packed) as a 16-bit gray PNG in memory,
+/// as parallax_png_encode does 8-bit ones.
+int parallax_png_encode_gray16(const uint16_t *samples, int width, int height, int compression_level,
+                               uint8_t **png, size_t *png_size,
+                               char message[PARALLAX_PNG_MESSAGE_CAPACITY]);
+
 /// Releases memory returned by the PNG functions.
 void parallax_png_free(void *pointer);
 

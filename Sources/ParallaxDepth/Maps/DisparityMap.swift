@@ -43,8 +43,10 @@ public struct DisparityMap: Sendable, Equatable {
         public var inconsistent = 0
         /// Part of a region the speckle filter removed.
         public var speckle = 0
+        /// Invalid in a map made from values (a file, a ground truth), which say no reason.
+        public var unknown = 0
         /// All of them.
-        public var total: Int { outside + ambiguous + inconsistent + speckle }
+        public var total: Int { outside + ambiguous + inconsistent + speckle + unknown }
         /// No invalid pixels.
         public init() {}
     }
@@ -58,7 +60,35 @@ public struct DisparityMap: Sendable, Equatable {
         self.fixedPoint = Array(repeating: Self.invalidFixedPoint, count: count)
         self.values = Array(repeating: .infinity, count: count)
         self.invalid = InvalidCounts()
-        self.invalid.outside = count
+        self.invalid.unknown = count
+    }
+
+    /// A map of `values` in pixels (row by row, non-finite where invalid), as a file or a
+    /// ground truth gives them; the fixed point rounds 16 × each value to the nearest, and
+    /// invalid pixels count as ``InvalidCounts/unknown``.
+    ///
+    /// - Throws: ``DepthError/invalidConfiguration(field:value:allowed:)`` when the count is not
+    ///   the size's or a value lies beyond the fixed point's ±2047 pixels.
+    public init(size: ImageSize, minimumDisparity: Int, disparityCount: Int, values: [Float]) throws(DepthError) {
+        guard size.width >= 0, size.height >= 0, values.count == size.width * size.height else {
+            throw .invalidConfiguration(field: "values", value: values.count, allowed: "\(size.width * size.height) for \(size)")
+        }
+        var fixed = [Int16](repeating: Self.invalidFixedPoint, count: values.count)
+        var unknown = 0
+        for (i, value) in values.enumerated() {
+            guard value.isFinite else { unknown += 1; continue }
+            guard abs(value) <= 2047 else {
+                throw .invalidConfiguration(field: "values[\(i)]", value: Int(value), allowed: "disparities within ±2047 pixels")
+            }
+            fixed[i] = Int16((16 * value).rounded())
+        }
+        self.size = size
+        self.minimumDisparity = minimumDisparity
+        self.disparityCount = disparityCount
+        self.fixedPoint = fixed
+        self.values = values.map { $0.isFinite ? $0 : .infinity }
+        self.invalid = InvalidCounts()
+        self.invalid.unknown = unknown
     }
 
     /// An empty map, resized by the first match into it.

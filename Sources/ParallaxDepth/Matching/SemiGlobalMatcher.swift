@@ -2,6 +2,13 @@ import CDepthKernels
 import ParallaxGeometry
 import ParallaxImage
 import Synchronization
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// A semi-global matcher (Hirschmüller, TPAMI 2008) for rectified pairs: census costs,
 /// aggregation along 4, 5 or 8 paths, winner takes all with sub-pixel refinement, a uniqueness
@@ -47,7 +54,8 @@ public final class SemiGlobalMatcher: @unchecked Sendable {
     /// - Parameter simdLevel: the kernels' level, at most `SIMDLevel.supported` (the
     ///   default); lower levels give the same disparities, more slowly.
     /// - Throws: ``DepthError/invalidConfiguration(field:value:allowed:)`` naming the first value
-    ///   out of range, ``DepthError/emptyImage(_:)``, ``DepthError/rangeWiderThanImage(minimumDisparity:disparityCount:width:)``.
+    ///   out of range, ``DepthError/emptyImage(_:)``, ``DepthError/rangeWiderThanImage(minimumDisparity:disparityCount:width:)``,
+    ///   ``DepthError/outOfMemory(bytes:)`` when the system refuses the working memory.
     public init(configuration: Configuration = Configuration(), size: ImageSize,
                 simdLevel: SIMDLevel = .supported) throws(DepthError) {
         try configuration.validate(for: size)
@@ -68,9 +76,16 @@ public final class SemiGlobalMatcher: @unchecked Sendable {
             preconditionFailure("the kernels refuse a configuration that passed validation (bound \(check))")
         }
         let bytes = parallax_sgm_work_bytes(plan)
+        // posix_memalign rather than allocate(byteCount:alignment:), which traps: eight paths
+        // at a large size ask for gigabytes, and a refusal is an error to report.
+        var memory: UnsafeMutableRawPointer?
+        guard posix_memalign(&memory, 64, bytes) == 0, let memory else {
+            plan.deallocate()
+            throw .outOfMemory(bytes: bytes)
+        }
         self.workingMemoryBytes = bytes
         self.plan = plan
-        self.work = UnsafeMutableRawPointer.allocate(byteCount: bytes, alignment: 64)
+        self.work = memory
         parallax_sgm_prepare(plan, work)
         let pool = configuration.threads > 1 ? WorkerPool.shared(threadCount: 2) : nil
         // The two stages wait for each other: each needs its own thread, or the match runs on one.
@@ -78,7 +93,7 @@ public final class SemiGlobalMatcher: @unchecked Sendable {
     }
 
     deinit {
-        work.deallocate()
+        free(work)
         plan.deallocate()
     }
 

@@ -48,3 +48,29 @@ enum PNGCodec {
         return Array(UnsafeBufferPointer(start: png, count: size))
     }
 }
+
+/// 16-bit gray PNG files, for values beyond 8 bits (disparity maps at KITTI's scale, depth in
+/// millimetres).
+public enum Gray16PNG {
+    /// `samples` (width × height, row by row) encoded as a 16-bit gray PNG.
+    ///
+    /// - Throws: ``ImageError/invalidLayout(_:)`` when the count is not the size's, and
+    ///   ``ImageError/fileAccess(path:reason:)`` naming `destination` when libpng fails.
+    public static func encode(_ samples: [UInt16], size: ImageSize, destination: String) throws(ImageError) -> [UInt8] {
+        guard size.width > 0, size.height > 0, samples.count == size.width * size.height else {
+            throw .invalidLayout("\(samples.count) samples for a \(size) 16-bit image")
+        }
+        var png: UnsafeMutablePointer<UInt8>?
+        var count = 0
+        var message = [CChar](repeating: 0, count: Int(PARALLAX_PNG_MESSAGE_CAPACITY))
+        let status = samples.withUnsafeBufferPointer { values in
+            parallax_png_encode_gray16(values.baseAddress, Int32(size.width), Int32(size.height), 3, &png, &count, &message)
+        }
+        guard status == 0, let png else {
+            let reason = String(decoding: message.prefix(while: { $0 != 0 }).map { UInt8(bitPattern: $0) }, as: UTF8.self)
+            throw .fileAccess(path: destination, reason: "PNG encoding failed: \(reason)")
+        }
+        defer { parallax_png_free(png) }
+        return Array(UnsafeBufferPointer(start: png, count: count))
+    }
+}

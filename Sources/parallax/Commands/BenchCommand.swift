@@ -8,14 +8,15 @@ import ParallaxImage
 struct BenchCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "bench",
-        abstract: "Measure rectification and detection speed, or the honesty of calibration σ on rendered sets.",
+        abstract: "Measure rectification, detection and disparity speed, or the honesty of calibration σ on rendered sets.",
         discussion: """
             Uses StereoCalibration.benchmarkRig, the rig Benchmarks/compare-opencv also uses, so the \
             numbers compare with OpenCV's, or any calibration given with --calibration (its image size). \
             Prints the CPU's vector level the kernels used (--simd lowers it, to compare levels). Build in \
             release mode for meaningful figures.
             """,
-        subcommands: [BenchRectifyCommand.self, BenchMapsCommand.self, BenchDetectCommand.self, BenchUncertaintyCommand.self])
+        subcommands: [BenchRectifyCommand.self, BenchMapsCommand.self, BenchDetectCommand.self, BenchUncertaintyCommand.self,
+                      BenchDisparityCommand.self, BenchDisparityScenesCommand.self])
 }
 
 /// Options shared by the bench subcommands.
