@@ -114,8 +114,9 @@ check-interop: release
 # The same: OpenCV reads the calibration YAML, PyPI's mcap and mcap-ros2-support read the bags.
 test-interop: check-interop
 
-# The C kernels (Sources/CRemapKernels) built for arm64 and run under qemu-user: the same
-# bits as on this machine at every vector level (Tests/CrossArchitecture/run; a few seconds).
+# The C kernels (Sources/CRemapKernels, Sources/CDepthKernels) built for arm64 and run under
+# qemu-user: the same bits as on this machine at every vector level (Tests/CrossArchitecture/run;
+# a few seconds).
 check-arm64:
 	@$(MAKE) --no-print-directory install-packages PACKAGES="$(ARM64_PACKAGES)"
 	Tests/CrossArchitecture/run

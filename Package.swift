@@ -112,7 +112,7 @@ let package = Package(
         .testTarget(name: "ParallaxCalibrationTests",
                     dependencies: ["ParallaxCalibration", "ParallaxTestSupport", "CRemapKernels", .product(name: "Yams", package: "Yams")],
                     swiftSettings: testSettings),
-        .testTarget(name: "ParallaxCLITests", dependencies: ["parallax", "ParallaxGeometry", "ParallaxCalibration"],
+        .testTarget(name: "ParallaxCLITests", dependencies: ["parallax", "ParallaxGeometry", "ParallaxCalibration", "ParallaxDepth"],
                     swiftSettings: testSettings),
         /// The README's example, compiled against `import Parallax`. Optimised in release builds like
         /// the code under test: its AllocationTests count every allocation in a window that holds

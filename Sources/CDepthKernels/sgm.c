@@ -23,30 +23,36 @@ static inline __attribute__((always_inline)) uint8_t saturating_add(uint8_t a, u
 
 #define SGM_NAME(x) x##_baseline
 #define SGM_TARGET
+#define SGM_LANES 16
 #include "sgm_rows.h"
 #undef SGM_NAME
 #undef SGM_TARGET
+#undef SGM_LANES
 
 #if defined(__x86_64__)
 #define SGM_NAME(x) x##_avx2
 #define SGM_TARGET __attribute__((target("avx2,fma")))
+#define SGM_LANES 32
 #include "sgm_rows.h"
 #undef SGM_NAME
 #undef SGM_TARGET
+#undef SGM_LANES
 
 #define SGM_NAME(x) x##_avx512
 #define SGM_TARGET __attribute__((target("avx2,fma,avx512f,avx512dq,avx512bw,avx512vl")))
+#define SGM_LANES 64
 #include "sgm_rows.h"
 #undef SGM_NAME
 #undef SGM_TARGET
+#undef SGM_LANES
 #endif
 
 typedef struct {
     void (*census_from_rows)(const uint8_t *const *, int32_t, int32_t, int32_t, uint64_t *);
     void (*cost_row)(const uint64_t *, const uint64_t *, ptrdiff_t, int32_t, int32_t, int32_t, uint8_t, uint8_t *);
     uint8_t (*step)(const uint8_t *, const uint8_t *, uint8_t, uint8_t, uint8_t, int32_t, uint8_t *, uint16_t *);
-    void (*path_horizontal)(const uint8_t *, const uint8_t *, int32_t, int32_t, int32_t, uint8_t, const uint8_t *,
-                            uint8_t *, ptrdiff_t, const uint8_t *, uint16_t *);
+    void (*paths_horizontal)(const uint8_t *, const uint8_t *, int32_t, int32_t, int, int, uint8_t, const uint8_t *,
+                             uint8_t *, ptrdiff_t, const uint8_t *, uint16_t *);
     void (*path_from_row)(const uint8_t *, const uint8_t *, const uint8_t *, int32_t, int32_t, int32_t, uint8_t,
                           const uint8_t *, const uint8_t *, const uint8_t *, uint8_t *, uint8_t *, ptrdiff_t,
                           const uint8_t *, uint16_t *);
@@ -56,7 +62,7 @@ typedef struct {
 } sgm_kernels;
 
 #define SGM_KERNELS(suffix)                                                                                        \
-    {census_from_rows_##suffix, cost_row_##suffix, step_##suffix, path_horizontal_##suffix,                        \
+    {census_from_rows_##suffix, cost_row_##suffix, step_##suffix, paths_horizontal_##suffix,                        \
      path_from_row_##suffix, add_row_##suffix, winners_row_##suffix, runner_up_##suffix}
 
 static const sgm_kernels kernels_baseline = SGM_KERNELS(baseline);
@@ -160,7 +166,7 @@ static size_t layout(const parallax_sgm_plan *plan, sgm_work *w, uint8_t *base) 
     }
     TAKE(v->census_left, uint64_t, W);
     TAKE(v->census_reversed, uint64_t, W + 2 * pad);
-    TAKE(v->horizontal, uint8_t, 2 * stride);
+    TAKE(v->horizontal, uint8_t, 4 * stride);
     const int up = (plan->paths & PARALLAX_SGM_BOTTOM_UP) != 0;
     for (int k = 0; k < 2; k++) {
         TAKE(v->up_rows[k], uint8_t, up ? W * stride : 0);
@@ -218,8 +224,8 @@ void parallax_sgm_prepare(const parallax_sgm_plan *plan, void *work) {
     const size_t W = (size_t)w->width, D = (size_t)w->disparities, stride = (size_t)w->stride;
     memset(w->zero, 0, stride);
     set_sentinels(w->zero, 1, stride, D);
-    memset(w->horizontal, 0, 2 * stride);
-    set_sentinels(w->horizontal, 2, stride, D);
+    memset(w->horizontal, 0, 4 * stride);
+    set_sentinels(w->horizontal, 4, stride, D);
     for (int k = 0; k < 2; k++) {
         if (plan->paths & PARALLAX_SGM_BOTTOM_UP) set_sentinels(w->up_rows[k], W, stride, D);
         for (int p = 0; p < 3; p++) set_sentinels(w->path_rows[p][k], W, stride, D);
@@ -316,10 +322,9 @@ static void first_stage_step(sgm_work *w, const sgm_kernels *k, parallax_sgm_lum
     const uint8_t p1 = w->p1;
     uint8_t *h = w->horizontal + 8;
     if (!second) {
-        if (plan->paths & PARALLAX_SGM_LEFT_TO_RIGHT)
-            k->path_horizontal(costs, luma, W, D, 1, p1, w->p2_for_step, h, w->stride, w->zero + 8, sums);
-        if (plan->paths & PARALLAX_SGM_RIGHT_TO_LEFT)
-            k->path_horizontal(costs, luma, W, D, -1, p1, w->p2_for_step, h, w->stride, w->zero + 8, sums);
+        const int forward = (plan->paths & PARALLAX_SGM_LEFT_TO_RIGHT) != 0, backward = (plan->paths & PARALLAX_SGM_RIGHT_TO_LEFT) != 0;
+        if (forward || backward)
+            k->paths_horizontal(costs, luma, W, D, forward, backward, p1, w->p2_for_step, h, w->stride, w->zero + 8, sums);
     } else if (plan->paths & PARALLAX_SGM_BOTTOM_UP) {
         const int first = y == w->height - 1, cur = y & 1;
         // The previous row's luma is the slot before's (the ring holds it until stage 2 is done

@@ -37,6 +37,8 @@ static SGM_TARGET void SGM_NAME(cost_row)(const uint64_t *restrict left, const u
         const uint64_t code = left[x];
         const uint64_t *r = reversed + pad + (width - 1 - x + min_disparity);
         uint8_t *c = costs + (ptrdiff_t)x * disparities;
+        // One vector at a time: interleaved vectors would leave counts below their width scalar.
+#pragma clang loop interleave_count(1)
         for (int32_t d = 0; d < disparities; d++) {
             c[d] = (uint8_t)__builtin_popcountll(code ^ r[d]);
         }
@@ -51,43 +53,79 @@ static SGM_TARGET void SGM_NAME(cost_row)(const uint64_t *restrict left, const u
 // writes out[0 … D), updates sum[0 … D). Bytes with saturating additions: every path value is
 // at most C + P2 ≤ 255 (the plan's bound), so a sum that saturates at 255 is never below
 // prev[d] ≤ 255 and cannot change a minimum; the result is the exact recurrence.
+//
+// Written with the compiler's vector types, SGM_LANES disparities at a time and then 16 (D
+// is a multiple of 16): a plain loop left to the vectoriser ran its vector body only for
+// counts of at least twice its width, so 64 disparities ran scalar at AVX-512's 64 lanes.
+// SGM_STEP_BODY is one vector step of width `lanes` on vector type `vb` (bytes) and `vw` (words).
+#define SGM_STEP_BODY(vb, vw, lanes)                                                                               \
+    do {                                                                                                           \
+        vb a, lower, upper, cost;                                                                                  \
+        memcpy(&a, prev + d, lanes);                                                                               \
+        memcpy(&lower, prev + d - 1, lanes);                                                                       \
+        memcpy(&upper, prev + d + 1, lanes);                                                                       \
+        memcpy(&cost, c + d, lanes);                                                                               \
+        const vb step1 = (vb){0} + p1, far = (vb){0} + jump;                                                       \
+        vb best = __builtin_elementwise_min(a, __builtin_elementwise_add_sat(lower, step1));                       \
+        best = __builtin_elementwise_min(best, __builtin_elementwise_add_sat(upper, step1));                       \
+        best = __builtin_elementwise_min(best, far);                                                               \
+        const vb value = cost + (best - ((vb){0} + prev_min));                                                     \
+        memcpy(out + d, &value, lanes);                                                                            \
+        vw total;                                                                                                  \
+        memcpy(&total, sum + d, 2 * (lanes));                                                                      \
+        total += __builtin_convertvector(value, vw);                                                               \
+        memcpy(sum + d, &total, 2 * (lanes));                                                                      \
+        const uint8_t smallest = __builtin_reduce_min(value);                                                      \
+        least = least < smallest ? least : smallest;                                                               \
+    } while (0)
+
 static inline SGM_TARGET uint8_t SGM_NAME(step)(const uint8_t *restrict c, const uint8_t *restrict prev,
                                                 uint8_t prev_min, uint8_t p1, uint8_t p2, int32_t disparities,
                                                 uint8_t *restrict out, uint16_t *restrict sum) {
+    typedef uint8_t wide_bytes __attribute__((vector_size(SGM_LANES)));
+    typedef uint16_t wide_words __attribute__((vector_size(2 * SGM_LANES)));
+    typedef uint8_t bytes16 __attribute__((vector_size(16)));
+    typedef uint16_t words16 __attribute__((vector_size(32)));
     const uint8_t jump = saturating_add(prev_min, p2);
     uint8_t least = 0xFF;
-    for (int32_t d = 0; d < disparities; d++) {
-        uint8_t best = prev[d];
-        const uint8_t down = saturating_add(prev[d - 1], p1), up = saturating_add(prev[d + 1], p1);
-        best = best < down ? best : down;
-        best = best < up ? best : up;
-        best = best < jump ? best : jump;
-        // best ≥ prev_min (every candidate is), and c + best − prev_min ≤ C + P2 ≤ 255.
-        const uint8_t value = (uint8_t)(c[d] + (uint8_t)(best - prev_min));
-        out[d] = value;
-        sum[d] = (uint16_t)(sum[d] + value);
-        least = least < value ? least : value;
-    }
+    int32_t d = 0;
+    for (; d + SGM_LANES <= disparities; d += SGM_LANES) SGM_STEP_BODY(wide_bytes, wide_words, SGM_LANES);
+    for (; d < disparities; d += 16) SGM_STEP_BODY(bytes16, words16, 16);
     return least;
 }
+#undef SGM_STEP_BODY
 
-// A horizontal path along one row, from x = 0 (dx = +1, left to right) or x = width − 1
-// (dx = −1). `buffers` holds two path vectors of `stride` elements, each with its sentinel
-// pair at [−1] and [D] (0xFF) and `zero` one of zeros with sentinels; `luma` the left row.
-// Reads costs and luma of the row; adds into sum (width · D).
-static SGM_TARGET void SGM_NAME(path_horizontal)(const uint8_t *restrict costs, const uint8_t *restrict luma,
-                                                 int32_t width, int32_t disparities, int32_t dx, uint8_t p1,
-                                                 const uint8_t *p2_for_step, uint8_t *buffers, ptrdiff_t stride,
-                                                 const uint8_t *zero, uint16_t *restrict sum) {
-    const uint8_t *prev = zero;
-    uint8_t prev_min = 0;
-    int32_t x = dx > 0 ? 0 : width - 1;
-    for (int32_t n = 0; n < width; n++, x += dx) {
-        uint8_t *out = buffers + (n & 1) * stride;
-        const int32_t step = n == 0 ? 0 : abs((int32_t)luma[x] - (int32_t)luma[x - dx]);
-        const ptrdiff_t at = (ptrdiff_t)x * disparities;
-        prev_min = SGM_NAME(step)(costs + at, prev, prev_min, p1, p2_for_step[step], disparities, out, sum + at);
-        prev = out;
+// The horizontal paths of one row, left to right (from x = 0) and right to left (from
+// x = width − 1), either or both (`left_to_right`, `right_to_left`), run in one loop: each path
+// is a chain in which a pixel waits for its neighbour's result, and two independent chains
+// keep the core busy while either waits. `buffers` holds four path vectors of `stride`
+// elements (two per path, in turn), each with its sentinel pair at [−1] and [D] (0xFF), and
+// `zero` one of zeros with sentinels; `luma` the left row. Reads costs and luma of the row;
+// adds into sum (width · D).
+static SGM_TARGET void SGM_NAME(paths_horizontal)(const uint8_t *restrict costs, const uint8_t *restrict luma,
+                                                  int32_t width, int32_t disparities, int left_to_right,
+                                                  int right_to_left, uint8_t p1, const uint8_t *p2_for_step,
+                                                  uint8_t *buffers, ptrdiff_t stride, const uint8_t *zero,
+                                                  uint16_t *restrict sum) {
+    const uint8_t *forward = zero, *backward = zero;
+    uint8_t forward_min = 0, backward_min = 0;
+    for (int32_t n = 0; n < width; n++) {
+        if (left_to_right) {
+            const int32_t x = n;
+            uint8_t *out = buffers + (n & 1) * stride;
+            const int32_t step = n == 0 ? 0 : abs((int32_t)luma[x] - (int32_t)luma[x - 1]);
+            const ptrdiff_t at = (ptrdiff_t)x * disparities;
+            forward_min = SGM_NAME(step)(costs + at, forward, forward_min, p1, p2_for_step[step], disparities, out, sum + at);
+            forward = out;
+        }
+        if (right_to_left) {
+            const int32_t x = width - 1 - n;
+            uint8_t *out = buffers + (2 + (n & 1)) * stride;
+            const int32_t step = n == 0 ? 0 : abs((int32_t)luma[x] - (int32_t)luma[x + 1]);
+            const ptrdiff_t at = (ptrdiff_t)x * disparities;
+            backward_min = SGM_NAME(step)(costs + at, backward, backward_min, p1, p2_for_step[step], disparities, out, sum + at);
+            backward = out;
+        }
     }
 }
 
@@ -121,30 +159,46 @@ static SGM_TARGET void SGM_NAME(add_row)(uint16_t *restrict sum, const uint16_t 
 // The winners of one row: best[x] = min_d (S(x, d) · 256 + d), packed so the least sum wins and
 // a tie goes to the smaller d; and the right image's, right[pad + k] = the same minimum over
 // the sums whose right pixel is width − 1 − k (right holds width + 2 · pad entries, set to
-// UINT32_MAX by the caller; pad ≥ |dmin| + D). Reads sums (width · D).
+// UINT32_MAX by the caller; pad ≥ |dmin| + D). Reads sums (width · D). Sixteen disparities at a
+// time (D is a multiple of 16), in 32-bit lanes.
 static SGM_TARGET void SGM_NAME(winners_row)(const uint16_t *restrict sums, int32_t width, int32_t min_disparity,
                                              int32_t disparities, ptrdiff_t pad, uint32_t *restrict best,
                                              uint32_t *restrict right) {
+    typedef uint16_t words16 __attribute__((vector_size(32)));
+    typedef uint32_t packed16 __attribute__((vector_size(64)));
+    const packed16 lane = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
     for (int32_t x = 0; x < width; x++) {
         const uint16_t *s = sums + (ptrdiff_t)x * disparities;
         uint32_t *r = right + pad + (width - 1 - x + min_disparity);
-        uint32_t least = UINT32_MAX;
-        for (int32_t d = 0; d < disparities; d++) {
-            const uint32_t packed = ((uint32_t)s[d] << 8) | (uint32_t)d;
-            least = least < packed ? least : packed;
-            r[d] = r[d] < packed ? r[d] : packed;
+        packed16 least = (packed16){0} + UINT32_MAX;
+        for (int32_t d = 0; d < disparities; d += 16) {
+            words16 w;
+            memcpy(&w, s + d, 32);
+            const packed16 packed = (__builtin_convertvector(w, packed16) << 8) | (lane + (uint32_t)d);
+            least = __builtin_elementwise_min(least, packed);
+            packed16 other;
+            memcpy(&other, r + d, 64);
+            other = __builtin_elementwise_min(other, packed);
+            memcpy(r + d, &other, 64);
         }
-        best[x] = least;
+        best[x] = __builtin_reduce_min(least);
     }
 }
 
 // The least sum more than one disparity away from `winner` (0xFFFF when there is none).
-// Reads s[0 … D).
+// Reads s[0 … D): sixteen at a time, those within one disparity of the winner masked out.
 static SGM_TARGET uint16_t SGM_NAME(runner_up)(const uint16_t *restrict s, int32_t disparities, int32_t winner) {
-    // Two plain minima, below winner − 1 and above winner + 1 (a masked single loop does not
-    // vectorise at every level).
-    uint16_t least = 0xFFFF;
-    for (int32_t d = 0; d < winner - 1; d++) least = least < s[d] ? least : s[d];
-    for (int32_t d = winner + 2; d < disparities; d++) least = least < s[d] ? least : s[d];
-    return least;
+    typedef uint16_t words16 __attribute__((vector_size(32)));
+    typedef int16_t signed16 __attribute__((vector_size(32)));
+    const signed16 lane = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
+    words16 least = (words16){0} + 0xFFFF;
+    for (int32_t d = 0; d < disparities; d += 16) {
+        words16 w;
+        memcpy(&w, s + d, 32);
+        // |d + lane − winner| ≤ 1 marks the winner and its neighbours (all lanes 0xFFFF then).
+        const signed16 offset = lane + (int16_t)(d - winner);
+        const words16 near = (words16)((offset >= -1) & (offset <= 1));
+        least = __builtin_elementwise_min(least, w | near);
+    }
+    return __builtin_reduce_min(least);
 }

@@ -7,8 +7,8 @@ public enum DepthError: Error, Sendable, Equatable, CustomStringConvertible {
     case invalidConfiguration(field: String, value: Int, allowed: String)
     /// An image with no pixels.
     case emptyImage(ImageSize)
-    /// The disparity range does not fit the image: more disparities than columns, or a first
-    /// disparity at least the width away from zero.
+    /// The disparity range does not fit the image: a disparity of the range at least the
+    /// width away from zero, which no pixel can have.
     case rangeWiderThanImage(minimumDisparity: Int, disparityCount: Int, width: Int)
     /// The two images differ in size.
     case sizesDiffer(left: ImageSize, right: ImageSize)
@@ -32,7 +32,7 @@ public enum DepthError: Error, Sendable, Equatable, CustomStringConvertible {
         case let .emptyImage(size):
             return "the image is empty (\(size)): nothing to match"
         case let .rangeWiderThanImage(minimum, count, width):
-            return "the disparity range \(minimum)…\(minimum + count - 1) (\(count) disparities) does not fit an image \(width) pixels wide: use at most \(width) disparities starting less than \(width) from 0"
+            return "the disparity range \(minimum)…\(minimum + count - 1) (\(count) disparities) does not fit an image \(width) pixels wide: every disparity searched must lie between −\(width - 1) and \(width - 1)"
         case let .sizesDiffer(left, right):
             return "the left image is \(left) and the right \(right): a rectified pair has one size"
         case let .sizeDiffersFromMatcher(image, matcher):

@@ -129,6 +129,31 @@ struct AllocationTests {
         print("rectifier: 0 allocations over 1000 pairs, on its thread alone, for \(PixelFormat.allCases.count) formats, whole and compact maps")
     }
 
+    @Test("the semi-global matcher matches pair after pair into a reused map without allocating, one thread and two, five and eight paths")
+    func matcherAllocatesNothing() throws {
+        let size = ImageSize(width: 160, height: 120)
+        let rig = SimulatedStereoRig.example(size: size)
+        let left = try rig.render(.left), right = try rig.render(.right)
+        for paths in [SemiGlobalMatcher.AggregationPaths.five, .eight] {
+            for threads in [1, 2] {
+                let matcher = try SemiGlobalMatcher(configuration: .init(disparityCount: 32, paths: paths, threads: threads), size: size)
+                var map = DisparityMap()
+                func match() throws {
+                    try left.withView { l in try right.withView { r in try matcher.match(left: l, right: r, into: &map) } }
+                }
+                try match()  // the map's storage, the pool's threads
+                // One thread: exact, on this thread alone; two: the pool's thread too, process-wide.
+                let allocations = threads == 1
+                    ? try AllocationCounter.onThisThread { for _ in 0..<200 { try match() } }
+                    : try AllocationCounter.fewest { _ in for _ in 0..<200 { try match() } }
+                #expect(allocations == 0, "\(paths) paths, \(threads) thread(s): \(allocations) allocations over 200 pairs")
+                #expect(map.density > 0.3, "the map has disparities: \(map.density)")
+                print("matcher, \(paths) paths, \(threads) thread(s): \(allocations) allocations over 200 pairs (160×120, 32 disparities), "
+                      + "working memory \(matcher.workingMemoryBytes) bytes")
+            }
+        }
+    }
+
     @Test("an MJPEG decoder decodes frame after frame into a reused buffer without allocating, every output")
     func mjpegDecoderAllocatesNothing() throws {
         let size = ImageSize(width: 320, height: 240)

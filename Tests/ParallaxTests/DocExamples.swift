@@ -108,3 +108,20 @@ func firstProgramsRecording(session: StereoSession) async throws {
         if summary.writeError != nil { print(recorder.keepAfterWriteError()) } else { recorder.abandon() }
     }
 }
+
+/// `SemiGlobalMatcher`'s doc comment: a session's pair matched into a kept map.
+func semiGlobalMatcherExample(pair: StereoPair) throws {
+    let matcher = try SemiGlobalMatcher(size: ImageSize(width: 640, height: 480))
+    var disparity = DisparityMap()
+    guard let left = pair.left.image, let right = pair.right.image else { return }  // a side off
+    try matcher.match(left: left, right: right, into: &disparity)
+    if let d = disparity[320, 240] { print("centre: \(d) px") }
+}
+
+/// ParallaxDepth's overview: a matcher for 64 disparities.
+func parallaxDepthOverviewExample(left: ImageView, right: ImageView, size: ImageSize, x: Int, y: Int) throws {
+    let matcher = try SemiGlobalMatcher(configuration: .init(disparityCount: 64), size: size)
+    var disparity = DisparityMap()
+    try matcher.match(left: left, right: right, into: &disparity)
+    print(disparity.density, disparity[x, y] ?? .nan)
+}

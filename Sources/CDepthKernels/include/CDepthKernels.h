@@ -90,7 +90,7 @@ typedef struct {
 
 /// Why pixels of the last match are invalid (parallax_sgm_counts).
 typedef struct {
-    int64_t outside;      // every candidate's right pixel outside the image
+    int64_t outside;      // the winner's right pixel outside the image
     int64_t ambiguous;    // failed the uniqueness ratio
     int64_t inconsistent; // failed the left–right check
     int64_t speckle;      // removed by the speckle filter

@@ -85,8 +85,11 @@ extension DisparityMap {
     /// green and yellow to red (the largest, near), invalid pixels black, and below it a colour
     /// bar over the same range with a tick at every `tickStep` pixels of disparity.
     ///
-    /// - Parameter range: the disparities the colours span; the valid values' own range when
-    ///   `nil` (the searched range when none is valid).
+    /// - Parameters:
+    ///   - range: the disparities the colours span; the valid values' own range when `nil`
+    ///     (the searched range when none is valid).
+    ///   - tickStep: the bar's tick spacing in pixels of disparity; when `nil`, 1, 2 or 5 times
+    ///     a power of ten giving at most ten ticks.
     /// - Throws: ``DepthError/notRepresentable(_:)`` for a map too large for one image.
     public func colourised(range: ClosedRange<Float>? = nil, tickStep: Float? = nil) throws(DepthError) -> ImageBuffer {
         let valid = values.filter(\.isFinite)

@@ -33,8 +33,9 @@ public struct DisparityMap: Sendable, Equatable {
 
     /// The invalid pixels of a map by reason. Every invalid pixel has exactly one.
     public struct InvalidCounts: Sendable, Equatable, Codable {
-        /// Every candidate's right-image pixel lay outside the right image (the left edge of the
-        /// left image, for positive disparities).
+        /// The winning disparity's right-image pixel lay outside the right image (near the left
+        /// edge, for positive disparities). Most pixels of that edge band lose to the checks
+        /// instead, counted as ambiguous or inconsistent.
         public var outside = 0
         /// The best match was not better than the next by the uniqueness margin.
         public var ambiguous = 0

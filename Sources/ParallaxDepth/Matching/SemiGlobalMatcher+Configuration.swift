@@ -14,7 +14,8 @@ extension SemiGlobalMatcher {
         /// −1024…1024.
         public var minimumDisparity: Int
         /// How many disparities are searched, from ``minimumDisparity``: a multiple of 16 in
-        /// 16…256 (the kernels work 16 disparities at a time), at most the image's width.
+        /// 16…256 (the kernels work 16 disparities at a time); every disparity of the range
+        /// must lie within the image's width of zero.
         public var disparityCount: Int
         /// The census window (the matching cost).
         public var census: CensusWindow
@@ -102,7 +103,8 @@ extension SemiGlobalMatcher {
             guard size.width >= 1, size.height >= 1 else { throw .emptyImage(size) }
             try check("width", size.width, 1...8192)
             try check("height", size.height, 1...8192)
-            guard disparityCount <= size.width, abs(minimumDisparity) < size.width else {
+            // Every disparity searched must be one some pixel can have: −width < d < width.
+            guard minimumDisparity + disparityCount - 1 < size.width, minimumDisparity > -size.width else {
                 throw .rangeWiderThanImage(minimumDisparity: minimumDisparity, disparityCount: disparityCount, width: size.width)
             }
         }

@@ -22,7 +22,8 @@ import Darwin
 /// ```swift
 /// let matcher = try SemiGlobalMatcher(size: ImageSize(width: 640, height: 480))
 /// var disparity = DisparityMap()
-/// try matcher.match(left: pair.left.image, right: pair.right.image, into: &disparity)
+/// guard let left = pair.left.image, let right = pair.right.image else { return }  // a side off
+/// try matcher.match(left: left, right: right, into: &disparity)
 /// if let d = disparity[320, 240] { print("centre: \(d) px") }
 /// ```
 ///
@@ -34,6 +35,21 @@ public final class SemiGlobalMatcher: @unchecked Sendable {
     public let size: ImageSize
     /// The vector instructions its kernels use.
     public let simdLevel: SIMDLevel
+
+    /// The level's instructions as the matcher's kernels use them, named for people
+    /// (`SIMDLevel.description` speaks of the rectification kernels).
+    public var kernelDescription: String {
+        switch simdLevel {
+        case .avx512: return "AVX-512 BW (64 disparities per instruction)"
+        case .avx2: return "AVX2 (32 disparities per instruction)"
+        case .baseline:
+            #if arch(arm64)
+            return "NEON (16 disparities per instruction)"
+            #else
+            return "SSE2 (16 disparities per instruction)"
+            #endif
+        }
+    }
     /// Bytes of working memory, allocated once when the matcher is made: a ring of a few rows'
     /// costs and sums and the paths' line buffers; with bottom-up paths (``AggregationPaths/four``
     /// and ``AggregationPaths/eight``) also the first pass's sums for the whole image (2 bytes per
@@ -51,8 +67,11 @@ public final class SemiGlobalMatcher: @unchecked Sendable {
 
     /// A matcher for pairs of `size`.
     ///
-    /// - Parameter simdLevel: the kernels' level, at most `SIMDLevel.supported` (the
-    ///   default); lower levels give the same disparities, more slowly.
+    /// - Parameters:
+    ///   - configuration: what to compute (the defaults of ``Configuration``).
+    ///   - size: the size of the pairs, both images.
+    ///   - simdLevel: the kernels' level, at most `SIMDLevel.supported` (the default); lower
+    ///     levels give the same disparities, more slowly.
     /// - Throws: ``DepthError/invalidConfiguration(field:value:allowed:)`` naming the first value
     ///   out of range, ``DepthError/emptyImage(_:)``, ``DepthError/rangeWiderThanImage(minimumDisparity:disparityCount:width:)``,
     ///   ``DepthError/outOfMemory(bytes:)`` when the system refuses the working memory.

@@ -70,7 +70,7 @@ struct BenchDisparityCommand: ParsableCommand {
                 ("ms_per_pair_median", jsonNumber(median)), ("ms_per_pair_min", jsonNumber(minimum)),
                 ("pairs_per_second", jsonNumber(1000 / median)), ("density", jsonNumber(map.density)),
                 ("working_memory_bytes", .number(Double(matcher.workingMemoryBytes))),
-                ("simd", .string(matcher.simdLevel.rawValue)), ("simd_description", .string(matcher.simdLevel.description)),
+                ("simd", .string(matcher.simdLevel.rawValue)), ("simd_description", .string(matcher.kernelDescription)),
                 ("cpu", .string(CPUModel.name)),
             ]
             print(JSONValue.object(JSONObject(fields)).serialized(indent: 0))
@@ -78,7 +78,7 @@ struct BenchDisparityCommand: ParsableCommand {
             let rate = String(format: "%.1f", 1000 / median), valid = String(format: "%.1f", 100 * map.density)
             let memory = String(format: "%.1f", Double(matcher.workingMemoryBytes) / 1_048_576)
             let what = "disparity \(size), \(c.disparityCount) disparities, \(c.paths.count) paths, census \(c.census), \(c.threads) thread(s)"
-            print("\(what), \(matcher.simdLevel) on \(CPUModel.name): median \(formatNumber(median)) ms, min \(formatNumber(minimum)) ms "
+            print("\(what), \(matcher.kernelDescription) on \(CPUModel.name): median \(formatNumber(median)) ms, min \(formatNumber(minimum)) ms "
                   + "per pair (\(rate) pairs/s), \(valid) % valid, working memory \(memory) MiB")
         }
     }
