@@ -57,7 +57,9 @@ static SGM_TARGET void SGM_NAME(cost_row)(const uint64_t *restrict left, const u
 // Written with the compiler's vector types, SGM_LANES disparities at a time and then 16 (D
 // is a multiple of 16): a plain loop left to the vectoriser ran its vector body only for
 // counts of at least twice its width, so 64 disparities ran scalar at AVX-512's 64 lanes.
-// SGM_STEP_BODY is one vector step of width `lanes` on vector type `vb` (bytes) and `vw` (words).
+// SGM_STEP_BODY is one vector step of width `lanes` on vector type `vb` (bytes) and `vw`
+// (words); `mode` (a constant at each call) says what it does with `sum`: SGM_ADD adds the
+// values, SGM_SET stores them (the row's first path), SGM_NONE leaves it.
 #define SGM_STEP_BODY(vb, vw, lanes)                                                                               \
     do {                                                                                                           \
         vb a, lower, upper, cost;                                                                                  \
@@ -71,17 +73,22 @@ static SGM_TARGET void SGM_NAME(cost_row)(const uint64_t *restrict left, const u
         best = __builtin_elementwise_min(best, far);                                                               \
         const vb value = cost + (best - ((vb){0} + prev_min));                                                     \
         memcpy(out + d, &value, lanes);                                                                            \
-        vw total;                                                                                                  \
-        memcpy(&total, sum + d, 2 * (lanes));                                                                      \
-        total += __builtin_convertvector(value, vw);                                                               \
-        memcpy(sum + d, &total, 2 * (lanes));                                                                      \
+        if (mode != SGM_NONE) {                                                                                    \
+            vw total = __builtin_convertvector(value, vw);                                                         \
+            if (mode == SGM_ADD) {                                                                                 \
+                vw before;                                                                                         \
+                memcpy(&before, sum + d, 2 * (lanes));                                                             \
+                total += before;                                                                                   \
+            }                                                                                                      \
+            memcpy(sum + d, &total, 2 * (lanes));                                                                  \
+        }                                                                                                          \
         const uint8_t smallest = __builtin_reduce_min(value);                                                      \
         least = least < smallest ? least : smallest;                                                               \
     } while (0)
 
-static inline SGM_TARGET uint8_t SGM_NAME(step)(const uint8_t *restrict c, const uint8_t *restrict prev,
-                                                uint8_t prev_min, uint8_t p1, uint8_t p2, int32_t disparities,
-                                                uint8_t *restrict out, uint16_t *restrict sum) {
+static inline __attribute__((always_inline)) SGM_TARGET uint8_t SGM_NAME(step_mode)(
+    const uint8_t *restrict c, const uint8_t *restrict prev, uint8_t prev_min, uint8_t p1, uint8_t p2,
+    int32_t disparities, uint8_t *restrict out, uint16_t *restrict sum, int mode) {
     typedef uint8_t wide_bytes __attribute__((vector_size(SGM_LANES)));
     typedef uint16_t wide_words __attribute__((vector_size(2 * SGM_LANES)));
     typedef uint8_t bytes16 __attribute__((vector_size(16)));
@@ -92,6 +99,13 @@ static inline SGM_TARGET uint8_t SGM_NAME(step)(const uint8_t *restrict c, const
     for (; d + SGM_LANES <= disparities; d += SGM_LANES) SGM_STEP_BODY(wide_bytes, wide_words, SGM_LANES);
     for (; d < disparities; d += 16) SGM_STEP_BODY(bytes16, words16, 16);
     return least;
+}
+
+// One pixel of one path, its values added to `sum` (parallax_sgm_path_step).
+static inline SGM_TARGET uint8_t SGM_NAME(step)(const uint8_t *restrict c, const uint8_t *restrict prev,
+                                                uint8_t prev_min, uint8_t p1, uint8_t p2, int32_t disparities,
+                                                uint8_t *restrict out, uint16_t *restrict sum) {
+    return SGM_NAME(step_mode)(c, prev, prev_min, p1, p2, disparities, out, sum, SGM_ADD);
 }
 #undef SGM_STEP_BODY
 
@@ -110,12 +124,22 @@ static SGM_TARGET void SGM_NAME(paths_horizontal)(const uint8_t *restrict costs,
     const uint8_t *forward = zero, *backward = zero;
     uint8_t forward_min = 0, backward_min = 0;
     for (int32_t n = 0; n < width; n++) {
+        // The first of the two paths to reach a pixel stores its sums, the second adds: at
+        // iteration n the forward path is at n and the backward one at width − 1 − n, so before
+        // the middle both are first, after it both second, and at an odd width's middle pixel
+        // the forward path, which runs first, stores.
+        const int early = n < width - 1 - n, middle = n == width - 1 - n;
         if (left_to_right) {
             const int32_t x = n;
             uint8_t *out = buffers + (n & 1) * stride;
             const int32_t step = n == 0 ? 0 : abs((int32_t)luma[x] - (int32_t)luma[x - 1]);
             const ptrdiff_t at = (ptrdiff_t)x * disparities;
-            forward_min = SGM_NAME(step)(costs + at, forward, forward_min, p1, p2_for_step[step], disparities, out, sum + at);
+            if (!right_to_left || early || middle)
+                forward_min = SGM_NAME(step_mode)(costs + at, forward, forward_min, p1, p2_for_step[step], disparities, out,
+                                                  sum + at, SGM_SET);
+            else
+                forward_min = SGM_NAME(step_mode)(costs + at, forward, forward_min, p1, p2_for_step[step], disparities, out,
+                                                  sum + at, SGM_ADD);
             forward = out;
         }
         if (right_to_left) {
@@ -123,31 +147,58 @@ static SGM_TARGET void SGM_NAME(paths_horizontal)(const uint8_t *restrict costs,
             uint8_t *out = buffers + (2 + (n & 1)) * stride;
             const int32_t step = n == 0 ? 0 : abs((int32_t)luma[x] - (int32_t)luma[x + 1]);
             const ptrdiff_t at = (ptrdiff_t)x * disparities;
-            backward_min = SGM_NAME(step)(costs + at, backward, backward_min, p1, p2_for_step[step], disparities, out, sum + at);
+            if (!left_to_right || early)
+                backward_min = SGM_NAME(step_mode)(costs + at, backward, backward_min, p1, p2_for_step[step], disparities,
+                                                   out, sum + at, SGM_SET);
+            else
+                backward_min = SGM_NAME(step_mode)(costs + at, backward, backward_min, p1, p2_for_step[step], disparities,
+                                                   out, sum + at, SGM_ADD);
             backward = out;
         }
     }
 }
 
-// A path arriving from the row before (in the pass's order) at column x + dx (dx −1, 0 or +1):
-// `prev` the previous row's path vectors (stride apart, sentinels at [−1] and [D]) and minima,
-// or NULL at the pass's first row (the path starts: Lr = C); writes this row's into `out` and
-// `out_min`. Reads costs (width · D), luma and prev_luma (width), prev (width vectors).
-static SGM_TARGET void SGM_NAME(path_from_row)(const uint8_t *restrict costs, const uint8_t *restrict luma,
-                                               const uint8_t *restrict prev_luma, int32_t width, int32_t disparities,
-                                               int32_t dx, uint8_t p1, const uint8_t *p2_for_step,
-                                               const uint8_t *prev, const uint8_t *prev_min, uint8_t *out,
-                                               uint8_t *out_min, ptrdiff_t stride, const uint8_t *zero,
-                                               uint16_t *restrict sum) {
+// The paths arriving from the row before (in the pass's order), up to three at once, one pixel
+// at a time: path j comes from column x + dx[j] (−1, 0 or +1); `prev[j]` holds the previous
+// row's path vectors (stride apart, sentinels at [−1] and [D]) and `prev_min[j]` their minima,
+// or prev[j] is NULL at the pass's first row (the path starts: Lr = C); this row's go to
+// out[j] and out_min[j]. The pixel's values of every path are added to `sum` in one pass over
+// it (`set`: stored, when no path before this stage wrote the row's sums). Reads costs
+// (width · D), luma and prev_luma (width), the previous rows (width vectors each).
+static SGM_TARGET void SGM_NAME(paths_from_row)(const uint8_t *restrict costs, const uint8_t *restrict luma,
+                                                const uint8_t *restrict prev_luma, int32_t width, int32_t disparities,
+                                                int32_t count, const int32_t *dx, uint8_t p1, const uint8_t *p2_for_step,
+                                                const uint8_t *const *prev, const uint8_t *const *prev_min,
+                                                uint8_t *const *out, uint8_t *const *out_min, ptrdiff_t stride,
+                                                const uint8_t *zero, int set, uint16_t *restrict sum) {
+    typedef uint8_t bytes16 __attribute__((vector_size(16)));
+    typedef uint16_t words16 __attribute__((vector_size(32)));
     for (int32_t x = 0; x < width; x++) {
-        const int32_t from = x + dx;
-        const int inside = prev != NULL && from >= 0 && from < width;
-        const uint8_t *p = inside ? prev + (ptrdiff_t)from * stride : zero;
-        const uint8_t least = inside ? prev_min[from] : 0;
-        const int32_t step = inside ? abs((int32_t)luma[x] - (int32_t)prev_luma[from]) : 0;
         const ptrdiff_t at = (ptrdiff_t)x * disparities;
-        out_min[x] = SGM_NAME(step)(costs + at, p, least, p1, p2_for_step[step], disparities,
-                                    out + (ptrdiff_t)x * stride, sum + at);
+        const uint8_t *values[3] = {zero, zero, zero};
+        for (int32_t j = 0; j < count; j++) {
+            const int32_t from = x + dx[j];
+            const int inside = prev[j] != NULL && from >= 0 && from < width;
+            const uint8_t *p = inside ? prev[j] + (ptrdiff_t)from * stride : zero;
+            const uint8_t least = inside ? prev_min[j][from] : 0;
+            const int32_t step = inside ? abs((int32_t)luma[x] - (int32_t)prev_luma[from]) : 0;
+            uint8_t *o = out[j] + (ptrdiff_t)x * stride;
+            out_min[j][x] = SGM_NAME(step_mode)(costs + at, p, least, p1, p2_for_step[step], disparities, o, sum + at,
+                                                SGM_NONE);
+            values[j] = o;
+        }
+        // The pixel's sums, once: the paths' values (just written, still in the first cache)
+        // widened and added, 16 disparities at a time.
+        for (int32_t d = 0; d < disparities; d += 16) {
+            words16 total = {0};
+            if (!set) memcpy(&total, sum + at + d, 32);
+            for (int32_t j = 0; j < count; j++) {
+                bytes16 v;
+                memcpy(&v, values[j] + d, 16);
+                total += __builtin_convertvector(v, words16);
+            }
+            memcpy(sum + at + d, &total, 32);
+        }
     }
 }
 

@@ -1061,6 +1061,46 @@ def dataset_cases():
         must_name="sensor.yaml")
 
 
+def disparity_cases():
+    """parallax disparity: bad images, ranges and outputs refused with the value or file named, nothing lost."""
+    fam = "disparity"
+    good = png(640, 480)
+    pair = {"l.png": good, "r.png": good}
+
+    def disparity(extra, **kw):
+        return ["disparity", "--left", "l.png", "--right", "r.png"] + extra
+
+    add(fam, "disparity --disparities 24", disparity(["--disparities", "24", "--output", "d.pfm"]), files=pair,
+        must_name="--disparities")
+    add(fam, "disparity --disparities 0", disparity(["--disparities", "0", "--output", "d.pfm"]), files=pair,
+        must_name="--disparities")
+    add(fam, "disparity --disparities 99999999999", disparity(["--disparities", "99999999999", "--output", "d.pfm"]),
+        files=pair, must_name="--disparities")
+    add(fam, "disparity range past the width", disparity(["--disparities", "256", "--min-disparity", "500", "--output", "d.pfm"]),
+        files=pair, must_name="640 pixels wide")
+    add(fam, "disparity --p2 above 255 - the census bits", disparity(["--p2", "250", "--output", "d.pfm"]), files=pair,
+        must_name="--p2")
+    add(fam, "disparity --census 4x4", disparity(["--census", "4x4", "--output", "d.pfm"]), files=pair, must_name="census")
+    add(fam, "disparity --census nonsense", disparity(["--census", "big", "--output", "d.pfm"]), files=pair, must_name="--census")
+    add(fam, "disparity --threads 3", disparity(["--threads", "3", "--output", "d.pfm"]), files=pair, must_name="--threads")
+    add(fam, "disparity pair of two sizes", ["disparity", "--left", "l.png", "--right", "small.png", "--output", "d.pfm"],
+        files={"l.png": good, "small.png": png(320, 240)}, must_name="small.png")
+    add(fam, "disparity right image truncated", ["disparity", "--left", "l.png", "--right", "cut.png", "--output", "d.pfm"],
+        files={"l.png": good, "cut.png": good[:len(good) // 2]}, must_name="cut.png")
+    add(fam, "disparity 1x1 images", ["disparity", "--left", "one.png", "--right", "one.png", "--output", "d.pfm"],
+        files={"one.png": png(1, 1)}, must_name="1 pixels wide")
+    add(fam, "disparity --output .tiff", disparity(["--output", "d.tiff"]), files=pair, must_name="d.tiff")
+    add(fam, "disparity --output is an input", disparity(["--output", "l.png"]), files=pair, must_name="--output")
+    add(fam, "disparity --output into a missing folder (made, as every command's outputs)", disparity(["--output", "no/such/d.pfm"]),
+        files=pair, must_fail=False)
+    add(fam, "disparity --output is a FIFO", disparity(["--output", "fifo.pfm"]), files=dict(pair, **{"fifo.pfm": Fifo()}),
+        must_name="fifo.pfm", timeout=15)
+    add(fam, "disparity negative range as 16-bit PNG", disparity(["--min-disparity", "-16", "--output", "d.png"]), files=pair,
+        must_name="d.png")
+    add(fam, "disparity --color is a folder", disparity(["--output", "d.pfm", "--color", "pics.png"]),
+        files=dict(pair, **{"pics.png": Folder()}), must_name="pics.png")
+
+
 def good_cases():
     fam = "good"
     sample_path = fixture("Tests/Fixtures/opencv/opencv-sample-calibration.json")
@@ -1474,6 +1514,7 @@ def main():
     option_cases()
     output_cases()
     dataset_cases()
+    disparity_cases()
     good_cases()
     names = set()
     for case in CASES:

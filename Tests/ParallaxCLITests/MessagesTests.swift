@@ -23,7 +23,7 @@ struct MessagesTests {
         // The commands written out (not read from the list the help is made from), and that
         // list checked against them: a command added or removed must be named here.
         let commands = ["demo", "devices", "cost", "capture", "stream", "view", "pair", "calibrate", "target", "rectification",
-                        "rectify", "rectify-dataset", "bench"]
+                        "rectify", "rectify-dataset", "disparity", "bench"]
         var registered: [String] = []
         for command in ParallaxCommand.configuration.subcommands {
             let configuration: CommandConfiguration = command.configuration
@@ -40,8 +40,8 @@ struct MessagesTests {
     @Test("no help text shows a stray line-continuation backslash")
     func helpTextsHaveNoStrayBackslashes() throws {
         let commands = ["demo", "devices", "cost", "capture", "stream", "view", "pair", "calibrate", "calibrate pairs", "calibrate live",
-                        "calibrate camera", "target", "rectification", "rectify", "rectify-dataset", "bench", "bench maps", "bench rectify",
-                        "bench detect", "bench uncertainty"]
+                        "calibrate camera", "target", "rectification", "rectify", "rectify-dataset", "disparity", "bench", "bench maps",
+                        "bench rectify", "bench detect", "bench uncertainty", "bench disparity", "bench disparity-scenes"]
         for command in commands {
             let result = try ParallaxCLI.run(command.split(separator: " ").map(String.init) + ["--help"])
             #expect(result.status == 0, "\(command): \(result.stderr)")

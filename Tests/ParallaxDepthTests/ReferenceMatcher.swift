@@ -149,11 +149,20 @@ struct ReferenceMatcher {
                     invalid.inconsistent += 1
                     continue
                 }
-                // Equiangular lines through the three sums: δ = (c₋ − c₊) / (2 (max(c₋, c₊) − c₀)).
+                // Equiangular lines through the matching costs at d − 1, d, d + 1, each summed over
+                // the pixels x − 2 … x + 2 of the row (clamped at its ends):
+                // δ = (c₋ − c₊) / (2 (max(c₋, c₊) − c₀)), only where c₀ is the least of the three.
                 var sixteenths = 0, offset: Float = 0
                 if d > 0, d < D - 1 {
-                    let below = s[d - 1], above = s[d + 1], rise = max(below, above) - least
-                    if rise > 0 {
+                    var below = 0, centre = 0, above = 0
+                    for i in (x - 2)...(x + 2) {
+                        let xi = min(max(i, 0), width - 1), base = (y * width + xi) * D
+                        below += costs[base + d - 1]
+                        centre += costs[base + d]
+                        above += costs[base + d + 1]
+                    }
+                    let rise = max(below, above) - centre
+                    if rise > 0, below >= centre, above >= centre {
                         let delta = Double(below - above) / Double(2 * rise)
                         sixteenths = Int((16 * delta).rounded(.toNearestOrAwayFromZero))
                         offset = Float(below - above) / Float(2 * rise)

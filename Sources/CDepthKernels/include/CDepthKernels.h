@@ -18,8 +18,9 @@
 //   sum      S(p, d) = Σ_r Lr(p, d);
 //   winner   d* = the smallest d with the least S (ties to the smaller disparity);
 // then the uniqueness ratio, the right image's winners along the same sums (for the
-// left–right check), equiangular lines through S(d*−1), S(d*), S(d*+1) for the sub-pixel offset,
-// and the speckle filter (see parallax_sgm_match).
+// left–right check), equiangular lines through the matching costs C(d*−1), C(d*), C(d*+1)
+// summed over five pixels of the row for the sub-pixel offset, and the speckle filter (see
+// parallax_sgm_match).
 //
 // Bounds that keep the paths in bytes: costs are at most the window's bit count b ≤ 64 and
 // P1 ≤ P2 ≤ 255 − b, so Lr ≤ b + P2 ≤ 255 (paths are bytes, added with saturation that never

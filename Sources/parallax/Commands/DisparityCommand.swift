@@ -70,11 +70,16 @@ struct DisparityCommand: ParsableCommand {
         }
         let seconds = monotonicSeconds() - start
         var files: [(path: String, bytes: [UInt8])] = []
+        // Every output encoded before any is written, each error naming its file.
         do {
             files.append((output, URL(fileURLWithPath: output).pathExtension.lowercased() == "pfm" ? map.pfm() : try map.kittiPNG(destination: output)))
-            if let colour { files.append((colour, try map.colourised().encoded(as: .png, destination: colour))) }
         } catch {
-            throw CLIError("\(error); nothing was written")
+            throw CLIError("\(output): \(error); nothing was written")
+        }
+        if let colour {
+            do { files.append((colour, try map.colourised().encoded(as: .png, destination: colour))) } catch {
+                throw CLIError("\(colour): \(error); nothing was written")
+            }
         }
         try OutputFiles.writeAll(files)
         let valid = map.values.filter(\.isFinite)
