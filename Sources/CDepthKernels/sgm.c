@@ -160,7 +160,7 @@ typedef struct {
     uint16_t *slot_sums[RING_SLOTS];
     uint8_t *slot_luma[RING_SLOTS];
     // The first stage's own: padded luma rows (per image, a ring of the window's rows keyed by
-    // row), census codes, the horizontal paths' two vectors, the bottom-up path's rows.
+    // row), census codes, the horizontal paths' vectors, the top-down or bottom-up path's rows.
     uint8_t *padded[2][MAX_WINDOW_SIDE];
     int32_t padded_row[2][MAX_WINDOW_SIDE];
     uint64_t *census_left, *census_reversed;
@@ -203,12 +203,14 @@ static size_t layout(const parallax_sgm_plan *plan, sgm_work *w, uint8_t *base) 
     TAKE(v->census_left, uint64_t, W);
     TAKE(v->census_reversed, uint64_t, W + 2 * pad);
     TAKE(v->horizontal, uint8_t, 4 * stride);
-    const int up = (plan->paths & PARALLAX_SGM_BOTTOM_UP) != 0;
+    const int up = (plan->paths & (PARALLAX_SGM_BOTTOM_UP | PARALLAX_SGM_TOP_DOWN)) != 0;
     for (int k = 0; k < 2; k++) {
         TAKE(v->up_rows[k], uint8_t, up ? W * stride : 0);
         TAKE(v->up_min[k], uint8_t, up ? W : 0);
     }
-    for (int p = 0; p < 3; p++) {
+    // The second stage's paths: [0] is unused (top down is the first stage's), [1] and [2] the
+    // diagonals of either pass.
+    for (int p = 1; p < 3; p++) {
         for (int k = 0; k < 2; k++) {
             TAKE(v->path_rows[p][k], uint8_t, W * stride);
             TAKE(v->path_min[p][k], uint8_t, W);
@@ -263,8 +265,8 @@ void parallax_sgm_prepare(const parallax_sgm_plan *plan, void *work) {
     memset(w->horizontal, 0, 4 * stride);
     set_sentinels(w->horizontal, 4, stride, D);
     for (int k = 0; k < 2; k++) {
-        if (plan->paths & PARALLAX_SGM_BOTTOM_UP) set_sentinels(w->up_rows[k], W, stride, D);
-        for (int p = 0; p < 3; p++) set_sentinels(w->path_rows[p][k], W, stride, D);
+        if (plan->paths & (PARALLAX_SGM_BOTTOM_UP | PARALLAX_SGM_TOP_DOWN)) set_sentinels(w->up_rows[k], W, stride, D);
+        for (int p = 1; p < 3; p++) set_sentinels(w->path_rows[p][k], W, stride, D);
     }
     atomic_init(&w->produced, 0);
     atomic_init(&w->consumed, 0);
@@ -332,7 +334,7 @@ static int32_t row_of(const sgm_work *w, int32_t s, int *second) {
     return *second ? 2 * w->height - 1 - s : s;
 }
 
-// Stage 1 of step s: census, costs, the horizontal paths (first pass) or bottom-up (second).
+// Stage 1 of step s: census, costs, the horizontal and top-down paths (first pass) or bottom-up (second).
 static void first_stage_step(sgm_work *w, const sgm_kernels *k, parallax_sgm_luma left, parallax_sgm_luma right,
                              int32_t s) {
     const parallax_sgm_plan *plan = w->plan;
@@ -357,13 +359,18 @@ static void first_stage_step(sgm_work *w, const sgm_kernels *k, parallax_sgm_lum
     const uint8_t p1 = w->p1;
     uint8_t *h = w->horizontal + 8;
     // This stage's paths write the row's sums first (the second stage adds to them); with none
-    // here, the second stage stores them (first_stage_writes).
+    // here, the second stage stores them (first_stage_writes). Its vertical path (top down in
+    // the first pass, bottom up in the second) keeps its rows in up_rows: one pass at a time.
+    int written = 0;
     if (!second) {
         const int forward = (plan->paths & PARALLAX_SGM_LEFT_TO_RIGHT) != 0, backward = (plan->paths & PARALLAX_SGM_RIGHT_TO_LEFT) != 0;
-        if (forward || backward)
+        if (forward || backward) {
             k->paths_horizontal(costs, luma, W, D, forward, backward, p1, w->p2_for_step, h, w->stride, w->zero + 8, sums);
-    } else if (plan->paths & PARALLAX_SGM_BOTTOM_UP) {
-        const int first = y == w->height - 1, cur = y & 1;
+            written = 1;
+        }
+    }
+    if (plan->paths & (second ? PARALLAX_SGM_BOTTOM_UP : PARALLAX_SGM_TOP_DOWN)) {
+        const int first = second ? y == w->height - 1 : y == 0, cur = y & 1;
         // The previous row's luma is the slot before's (the ring holds it until stage 2 is done
         // with it, and stage 1 wrote it); at the pass's first row there is none.
         const uint8_t *prev_luma = first ? luma : w->slot_luma[(s + RING_SLOTS - 1) % RING_SLOTS];
@@ -372,7 +379,7 @@ static void first_stage_step(sgm_work *w, const sgm_kernels *k, parallax_sgm_lum
         const uint8_t *prev_min[1] = {w->up_min[cur ^ 1]};
         uint8_t *out[1] = {w->up_rows[cur] + 8}, *out_min[1] = {w->up_min[cur]};
         k->paths_from_row(costs, luma, prev_luma, W, D, 1, dx, p1, w->p2_for_step, prev, prev_min, out, out_min,
-                          w->stride, w->zero + 8, 1, sums);
+                          w->stride, w->zero + 8, !written, sums);
     }
     (void)cells;
 }
@@ -380,7 +387,7 @@ static void first_stage_step(sgm_work *w, const sgm_kernels *k, parallax_sgm_lum
 // Whether the first stage writes the sums of a row of the first (`second` 0) or second pass.
 static int first_stage_writes(const parallax_sgm_plan *plan, int second) {
     return second ? (plan->paths & PARALLAX_SGM_BOTTOM_UP) != 0
-                  : (plan->paths & (PARALLAX_SGM_LEFT_TO_RIGHT | PARALLAX_SGM_RIGHT_TO_LEFT)) != 0;
+                  : (plan->paths & (PARALLAX_SGM_LEFT_TO_RIGHT | PARALLAX_SGM_RIGHT_TO_LEFT | PARALLAX_SGM_TOP_DOWN)) != 0;
 }
 
 // The checks and the sub-pixel step for row y's winners; writes the row's outputs.
@@ -459,7 +466,8 @@ static void second_stage_step(sgm_work *w, const sgm_kernels *k, int32_t s, int1
     const int first = second ? y == w->height - 1 : y == 0;
     const int cur = y & 1;
     const uint8_t p1 = w->p1;
-    static const uint32_t first_paths[3] = {PARALLAX_SGM_TOP_DOWN, PARALLAX_SGM_TOP_LEFT, PARALLAX_SGM_TOP_RIGHT};
+    // Top down is the first stage's (it balances the two: census, costs and three paths there).
+    static const uint32_t first_paths[3] = {0, PARALLAX_SGM_TOP_LEFT, PARALLAX_SGM_TOP_RIGHT};
     static const uint32_t second_paths[3] = {0, PARALLAX_SGM_BOTTOM_LEFT, PARALLAX_SGM_BOTTOM_RIGHT};
     static const int32_t from_column[3] = {0, -1, 1};
     int32_t count = 0, dx[3];

@@ -40,5 +40,21 @@ struct RenderedSceneTests {
         let median = Double(valid[valid.count / 2])
         print("wall at \(depth) m: truth \(truth) px, median \(median) px, density \(map.density)")
         #expect(abs(median - truth) <= 0.1, "median \(median), truth \(truth)")
+        // Depth through Q: the ideal rig's rectification keeps f, the principal point and the
+        // baseline, so Z = f·B/d, and a disparity within 0.1 px of the truth d gives a depth
+        // within Z · 0.1 / (d − 0.1) of Z (dZ/dd = −Z/d, at the end of the interval).
+        let rectification = try rig.calibration.rectification()
+        var depths: [Float] = []
+        map.depths(through: rectification, into: &depths)
+        let finite = depths.filter(\.isFinite).sorted()
+        #expect(finite.count == map.validCount, "a depth for every valid disparity")
+        let medianDepth = Double(finite[finite.count / 2])
+        #expect(abs(medianDepth - depth) <= depth * 0.1 / (truth - 0.1), "median depth \(medianDepth) m, truth \(depth) m")
+        // One pixel: the valid one nearest the centre of the middle row. Its winner is a whole
+        // disparity next to the truth and its offset within ±½ of it, so it is within 1 px.
+        let x = try #require((0..<160).flatMap { [160 - $0, 160 + $0] }.first { map[$0, 120] != nil })
+        let point = try #require(map.point(x: x, y: 120, through: rectification))
+        #expect(abs(point.z - depth) <= depth * 1 / (truth - 1), "pixel (\(x), 120) at \(point.z) m, truth \(depth) m")
+        #expect(abs(point.x - (Double(x) - 159.5) * depth / focal) <= 0.01 * depth, "x through Q: \(point.x) m")
     }
 }

@@ -118,8 +118,8 @@ void parallax_sgm_begin(void *work);
 /// rows `stride16` elements apart) and `disparity` (the same in pixels as Float32, +∞ where
 /// none; rows `stride` apart). Every byte read lies inside the two images (width samples of
 /// `step` bytes in each of height rows). The match runs in two stages handing rows over
-/// through a ring in `work`: `stage` 1 (census, costs, the horizontal and bottom-up paths)
-/// and `stage` 2 (the other paths, the winners, the checks, the filter) called at the same
+/// through a ring in `work`: `stage` 1 (census, costs, the horizontal and vertical paths:
+/// top down, then bottom up) and `stage` 2 (the diagonal paths, the winners, the checks, the filter) called at the same
 /// time on two threads with the same arguments; or `stage` 0 on one thread, which runs both
 /// row by row. The disparities are the same either way. Returns 0.
 int32_t parallax_sgm_match(void *work, parallax_sgm_level level, int32_t stage, parallax_sgm_luma left,
