@@ -1,4 +1,5 @@
 import Foundation
+import ParallaxCalibration
 import ParallaxDepth
 import ParallaxGeometry
 import ParallaxImage
@@ -66,6 +67,33 @@ struct DisparityCommandTests {
         let expected = values.map { $0.isFinite ? UInt8(UInt16(max(1, ($0 * 256).rounded())) >> 8) : 0 }
         #expect(png.format == .gray8 && png.bytes == expected)
         #expect(Set(expected).count > 10, "the tilted panel spans many disparities")
+    }
+
+    @Test("with --calibration the pair is rectified first: the map is the library's of the rectified gray pair, value for value")
+    func calibrationRectifiesFirst() throws {
+        let dir = try ParallaxCLI.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let sample = ParallaxCLI.packageRoot.appendingPathComponent("Tests/Fixtures/opencv/opencv-sample-calibration.json").path
+        let data = "/usr/share/doc/opencv-doc/examples/data"
+        let output = dir.appendingPathComponent("d.pfm").path
+        let result = try ParallaxCLI.run(["disparity", "--left", "\(data)/left01.jpg", "--right", "\(data)/right01.jpg",
+                                          "--calibration", sample, "--disparities", "64", "--output", output])
+        try #require(result.status == 0, "\(result.stderr)")
+        let written = try DisparityMap.pfmValues(Array(try Data(contentsOf: URL(fileURLWithPath: output))), source: output)
+        // The same steps through the library: gray, rectified with the calibration, matched.
+        let calibration = try CalibrationFile.load(sample).calibration
+        let left = try ImageBuffer(contentsOfFile: "\(data)/left01.jpg").converted(to: .gray8)
+        let right = try ImageBuffer(contentsOfFile: "\(data)/right01.jpg").converted(to: .gray8)
+        let (l, r) = try Rectifier(calibration: calibration).rectify(left: left, right: right)
+        let matcher = try SemiGlobalMatcher(configuration: .init(disparityCount: 64), size: l.size)
+        let map = try l.withView { lv in try r.withView { rv in try matcher.match(left: lv, right: rv) } }
+        #expect(written.size == l.size)
+        #expect(written.values.elementsEqual(map.values) { $0 == $1 }, "the file's values are the rectified pair's map")
+        // Not a comparison of two empty maps, nor one the CLI could pass without rectifying: the
+        // unrectified pair's map is another.
+        #expect(map.validCount > 0)
+        let unrectified = try left.withView { lv in try right.withView { rv in try matcher.match(left: lv, right: rv) } }
+        #expect(!unrectified.values.elementsEqual(written.values) { $0 == $1 })
     }
 
     @Test("refusals name the option or the file: a bad range, sizes that differ, a negative range as PNG, an input as output")
