@@ -342,7 +342,6 @@ static void first_stage_step(sgm_work *w, const sgm_kernels *k, parallax_sgm_lum
     const int32_t y = row_of(w, s, &second);
     const int slot = s % RING_SLOTS;
     const int32_t W = w->width, D = w->disparities;
-    const size_t cells = (size_t)W * (size_t)D;
     const uint8_t *luma = census(w, k, 0, left, y, w->census_left);
     // The right codes go in reverse order, so that a pixel's candidates are consecutive.
     uint64_t *reversed = w->census_reversed + w->pad;
@@ -381,7 +380,6 @@ static void first_stage_step(sgm_work *w, const sgm_kernels *k, parallax_sgm_lum
         k->paths_from_row(costs, luma, prev_luma, W, D, 1, dx, p1, w->p2_for_step, prev, prev_min, out, out_min,
                           w->stride, w->zero + 8, !written, sums);
     }
-    (void)cells;
 }
 
 // Whether the first stage writes the sums of a row of the first (`second` 0) or second pass.

@@ -129,62 +129,15 @@ static void write_to_memory(png_structp png, png_bytep bytes, size_t count) {
 
 static void flush_memory(png_structp png) { (void)png; }
 
-int parallax_png_encode_gray16(const uint16_t *samples, int width, int height, int compression_level,
-                               uint8_t **png_out, size_t *png_size,
-                               char message[PARALLAX_PNG_MESSAGE_CAPACITY]) {
+// The one PNG writer: `height` rows of `row_bytes` packed samples of `bit_depth` bits in
+// `color`. 16-bit samples are in the machine's byte order; PNG's is big-endian, so a
+// little-endian machine has libpng swap them as it writes.
+static int encode_png(const uint8_t *pixels, size_t row_bytes, int width, int height, int bit_depth, int color,
+                      int compression_level, uint8_t **png_out, size_t *png_size,
+                      char message[PARALLAX_PNG_MESSAGE_CAPACITY]) {
     *png_out = NULL;
     *png_size = 0;
     message[0] = 0;
-    error_sink sink = { message };
-    png_structp png = png_create_write_struct(PNG_LIBPNG_VER_STRING, &sink, on_error, on_warning);
-    if (!png) { strcpy(message, "out of memory"); return -1; }
-    png_infop info = png_create_info_struct(png);
-    if (!info) { png_destroy_write_struct(&png, NULL); strcpy(message, "out of memory"); return -1; }
-    memory_writer writer = { NULL, 0, 0 };
-    memory_writer *volatile writer_ref = &writer;
-    // One row of big-endian samples (PNG's byte order), whatever the machine's.
-    uint8_t *volatile row = malloc((size_t)width * 2 + 1);
-    if (!row) { png_destroy_write_struct(&png, &info); strcpy(message, "out of memory"); return -1; }
-    if (setjmp(png_jmpbuf(png))) {
-        free(writer_ref->data);
-        free(row);
-        png_destroy_write_struct(&png, &info);
-        return -1;
-    }
-    png_set_write_fn(png, &writer, write_to_memory, flush_memory);
-    png_set_compression_level(png, compression_level);
-    png_set_IHDR(png, info, (png_uint_32)width, (png_uint_32)height, 16, PNG_COLOR_TYPE_GRAY,
-                 PNG_INTERLACE_NONE, PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
-    png_write_info(png, info);
-    for (int y = 0; y < height; y++) {
-        const uint16_t *source = samples + (size_t)width * (size_t)y;
-        for (int x = 0; x < width; x++) {
-            row[2 * x] = (uint8_t)(source[x] >> 8);
-            row[2 * x + 1] = (uint8_t)(source[x] & 0xFF);
-        }
-        png_write_row(png, (png_const_bytep)row);
-    }
-    png_write_end(png, info);
-    png_destroy_write_struct(&png, &info);
-    free(row);
-    *png_out = writer.data;
-    *png_size = writer.size;
-    return 0;
-}
-
-int parallax_png_encode(const uint8_t *pixels, int width, int height, int channels, int compression_level,
-                        uint8_t **png_out, size_t *png_size,
-                        char message[PARALLAX_PNG_MESSAGE_CAPACITY]) {
-    *png_out = NULL;
-    *png_size = 0;
-    message[0] = 0;
-    int color;
-    switch (channels) {
-    case 1: color = PNG_COLOR_TYPE_GRAY; break;
-    case 3: color = PNG_COLOR_TYPE_RGB; break;
-    case 4: color = PNG_COLOR_TYPE_RGB_ALPHA; break;
-    default: strcpy(message, "PNG needs 1, 3 or 4 channels"); return -1;
-    }
     error_sink sink = { message };
     png_structp png = png_create_write_struct(PNG_LIBPNG_VER_STRING, &sink, on_error, on_warning);
     if (!png) { strcpy(message, "out of memory"); return -1; }
@@ -199,14 +152,41 @@ int parallax_png_encode(const uint8_t *pixels, int width, int height, int channe
     }
     png_set_write_fn(png, &writer, write_to_memory, flush_memory);
     png_set_compression_level(png, compression_level);
-    png_set_IHDR(png, info, (png_uint_32)width, (png_uint_32)height, 8, color,
+    png_set_IHDR(png, info, (png_uint_32)width, (png_uint_32)height, bit_depth, color,
                  PNG_INTERLACE_NONE, PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
     png_write_info(png, info);
-    size_t row_bytes = (size_t)width * (size_t)channels;
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    if (bit_depth == 16) png_set_swap(png);
+#endif
     for (int y = 0; y < height; y++) png_write_row(png, (png_const_bytep)(pixels + row_bytes * (size_t)y));
     png_write_end(png, info);
     png_destroy_write_struct(&png, &info);
     *png_out = writer.data;
     *png_size = writer.size;
     return 0;
+}
+
+int parallax_png_encode_gray16(const uint16_t *samples, int width, int height, int compression_level,
+                               uint8_t **png_out, size_t *png_size,
+                               char message[PARALLAX_PNG_MESSAGE_CAPACITY]) {
+    return encode_png((const uint8_t *)samples, (size_t)width * 2, width, height, 16, PNG_COLOR_TYPE_GRAY,
+                      compression_level, png_out, png_size, message);
+}
+
+int parallax_png_encode(const uint8_t *pixels, int width, int height, int channels, int compression_level,
+                        uint8_t **png_out, size_t *png_size,
+                        char message[PARALLAX_PNG_MESSAGE_CAPACITY]) {
+    int color;
+    switch (channels) {
+    case 1: color = PNG_COLOR_TYPE_GRAY; break;
+    case 3: color = PNG_COLOR_TYPE_RGB; break;
+    case 4: color = PNG_COLOR_TYPE_RGB_ALPHA; break;
+    default:
+        *png_out = NULL;
+        *png_size = 0;
+        strcpy(message, "PNG needs 1, 3 or 4 channels");
+        return -1;
+    }
+    return encode_png(pixels, (size_t)width * (size_t)channels, width, height, 8, color, compression_level,
+                      png_out, png_size, message);
 }

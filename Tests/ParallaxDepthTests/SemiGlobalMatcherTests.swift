@@ -68,7 +68,7 @@ struct SemiGlobalMatcherStageTests {
                 for y in 0..<height {
                     bytes.withUnsafeBufferPointer { pixels in
                         let luma = parallax_sgm_luma(base: pixels.baseAddress, row_bytes: width * step, step: Int32(step))
-                        parallax_sgm_census_row(Int32(level.kernelIndex), luma, Int32(width), Int32(height),
+                        parallax_sgm_census_row(Int32(level.kernelLevelValue), luma, Int32(width), Int32(height),
                                                 Int32(window.0), Int32(window.1), Int32(y), &codes)
                     }
                     #expect(codes == Array(expected[(y * width)..<((y + 1) * width)]), "\(census) row \(y) at \(level), step \(step)")
@@ -90,7 +90,7 @@ struct SemiGlobalMatcherStageTests {
                                               disparityCount: range.1, noMatch: 62)
         for level in levels {
             var costs = [UInt8](repeating: 0, count: width * range.1)
-            parallax_sgm_cost_row(Int32(level.kernelIndex), left, right, Int32(width), Int32(range.0), Int32(range.1), 62, &costs)
+            parallax_sgm_cost_row(Int32(level.kernelLevelValue), left, right, Int32(width), Int32(range.0), Int32(range.1), 62, &costs)
             #expect(costs.map(Int.init) == expected, "range \(range) at \(level)")
         }
         #expect(expected.contains(62) && expected.contains { $0 < 40 })
@@ -120,7 +120,7 @@ struct SemiGlobalMatcherStageTests {
             for level in levels {
                 var out = [UInt8](repeating: 0, count: D), sum = [UInt16](repeating: 1000, count: D)
                 let returned = previous.withUnsafeBufferPointer { prev in
-                    parallax_sgm_path_step(Int32(level.kernelIndex), costs, prev.baseAddress! + 1, least, p1, p2, Int32(D), &out, &sum)
+                    parallax_sgm_path_step(Int32(level.kernelLevelValue), costs, prev.baseAddress! + 1, least, p1, p2, Int32(D), &out, &sum)
                 }
                 #expect(out.map(Int.init) == expected, "trial \(trial) at \(level)")
                 #expect(sum.map(Int.init) == expectedSum)
@@ -130,16 +130,6 @@ struct SemiGlobalMatcherStageTests {
     }
 }
 
-extension SIMDLevel {
-    /// The kernels' number for the level.
-    var kernelIndex: Int {
-        switch self {
-        case .baseline: return 0
-        case .avx2: return 1
-        case .avx512: return 2
-        }
-    }
-}
 
 @Suite("Semi-global matcher: whole matches against the reference, and what they must find")
 struct SemiGlobalMatcherTests {

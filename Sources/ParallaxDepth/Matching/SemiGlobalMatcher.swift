@@ -193,8 +193,8 @@ public final class SemiGlobalMatcher: @unchecked Sendable {
 }
 
 extension SIMDLevel {
-    /// The C kernels' number for the level (0 baseline, 1 AVX2, 2 AVX-512).
-    var kernelLevelValue: Int {
+    /// The C kernels' number for the level (0 baseline, 1 AVX2, 2 AVX-512); the tests pass it too.
+    package var kernelLevelValue: Int {
         switch self {
         case .baseline: return 0
         case .avx2: return 1
