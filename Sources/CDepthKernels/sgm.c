@@ -10,8 +10,10 @@
 
 // MARK: The row kernels at each level
 
-// What a path step does with the row's sums (sgm_rows.h).
-enum { SGM_ADD = 0, SGM_SET = 1, SGM_NONE = 2 };
+// The sweeps' helpers pass 16-bit vectors wider than the level's registers by value; they are
+// all always_inline, so no such value ever crosses a call and the ABI change clang warns of
+// cannot arise.
+#pragma clang diagnostic ignored "-Wpsabi"
 
 // a + b, at most 255 (the kernels' path arithmetic): clang's saturating add, which vectorises
 // to one saturating byte addition (a compare-and-select form is widened to 32 bits instead).
@@ -23,6 +25,49 @@ static inline __attribute__((always_inline)) uint8_t saturating_add(uint8_t a, u
     return sum > 255 ? 255 : (uint8_t)sum;
 #endif
 }
+
+// Lane lists for the sweeps' shuffles (sgm_sweep.h): b, b + 1, …, b + width − 1.
+#define SGM_SEQ16(b)                                                                                               \
+    (b), (b) + 1, (b) + 2, (b) + 3, (b) + 4, (b) + 5, (b) + 6, (b) + 7, (b) + 8, (b) + 9, (b) + 10, (b) + 11,       \
+        (b) + 12, (b) + 13, (b) + 14, (b) + 15
+#define SGM_SEQ32(b) SGM_SEQ16(b), SGM_SEQ16((b) + 16)
+#define SGM_SEQ64(b) SGM_SEQ32(b), SGM_SEQ32((b) + 32)
+
+// A path from the row before, as a sweep runs it: the previous row's vectors (`stride`
+// apart, each with sentinels at [−1] and [D]) and their least, or prev NULL at the pass's
+// first row; this row's go to out and out_min. out NULL: the sweep does not run the path.
+typedef struct {
+    const uint8_t *prev, *prev_min;
+    uint8_t *out, *out_min;
+} sgm_row_path;
+
+// One sweep along a row (sgm_sweep.h): the row's costs (width · D) and left luma, the previous
+// row's luma (in the pass's order), the paths it runs and where their values go.
+typedef struct {
+    const uint8_t *costs, *luma, *prev_luma;
+    int32_t width, disparities, min_disparity;
+    ptrdiff_t stride, pad;
+    uint8_t p1;
+    const uint8_t *p2_for_step;
+    // D zeros with sentinels: the values before a path's first pixel.
+    const uint8_t *zero;
+    // The horizontal path's two vectors (`stride` apart, 64-byte aligned), or NULL.
+    uint8_t *horizontal;
+    // The straight path from the row before (forward sweep only) and the diagonal one (from
+    // x − 1 in the forward sweep, x + 1 in the backward).
+    sgm_row_path straight, diagonal;
+    // Forward: the row's partial sums, written. Backward: the forward sweep's (or NULL), the
+    // first pass's (or NULL), and where to store the completed sums instead of picking winners
+    // (the first pass of two), or NULL.
+    uint16_t *sums;
+    const uint16_t *partial, *earlier;
+    uint16_t *store;
+    // The winners (backward, when not storing): see sweep_backward.
+    int32_t uniqueness;
+    uint8_t *best, *ambiguous;
+    uint16_t *least;
+    uint8_t *right;
+} sgm_sweep;
 
 #define SGM_NAME(x) x##_baseline
 #define SGM_TARGET
@@ -49,10 +94,11 @@ static inline __attribute__((always_inline)) uint8_t saturating_add(uint8_t a, u
 #undef SGM_TARGET
 #undef SGM_LANES
 
-// AVX-512 with VPOPCNTDQ as well (Intel Ice Lake and later, AMD Zen 4): only the costs change,
-// one population count per code instead of a table lookup per nibble; the same numbers.
-#define SGM_NAME(x) x##_avx512_popcount
-#define SGM_TARGET __attribute__((target("avx2,fma,avx512f,avx512dq,avx512bw,avx512vl,avx512vpopcntdq"), unused))
+// AVX-512 with VPOPCNTDQ and VBMI as well (Intel Ice Lake and later, AMD Zen 4): one
+// population count per code instead of a table lookup per nibble, one permutation per
+// shifted vector; the same numbers.
+#define SGM_NAME(x) x##_avx512_icelake
+#define SGM_TARGET __attribute__((target("avx2,fma,avx512f,avx512dq,avx512bw,avx512vl,avx512vbmi,avx512vpopcntdq")))
 #define SGM_LANES 64
 #include "sgm_rows.h"
 #undef SGM_NAME
@@ -61,9 +107,10 @@ static inline __attribute__((always_inline)) uint8_t saturating_add(uint8_t a, u
 
 #include <cpuid.h>
 
-// Whether the CPU has AVX-512 VPOPCNTDQ (cpuid leaf 7, ECX bit 14); asked once. The caller
-// passes level 2 only where the CPU has AVX-512 F, DQ, BW and VL and the OS saves its state.
-static int has_vector_popcount(void) {
+// Whether the CPU has AVX-512 VPOPCNTDQ and VBMI (cpuid leaf 7, ECX bits 14 and 1); asked
+// once. The caller passes level 2 only where the CPU has AVX-512 F, DQ, BW and VL and the OS
+// saves its state.
+static int has_icelake_extensions(void) {
     static _Atomic int known = -1;
     int value = atomic_load(&known);
     if (value < 0) {
@@ -71,7 +118,7 @@ static int has_vector_popcount(void) {
         value = 0;
         if (__get_cpuid_max(0, 0) >= 7) {
             __cpuid_count(7, 0, a, b, c, d);
-            value = (c & (1u << 14)) != 0;
+            value = (c & (1u << 14)) != 0 && (c & (1u << 1)) != 0;
         }
         atomic_store(&known, value);
     }
@@ -83,33 +130,24 @@ typedef struct {
     void (*census_from_rows)(const uint8_t *const *, int32_t, int32_t, int32_t, uint64_t *);
     void (*cost_row)(const uint64_t *, const uint64_t *, ptrdiff_t, int32_t, int32_t, int32_t, uint8_t, uint8_t *);
     uint8_t (*step)(const uint8_t *, const uint8_t *, uint8_t, uint8_t, uint8_t, int32_t, uint8_t *, uint16_t *);
-    void (*paths_horizontal)(const uint8_t *, const uint8_t *, int32_t, int32_t, int, int, uint8_t, const uint8_t *,
-                             uint8_t *, ptrdiff_t, const uint8_t *, uint16_t *);
-    void (*paths_from_row)(const uint8_t *, const uint8_t *, const uint8_t *, int32_t, int32_t, int32_t, const int32_t *,
-                           uint8_t, const uint8_t *, const uint8_t *const *, const uint8_t *const *, uint8_t *const *,
-                           uint8_t *const *, ptrdiff_t, const uint8_t *, int, uint16_t *);
-    void (*add_row)(uint16_t *, const uint16_t *, ptrdiff_t);
-    void (*winners_row)(const uint16_t *, int32_t, int32_t, int32_t, ptrdiff_t, uint32_t *, uint32_t *);
-    uint16_t (*runner_up)(const uint16_t *, int32_t, int32_t);
+    void (*sweep_forward)(const sgm_sweep *);
+    void (*sweep_backward)(const sgm_sweep *);
 } sgm_kernels;
 
 #define SGM_KERNELS(suffix)                                                                                        \
-    {census_from_rows_##suffix, cost_row_##suffix, step_##suffix, paths_horizontal_##suffix,                        \
-     paths_from_row_##suffix, add_row_##suffix, winners_row_##suffix, runner_up_##suffix}
+    {census_from_rows_##suffix, cost_row_##suffix, step_##suffix, sweep_forward_##suffix, sweep_backward_##suffix}
 
 static const sgm_kernels kernels_baseline = SGM_KERNELS(baseline);
 #if defined(__x86_64__)
 static const sgm_kernels kernels_avx2 = SGM_KERNELS(avx2);
 static const sgm_kernels kernels_avx512 = SGM_KERNELS(avx512);
-static const sgm_kernels kernels_avx512_popcount = {
-    census_from_rows_avx512, cost_row_avx512_popcount, step_avx512, paths_horizontal_avx512,
-    paths_from_row_avx512, add_row_avx512, winners_row_avx512, runner_up_avx512};
+static const sgm_kernels kernels_avx512_icelake = SGM_KERNELS(avx512_icelake);
 #endif
 
 // The caller has asked the CPU (SIMDLevel): a level it does not report is never passed.
 static const sgm_kernels *kernels_for(parallax_sgm_level level) {
 #if defined(__x86_64__)
-    if (level >= 2) return has_vector_popcount() ? &kernels_avx512_popcount : &kernels_avx512;
+    if (level >= 2) return has_icelake_extensions() ? &kernels_avx512_icelake : &kernels_avx512;
     if (level == 1) return &kernels_avx2;
 #else
     (void)level;
@@ -150,7 +188,7 @@ typedef struct {
     _Alignas(64) _Atomic int64_t consumed;
     _Alignas(64) const parallax_sgm_plan *plan;
     int32_t width, height, disparities, min_disparity;
-    ptrdiff_t stride;   // elements between path vectors: D + 16, the vector at +8 (sentinels at ±1)
+    ptrdiff_t stride;   // bytes between path vectors: D rounded up to 64, + 64 of sentinels
     ptrdiff_t pad;      // padding of the reversed right codes and right winners: |dmin| + D
     int32_t two_pass, steps;
     uint8_t no_match, p1;
@@ -160,18 +198,22 @@ typedef struct {
     uint16_t *slot_sums[RING_SLOTS];
     uint8_t *slot_luma[RING_SLOTS];
     // The first stage's own: padded luma rows (per image, a ring of the window's rows keyed by
-    // row), census codes, the horizontal paths' vectors, the top-down or bottom-up path's rows.
+    // row), census codes, the forward sweep's horizontal vectors and its straight and
+    // diagonal paths' rows (this row and the one before) with their least values.
     uint8_t *padded[2][MAX_WINDOW_SIDE];
     int32_t padded_row[2][MAX_WINDOW_SIDE];
     uint64_t *census_left, *census_reversed;
-    uint8_t *horizontal;
-    uint8_t *up_rows[2], *up_min[2];
-    // The second stage's own: three paths' rows (this row and the one before), the previous
-    // left luma row, a zero vector, the winners, the first pass's sums, the filter's buffers.
-    uint8_t *path_rows[3][2], *path_min[3][2];
+    uint8_t *forward_horizontal;
+    uint8_t *straight_rows[2], *straight_min[2], *forward_rows[2], *forward_min[2];
+    // The second stage's own: the backward sweep's horizontal vectors and diagonal rows, the
+    // previous left luma row, the winners, the right winners, the first pass's sums, the
+    // filter's buffers; and a zero vector both read.
+    uint8_t *backward_horizontal;
+    uint8_t *backward_rows[2], *backward_min[2];
     uint8_t *prev_luma;
     uint8_t *zero;
-    uint32_t *best, *right_best;
+    uint8_t *best, *ambiguous, *right_best;
+    uint16_t *least;
     uint16_t *volume;
     int32_t *labels, *region;
     parallax_sgm_invalid_counts counts;
@@ -182,12 +224,12 @@ static size_t round_up(size_t n) { return (n + 63) & ~(size_t)63; }
 // Walks the layout: with `base` NULL only sums the sizes. Every buffer 64-byte aligned.
 static size_t layout(const parallax_sgm_plan *plan, sgm_work *w, uint8_t *base) {
     const size_t W = (size_t)plan->width, H = (size_t)plan->height, D = (size_t)plan->disparities;
-    const size_t stride = D + 16, pad = (size_t)abs(plan->min_disparity) + D;
+    const size_t stride = round_up(D) + 64, pad = (size_t)abs(plan->min_disparity) + D;
     const size_t rx = (size_t)plan->census_width / 2;
     size_t at = round_up(sizeof(sgm_work));
 #define TAKE(field, type, count)                                                                                   \
     do {                                                                                                           \
-        if (base) field = (type *)(base + at);                                                                     \
+        if (base) field = (count) > 0 ? (type *)(base + at) : NULL;                                               \
         at += round_up(sizeof(type) * (size_t)(count));                                                            \
     } while (0)
     sgm_work scratch;
@@ -202,24 +244,28 @@ static size_t layout(const parallax_sgm_plan *plan, sgm_work *w, uint8_t *base) 
     }
     TAKE(v->census_left, uint64_t, W);
     TAKE(v->census_reversed, uint64_t, W + 2 * pad);
-    TAKE(v->horizontal, uint8_t, 4 * stride);
-    const int up = (plan->paths & (PARALLAX_SGM_BOTTOM_UP | PARALLAX_SGM_TOP_DOWN)) != 0;
+    TAKE(v->forward_horizontal, uint8_t, 2 * stride);
+    TAKE(v->backward_horizontal, uint8_t, 2 * stride);
+    // A row's path vectors for each pixel (path_vectors), for the paths the plan has (both
+    // passes share them).
+    const uint32_t paths = plan->paths;
+    const int straight = (paths & (PARALLAX_SGM_TOP_DOWN | PARALLAX_SGM_BOTTOM_UP)) != 0;
+    const int forward = (paths & (PARALLAX_SGM_TOP_LEFT | PARALLAX_SGM_BOTTOM_LEFT)) != 0;
+    const int backward = (paths & (PARALLAX_SGM_TOP_RIGHT | PARALLAX_SGM_BOTTOM_RIGHT)) != 0;
     for (int k = 0; k < 2; k++) {
-        TAKE(v->up_rows[k], uint8_t, up ? W * stride : 0);
-        TAKE(v->up_min[k], uint8_t, up ? W : 0);
-    }
-    // The second stage's paths: [0] is unused (top down is the first stage's), [1] and [2] the
-    // diagonals of either pass.
-    for (int p = 1; p < 3; p++) {
-        for (int k = 0; k < 2; k++) {
-            TAKE(v->path_rows[p][k], uint8_t, W * stride);
-            TAKE(v->path_min[p][k], uint8_t, W);
-        }
+        TAKE(v->straight_rows[k], uint8_t, straight ? 64 + W * stride : 0);
+        TAKE(v->straight_min[k], uint8_t, straight ? W : 0);
+        TAKE(v->forward_rows[k], uint8_t, forward ? 64 + W * stride : 0);
+        TAKE(v->forward_min[k], uint8_t, forward ? W : 0);
+        TAKE(v->backward_rows[k], uint8_t, backward ? 64 + W * stride : 0);
+        TAKE(v->backward_min[k], uint8_t, backward ? W : 0);
     }
     TAKE(v->prev_luma, uint8_t, W);
-    TAKE(v->zero, uint8_t, stride);
-    TAKE(v->best, uint32_t, W);
-    TAKE(v->right_best, uint32_t, W + 2 * pad);
+    TAKE(v->zero, uint8_t, 64 + stride);
+    TAKE(v->best, uint8_t, W);
+    TAKE(v->least, uint16_t, W);
+    TAKE(v->ambiguous, uint8_t, W);
+    TAKE(v->right_best, uint8_t, W + 2 * pad);
     const int two_pass = (plan->paths & PARALLAX_SGM_SECOND_PASS) != 0;
     TAKE(v->volume, uint16_t, two_pass ? H * W * D : 0);
     const int speckle = plan->speckle_max_size > 0;
@@ -234,12 +280,14 @@ size_t parallax_sgm_work_bytes(const parallax_sgm_plan *plan) {
     return layout(plan, NULL, NULL);
 }
 
-// Path vectors live at +8 in each `stride`-element block, with sentinels at +7 and +8 + D.
+// A buffer of `count` path vectors: 64 bytes of sentinels, then the vectors `stride` bytes
+// apart, each followed by stride − D sentinels, so that every vector has one at [−1] and [D].
+static uint8_t *path_vectors(uint8_t *rows) { return rows + 64; }
+
 static void set_sentinels(uint8_t *rows, size_t count, size_t stride, size_t D) {
-    for (size_t i = 0; i < count; i++) {
-        rows[i * stride + 7] = SENTINEL;
-        rows[i * stride + 8 + D] = SENTINEL;
-    }
+    if (rows == NULL) return;
+    memset(rows, SENTINEL, 64);
+    for (size_t i = 0; i < count; i++) memset(path_vectors(rows) + i * stride + D, SENTINEL, stride - D);
 }
 
 void parallax_sgm_prepare(const parallax_sgm_plan *plan, void *work) {
@@ -252,7 +300,7 @@ void parallax_sgm_prepare(const parallax_sgm_plan *plan, void *work) {
     w->height = plan->height;
     w->disparities = plan->disparities;
     w->min_disparity = plan->min_disparity;
-    w->stride = plan->disparities + 16;
+    w->stride = (ptrdiff_t)round_up((size_t)plan->disparities) + 64;
     w->pad = abs(plan->min_disparity) + plan->disparities;
     w->two_pass = (plan->paths & PARALLAX_SGM_SECOND_PASS) != 0;
     w->steps = plan->height * (w->two_pass ? 2 : 1);
@@ -260,13 +308,12 @@ void parallax_sgm_prepare(const parallax_sgm_plan *plan, void *work) {
     w->p1 = (uint8_t)plan->p1;
     for (int i = 0; i < 256; i++) w->p2_for_step[i] = (uint8_t)plan->p2_for_step[i];
     const size_t W = (size_t)w->width, D = (size_t)w->disparities, stride = (size_t)w->stride;
-    memset(w->zero, 0, stride);
+    memset(w->zero, 0, 64 + stride);
     set_sentinels(w->zero, 1, stride, D);
-    memset(w->horizontal, 0, 4 * stride);
-    set_sentinels(w->horizontal, 4, stride, D);
     for (int k = 0; k < 2; k++) {
-        if (plan->paths & (PARALLAX_SGM_BOTTOM_UP | PARALLAX_SGM_TOP_DOWN)) set_sentinels(w->up_rows[k], W, stride, D);
-        for (int p = 1; p < 3; p++) set_sentinels(w->path_rows[p][k], W, stride, D);
+        set_sentinels(w->straight_rows[k], W, stride, D);
+        set_sentinels(w->forward_rows[k], W, stride, D);
+        set_sentinels(w->backward_rows[k], W, stride, D);
     }
     atomic_init(&w->produced, 0);
     atomic_init(&w->consumed, 0);
@@ -334,10 +381,47 @@ static int32_t row_of(const sgm_work *w, int32_t s, int *second) {
     return *second ? 2 * w->height - 1 - s : s;
 }
 
-// Stage 1 of step s: census, costs, the horizontal and top-down paths (first pass) or bottom-up (second).
+// The sweep's common part for row y of a pass: its costs and luma, the previous row's luma.
+static sgm_sweep sweep_of(const sgm_work *w, const uint8_t *costs, const uint8_t *luma, const uint8_t *prev_luma) {
+    sgm_sweep s;
+    memset(&s, 0, sizeof s);
+    s.costs = costs;
+    s.luma = luma;
+    s.prev_luma = prev_luma;
+    s.width = w->width;
+    s.disparities = w->disparities;
+    s.min_disparity = w->min_disparity;
+    s.stride = w->stride;
+    s.pad = w->pad;
+    s.p1 = w->p1;
+    s.p2_for_step = w->p2_for_step;
+    s.zero = path_vectors(w->zero);
+    return s;
+}
+
+// A path from the row before when the plan has it: `rows` and `least` this row's (cur) and the
+// previous one's (cur ^ 1, none at the pass's first row).
+static sgm_row_path row_path(int enabled, uint8_t *const rows[2], uint8_t *const least[2], int cur, int first) {
+    sgm_row_path p = {NULL, NULL, NULL, NULL};
+    if (!enabled) return p;
+    p.prev = first ? NULL : path_vectors(rows[cur ^ 1]);
+    p.prev_min = least[cur ^ 1];
+    p.out = path_vectors(rows[cur]);
+    p.out_min = least[cur];
+    return p;
+}
+
+// Whether the first stage's sweep writes the sums of a row of the first (`second` 0) or second pass.
+static int first_stage_writes(const parallax_sgm_plan *plan, int second) {
+    return second ? (plan->paths & (PARALLAX_SGM_BOTTOM_UP | PARALLAX_SGM_BOTTOM_LEFT)) != 0
+                  : (plan->paths & (PARALLAX_SGM_LEFT_TO_RIGHT | PARALLAX_SGM_TOP_DOWN | PARALLAX_SGM_TOP_LEFT)) != 0;
+}
+
+// Stage 1 of step s: census, costs and the forward sweep (left to right, top down or bottom up,
+// and the diagonal from the left), which writes the row's partial sums.
 static void first_stage_step(sgm_work *w, const sgm_kernels *k, parallax_sgm_luma left, parallax_sgm_luma right,
                              int32_t s) {
-    const parallax_sgm_plan *plan = w->plan;
+    const uint32_t paths = w->plan->paths;
     int second;
     const int32_t y = row_of(w, s, &second);
     const int slot = s % RING_SLOTS;
@@ -352,65 +436,40 @@ static void first_stage_step(sgm_work *w, const sgm_kernels *k, parallax_sgm_lum
         reversed[j] = t;
     }
     uint8_t *costs = w->slot_costs[slot];
-    uint16_t *sums = w->slot_sums[slot];
     k->cost_row(w->census_left, w->census_reversed, w->pad, W, w->min_disparity, D, w->no_match, costs);
     memcpy(w->slot_luma[slot], luma, (size_t)W);
-    const uint8_t p1 = w->p1;
-    uint8_t *h = w->horizontal + 8;
-    // This stage's paths write the row's sums first (the second stage adds to them); with none
-    // here, the second stage stores them (first_stage_writes). Its vertical path (top down in
-    // the first pass, bottom up in the second) keeps its rows in up_rows: one pass at a time.
-    int written = 0;
-    if (!second) {
-        const int forward = (plan->paths & PARALLAX_SGM_LEFT_TO_RIGHT) != 0, backward = (plan->paths & PARALLAX_SGM_RIGHT_TO_LEFT) != 0;
-        if (forward || backward) {
-            k->paths_horizontal(costs, luma, W, D, forward, backward, p1, w->p2_for_step, h, w->stride, w->zero + 8, sums);
-            written = 1;
-        }
-    }
-    if (plan->paths & (second ? PARALLAX_SGM_BOTTOM_UP : PARALLAX_SGM_TOP_DOWN)) {
-        const int first = second ? y == w->height - 1 : y == 0, cur = y & 1;
-        // The previous row's luma is the slot before's (the ring holds it until stage 2 is done
-        // with it, and stage 1 wrote it); at the pass's first row there is none.
-        const uint8_t *prev_luma = first ? luma : w->slot_luma[(s + RING_SLOTS - 1) % RING_SLOTS];
-        const int32_t dx[1] = {0};
-        const uint8_t *prev[1] = {first ? NULL : w->up_rows[cur ^ 1] + 8};
-        const uint8_t *prev_min[1] = {w->up_min[cur ^ 1]};
-        uint8_t *out[1] = {w->up_rows[cur] + 8}, *out_min[1] = {w->up_min[cur]};
-        k->paths_from_row(costs, luma, prev_luma, W, D, 1, dx, p1, w->p2_for_step, prev, prev_min, out, out_min,
-                          w->stride, w->zero + 8, !written, sums);
-    }
+    if (!first_stage_writes(w->plan, second)) return;
+    const int first = second ? y == w->height - 1 : y == 0, cur = y & 1;
+    // The previous row's luma is the slot before's (the ring holds it until stage 2 is done
+    // with it, and stage 1 wrote it); at the pass's first row there is none.
+    const uint8_t *prev_luma = first ? luma : w->slot_luma[(s + RING_SLOTS - 1) % RING_SLOTS];
+    sgm_sweep sweep = sweep_of(w, costs, luma, prev_luma);
+    sweep.horizontal = !second && (paths & PARALLAX_SGM_LEFT_TO_RIGHT) ? w->forward_horizontal : NULL;
+    sweep.straight = row_path((paths & (second ? PARALLAX_SGM_BOTTOM_UP : PARALLAX_SGM_TOP_DOWN)) != 0,
+                              w->straight_rows, w->straight_min, cur, first);
+    sweep.diagonal = row_path((paths & (second ? PARALLAX_SGM_BOTTOM_LEFT : PARALLAX_SGM_TOP_LEFT)) != 0,
+                              w->forward_rows, w->forward_min, cur, first);
+    sweep.sums = w->slot_sums[slot];
+    k->sweep_forward(&sweep);
 }
 
-// Whether the first stage writes the sums of a row of the first (`second` 0) or second pass.
-static int first_stage_writes(const parallax_sgm_plan *plan, int second) {
-    return second ? (plan->paths & PARALLAX_SGM_BOTTOM_UP) != 0
-                  : (plan->paths & (PARALLAX_SGM_LEFT_TO_RIGHT | PARALLAX_SGM_RIGHT_TO_LEFT | PARALLAX_SGM_TOP_DOWN)) != 0;
-}
-
-// The checks and the sub-pixel step for row y's winners; writes the row's outputs.
-static void select_row(sgm_work *w, const sgm_kernels *k, const uint16_t *sums, const uint8_t *costs, int16_t *out16,
-                       float *out) {
+// The checks and the sub-pixel step for a row's winners (the backward sweep's); writes the
+// row's outputs.
+static void select_row(sgm_work *w, const uint8_t *costs, int16_t *out16, float *out) {
     const parallax_sgm_plan *plan = w->plan;
     const int32_t W = w->width, D = w->disparities, dmin = w->min_disparity;
-    const size_t right_count = (size_t)W + 2 * (size_t)w->pad;
-    for (size_t i = 0; i < right_count; i++) w->right_best[i] = UINT32_MAX;
-    k->winners_row(sums, W, dmin, D, w->pad, w->best, w->right_best);
     for (int32_t x = 0; x < W; x++) {
-        const uint32_t packed = w->best[x];
-        const int32_t d = (int32_t)(packed & 0xFF), least = (int32_t)(packed >> 8);
-        const uint16_t *s = sums + (ptrdiff_t)x * D;
+        const int32_t d = w->best[x];
         int valid = 1;
         if (d > x - dmin || d < x - dmin - (W - 1)) {
             w->counts.outside++;
             valid = 0;
-        } else if (plan->uniqueness_percent > 0 &&
-                   (int64_t)k->runner_up(s, D, d) * 100 < (int64_t)least * (100 + plan->uniqueness_percent)) {
+        } else if (plan->uniqueness_percent > 0 && w->ambiguous[x]) {
             w->counts.ambiguous++;
             valid = 0;
         } else if (plan->lr_max_difference >= 0) {
             const int32_t xr = x - dmin - d;
-            const int32_t partner = (int32_t)(w->right_best[w->pad + (W - 1 - xr)] & 0xFF);
+            const int32_t partner = w->right_best[w->pad + (W - 1 - xr)];
             if (abs(partner - d) > plan->lr_max_difference) {
                 w->counts.inconsistent++;
                 valid = 0;
@@ -449,51 +508,36 @@ static void select_row(sgm_work *w, const sgm_kernels *k, const uint16_t *sums, 
     }
 }
 
-// Stage 2 of step s: the paths from the row before, the sums, and in the last pass the winners.
+// Stage 2 of step s: the backward sweep (right to left and the diagonal from the right), which
+// completes the sums, and in the last pass the winners and the checks.
 static void second_stage_step(sgm_work *w, const sgm_kernels *k, int32_t s, int16_t *disparity16,
                               ptrdiff_t stride16, float *disparity, ptrdiff_t stride) {
     const parallax_sgm_plan *plan = w->plan;
+    const uint32_t paths = plan->paths;
     int second;
     const int32_t y = row_of(w, s, &second);
     const int slot = s % RING_SLOTS;
-    const int32_t W = w->width, D = w->disparities;
-    const size_t cells = (size_t)W * (size_t)D;
+    const size_t cells = (size_t)w->width * (size_t)w->disparities;
     const uint8_t *costs = w->slot_costs[slot];
-    uint16_t *sums = w->slot_sums[slot];
     const uint8_t *luma = w->slot_luma[slot];
-    const int first = second ? y == w->height - 1 : y == 0;
-    const int cur = y & 1;
-    const uint8_t p1 = w->p1;
-    // Top down is the first stage's (it balances the two: census, costs and three paths there).
-    static const uint32_t first_paths[3] = {0, PARALLAX_SGM_TOP_LEFT, PARALLAX_SGM_TOP_RIGHT};
-    static const uint32_t second_paths[3] = {0, PARALLAX_SGM_BOTTOM_LEFT, PARALLAX_SGM_BOTTOM_RIGHT};
-    static const int32_t from_column[3] = {0, -1, 1};
-    int32_t count = 0, dx[3];
-    const uint8_t *prev[3], *prev_min[3];
-    uint8_t *out[3], *out_min[3];
-    for (int p = 0; p < 3; p++) {
-        if ((plan->paths & (second ? second_paths[p] : first_paths[p])) == 0) continue;
-        dx[count] = from_column[p];
-        prev[count] = first ? NULL : w->path_rows[p][cur ^ 1] + 8;
-        prev_min[count] = w->path_min[p][cur ^ 1];
-        out[count] = w->path_rows[p][cur] + 8;
-        out_min[count] = w->path_min[p][cur];
-        count++;
-    }
-    // Every path of a pass is in one stage or the other: when the first wrote no sums, this
-    // one has paths and stores them.
-    const int set = !first_stage_writes(plan, second);
-    if (count > 0)
-        k->paths_from_row(costs, luma, w->prev_luma, W, D, count, dx, p1, w->p2_for_step, prev, prev_min, out, out_min,
-                          w->stride, w->zero + 8, set, sums);
-    memcpy(w->prev_luma, luma, (size_t)W);
+    const int first = second ? y == w->height - 1 : y == 0, cur = y & 1;
+    sgm_sweep sweep = sweep_of(w, costs, luma, first ? luma : w->prev_luma);
+    sweep.horizontal = !second && (paths & PARALLAX_SGM_RIGHT_TO_LEFT) ? w->backward_horizontal : NULL;
+    sweep.diagonal = row_path((paths & (second ? PARALLAX_SGM_BOTTOM_RIGHT : PARALLAX_SGM_TOP_RIGHT)) != 0,
+                              w->backward_rows, w->backward_min, cur, first);
+    sweep.partial = first_stage_writes(plan, second) ? w->slot_sums[slot] : NULL;
     uint16_t *stored = w->two_pass ? w->volume + (size_t)y * cells : NULL;
-    if (w->two_pass && !second) {
-        memcpy(stored, sums, sizeof(uint16_t) * cells);
-        return;
-    }
-    if (stored) k->add_row(sums, stored, (ptrdiff_t)cells);
-    select_row(w, k, sums, costs, disparity16 + (ptrdiff_t)y * stride16, disparity ? disparity + (ptrdiff_t)y * stride : NULL);
+    sweep.earlier = w->two_pass && second ? stored : NULL;
+    sweep.store = w->two_pass && !second ? stored : NULL;
+    sweep.uniqueness = plan->uniqueness_percent;
+    sweep.best = w->best;
+    sweep.least = w->least;
+    sweep.ambiguous = w->ambiguous;
+    sweep.right = w->right_best;
+    k->sweep_backward(&sweep);
+    memcpy(w->prev_luma, luma, (size_t)w->width);
+    if (sweep.store) return;
+    select_row(w, costs, disparity16 + (ptrdiff_t)y * stride16, disparity ? disparity + (ptrdiff_t)y * stride : NULL);
 }
 
 // MARK: The speckle filter

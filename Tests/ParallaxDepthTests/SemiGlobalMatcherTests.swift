@@ -135,27 +135,55 @@ struct SemiGlobalMatcherStageTests {
 struct SemiGlobalMatcherTests {
     typealias Configuration = SemiGlobalMatcher.Configuration
 
-    /// Configurations that between them turn every stage on and off.
-    static let configurations: [(String, Configuration)] = [
-        ("default five paths", Configuration(disparityCount: 16, threads: 1)),
+    /// A scene: the image's width (the range must fit in it), each pixel's disparity, and
+    /// disparities the map must find.
+    struct Scene {
+        var width: Int
+        var disparity: @Sendable (Int, Int) -> Int
+        var found: [Int]
+    }
+
+    /// A foreground square at disparity 9 over a background at 4: occlusions, edges, ambiguity.
+    static let square = Scene(width: 61, disparity: { x, y in (20..<40).contains(x) && (8..<22).contains(y) ? 9 : 4 },
+                              found: [4, 9])
+
+    /// A ramp rising a disparity every `run` columns from `start`, across the search's vector
+    /// boundaries (`crossing`: a disparity at a boundary's index), so that the paths' one-step
+    /// transitions run between vectors.
+    static func ramp(width: Int, start: Int, run: Int, crossing: Int) -> Scene {
+        Scene(width: width, disparity: { x, y in y < 20 ? start + x / run : start }, found: [crossing - 1, crossing])
+    }
+
+    /// Configurations that between them turn every stage on and off, and run the kernels at
+    /// each vector width: 16 disparities a vector (16, 48), 32 (32, 96) and 64 (128), one to
+    /// three vectors a pixel.
+    static let configurations: [(String, Configuration, Scene)] = [
+        ("default five paths", Configuration(disparityCount: 16, threads: 1), square),
         ("four paths, negative range, fixed P2", Configuration(minimumDisparity: -6, disparityCount: 16, paths: .four,
-                                                               penaltyAdaptation: nil, threads: 1)),
+                                                               penaltyAdaptation: nil, threads: 1), square),
         ("eight paths, 5×5, no checks", Configuration(minimumDisparity: 2, disparityCount: 32, census: .fiveByFive, paths: .eight,
-                                                      uniquenessPercent: 0, leftRightMaxDifference: nil, speckle: nil, threads: 1)),
+                                                      uniquenessPercent: 0, leftRightMaxDifference: nil, speckle: nil, threads: 1), square),
         ("strict checks", Configuration(disparityCount: 16, smallPenalty: 3, largePenalty: 40, penaltyAdaptation: 4,
                                         uniquenessPercent: 30, leftRightMaxDifference: 0,
-                                        speckle: .init(maximumRegionSize: 12, maximumDifference: 1), threads: 1)),
+                                        speckle: .init(maximumRegionSize: 12, maximumDifference: 1), threads: 1), square),
+        // Index 64 (the second vector of 64) is disparity 44; 40…47 across the row.
+        ("128 disparities from −20, five paths", Configuration(minimumDisparity: -20, disparityCount: 128, threads: 1),
+         ramp(width: 150, start: 40, run: 19, crossing: 44)),
+        // Index 32 is disparity 32: 28…35.
+        ("96 disparities, eight paths", Configuration(disparityCount: 96, paths: .eight, threads: 1),
+         ramp(width: 110, start: 28, run: 14, crossing: 32)),
+        // Index 16 is disparity 13: 10…15.
+        ("48 disparities from −3, four paths, strict uniqueness", Configuration(minimumDisparity: -3, disparityCount: 48, paths: .four,
+                                                                             uniquenessPercent: 40, threads: 1),
+         ramp(width: 70, start: 10, run: 12, crossing: 13)),
     ]
 
     @Test("every stage together equals the reference, at every vector level and on one or two threads",
-          arguments: 0..<4)
+          arguments: 0..<7)
     func matchEqualsTheReference(index: Int) throws {
-        let (name, configuration) = Self.configurations[index]
-        let width = 61, height = 29
-        // A foreground square at disparity 9 over a background at 4: occlusions, edges, ambiguity.
-        let pair = shiftedPair(width: width, height: height, seed: 11) { x, y in
-            (20..<40).contains(x) && (8..<22).contains(y) ? 9 : 4
-        }
+        let (name, configuration, scene) = Self.configurations[index]
+        let width = scene.width, height = 29
+        let pair = shiftedPair(width: width, height: height, seed: 11, disparity: scene.disparity)
         let reference = ReferenceMatcher(width: width, height: height, configuration: configuration)
             .match(left: pair.left, right: pair.right)
         let left = try gray(pair.left, width: width, height: height), right = try gray(pair.right, width: width, height: height)
@@ -171,10 +199,12 @@ struct SemiGlobalMatcherTests {
                 #expect(map.invalid == reference.invalid, "\(name): invalid \(map.invalid), reference \(reference.invalid)")
             }
         }
-        // The maps say something: most pixels valid, with disparities of both planes.
+        // The maps say something: most pixels valid, with the scene's disparities.
         let valid = reference.fixedPoint.filter { $0 != DisparityMap.invalidFixedPoint }
         #expect(valid.count > width * height / 2, "\(name): \(valid.count) valid")
-        #expect(valid.contains { abs(Int($0) - 16 * 9) <= 8 } && valid.contains { abs(Int($0) - 16 * 4) <= 8 })
+        for d in scene.found {
+            #expect(valid.contains { abs(Int($0) - 16 * d) <= 8 }, "\(name): no pixel at \(d)")
+        }
     }
 
     @Test("a pair shifted by whole pixels: exactly that disparity away from the edges, at 2 × 128 disparities")

@@ -1,0 +1,303 @@
+// The matcher's two sweeps along a row at one vector width: SGM_W bytes (16, 32 or 64, at
+// most the level's), SGM_W disparities per vector. sgm_rows.h includes this file once per
+// width, with SGM_WNAME(x) naming the instance and SGM_SEQ(b) listing the SGM_W lanes
+// b, b + 1, …, b + SGM_W − 1. The disparity count D is a multiple of SGM_W (the caller picks
+// the width). Every operation is on unsigned integers within the header's bounds, so every
+// width and level gives the same numbers.
+//
+// Why two sweeps: a pixel's path values are used where they are made. The forward sweep (x
+// rising) runs the paths that need the pixel to the left (the horizontal one, the diagonal
+// from x − 1) with the straight one from the row before, and writes the row's partial sums
+// once; the backward sweep (x falling) runs the others, completes each pixel's sums in
+// registers and picks its winners there, so the sums are never written and read back.
+// Two more choices keep the horizontal chains (each pixel waits for its neighbour) short:
+// their vectors are read whole from where the neighbour wrote them and shifted by a lane in
+// registers (a load straddling two fresh stores waits for them to reach the cache), and the
+// right image's winners slide along in registers instead of being read back overlapping.
+
+#define VB SGM_WNAME(bytes)
+#define VW SGM_WNAME(words)
+#define VS SGM_WNAME(signed_words)
+#define VC SGM_WNAME(signed_bytes)
+typedef uint8_t VB __attribute__((vector_size(SGM_W)));
+typedef uint16_t VW __attribute__((vector_size(2 * SGM_W)));
+typedef int16_t VS __attribute__((vector_size(2 * SGM_W)));
+typedef int8_t VC __attribute__((vector_size(SGM_W)));
+
+#define SGM_INLINE static inline __attribute__((always_inline)) SGM_TARGET
+
+SGM_INLINE VB SGM_WNAME(load)(const uint8_t *p) {
+    VB v;
+    memcpy(&v, p, SGM_W);
+    return v;
+}
+
+SGM_INLINE void SGM_WNAME(store)(uint8_t *p, VB v) { memcpy(p, &v, SGM_W); }
+
+SGM_INLINE VW SGM_WNAME(load_words)(const uint16_t *p) {
+    VW v;
+    memcpy(&v, p, 2 * SGM_W);
+    return v;
+}
+
+SGM_INLINE void SGM_WNAME(store_words)(uint16_t *p, VW v) { memcpy(p, &v, 2 * SGM_W); }
+
+SGM_INLINE VW SGM_WNAME(widen)(VB v) { return __builtin_convertvector(v, VW); }
+
+// Bit i set where lane i of a comparison's result is true (a mask register with AVX-512, a
+// byte-mask move below it).
+typedef _Bool SGM_WNAME(lane_bits) __attribute__((ext_vector_type(SGM_W)));
+SGM_INLINE uint64_t SGM_WNAME(lanes_where)(VS comparison) {
+    const SGM_WNAME(lane_bits) bits = __builtin_convertvector(comparison, SGM_WNAME(lane_bits));
+    uint64_t mask = 0;
+    memcpy(&mask, &bits, SGM_W / 8);
+    return mask;
+}
+
+// (before's last lane, current's first SGM_W − 1): the values at d − 1 of the lanes of `current`.
+SGM_INLINE VB SGM_WNAME(shifted_up)(VB before, VB current) {
+    return __builtin_shufflevector(before, current, SGM_SEQ(SGM_W - 1));
+}
+
+// (current's last SGM_W − 1, after's first): the values at d + 1.
+SGM_INLINE VB SGM_WNAME(shifted_down)(VB current, VB after) {
+    return __builtin_shufflevector(current, after, SGM_SEQ(1));
+}
+
+SGM_INLINE VW SGM_WNAME(shifted_down_words)(VW current, VW after) {
+    return __builtin_shufflevector(current, after, SGM_SEQ(1));
+}
+
+// One vector of a path: C + min(L⁻(d), min(L⁻(d − 1), L⁻(d + 1)) + P1, jump) − least, with
+// jump = least + P2 (saturated) and least = min_k L⁻(k). Every term is at least `least`, so
+// the subtraction cannot wrap; the result is at most C + P2 ≤ 255; the saturation of
+// min(…) + P1 only ever replaces a value above 255, which was never the minimum.
+SGM_INLINE VB SGM_WNAME(path_vector)(VB cost, VB same, VB lower, VB upper, VB p1, VB jump, VB least) {
+    VB best = __builtin_elementwise_min(same, __builtin_elementwise_add_sat(__builtin_elementwise_min(lower, upper), p1));
+    best = __builtin_elementwise_min(best, jump);
+    return cost + (best - least);
+}
+
+// Where a path from the row before starts at a pixel: its previous values (sentinels at [−1]
+// and [D]) and their least, or the zero vector and 0 where there is none (the path's first
+// pixel: L = C), and the step's P2.
+typedef struct {
+    const uint8_t *prev;
+    uint8_t least, p2;
+} SGM_WNAME(origin);
+
+SGM_INLINE SGM_WNAME(origin) SGM_WNAME(origin_at)(const sgm_row_path *path, const sgm_sweep *s, int32_t x, int32_t from) {
+    SGM_WNAME(origin) o = {s->zero, 0, s->p2_for_step[0]};
+    if (path->prev != NULL && from >= 0 && from < s->width) {
+        o.prev = path->prev + (ptrdiff_t)from * s->stride;
+        o.least = path->prev_min[from];
+        o.p2 = s->p2_for_step[abs((int32_t)s->luma[x] - (int32_t)s->prev_luma[from])];
+    }
+    return o;
+}
+
+// Vector i of a path from the row before (its values written a row ago, read straight).
+SGM_INLINE VB SGM_WNAME(row_path_vector)(SGM_WNAME(origin) o, VB cost, int32_t d, VB p1) {
+    return SGM_WNAME(path_vector)(cost, SGM_WNAME(load)(o.prev + d), SGM_WNAME(load)(o.prev + d - 1),
+                                  SGM_WNAME(load)(o.prev + d + 1), p1, (VB){0} + saturating_add(o.least, o.p2),
+                                  (VB){0} + o.least);
+}
+
+// The horizontal path's state between pixels: where its last values are (whole vectors, as
+// written) and their least; the next pixel's values go to the other of its two vectors.
+typedef struct {
+    const uint8_t *prev;
+    uint8_t least;
+} SGM_WNAME(chain);
+
+// The forward sweep of a row (sgm_sweep: which paths, where their rows are). Writes each
+// path's values and least for the next row, and the row's partial sums: sums[x · D + d] =
+// the sum of this sweep's paths.
+static SGM_TARGET void SGM_WNAME(sweep_forward)(const sgm_sweep *s) {
+    const int32_t width = s->width, D = s->disparities, n = D / SGM_W;
+    const VB p1 = (VB){0} + s->p1, full = (VB){0} + 0xFF;
+    const int horizontal = s->horizontal != NULL, straight = s->straight.out != NULL,
+              diagonal = s->diagonal.out != NULL;
+    SGM_WNAME(chain) chain = {s->zero, 0};
+    for (int32_t x = 0; x < width; x++) {
+        const uint8_t *c = s->costs + (ptrdiff_t)x * D;
+        const SGM_WNAME(origin) up = SGM_WNAME(origin_at)(&s->straight, s, x, x);
+        const SGM_WNAME(origin) corner = SGM_WNAME(origin_at)(&s->diagonal, s, x, x - 1);
+        const uint8_t h_p2 = s->p2_for_step[x == 0 ? 0 : abs((int32_t)s->luma[x] - (int32_t)s->luma[x - 1])];
+        const VB h_jump = (VB){0} + saturating_add(chain.least, h_p2), h_least = (VB){0} + chain.least;
+        uint8_t *h_out = horizontal ? s->horizontal + (x & 1) * s->stride : NULL;
+        uint8_t *up_out = straight ? s->straight.out + (ptrdiff_t)x * s->stride : NULL;
+        uint8_t *corner_out = diagonal ? s->diagonal.out + (ptrdiff_t)x * s->stride : NULL;
+        uint16_t *sums = s->sums + (ptrdiff_t)x * D;
+        VB h_min = full, up_min = full, corner_min = full;
+        VB h_before = full, h_current = horizontal ? SGM_WNAME(load)(chain.prev) : full;
+        for (int32_t i = 0; i < n; i++) {
+            const int32_t d = i * SGM_W;
+            const VB cost = SGM_WNAME(load)(c + d);
+            VW total = {0};
+            if (horizontal) {
+                const VB after = i + 1 < n ? SGM_WNAME(load)(chain.prev + d + SGM_W) : full;
+                const VB v = SGM_WNAME(path_vector)(cost, h_current, SGM_WNAME(shifted_up)(h_before, h_current),
+                                                    SGM_WNAME(shifted_down)(h_current, after), p1, h_jump, h_least);
+                SGM_WNAME(store)(h_out + d, v);
+                h_min = __builtin_elementwise_min(h_min, v);
+                total += SGM_WNAME(widen)(v);
+                h_before = h_current;
+                h_current = after;
+            }
+            if (straight) {
+                const VB v = SGM_WNAME(row_path_vector)(up, cost, d, p1);
+                SGM_WNAME(store)(up_out + d, v);
+                up_min = __builtin_elementwise_min(up_min, v);
+                total += SGM_WNAME(widen)(v);
+            }
+            if (diagonal) {
+                const VB v = SGM_WNAME(row_path_vector)(corner, cost, d, p1);
+                SGM_WNAME(store)(corner_out + d, v);
+                corner_min = __builtin_elementwise_min(corner_min, v);
+                total += SGM_WNAME(widen)(v);
+            }
+            SGM_WNAME(store_words)(sums + d, total);
+        }
+        if (horizontal) chain = (SGM_WNAME(chain)){h_out, __builtin_reduce_min(h_min)};
+        if (straight) s->straight.out_min[x] = __builtin_reduce_min(up_min);
+        if (diagonal) s->diagonal.out_min[x] = __builtin_reduce_min(corner_min);
+    }
+}
+
+// The backward sweep of a row: its paths (the horizontal one from x + 1, the diagonal from
+// x + 1), each pixel's sums completed with the forward sweep's (`partial`, or none) and the
+// first pass's (`earlier`, or none); then either the sums stored (`store`: the first pass of
+// two) or the winners picked: best[x] the smallest d of the least sum, least[x] that sum,
+// ambiguous[x] whether a sum more than one disparity from it fails the uniqueness ratio (only
+// when `uniqueness`, the ratio's percentage, is above 0), and the right image's winners right[pad + k] for the right pixel
+// width − 1 − k, the same minimum over the sums whose right pixel it is (ties to the
+// smaller disparity).
+static SGM_TARGET void SGM_WNAME(sweep_backward)(const sgm_sweep *s) {
+    const int32_t width = s->width, D = s->disparities, n = D / SGM_W;
+    const VB p1 = (VB){0} + s->p1, full = (VB){0} + 0xFF;
+    const VW none = (VW){0} + 0xFFFF;
+    const VB lane8 = {SGM_SEQ(0)};
+    const int horizontal = s->horizontal != NULL, diagonal = s->diagonal.out != NULL;
+    // The pixel's sums and the right winners' window: lane d of window vector i holds, for the
+    // right pixel x − dmin − i · SGM_W − d, the least sum seen so far (window_sums) and its
+    // disparity (window_disparities). Each pixel adds its sums at its own disparities; the
+    // window then slides a lane, the right pixel leaving it final (no later pixel reaches it).
+    VW sums[256 / SGM_W], window_sums[256 / SGM_W];
+    VB window_disparities[256 / SGM_W];
+    for (int32_t i = 0; i < n; i++) {
+        window_sums[i] = none;
+        window_disparities[i] = (VB){0};
+    }
+    SGM_WNAME(chain) chain = {s->zero, 0};
+    for (int32_t x = width - 1; x >= 0; x--) {
+        const uint8_t *c = s->costs + (ptrdiff_t)x * D;
+        const SGM_WNAME(origin) corner = SGM_WNAME(origin_at)(&s->diagonal, s, x, x + 1);
+        const uint8_t h_p2 = s->p2_for_step[x == width - 1 ? 0 : abs((int32_t)s->luma[x] - (int32_t)s->luma[x + 1])];
+        const VB h_jump = (VB){0} + saturating_add(chain.least, h_p2), h_least = (VB){0} + chain.least;
+        uint8_t *h_out = horizontal ? s->horizontal + (x & 1) * s->stride : NULL;
+        uint8_t *corner_out = diagonal ? s->diagonal.out + (ptrdiff_t)x * s->stride : NULL;
+        const uint16_t *partial = s->partial ? s->partial + (ptrdiff_t)x * D : NULL;
+        const uint16_t *earlier = s->earlier ? s->earlier + (ptrdiff_t)x * D : NULL;
+        uint16_t *store = s->store ? s->store + (ptrdiff_t)x * D : NULL;
+        VB h_min = full, corner_min = full;
+        VB h_before = full, h_current = horizontal ? SGM_WNAME(load)(chain.prev) : full;
+        VW least = none;
+        for (int32_t i = 0; i < n; i++) {
+            const int32_t d = i * SGM_W;
+            const VB cost = SGM_WNAME(load)(c + d);
+            VW total = partial ? SGM_WNAME(load_words)(partial + d) : (VW){0};
+            if (earlier) total += SGM_WNAME(load_words)(earlier + d);
+            if (horizontal) {
+                const VB after = i + 1 < n ? SGM_WNAME(load)(chain.prev + d + SGM_W) : full;
+                const VB v = SGM_WNAME(path_vector)(cost, h_current, SGM_WNAME(shifted_up)(h_before, h_current),
+                                                    SGM_WNAME(shifted_down)(h_current, after), p1, h_jump, h_least);
+                SGM_WNAME(store)(h_out + d, v);
+                h_min = __builtin_elementwise_min(h_min, v);
+                total += SGM_WNAME(widen)(v);
+                h_before = h_current;
+                h_current = after;
+            }
+            if (diagonal) {
+                const VB v = SGM_WNAME(row_path_vector)(corner, cost, d, p1);
+                SGM_WNAME(store)(corner_out + d, v);
+                corner_min = __builtin_elementwise_min(corner_min, v);
+                total += SGM_WNAME(widen)(v);
+            }
+            if (store) {
+                SGM_WNAME(store_words)(store + d, total);
+            } else {
+                sums[i] = total;
+                least = __builtin_elementwise_min(least, total);
+            }
+        }
+        if (horizontal) chain = (SGM_WNAME(chain)){h_out, __builtin_reduce_min(h_min)};
+        if (diagonal) s->diagonal.out_min[x] = __builtin_reduce_min(corner_min);
+        if (store) continue;
+        // The winner: the first lane holding the least sum. The uniqueness ratio fails when a
+        // sum more than one disparity from it is below (100 + u) % of it, that is below
+        // threshold = ⌈least · (100 + u) / 100⌉ (integers: S · 100 < least · (100 + u) ⟺
+        // S < threshold; at most 2 · 2040, in 16 bits).
+        const uint16_t smallest = __builtin_reduce_min(least);
+        uint32_t winner = 0xFFFF;
+        for (int32_t i = 0; i < n; i++) {
+            const uint64_t equal = SGM_WNAME(lanes_where)(sums[i] == smallest);
+            const uint32_t at = equal ? (uint32_t)(i * SGM_W + __builtin_ctzll(equal)) : 0xFFFF;
+            winner = at < winner ? at : winner;
+        }
+        s->best[x] = (uint8_t)winner;
+        s->least[x] = smallest;
+        if (s->uniqueness > 0) {
+            const uint16_t threshold = (uint16_t)(((uint32_t)smallest * (100 + (uint32_t)s->uniqueness) + 99) / 100);
+            uint64_t any = 0;
+            for (int32_t i = 0; i < n; i++) {
+                // The lanes of winner − 1, winner and winner + 1 in this vector: 0b111 from lane `from`.
+                const int32_t from = (int32_t)winner - 1 - i * SGM_W;
+                const uint64_t near = from >= 0 ? (from < 64 ? (uint64_t)7 << from : 0) : (from >= -2 ? (uint64_t)7 >> -from : 0);
+                any |= SGM_WNAME(lanes_where)(sums[i] < threshold) & ~near;
+            }
+            s->ambiguous[x] = any != 0;
+        }
+        // The right winners: a sum at or below the window's takes its place (the window's
+        // came from pixels to the right, at larger disparities, so a tie goes to this one).
+        for (int32_t i = 0; i < n; i++) {
+            const VS take = sums[i] <= window_sums[i];
+            window_sums[i] = __builtin_elementwise_min(window_sums[i], sums[i]);
+            const VB chosen = (VB)__builtin_convertvector(take, VC);
+            window_disparities[i] = (window_disparities[i] & ~chosen) | ((lane8 + (uint8_t)(i * SGM_W)) & chosen);
+        }
+        // Right pixel x − dmin (reversed index width − 1 − x + dmin) leaves the window final.
+        s->right[s->pad + width - 1 - x + s->min_disparity] = window_disparities[0][0];
+        for (int32_t i = 0; i < n; i++) {
+            const int last = i + 1 == n;
+            window_sums[i] = SGM_WNAME(shifted_down_words)(window_sums[i], last ? none : window_sums[i + 1]);
+            window_disparities[i] = SGM_WNAME(shifted_down)(window_disparities[i], last ? (VB){0} : window_disparities[i + 1]);
+        }
+    }
+    if (s->store) return;
+    // The window's remaining right pixels, −dmin − 1 − j (reversed index width + dmin + j): inside the image
+    // only when dmin < 0; the others land in the padding.
+    for (int32_t j = 0; j + 1 < D; j++) s->right[s->pad + width + s->min_disparity + j] = window_disparities[j / SGM_W][j % SGM_W];
+}
+
+// One pixel of one path for the stage tests (parallax_sgm_path_step): prev has sentinels at
+// [−1] and [D]; out gets the values, sum adds them; returns their least.
+static SGM_TARGET uint8_t SGM_WNAME(step)(const uint8_t *restrict c, const uint8_t *restrict prev, uint8_t prev_min,
+                                          uint8_t p1, uint8_t p2, int32_t disparities, uint8_t *restrict out,
+                                          uint16_t *restrict sum) {
+    const SGM_WNAME(origin) o = {prev, prev_min, p2};
+    VB least = (VB){0} + 0xFF;
+    for (int32_t d = 0; d < disparities; d += SGM_W) {
+        const VB v = SGM_WNAME(row_path_vector)(o, SGM_WNAME(load)(c + d), d, (VB){0} + p1);
+        SGM_WNAME(store)(out + d, v);
+        SGM_WNAME(store_words)(sum + d, SGM_WNAME(load_words)(sum + d) + SGM_WNAME(widen)(v));
+        least = __builtin_elementwise_min(least, v);
+    }
+    return __builtin_reduce_min(least);
+}
+
+#undef SGM_INLINE
+#undef VB
+#undef VW
+#undef VS
+#undef VC
