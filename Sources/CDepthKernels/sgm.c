@@ -53,9 +53,9 @@ typedef struct {
     const uint8_t *zero;
     // The horizontal path's two vectors (`stride` apart, 64-byte aligned), or NULL.
     uint8_t *horizontal;
-    // The straight path from the row before (forward sweep only) and the diagonal one (from
-    // x − 1 in the forward sweep, x + 1 in the backward).
-    sgm_row_path straight, diagonal;
+    // The paths from the row before (forward sweep only): from (x, y ∓ 1), (x − 1, y ∓ 1) and
+    // (x + 1, y ∓ 1).
+    sgm_row_path straight, from_left, from_right;
     // Forward: the row's partial sums, written. Backward: the forward sweep's (or NULL), the
     // first pass's (or NULL), and where to store the completed sums instead of picking winners
     // (the first pass of two), or NULL.
@@ -198,24 +198,22 @@ typedef struct {
     uint16_t *slot_sums[RING_SLOTS];
     uint8_t *slot_luma[RING_SLOTS];
     // The first stage's own: padded luma rows (per image, a ring of the window's rows keyed by
-    // row), census codes, the forward sweep's horizontal vectors and its straight and
-    // diagonal paths' rows (this row and the one before) with their least values.
+    // row), census codes, the forward sweep's horizontal vectors and its rows of the paths from
+    // the row before (this row and the one before) with their least values.
     uint8_t *padded[2][MAX_WINDOW_SIDE];
     int32_t padded_row[2][MAX_WINDOW_SIDE];
     uint64_t *census_left, *census_reversed;
     uint8_t *forward_horizontal;
-    uint8_t *straight_rows[2], *straight_min[2], *forward_rows[2], *forward_min[2];
-    // The second stage's own: the backward sweep's horizontal vectors and diagonal rows, the
-    // previous left luma row, the winners, the right winners, the first pass's sums, the
-    // filter's buffers; and a zero vector both read.
+    uint8_t *straight_rows[2], *straight_min[2], *left_rows[2], *left_min[2], *right_rows[2], *right_min[2];
+    // The second stage's own: the backward sweep's horizontal vectors, the winners, the right
+    // winners, the first pass's sums, the filter's buffers; and a zero vector both read.
     uint8_t *backward_horizontal;
-    uint8_t *backward_rows[2], *backward_min[2];
-    uint8_t *prev_luma;
     uint8_t *zero;
     uint8_t *best, *ambiguous, *right_best;
     uint16_t *least;
     uint16_t *volume;
-    int32_t *labels, *region;
+    uint8_t *labels;
+    int32_t *region;
     parallax_sgm_invalid_counts counts;
 } sgm_work;
 
@@ -240,7 +238,8 @@ static size_t layout(const parallax_sgm_plan *plan, sgm_work *w, uint8_t *base) 
         TAKE(v->slot_luma[k], uint8_t, W);
     }
     for (int i = 0; i < 2; i++) {
-        for (int j = 0; j < plan->census_height; j++) TAKE(v->padded[i][j], uint8_t, W + 2 * rx);
+        // rx more on the right and a vector's width: census_from_rows reads a whole vector at the row's end.
+        for (int j = 0; j < plan->census_height; j++) TAKE(v->padded[i][j], uint8_t, W + 2 * rx + 64);
     }
     TAKE(v->census_left, uint64_t, W);
     TAKE(v->census_reversed, uint64_t, W + 2 * pad);
@@ -250,17 +249,16 @@ static size_t layout(const parallax_sgm_plan *plan, sgm_work *w, uint8_t *base) 
     // passes share them).
     const uint32_t paths = plan->paths;
     const int straight = (paths & (PARALLAX_SGM_TOP_DOWN | PARALLAX_SGM_BOTTOM_UP)) != 0;
-    const int forward = (paths & (PARALLAX_SGM_TOP_LEFT | PARALLAX_SGM_BOTTOM_LEFT)) != 0;
-    const int backward = (paths & (PARALLAX_SGM_TOP_RIGHT | PARALLAX_SGM_BOTTOM_RIGHT)) != 0;
+    const int from_left = (paths & (PARALLAX_SGM_TOP_LEFT | PARALLAX_SGM_BOTTOM_LEFT)) != 0;
+    const int from_right = (paths & (PARALLAX_SGM_TOP_RIGHT | PARALLAX_SGM_BOTTOM_RIGHT)) != 0;
     for (int k = 0; k < 2; k++) {
         TAKE(v->straight_rows[k], uint8_t, straight ? 64 + W * stride : 0);
         TAKE(v->straight_min[k], uint8_t, straight ? W : 0);
-        TAKE(v->forward_rows[k], uint8_t, forward ? 64 + W * stride : 0);
-        TAKE(v->forward_min[k], uint8_t, forward ? W : 0);
-        TAKE(v->backward_rows[k], uint8_t, backward ? 64 + W * stride : 0);
-        TAKE(v->backward_min[k], uint8_t, backward ? W : 0);
+        TAKE(v->left_rows[k], uint8_t, from_left ? 64 + W * stride : 0);
+        TAKE(v->left_min[k], uint8_t, from_left ? W : 0);
+        TAKE(v->right_rows[k], uint8_t, from_right ? 64 + W * stride : 0);
+        TAKE(v->right_min[k], uint8_t, from_right ? W : 0);
     }
-    TAKE(v->prev_luma, uint8_t, W);
     TAKE(v->zero, uint8_t, 64 + stride);
     TAKE(v->best, uint8_t, W);
     TAKE(v->least, uint16_t, W);
@@ -269,7 +267,7 @@ static size_t layout(const parallax_sgm_plan *plan, sgm_work *w, uint8_t *base) 
     const int two_pass = (plan->paths & PARALLAX_SGM_SECOND_PASS) != 0;
     TAKE(v->volume, uint16_t, two_pass ? H * W * D : 0);
     const int speckle = plan->speckle_max_size > 0;
-    TAKE(v->labels, int32_t, speckle ? W * H : 0);
+    TAKE(v->labels, uint8_t, speckle ? W * H : 0);
     TAKE(v->region, int32_t, speckle ? W * H : 0);
 #undef TAKE
     return at;
@@ -309,11 +307,16 @@ void parallax_sgm_prepare(const parallax_sgm_plan *plan, void *work) {
     for (int i = 0; i < 256; i++) w->p2_for_step[i] = (uint8_t)plan->p2_for_step[i];
     const size_t W = (size_t)w->width, D = (size_t)w->disparities, stride = (size_t)w->stride;
     memset(w->zero, 0, 64 + stride);
+    // The census reads a vector past each padded row's end: defined bytes, whose codes are dropped.
+    const size_t padded_bytes = W + 2 * (size_t)(plan->census_width / 2) + 64;
+    for (int i = 0; i < 2; i++) {
+        for (int j = 0; j < plan->census_height; j++) memset(w->padded[i][j], 0, padded_bytes);
+    }
     set_sentinels(w->zero, 1, stride, D);
     for (int k = 0; k < 2; k++) {
         set_sentinels(w->straight_rows[k], W, stride, D);
-        set_sentinels(w->forward_rows[k], W, stride, D);
-        set_sentinels(w->backward_rows[k], W, stride, D);
+        set_sentinels(w->left_rows[k], W, stride, D);
+        set_sentinels(w->right_rows[k], W, stride, D);
     }
     atomic_init(&w->produced, 0);
     atomic_init(&w->consumed, 0);
@@ -413,12 +416,11 @@ static sgm_row_path row_path(int enabled, uint8_t *const rows[2], uint8_t *const
 
 // Whether the first stage's sweep writes the sums of a row of the first (`second` 0) or second pass.
 static int first_stage_writes(const parallax_sgm_plan *plan, int second) {
-    return second ? (plan->paths & (PARALLAX_SGM_BOTTOM_UP | PARALLAX_SGM_BOTTOM_LEFT)) != 0
-                  : (plan->paths & (PARALLAX_SGM_LEFT_TO_RIGHT | PARALLAX_SGM_TOP_DOWN | PARALLAX_SGM_TOP_LEFT)) != 0;
+    return (plan->paths & (second ? PARALLAX_SGM_SECOND_PASS : PARALLAX_SGM_FIRST_PASS & ~PARALLAX_SGM_RIGHT_TO_LEFT)) != 0;
 }
 
 // Stage 1 of step s: census, costs and the forward sweep (left to right, top down or bottom up,
-// and the diagonal from the left), which writes the row's partial sums.
+// and the three paths from the row before), which writes the row's partial sums.
 static void first_stage_step(sgm_work *w, const sgm_kernels *k, parallax_sgm_luma left, parallax_sgm_luma right,
                              int32_t s) {
     const uint32_t paths = w->plan->paths;
@@ -447,8 +449,10 @@ static void first_stage_step(sgm_work *w, const sgm_kernels *k, parallax_sgm_lum
     sweep.horizontal = !second && (paths & PARALLAX_SGM_LEFT_TO_RIGHT) ? w->forward_horizontal : NULL;
     sweep.straight = row_path((paths & (second ? PARALLAX_SGM_BOTTOM_UP : PARALLAX_SGM_TOP_DOWN)) != 0,
                               w->straight_rows, w->straight_min, cur, first);
-    sweep.diagonal = row_path((paths & (second ? PARALLAX_SGM_BOTTOM_LEFT : PARALLAX_SGM_TOP_LEFT)) != 0,
-                              w->forward_rows, w->forward_min, cur, first);
+    sweep.from_left = row_path((paths & (second ? PARALLAX_SGM_BOTTOM_LEFT : PARALLAX_SGM_TOP_LEFT)) != 0,
+                               w->left_rows, w->left_min, cur, first);
+    sweep.from_right = row_path((paths & (second ? PARALLAX_SGM_BOTTOM_RIGHT : PARALLAX_SGM_TOP_RIGHT)) != 0,
+                                w->right_rows, w->right_min, cur, first);
     sweep.sums = w->slot_sums[slot];
     k->sweep_forward(&sweep);
 }
@@ -496,11 +500,13 @@ static void select_row(sgm_work *w, const uint8_t *costs, int16_t *out16, float 
             }
             const int32_t rise = (below > above ? below : above) - centre;
             if (rise > 0 && below >= centre && above >= centre) {
-                // 16 δ rounded to the nearest, halves away from zero.
-                const int32_t numerator = 16 * (below - above), denominator = 2 * rise;
-                const int32_t magnitude = (2 * abs(numerator) + denominator) / (2 * denominator);
-                sixteenths = numerator < 0 ? -magnitude : magnitude;
-                offset = (float)(below - above) / (float)denominator;
+                // 16 δ rounded to the nearest, halves away from zero. In Float32, exactly as in
+                // integers: the quotient of two integers below 2¹⁰ is within 2⁻²⁴ of itself, the
+                // ×16 is exact, and a true quotient off a half is off it by at least 1/denominator
+                // ≥ 2⁻¹¹, so the rounding never crosses one.
+                offset = (float)(below - above) / (float)(2 * rise);
+                const int32_t magnitude = (int32_t)(__builtin_fabsf(16 * offset) + 0.5f);
+                sixteenths = offset < 0 ? -magnitude : magnitude;
             }
         }
         out16[x] = (int16_t)(16 * (dmin + d) + sixteenths);
@@ -508,8 +514,8 @@ static void select_row(sgm_work *w, const uint8_t *costs, int16_t *out16, float 
     }
 }
 
-// Stage 2 of step s: the backward sweep (right to left and the diagonal from the right), which
-// completes the sums, and in the last pass the winners and the checks.
+// Stage 2 of step s: the backward sweep (right to left), which completes the sums, and in the
+// last pass the winners and the checks.
 static void second_stage_step(sgm_work *w, const sgm_kernels *k, int32_t s, int16_t *disparity16,
                               ptrdiff_t stride16, float *disparity, ptrdiff_t stride) {
     const parallax_sgm_plan *plan = w->plan;
@@ -520,11 +526,8 @@ static void second_stage_step(sgm_work *w, const sgm_kernels *k, int32_t s, int1
     const size_t cells = (size_t)w->width * (size_t)w->disparities;
     const uint8_t *costs = w->slot_costs[slot];
     const uint8_t *luma = w->slot_luma[slot];
-    const int first = second ? y == w->height - 1 : y == 0, cur = y & 1;
-    sgm_sweep sweep = sweep_of(w, costs, luma, first ? luma : w->prev_luma);
+    sgm_sweep sweep = sweep_of(w, costs, luma, luma);
     sweep.horizontal = !second && (paths & PARALLAX_SGM_RIGHT_TO_LEFT) ? w->backward_horizontal : NULL;
-    sweep.diagonal = row_path((paths & (second ? PARALLAX_SGM_BOTTOM_RIGHT : PARALLAX_SGM_TOP_RIGHT)) != 0,
-                              w->backward_rows, w->backward_min, cur, first);
     sweep.partial = first_stage_writes(plan, second) ? w->slot_sums[slot] : NULL;
     uint16_t *stored = w->two_pass ? w->volume + (size_t)y * cells : NULL;
     sweep.earlier = w->two_pass && second ? stored : NULL;
@@ -535,7 +538,6 @@ static void second_stage_step(sgm_work *w, const sgm_kernels *k, int32_t s, int1
     sweep.ambiguous = w->ambiguous;
     sweep.right = w->right_best;
     k->sweep_backward(&sweep);
-    memcpy(w->prev_luma, luma, (size_t)w->width);
     if (sweep.store) return;
     select_row(w, costs, disparity16 + (ptrdiff_t)y * stride16, disparity ? disparity + (ptrdiff_t)y * stride : NULL);
 }
@@ -550,33 +552,37 @@ static void filter_speckles(sgm_work *w, int16_t *disparity16, ptrdiff_t stride1
     const parallax_sgm_plan *plan = w->plan;
     const int32_t W = w->width, H = w->height, limit = plan->speckle_max_size;
     const int32_t range = plan->speckle_max_difference16;
-    int32_t *labels = w->labels, *region = w->region;
-    memset(labels, 0, sizeof(int32_t) * (size_t)W * (size_t)H);
+    uint8_t *seen = w->labels;
+    // A region's pixels as y · 2¹⁶ + x (both below 8192): no division to find them again.
+    int32_t *region = w->region;
+    memset(seen, 0, (size_t)W * (size_t)H);
     for (int32_t y0 = 0; y0 < H; y0++) {
+        const int16_t *row = disparity16 + (ptrdiff_t)y0 * stride16;
+        const uint8_t *row_seen = seen + (ptrdiff_t)y0 * W;
         for (int32_t x0 = 0; x0 < W; x0++) {
-            const int32_t start = y0 * W + x0;
-            if (labels[start] || disparity16[(ptrdiff_t)y0 * stride16 + x0] == PARALLAX_SGM_INVALID) continue;
-            labels[start] = 1;
+            if (row_seen[x0] || row[x0] == PARALLAX_SGM_INVALID) continue;
+            seen[(ptrdiff_t)y0 * W + x0] = 1;
             int32_t head = 0, tail = 0;
-            region[tail++] = start;
+            region[tail++] = y0 << 16 | x0;
             while (head < tail) {
-                const int32_t at = region[head++], x = at % W, y = at / W;
+                const int32_t x = region[head] & 0xFFFF, y = region[head] >> 16;
+                head++;
                 const int32_t value = disparity16[(ptrdiff_t)y * stride16 + x];
                 const int32_t nx[4] = {x - 1, x + 1, x, x}, ny[4] = {y, y, y - 1, y + 1};
                 for (int n = 0; n < 4; n++) {
                     if (nx[n] < 0 || nx[n] >= W || ny[n] < 0 || ny[n] >= H) continue;
-                    const int32_t next = ny[n] * W + nx[n];
-                    if (labels[next]) continue;
+                    uint8_t *mark = seen + (ptrdiff_t)ny[n] * W + nx[n];
+                    if (*mark) continue;
                     const int16_t other = disparity16[(ptrdiff_t)ny[n] * stride16 + nx[n]];
                     if (other == PARALLAX_SGM_INVALID || abs((int32_t)other - value) > range) continue;
-                    labels[next] = 1;
-                    region[tail++] = next;
+                    *mark = 1;
+                    region[tail++] = ny[n] << 16 | nx[n];
                 }
             }
             if (tail > limit) continue;
             w->counts.speckle += tail;
             for (int32_t i = 0; i < tail; i++) {
-                const int32_t x = region[i] % W, y = region[i] / W;
+                const int32_t x = region[i] & 0xFFFF, y = region[i] >> 16;
                 disparity16[(ptrdiff_t)y * stride16 + x] = PARALLAX_SGM_INVALID;
                 if (disparity) disparity[(ptrdiff_t)y * stride + x] = __builtin_inff();
             }
@@ -629,10 +635,11 @@ void parallax_sgm_begin(void *work) {
 void parallax_sgm_census_row(parallax_sgm_level level, parallax_sgm_luma image, int32_t width, int32_t height,
                              int32_t window_width, int32_t window_height, int32_t y, uint64_t *codes) {
     const int32_t rx = window_width / 2, ry = window_height / 2;
-    uint8_t *buffers = malloc((size_t)window_height * (size_t)(width + 2 * rx));
+    const size_t row_bytes = (size_t)(width + 2 * rx + 64);
+    uint8_t *buffers = calloc((size_t)window_height, row_bytes);
     const uint8_t *rows[MAX_WINDOW_SIDE];
     for (int32_t j = 0; j < window_height; j++) {
-        uint8_t *row = buffers + (size_t)j * (size_t)(width + 2 * rx);
+        uint8_t *row = buffers + (size_t)j * row_bytes;
         load_padded(image, width, clamp_row(y - ry + j, height), rx, row);
         rows[j] = row + rx;
     }

@@ -7,21 +7,46 @@
 // plan.
 
 // Census codes of one row from `window_height` padded luma rows (`rows[j]` points at column 0
-// of a row padded by `rx` replicated samples on each side): bit order row by row, left to
-// right, the centre skipped; bit = [neighbour < centre]. Reads rows[j][−rx … width + rx).
+// of a row padded by `rx` replicated samples on the left and at least rx + SGM_LANES on the
+// right): bit order row by row, left to right, the centre skipped, the first neighbour in the
+// highest bit; bit = [neighbour < centre]. SGM_LANES pixels at a time, a byte of eight bits
+// each per comparison group (a vector compare per neighbour), then the bytes put together
+// per code. Reads rows[j][−rx … width + rx + SGM_LANES).
 static SGM_TARGET void SGM_NAME(census_from_rows)(const uint8_t *const *rows, int32_t width, int32_t window_width,
                                                   int32_t window_height, uint64_t *restrict codes) {
-    const int32_t rx = window_width / 2, ry = window_height / 2;
-    const uint8_t *centre = rows[ry];
-    for (int32_t x = 0; x < width; x++) codes[x] = 0;
+    typedef uint8_t block __attribute__((vector_size(SGM_LANES)));
+    const int32_t rx = window_width / 2, ry = window_height / 2, bits = window_width * window_height - 1;
+    // The neighbours in bit order: bit b is neighbour bits − 1 − b.
+    const uint8_t *neighbour[64];
+    int32_t k = 0;
     for (int32_t j = 0; j < window_height; j++) {
         for (int32_t i = -rx; i <= rx; i++) {
-            if (j == ry && i == 0) continue;
-            const uint8_t *row = rows[j] + i;
-            for (int32_t x = 0; x < width; x++) {
-                codes[x] = (codes[x] << 1) | (uint64_t)(row[x] < centre[x]);
-            }
+            if (j != ry || i != 0) neighbour[bits - 1 - k++] = rows[j] + i;
         }
+    }
+    for (int32_t x0 = 0; x0 < width; x0 += SGM_LANES) {
+        block centre;
+        uint8_t plane[8][SGM_LANES];
+        memcpy(&centre, rows[ry] + x0, SGM_LANES);
+        for (int32_t p = 0; p < 8; p++) {
+            block acc = {0};
+            for (int32_t b = 8 * p; b < 8 * p + 8 && b < bits; b++) {
+                block v;
+                memcpy(&v, neighbour[b] + x0, SGM_LANES);
+                acc |= (block)(v < centre) & (uint8_t)(1u << (b & 7));
+            }
+            memcpy(plane[p], &acc, SGM_LANES);
+        }
+        // Bytes to codes: eight planes always (zero above the window's bits), so the loop over
+        // pixels vectorises.
+        uint64_t assembled[SGM_LANES];
+        for (int32_t x = 0; x < SGM_LANES; x++) {
+            assembled[x] = (uint64_t)plane[0][x] | (uint64_t)plane[1][x] << 8 | (uint64_t)plane[2][x] << 16 |
+                           (uint64_t)plane[3][x] << 24 | (uint64_t)plane[4][x] << 32 | (uint64_t)plane[5][x] << 40 |
+                           (uint64_t)plane[6][x] << 48 | (uint64_t)plane[7][x] << 56;
+        }
+        const int32_t count = width - x0 < SGM_LANES ? width - x0 : SGM_LANES;
+        memcpy(codes + x0, assembled, sizeof(uint64_t) * (size_t)count);
     }
 }
 

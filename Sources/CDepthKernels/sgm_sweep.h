@@ -6,14 +6,17 @@
 // width and level gives the same numbers.
 //
 // Why two sweeps: a pixel's path values are used where they are made. The forward sweep (x
-// rising) runs the paths that need the pixel to the left (the horizontal one, the diagonal
-// from x − 1) with the straight one from the row before, and writes the row's partial sums
-// once; the backward sweep (x falling) runs the others, completes each pixel's sums in
-// registers and picks its winners there, so the sums are never written and read back.
-// Two more choices keep the horizontal chains (each pixel waits for its neighbour) short:
-// their vectors are read whole from where the neighbour wrote them and shifted by a lane in
-// registers (a load straddling two fresh stores waits for them to reach the cache), and the
-// right image's winners slide along in registers instead of being read back overlapping.
+// rising) runs the horizontal path from the left and every path from the row before (the
+// straight one and both diagonals: the row before is complete, so any order along the row
+// will do), and writes the row's partial sums once; the backward sweep (x falling) runs the
+// horizontal path from the right, completes each pixel's sums in registers and picks its
+// winners there, so the full sums are never written and read back. (With two threads the
+// sweeps are the two stages: the census and the costs go with the forward one, the checks
+// with the backward one, which balances them.) Two more choices keep the horizontal chains
+// (each pixel waits for its neighbour) short: their vectors are read whole from where the
+// neighbour wrote them and shifted by a lane in registers (a load straddling two fresh
+// stores waits for them to reach the cache), and the right image's winners slide along in
+// registers instead of being read back overlapping.
 
 #define VB SGM_WNAME(bytes)
 #define VW SGM_WNAME(words)
@@ -117,19 +120,21 @@ static SGM_TARGET void SGM_WNAME(sweep_forward)(const sgm_sweep *s) {
     const int32_t width = s->width, D = s->disparities, n = D / SGM_W;
     const VB p1 = (VB){0} + s->p1, full = (VB){0} + 0xFF;
     const int horizontal = s->horizontal != NULL, straight = s->straight.out != NULL,
-              diagonal = s->diagonal.out != NULL;
+              from_left = s->from_left.out != NULL, from_right = s->from_right.out != NULL;
     SGM_WNAME(chain) chain = {s->zero, 0};
     for (int32_t x = 0; x < width; x++) {
         const uint8_t *c = s->costs + (ptrdiff_t)x * D;
         const SGM_WNAME(origin) up = SGM_WNAME(origin_at)(&s->straight, s, x, x);
-        const SGM_WNAME(origin) corner = SGM_WNAME(origin_at)(&s->diagonal, s, x, x - 1);
+        const SGM_WNAME(origin) corner = SGM_WNAME(origin_at)(&s->from_left, s, x, x - 1);
+        const SGM_WNAME(origin) other = SGM_WNAME(origin_at)(&s->from_right, s, x, x + 1);
         const uint8_t h_p2 = s->p2_for_step[x == 0 ? 0 : abs((int32_t)s->luma[x] - (int32_t)s->luma[x - 1])];
         const VB h_jump = (VB){0} + saturating_add(chain.least, h_p2), h_least = (VB){0} + chain.least;
         uint8_t *h_out = horizontal ? s->horizontal + (x & 1) * s->stride : NULL;
         uint8_t *up_out = straight ? s->straight.out + (ptrdiff_t)x * s->stride : NULL;
-        uint8_t *corner_out = diagonal ? s->diagonal.out + (ptrdiff_t)x * s->stride : NULL;
+        uint8_t *corner_out = from_left ? s->from_left.out + (ptrdiff_t)x * s->stride : NULL;
+        uint8_t *other_out = from_right ? s->from_right.out + (ptrdiff_t)x * s->stride : NULL;
         uint16_t *sums = s->sums + (ptrdiff_t)x * D;
-        VB h_min = full, up_min = full, corner_min = full;
+        VB h_min = full, up_min = full, corner_min = full, other_min = full;
         VB h_before = full, h_current = horizontal ? SGM_WNAME(load)(chain.prev) : full;
         for (int32_t i = 0; i < n; i++) {
             const int32_t d = i * SGM_W;
@@ -151,22 +156,28 @@ static SGM_TARGET void SGM_WNAME(sweep_forward)(const sgm_sweep *s) {
                 up_min = __builtin_elementwise_min(up_min, v);
                 total += SGM_WNAME(widen)(v);
             }
-            if (diagonal) {
+            if (from_left) {
                 const VB v = SGM_WNAME(row_path_vector)(corner, cost, d, p1);
                 SGM_WNAME(store)(corner_out + d, v);
                 corner_min = __builtin_elementwise_min(corner_min, v);
+                total += SGM_WNAME(widen)(v);
+            }
+            if (from_right) {
+                const VB v = SGM_WNAME(row_path_vector)(other, cost, d, p1);
+                SGM_WNAME(store)(other_out + d, v);
+                other_min = __builtin_elementwise_min(other_min, v);
                 total += SGM_WNAME(widen)(v);
             }
             SGM_WNAME(store_words)(sums + d, total);
         }
         if (horizontal) chain = (SGM_WNAME(chain)){h_out, __builtin_reduce_min(h_min)};
         if (straight) s->straight.out_min[x] = __builtin_reduce_min(up_min);
-        if (diagonal) s->diagonal.out_min[x] = __builtin_reduce_min(corner_min);
+        if (from_left) s->from_left.out_min[x] = __builtin_reduce_min(corner_min);
+        if (from_right) s->from_right.out_min[x] = __builtin_reduce_min(other_min);
     }
 }
 
-// The backward sweep of a row: its paths (the horizontal one from x + 1, the diagonal from
-// x + 1), each pixel's sums completed with the forward sweep's (`partial`, or none) and the
+// The backward sweep of a row: the horizontal path from x + 1 (when it runs), each pixel's sums completed with the forward sweep's (`partial`, or none) and the
 // first pass's (`earlier`, or none); then either the sums stored (`store`: the first pass of
 // two) or the winners picked: best[x] the smallest d of the least sum, least[x] that sum,
 // ambiguous[x] whether a sum more than one disparity from it fails the uniqueness ratio (only
@@ -178,7 +189,7 @@ static SGM_TARGET void SGM_WNAME(sweep_backward)(const sgm_sweep *s) {
     const VB p1 = (VB){0} + s->p1, full = (VB){0} + 0xFF;
     const VW none = (VW){0} + 0xFFFF;
     const VB lane8 = {SGM_SEQ(0)};
-    const int horizontal = s->horizontal != NULL, diagonal = s->diagonal.out != NULL;
+    const int horizontal = s->horizontal != NULL;
     // The pixel's sums and the right winners' window: lane d of window vector i holds, for the
     // right pixel x − dmin − i · SGM_W − d, the least sum seen so far (window_sums) and its
     // disparity (window_disparities). Each pixel adds its sums at its own disparities; the
@@ -192,15 +203,13 @@ static SGM_TARGET void SGM_WNAME(sweep_backward)(const sgm_sweep *s) {
     SGM_WNAME(chain) chain = {s->zero, 0};
     for (int32_t x = width - 1; x >= 0; x--) {
         const uint8_t *c = s->costs + (ptrdiff_t)x * D;
-        const SGM_WNAME(origin) corner = SGM_WNAME(origin_at)(&s->diagonal, s, x, x + 1);
         const uint8_t h_p2 = s->p2_for_step[x == width - 1 ? 0 : abs((int32_t)s->luma[x] - (int32_t)s->luma[x + 1])];
         const VB h_jump = (VB){0} + saturating_add(chain.least, h_p2), h_least = (VB){0} + chain.least;
         uint8_t *h_out = horizontal ? s->horizontal + (x & 1) * s->stride : NULL;
-        uint8_t *corner_out = diagonal ? s->diagonal.out + (ptrdiff_t)x * s->stride : NULL;
         const uint16_t *partial = s->partial ? s->partial + (ptrdiff_t)x * D : NULL;
         const uint16_t *earlier = s->earlier ? s->earlier + (ptrdiff_t)x * D : NULL;
         uint16_t *store = s->store ? s->store + (ptrdiff_t)x * D : NULL;
-        VB h_min = full, corner_min = full;
+        VB h_min = full;
         VB h_before = full, h_current = horizontal ? SGM_WNAME(load)(chain.prev) : full;
         VW least = none;
         for (int32_t i = 0; i < n; i++) {
@@ -218,45 +227,37 @@ static SGM_TARGET void SGM_WNAME(sweep_backward)(const sgm_sweep *s) {
                 h_before = h_current;
                 h_current = after;
             }
-            if (diagonal) {
-                const VB v = SGM_WNAME(row_path_vector)(corner, cost, d, p1);
-                SGM_WNAME(store)(corner_out + d, v);
-                corner_min = __builtin_elementwise_min(corner_min, v);
-                total += SGM_WNAME(widen)(v);
-            }
             if (store) {
                 SGM_WNAME(store_words)(store + d, total);
             } else {
                 sums[i] = total;
-                least = __builtin_elementwise_min(least, total);
+                // The sum (at most 2040, 11 bits) above the vector's number (below 16): the
+                // lane-wise minimum keeps, in each lane, the least sum and the first vector with it.
+                least = __builtin_elementwise_min(least, (VW)(total << 4) | (uint16_t)i);
             }
         }
         if (horizontal) chain = (SGM_WNAME(chain)){h_out, __builtin_reduce_min(h_min)};
-        if (diagonal) s->diagonal.out_min[x] = __builtin_reduce_min(corner_min);
         if (store) continue;
         // The winner: the first lane holding the least sum. The uniqueness ratio fails when a
         // sum more than one disparity from it is below (100 + u) % of it, that is below
         // threshold = ⌈least · (100 + u) / 100⌉ (integers: S · 100 < least · (100 + u) ⟺
         // S < threshold; at most 2 · 2040, in 16 bits).
-        const uint16_t smallest = __builtin_reduce_min(least);
-        uint32_t winner = 0xFFFF;
-        for (int32_t i = 0; i < n; i++) {
-            const uint64_t equal = SGM_WNAME(lanes_where)(sums[i] == smallest);
-            const uint32_t at = equal ? (uint32_t)(i * SGM_W + __builtin_ctzll(equal)) : 0xFFFF;
-            winner = at < winner ? at : winner;
-        }
+        // The least key is the least sum in its first vector; the first lane holding the key
+        // there is the winner (a lane holding it in a later vector would hold a larger key).
+        const uint16_t key = __builtin_reduce_min(least), smallest = key >> 4;
+        const uint32_t winner = (uint32_t)((key & 15) * SGM_W + __builtin_ctzll(SGM_WNAME(lanes_where)(least == key)));
         s->best[x] = (uint8_t)winner;
         s->least[x] = smallest;
         if (s->uniqueness > 0) {
+            // Ambiguous when more sums are below the threshold than the winner and its two
+            // neighbours account for.
             const uint16_t threshold = (uint16_t)(((uint32_t)smallest * (100 + (uint32_t)s->uniqueness) + 99) / 100);
-            uint64_t any = 0;
-            for (int32_t i = 0; i < n; i++) {
-                // The lanes of winner − 1, winner and winner + 1 in this vector: 0b111 from lane `from`.
-                const int32_t from = (int32_t)winner - 1 - i * SGM_W;
-                const uint64_t near = from >= 0 ? (from < 64 ? (uint64_t)7 << from : 0) : (from >= -2 ? (uint64_t)7 >> -from : 0);
-                any |= SGM_WNAME(lanes_where)(sums[i] < threshold) & ~near;
-            }
-            s->ambiguous[x] = any != 0;
+            int32_t below = 0;
+            for (int32_t i = 0; i < n; i++) below += __builtin_popcountll(SGM_WNAME(lanes_where)(sums[i] < threshold));
+            int32_t near = sums[winner / SGM_W][winner % SGM_W] < threshold;
+            if (winner > 0) near += sums[(winner - 1) / SGM_W][(winner - 1) % SGM_W] < threshold;
+            if ((int32_t)winner + 1 < D) near += sums[(winner + 1) / SGM_W][(winner + 1) % SGM_W] < threshold;
+            s->ambiguous[x] = below > near;
         }
         // The right winners: a sum at or below the window's takes its place (the window's
         // came from pixels to the right, at larger disparities, so a tie goes to this one).
