@@ -158,7 +158,7 @@ static const sgm_kernels *kernels_for(parallax_sgm_level level) {
 // MARK: The plan
 
 // The sub-pixel fit's window: the matching costs of 2 · 2 + 1 pixels of the row (select_row).
-enum { MAX_WINDOW_SIDE = 15, RING_SLOTS = 4, SENTINEL = 0xFF, SUBPIXEL_RADIUS = 2 };
+enum { MAX_WINDOW_SIDE = 15, RING_SLOTS = 8, SENTINEL = 0xFF, SUBPIXEL_RADIUS = 2 };
 
 int32_t parallax_sgm_plan_check(const parallax_sgm_plan *plan) {
     if (plan->width < 1 || plan->height < 1 || plan->width > 8192 || plan->height > 8192) return 1;
@@ -212,8 +212,11 @@ typedef struct {
     uint8_t *best, *ambiguous, *right_best;
     uint16_t *least;
     uint16_t *volume;
-    uint8_t *labels;
-    int32_t *region;
+    // The speckle filter's: each run's parent or, at a root, minus its region's size; the run
+    // of each pixel of the row before and of this row; the runs so far; the row before's map.
+    int32_t *run_parent, *row_runs[2];
+    int32_t run_count, speckle_rows;
+    const int16_t *speckle_before;
     parallax_sgm_invalid_counts counts;
 } sgm_work;
 
@@ -267,8 +270,8 @@ static size_t layout(const parallax_sgm_plan *plan, sgm_work *w, uint8_t *base) 
     const int two_pass = (plan->paths & PARALLAX_SGM_SECOND_PASS) != 0;
     TAKE(v->volume, uint16_t, two_pass ? H * W * D : 0);
     const int speckle = plan->speckle_max_size > 0;
-    TAKE(v->labels, uint8_t, speckle ? W * H : 0);
-    TAKE(v->region, int32_t, speckle ? W * H : 0);
+    TAKE(v->run_parent, int32_t, speckle ? W * H : 0);
+    for (int k = 0; k < 2; k++) TAKE(v->row_runs[k], int32_t, speckle ? W : 0);
 #undef TAKE
     return at;
 }
@@ -361,6 +364,104 @@ static const uint8_t *census(sgm_work *w, const sgm_kernels *k, int which, paral
     }
     k->census_from_rows(rows, w->width, plan->census_width, wh, codes);
     return rows[ry];
+}
+
+// MARK: The speckle filter
+
+// Regions of pixels joined through 4-neighbours whose disparities differ by at most the plan's
+// difference; a region of at most speckle_max_size pixels becomes invalid. Row by row as the
+// rows are made: each row's runs (neighbours along the row joined) become sets, joined with
+// the row before's where a pixel and the one above it are joined; at the end each row's runs,
+// found again in the same order (so numbered the same), go when their set is small. The same
+// regions as a walk from each pixel would find.
+
+// The root of run r's set, the path to it shortened on the way.
+static int32_t run_root(int32_t *parent, int32_t r) {
+    int32_t root = r;
+    while (parent[root] >= 0) root = parent[root];
+    while (parent[r] >= 0) {
+        const int32_t next = parent[r];
+        parent[r] = root;
+        r = next;
+    }
+    return root;
+}
+
+// Joins the sets of runs a and b, the smaller under the larger.
+static void join_runs(int32_t *parent, int32_t a, int32_t b) {
+    a = run_root(parent, a);
+    b = run_root(parent, b);
+    if (a == b) return;
+    if (parent[a] > parent[b]) {
+        const int32_t t = a;
+        a = b;
+        b = t;
+    }
+    parent[a] += parent[b];
+    parent[b] = a;
+}
+
+// Whether neighbours with values a and b (a valid) are joined.
+static int joined(int16_t a, int16_t b, int32_t range) {
+    return b != PARALLAX_SGM_INVALID && abs((int32_t)a - (int32_t)b) <= range;
+}
+
+// Numbers the runs of `row` from `first` on into runs[x] (−1 where invalid); returns the next
+// free number. With `parent`, each new run starts a set of its length.
+static int32_t number_runs(const int16_t *row, int32_t W, int32_t range, int32_t first, int32_t *runs, int32_t *parent) {
+    int32_t next = first;
+    for (int32_t x = 0; x < W; x++) {
+        if (row[x] == PARALLAX_SGM_INVALID) {
+            runs[x] = -1;
+            continue;
+        }
+        if (x == 0 || runs[x - 1] < 0 || !joined(row[x], row[x - 1], range)) {
+            if (parent) parent[next] = 0;
+            next++;
+        }
+        runs[x] = next - 1;
+        if (parent) parent[next - 1]--;
+    }
+    return next;
+}
+
+// Row `row` of the map is final: its runs, joined with the row before's.
+static void speckle_row(sgm_work *w, const int16_t *row) {
+    const int32_t W = w->width, range = w->plan->speckle_max_difference16;
+    int32_t *runs = w->row_runs[w->speckle_rows & 1], *above = w->row_runs[(w->speckle_rows & 1) ^ 1];
+    w->run_count = number_runs(row, W, range, w->run_count, runs, w->run_parent);
+    if (w->speckle_rows > 0) {
+        const int16_t *before = w->speckle_before;
+        for (int32_t x = 0; x < W; x++) {
+            if (runs[x] < 0 || above[x] < 0 || !joined(row[x], before[x], range)) continue;
+            // Along a pair of runs already joined, the next pixels would join them again.
+            if (x > 0 && runs[x - 1] == runs[x] && above[x - 1] == above[x] && joined(row[x - 1], before[x - 1], range)) continue;
+            join_runs(w->run_parent, runs[x], above[x]);
+        }
+    }
+    w->speckle_before = row;
+    w->speckle_rows++;
+}
+
+// After the last row: the runs of small sets become invalid, rows in the order they were made.
+static void finish_speckles(sgm_work *w, int16_t *disparity16, ptrdiff_t stride16, float *disparity, ptrdiff_t stride) {
+    const int32_t W = w->width, H = w->height, range = w->plan->speckle_max_difference16;
+    const int32_t limit = w->plan->speckle_max_size;
+    int32_t *runs = w->row_runs[0], next = 0;
+    for (int32_t i = 0; i < H; i++) {
+        // The last pass made the rows: top down with one pass, bottom up with two.
+        const int32_t y = w->two_pass ? H - 1 - i : i;
+        int16_t *row = disparity16 + (ptrdiff_t)y * stride16;
+        next = number_runs(row, W, range, next, runs, NULL);
+        for (int32_t x = 0; x < W; x++) {
+            if (runs[x] < 0 || -w->run_parent[run_root(w->run_parent, runs[x])] > limit) continue;
+            row[x] = PARALLAX_SGM_INVALID;
+            if (disparity) disparity[(ptrdiff_t)y * stride + x] = __builtin_inff();
+            w->counts.speckle++;
+        }
+    }
+    w->run_count = 0;
+    w->speckle_rows = 0;
 }
 
 // MARK: The two stages
@@ -539,55 +640,9 @@ static void second_stage_step(sgm_work *w, const sgm_kernels *k, int32_t s, int1
     sweep.right = w->right_best;
     k->sweep_backward(&sweep);
     if (sweep.store) return;
-    select_row(w, costs, disparity16 + (ptrdiff_t)y * stride16, disparity ? disparity + (ptrdiff_t)y * stride : NULL);
-}
-
-// MARK: The speckle filter
-
-// Regions of pixels joined through 4-neighbours whose disparities differ by at most the plan's
-// difference; a region of at most speckle_max_size pixels becomes invalid. A breadth-first walk
-// from each unvisited valid pixel, the region's pixels listed in `region` as they are found.
-static void filter_speckles(sgm_work *w, int16_t *disparity16, ptrdiff_t stride16, float *disparity,
-                            ptrdiff_t stride) {
-    const parallax_sgm_plan *plan = w->plan;
-    const int32_t W = w->width, H = w->height, limit = plan->speckle_max_size;
-    const int32_t range = plan->speckle_max_difference16;
-    uint8_t *seen = w->labels;
-    // A region's pixels as y · 2¹⁶ + x (both below 8192): no division to find them again.
-    int32_t *region = w->region;
-    memset(seen, 0, (size_t)W * (size_t)H);
-    for (int32_t y0 = 0; y0 < H; y0++) {
-        const int16_t *row = disparity16 + (ptrdiff_t)y0 * stride16;
-        const uint8_t *row_seen = seen + (ptrdiff_t)y0 * W;
-        for (int32_t x0 = 0; x0 < W; x0++) {
-            if (row_seen[x0] || row[x0] == PARALLAX_SGM_INVALID) continue;
-            seen[(ptrdiff_t)y0 * W + x0] = 1;
-            int32_t head = 0, tail = 0;
-            region[tail++] = y0 << 16 | x0;
-            while (head < tail) {
-                const int32_t x = region[head] & 0xFFFF, y = region[head] >> 16;
-                head++;
-                const int32_t value = disparity16[(ptrdiff_t)y * stride16 + x];
-                const int32_t nx[4] = {x - 1, x + 1, x, x}, ny[4] = {y, y, y - 1, y + 1};
-                for (int n = 0; n < 4; n++) {
-                    if (nx[n] < 0 || nx[n] >= W || ny[n] < 0 || ny[n] >= H) continue;
-                    uint8_t *mark = seen + (ptrdiff_t)ny[n] * W + nx[n];
-                    if (*mark) continue;
-                    const int16_t other = disparity16[(ptrdiff_t)ny[n] * stride16 + nx[n]];
-                    if (other == PARALLAX_SGM_INVALID || abs((int32_t)other - value) > range) continue;
-                    *mark = 1;
-                    region[tail++] = ny[n] << 16 | nx[n];
-                }
-            }
-            if (tail > limit) continue;
-            w->counts.speckle += tail;
-            for (int32_t i = 0; i < tail; i++) {
-                const int32_t x = region[i] & 0xFFFF, y = region[i] >> 16;
-                disparity16[(ptrdiff_t)y * stride16 + x] = PARALLAX_SGM_INVALID;
-                if (disparity) disparity[(ptrdiff_t)y * stride + x] = __builtin_inff();
-            }
-        }
-    }
+    int16_t *row16 = disparity16 + (ptrdiff_t)y * stride16;
+    select_row(w, costs, row16, disparity ? disparity + (ptrdiff_t)y * stride : NULL);
+    if (plan->speckle_max_size > 0) speckle_row(w, row16);
 }
 
 // MARK: The match
@@ -599,6 +654,10 @@ int32_t parallax_sgm_match(void *work, parallax_sgm_level level, int32_t stage, 
     const sgm_kernels *k = kernels_for(level);
     if (stage != 2) {
         for (int j = 0; j < MAX_WINDOW_SIDE; j++) w->padded_row[0][j] = w->padded_row[1][j] = 0;
+    }
+    if (stage != 1) {
+        w->run_count = 0;
+        w->speckle_rows = 0;
     }
     if (stage == 0) {
         memset(&w->counts, 0, sizeof w->counts);
@@ -620,7 +679,7 @@ int32_t parallax_sgm_match(void *work, parallax_sgm_level level, int32_t stage, 
             atomic_store_explicit(&w->consumed, (int64_t)s + 1, memory_order_release);
         }
     }
-    if (stage != 1 && w->plan->speckle_max_size > 0) filter_speckles(w, disparity16, stride16, disparity, stride);
+    if (stage != 1 && w->plan->speckle_max_size > 0) finish_speckles(w, disparity16, stride16, disparity, stride);
     return 0;
 }
 
@@ -659,4 +718,30 @@ void parallax_sgm_cost_row(parallax_sgm_level level, const uint64_t *left, const
 uint8_t parallax_sgm_path_step(parallax_sgm_level level, const uint8_t *c, const uint8_t *prev, uint8_t prev_min,
                                uint8_t p1, uint8_t p2, int32_t disparities, uint8_t *out, uint16_t *sum) {
     return kernels_for(level)->step(c, prev, prev_min, p1, p2, disparities, out, sum);
+}
+
+int64_t parallax_sgm_speckle_filter(int16_t *map, int32_t width, int32_t height, int32_t max_size,
+                                    int32_t max_difference16, int32_t bottom_up) {
+    parallax_sgm_plan plan;
+    memset(&plan, 0, sizeof plan);
+    plan.width = width;
+    plan.height = height;
+    plan.speckle_max_size = max_size;
+    plan.speckle_max_difference16 = max_difference16;
+    sgm_work *w = calloc(1, sizeof(sgm_work));
+    w->plan = &plan;
+    w->width = width;
+    w->height = height;
+    w->two_pass = bottom_up != 0;
+    w->run_parent = malloc(sizeof(int32_t) * (size_t)width * (size_t)height);
+    w->row_runs[0] = malloc(sizeof(int32_t) * (size_t)width);
+    w->row_runs[1] = malloc(sizeof(int32_t) * (size_t)width);
+    for (int32_t i = 0; i < height; i++) speckle_row(w, map + (ptrdiff_t)(bottom_up ? height - 1 - i : i) * width);
+    finish_speckles(w, map, width, NULL, 0);
+    const int64_t removed = w->counts.speckle;
+    free(w->run_parent);
+    free(w->row_runs[0]);
+    free(w->row_runs[1]);
+    free(w);
+    return removed;
 }

@@ -131,6 +131,39 @@ struct SemiGlobalMatcherStageTests {
 }
 
 
+@Suite("Semi-global matcher: the speckle filter against a walk over each region")
+struct SpeckleFilterTests {
+    @Test("random maps of plateaus, steps and holes: the same pixels removed, rows top down or bottom up")
+    func speckleFilterEqualsTheWalk() {
+        let width = 37, height = 23
+        for trial in 0..<300 {
+            let bytes = noise(count: width * height, seed: UInt64(1000 + trial))
+            // Values 0, 16, 32 or 48 sixteenths and holes, in patches of a few pixels, so that
+            // regions wind (a run under two runs of one region, a run joining two regions).
+            let patch = 1 + trial % 4
+            var map = [Int16](repeating: 0, count: width * height)
+            for y in 0..<height {
+                for x in 0..<width {
+                    let b = bytes[(y / patch * patch) * width + x / patch * patch] ^ bytes[y * width + x] & 0x40
+                    map[y * width + x] = b % 7 == 0 ? DisparityMap.invalidFixedPoint : Int16(16 * (Int(b) % 4))
+                }
+            }
+            let maximumSize = [1, 5, 20, 60][trial % 4], difference = 16 * (trial % 2)
+            var expected = map, values = [Float](repeating: 0, count: map.count)
+            let removed = ReferenceMatcher.removeSpeckles(&expected, &values, width: width, height: height,
+                                                          maximumSize: maximumSize, maximumDifference: difference)
+            for bottomUp: Int32 in [0, 1] {
+                var filtered = map
+                let count = parallax_sgm_speckle_filter(&filtered, Int32(width), Int32(height), Int32(maximumSize),
+                                                        Int32(difference), bottomUp)
+                #expect(filtered == expected, "trial \(trial), bottom up \(bottomUp)")
+                #expect(Int(count) == removed)
+            }
+            if trial == 0 { #expect(removed > 0 && removed < width * height / 2, "the filter has work: \(removed)") }
+        }
+    }
+}
+
 @Suite("Semi-global matcher: whole matches against the reference, and what they must find")
 struct SemiGlobalMatcherTests {
     typealias Configuration = SemiGlobalMatcher.Configuration

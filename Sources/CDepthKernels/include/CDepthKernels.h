@@ -148,4 +148,11 @@ void parallax_sgm_cost_row(parallax_sgm_level level, const uint64_t *left, const
 uint8_t parallax_sgm_path_step(parallax_sgm_level level, const uint8_t *c, const uint8_t *prev, uint8_t prev_min,
                                uint8_t p1, uint8_t p2, int32_t disparities, uint8_t *out, uint16_t *sum);
 
+/// The speckle filter on its own: `map` (width × height, PARALLAX_SGM_INVALID where invalid)
+/// loses its regions of at most `max_size` pixels joined through 4-neighbours differing by at
+/// most `max_difference16`, rows taken in the order a match makes them (bottom up when
+/// `bottom_up`, as with second-pass paths). Returns the pixels removed.
+int64_t parallax_sgm_speckle_filter(int16_t *map, int32_t width, int32_t height, int32_t max_size,
+                                    int32_t max_difference16, int32_t bottom_up);
+
 #endif
