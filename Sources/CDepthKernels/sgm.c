@@ -453,8 +453,15 @@ static void finish_speckles(sgm_work *w, int16_t *disparity16, ptrdiff_t stride1
         const int32_t y = w->two_pass ? H - 1 - i : i;
         int16_t *row = disparity16 + (ptrdiff_t)y * stride16;
         next = number_runs(row, W, range, next, runs, NULL);
+        // Each run's set asked once, at its first pixel.
+        int32_t run = -1, small = 0;
         for (int32_t x = 0; x < W; x++) {
-            if (runs[x] < 0 || -w->run_parent[run_root(w->run_parent, runs[x])] > limit) continue;
+            if (runs[x] < 0) continue;
+            if (runs[x] != run) {
+                run = runs[x];
+                small = -w->run_parent[run_root(w->run_parent, run)] <= limit;
+            }
+            if (!small) continue;
             row[x] = PARALLAX_SGM_INVALID;
             if (disparity) disparity[(ptrdiff_t)y * stride + x] = __builtin_inff();
             w->counts.speckle++;

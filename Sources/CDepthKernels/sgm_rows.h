@@ -62,10 +62,19 @@ static SGM_TARGET void SGM_NAME(cost_row)(const uint64_t *restrict left, const u
         const uint64_t code = left[x];
         const uint64_t *r = reversed + pad + (width - 1 - x + min_disparity);
         uint8_t *c = costs + (ptrdiff_t)x * disparities;
-        // One vector at a time: interleaved vectors would leave counts below their width scalar.
-#pragma clang loop interleave_count(1)
-        for (int32_t d = 0; d < disparities; d++) {
-            c[d] = (uint8_t)__builtin_popcountll(code ^ r[d]);
+        // Sixteen at a time, the counts narrowed in registers and stored as one vector (a
+        // narrowing store straight to memory is slow on some CPUs).
+        typedef uint64_t codes8 __attribute__((vector_size(64)));
+        typedef uint8_t counts8 __attribute__((vector_size(8)));
+        typedef uint8_t counts16 __attribute__((vector_size(16)));
+        for (int32_t d = 0; d < disparities; d += 16) {
+            codes8 low, high;
+            memcpy(&low, r + d, 64);
+            memcpy(&high, r + d + 8, 64);
+            const counts8 a = __builtin_convertvector(__builtin_elementwise_popcount(low ^ code), counts8);
+            const counts8 b = __builtin_convertvector(__builtin_elementwise_popcount(high ^ code), counts8);
+            const counts16 both = __builtin_shufflevector(a, b, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+            memcpy(c + d, &both, 16);
         }
         // The right pixel x − dmin − d is inside for d in [x − dmin − (width − 1), x − dmin].
         const int32_t first = x - min_disparity - (width - 1), last = x - min_disparity;
