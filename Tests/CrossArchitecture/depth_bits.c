@@ -62,6 +62,8 @@ int main(int argc, char **argv) {
         {"five_9x7", 0, 32, 9, 7, PARALLAX_SGM_FIRST_PASS, 5, 1, 20},
         {"eight_5x5_negative", -8, 48, 5, 5, PARALLAX_SGM_FIRST_PASS | PARALLAX_SGM_SECOND_PASS, 10, 0, 50},
         {"four_unchecked", 2, 16, 7, 5, 0x27, 0, -1, 0},
+        // 128 disparities: two vectors of 64 with AVX-512, four of 32 with AVX2, eight of 16 below.
+        {"five_128_negative", -20, 128, 9, 7, PARALLAX_SGM_FIRST_PASS, 5, 1, 100},
     };
     int status = 0;
     for (size_t c = 0; c < sizeof configs / sizeof configs[0]; c++) {
