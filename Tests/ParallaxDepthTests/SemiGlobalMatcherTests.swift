@@ -240,6 +240,25 @@ struct SemiGlobalMatcherTests {
         }
     }
 
+    @Test("the working memory is the sum ParallaxDepth's DocC gives, and no cost volume without bottom-up paths",
+          arguments: [(1280, 720, 128, SemiGlobalMatcher.AggregationPaths.five, true), (640, 480, 64, .eight, true),
+                      (333, 200, 48, .four, false)])
+    func workingMemoryIsTheDocumentedSum(width: Int, height: Int, disparities: Int, paths: SemiGlobalMatcher.AggregationPaths,
+                                         speckle: Bool) throws {
+        var configuration = Configuration(disparityCount: disparities, paths: paths, threads: 1)
+        if !speckle { configuration.speckle = nil }
+        let matcher = try SemiGlobalMatcher(configuration: configuration, size: ImageSize(width: width, height: height))
+        let W = width, H = height, D = disparities, rounded = (D + 63) / 64 * 64
+        // Paths from the row before: straight only with four, straight and both diagonals otherwise.
+        let rowPaths = paths == .four ? 1 : 3
+        let bottomUp = paths != .five
+        let sum = 8 * (3 * W * D + W) + rowPaths * 2 * (64 + W * (rounded + 64)) + (speckle ? 4 * W * H : 0)
+            + (bottomUp ? 2 * W * H * D : 0)
+        #expect(matcher.workingMemoryBytes >= sum && matcher.workingMemoryBytes <= sum + 64 * W,
+                "\(W)×\(H), \(D), \(paths): \(matcher.workingMemoryBytes) bytes against the sum \(sum)")
+        if !bottomUp { #expect(matcher.workingMemoryBytes < W * H * D / 4, "no volume of costs or sums") }
+    }
+
     @Test("a pair shifted by whole pixels: exactly that disparity away from the edges, at 2 × 128 disparities")
     func wholePixelShiftIsFoundExactly() throws {
         let width = 200, height = 40

@@ -1,10 +1,12 @@
 // The semi-global matcher's kernels (ParallaxDepth/Matching/SemiGlobalMatcher.swift drives
-// them). One C body (sgm_rows.h) is compiled at each vector level: the architecture's
-// baseline (SSE2 on x86-64, NEON on arm64) and, on x86-64, inside functions with
-// target("avx2,fma") and target("…avx512…"), where the compiler vectorises the same loops
-// over 16, 16 and 32 disparities. Every operation is on unsigned integers that cannot wrap
-// (the plan's bounds below), so every level computes the same disparities, bit for bit; the
-// sub-pixel step, the left–right check and the speckle filter are one scalar body for all.
+// them). One C body (sgm_rows.h and its sweeps, sgm_sweep.h) is compiled at each vector
+// level: the architecture's baseline (SSE2 on x86-64, NEON on arm64) and, on x86-64, inside
+// functions with target("avx2,fma"), target("…avx512…") and, where the CPU has VBMI and
+// VPOPCNTDQ, target("…avx512vbmi,avx512vpopcntdq"), written with the compiler's vector types
+// at 16, 32 and 64 disparities per vector (the widest of the level's that divides D). Every
+// operation is on unsigned integers that cannot wrap (the plan's bounds below), so every
+// level computes the same disparities, bit for bit; the sub-pixel step, the left–right check
+// and the speckle filter are one scalar body for all.
 //
 // The algorithm (Hirschmüller, "Stereo Processing by Semiglobal Matching and Mutual
 // Information", TPAMI 2008; census cost as Zabih and Woodfill, ECCV 1994):
@@ -118,10 +120,11 @@ void parallax_sgm_begin(void *work);
 /// rows `stride16` elements apart) and `disparity` (the same in pixels as Float32, +∞ where
 /// none; rows `stride` apart). Every byte read lies inside the two images (width samples of
 /// `step` bytes in each of height rows). The match runs in two stages handing rows over
-/// through a ring in `work`: `stage` 1 (census, costs, the horizontal and vertical paths:
-/// top down, then bottom up) and `stage` 2 (the diagonal paths, the winners, the checks, the filter) called at the same
-/// time on two threads with the same arguments; or `stage` 0 on one thread, which runs both
-/// row by row. The disparities are the same either way. Returns 0.
+/// through a ring in `work`: `stage` 1 (census, costs, and the forward sweep along each row:
+/// left to right and the paths from the row before, top down, then bottom up) and `stage` 2
+/// (the backward sweep: right to left, the sums, the winners; the checks, the speckle filter)
+/// called at the same time on two threads with the same arguments; or `stage` 0 on one
+/// thread, which runs both row by row. The disparities are the same either way. Returns 0.
 int32_t parallax_sgm_match(void *work, parallax_sgm_level level, int32_t stage, parallax_sgm_luma left,
                            parallax_sgm_luma right, int16_t *disparity16, ptrdiff_t stride16, float *disparity,
                            ptrdiff_t stride);
