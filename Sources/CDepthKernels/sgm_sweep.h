@@ -116,11 +116,10 @@ typedef struct {
 // The forward sweep of a row (sgm_sweep: which paths, where their rows are). Writes each
 // path's values and least for the next row, and the row's partial sums: sums[x · D + d] =
 // the sum of this sweep's paths.
-static SGM_TARGET void SGM_WNAME(sweep_forward)(const sgm_sweep *s) {
+SGM_INLINE void SGM_WNAME(sweep_forward_body)(const sgm_sweep *s, const int horizontal, const int straight,
+                                              const int from_left, const int from_right) {
     const int32_t width = s->width, D = s->disparities, n = D / SGM_W;
     const VB p1 = (VB){0} + s->p1, full = (VB){0} + 0xFF;
-    const int horizontal = s->horizontal != NULL, straight = s->straight.out != NULL,
-              from_left = s->from_left.out != NULL, from_right = s->from_right.out != NULL;
     SGM_WNAME(chain) chain = {s->zero, 0};
     for (int32_t x = 0; x < width; x++) {
         const uint8_t *c = s->costs + (ptrdiff_t)x * D;
@@ -177,6 +176,17 @@ static SGM_TARGET void SGM_WNAME(sweep_forward)(const sgm_sweep *s) {
     }
 }
 
+// The forward sweep, with the paths it runs known to the compiler in the usual case (all
+// four, the first pass of five or eight paths), so that nothing in the loop asks.
+static SGM_TARGET void SGM_WNAME(sweep_forward)(const sgm_sweep *s) {
+    const int horizontal = s->horizontal != NULL, straight = s->straight.out != NULL,
+              from_left = s->from_left.out != NULL, from_right = s->from_right.out != NULL;
+    if (horizontal && straight && from_left && from_right)
+        SGM_WNAME(sweep_forward_body)(s, 1, 1, 1, 1);
+    else
+        SGM_WNAME(sweep_forward_body)(s, horizontal, straight, from_left, from_right);
+}
+
 // The backward sweep of a row: the horizontal path from x + 1 (when it runs), each pixel's sums completed with the forward sweep's (`partial`, or none) and the
 // first pass's (`earlier`, or none); then either the sums stored (`store`: the first pass of
 // two) or the winners picked: best[x] the smallest d of the least sum, least[x] that sum,
@@ -184,12 +194,12 @@ static SGM_TARGET void SGM_WNAME(sweep_forward)(const sgm_sweep *s) {
 // when `uniqueness`, the ratio's percentage, is above 0), and the right image's winners right[pad + k] for the right pixel
 // width − 1 − k, the same minimum over the sums whose right pixel it is (ties to the
 // smaller disparity).
-static SGM_TARGET void SGM_WNAME(sweep_backward)(const sgm_sweep *s) {
+SGM_INLINE void SGM_WNAME(sweep_backward_body)(const sgm_sweep *s, const int horizontal, const int with_partial,
+                                               const int with_earlier, const int storing) {
     const int32_t width = s->width, D = s->disparities, n = D / SGM_W;
     const VB p1 = (VB){0} + s->p1, full = (VB){0} + 0xFF;
     const VW none = (VW){0} + 0xFFFF;
     const VB lane8 = {SGM_SEQ(0)};
-    const int horizontal = s->horizontal != NULL;
     // The pixel's sums and the right winners' window: lane d of window vector i holds, for the
     // right pixel x − dmin − i · SGM_W − d, the least sum seen so far (window_sums) and its
     // disparity (window_disparities). Each pixel adds its sums at its own disparities; the
@@ -206,17 +216,17 @@ static SGM_TARGET void SGM_WNAME(sweep_backward)(const sgm_sweep *s) {
         const uint8_t h_p2 = s->p2_for_step[x == width - 1 ? 0 : abs((int32_t)s->luma[x] - (int32_t)s->luma[x + 1])];
         const VB h_jump = (VB){0} + saturating_add(chain.least, h_p2), h_least = (VB){0} + chain.least;
         uint8_t *h_out = horizontal ? s->horizontal + (x & 1) * s->stride : NULL;
-        const uint16_t *partial = s->partial ? s->partial + (ptrdiff_t)x * D : NULL;
-        const uint16_t *earlier = s->earlier ? s->earlier + (ptrdiff_t)x * D : NULL;
-        uint16_t *store = s->store ? s->store + (ptrdiff_t)x * D : NULL;
+        const uint16_t *partial = with_partial ? s->partial + (ptrdiff_t)x * D : NULL;
+        const uint16_t *earlier = with_earlier ? s->earlier + (ptrdiff_t)x * D : NULL;
+        uint16_t *store = storing ? s->store + (ptrdiff_t)x * D : NULL;
         VB h_min = full;
         VB h_before = full, h_current = horizontal ? SGM_WNAME(load)(chain.prev) : full;
         VW least = none;
         for (int32_t i = 0; i < n; i++) {
             const int32_t d = i * SGM_W;
             const VB cost = SGM_WNAME(load)(c + d);
-            VW total = partial ? SGM_WNAME(load_words)(partial + d) : (VW){0};
-            if (earlier) total += SGM_WNAME(load_words)(earlier + d);
+            VW total = with_partial ? SGM_WNAME(load_words)(partial + d) : (VW){0};
+            if (with_earlier) total += SGM_WNAME(load_words)(earlier + d);
             if (horizontal) {
                 const VB after = i + 1 < n ? SGM_WNAME(load)(chain.prev + d + SGM_W) : full;
                 const VB v = SGM_WNAME(path_vector)(cost, h_current, SGM_WNAME(shifted_up)(h_before, h_current),
@@ -227,7 +237,7 @@ static SGM_TARGET void SGM_WNAME(sweep_backward)(const sgm_sweep *s) {
                 h_before = h_current;
                 h_current = after;
             }
-            if (store) {
+            if (storing) {
                 SGM_WNAME(store_words)(store + d, total);
             } else {
                 sums[i] = total;
@@ -237,7 +247,7 @@ static SGM_TARGET void SGM_WNAME(sweep_backward)(const sgm_sweep *s) {
             }
         }
         if (horizontal) chain = (SGM_WNAME(chain)){h_out, __builtin_reduce_min(h_min)};
-        if (store) continue;
+        if (storing) continue;
         // The winner: the first lane holding the least sum. The uniqueness ratio fails when a
         // sum more than one disparity from it is below (100 + u) % of it, that is below
         // threshold = ⌈least · (100 + u) / 100⌉ (integers: S · 100 < least · (100 + u) ⟺
@@ -275,10 +285,21 @@ static SGM_TARGET void SGM_WNAME(sweep_backward)(const sgm_sweep *s) {
             window_disparities[i] = SGM_WNAME(shifted_down)(window_disparities[i], last ? (VB){0} : window_disparities[i + 1]);
         }
     }
-    if (s->store) return;
+    if (storing) return;
     // The window's remaining right pixels, −dmin − 1 − j (reversed index width + dmin + j): inside the image
     // only when dmin < 0; the others land in the padding.
     for (int32_t j = 0; j + 1 < D; j++) s->right[s->pad + width + s->min_disparity + j] = window_disparities[j / SGM_W][j % SGM_W];
+}
+
+// The backward sweep, specialised for the usual case (one pass: the path from the right and
+// the forward sweep's partial sums, the winners picked).
+static SGM_TARGET void SGM_WNAME(sweep_backward)(const sgm_sweep *s) {
+    const int horizontal = s->horizontal != NULL, with_partial = s->partial != NULL, with_earlier = s->earlier != NULL,
+              storing = s->store != NULL;
+    if (horizontal && with_partial && !with_earlier && !storing)
+        SGM_WNAME(sweep_backward_body)(s, 1, 1, 0, 0);
+    else
+        SGM_WNAME(sweep_backward_body)(s, horizontal, with_partial, with_earlier, storing);
 }
 
 // One pixel of one path for the stage tests (parallax_sgm_path_step): prev has sentinels at
