@@ -3,10 +3,13 @@
 // the bounds). The row kernels are sgm_rows.h, instantiated here once per vector level.
 #include "CDepthKernels.h"
 
-#include <sched.h>
+#include <linux/futex.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
 
 // MARK: The row kernels at each level
 
@@ -181,11 +184,18 @@ int32_t parallax_sgm_plan_check(const parallax_sgm_plan *plan) {
 
 // MARK: The work area
 
+// A step counter one stage advances and the other waits on: the steps done, and whether the
+// other sleeps on it (futex).
+typedef struct {
+    _Atomic int32_t value;
+    _Atomic int32_t waiting;
+} sgm_counter;
+
 typedef struct {
     // The ring's counters, each on its own cache line: steps the first stage has handed over
     // and steps the second has finished with.
-    _Alignas(64) _Atomic int64_t produced;
-    _Alignas(64) _Atomic int64_t consumed;
+    _Alignas(64) sgm_counter produced;
+    _Alignas(64) sgm_counter consumed;
     _Alignas(64) const parallax_sgm_plan *plan;
     int32_t width, height, disparities, min_disparity;
     ptrdiff_t stride;   // bytes between path vectors: D rounded up to 64, + 64 of sentinels
@@ -321,8 +331,10 @@ void parallax_sgm_prepare(const parallax_sgm_plan *plan, void *work) {
         set_sentinels(w->left_rows[k], W, stride, D);
         set_sentinels(w->right_rows[k], W, stride, D);
     }
-    atomic_init(&w->produced, 0);
-    atomic_init(&w->consumed, 0);
+    atomic_init(&w->produced.value, 0);
+    atomic_init(&w->produced.waiting, 0);
+    atomic_init(&w->consumed.value, 0);
+    atomic_init(&w->consumed.waiting, 0);
 }
 
 parallax_sgm_invalid_counts parallax_sgm_counts(const void *work) { return ((const sgm_work *)work)->counts; }
@@ -473,16 +485,39 @@ static void finish_speckles(sgm_work *w, int16_t *disparity16, ptrdiff_t stride1
 
 // MARK: The two stages
 
-static void wait_until(_Atomic int64_t *counter, int64_t at_least) {
-    // Spins briefly (the other stage is usually a row away), then yields the core.
-    for (int spins = 0; atomic_load_explicit(counter, memory_order_acquire) < at_least; spins++) {
-        if (spins > 64) sched_yield();
+// The CPU told that this is a wait loop: on a core shared with another hardware thread (a
+// virtual machine's processors may be two threads of one core) the other runs meanwhile.
+static inline void relax(void) {
+#if defined(__x86_64__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield");
+#endif
+}
+
+// Waits until `counter` reaches `at_least`: spins a while (the other stage is usually a row
+// away: a few to a few tens of microseconds), then sleeps on the counter until the other
+// stage's next step wakes it (a millisecond at most, should a wake-up be missed).
+static void wait_until(sgm_counter *counter, int32_t at_least) {
+    for (int spins = 0; atomic_load_explicit(&counter->value, memory_order_acquire) < at_least; spins++) {
+        if (spins < 4096) {
+            relax();
+            continue;
+        }
+        atomic_store(&counter->waiting, 1);
+        const int32_t seen = atomic_load(&counter->value);
+        if (seen >= at_least) break;
+        const struct timespec limit = {0, 1000000};
+        syscall(SYS_futex, &counter->value, FUTEX_WAIT_PRIVATE, seen, &limit, NULL, 0);
     }
 }
 
-static void wait_for_room(sgm_work *w, int64_t step) {
-    while (step - atomic_load_explicit(&w->consumed, memory_order_acquire) >= RING_SLOTS) {
-        sched_yield();
+// Sets `counter` to `value`, waking the other stage if it sleeps on it.
+static void advance(sgm_counter *counter, int32_t value) {
+    atomic_store(&counter->value, value);
+    if (atomic_load(&counter->waiting)) {
+        atomic_store(&counter->waiting, 0);
+        syscall(SYS_futex, &counter->value, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
     }
 }
 
@@ -674,16 +709,17 @@ int32_t parallax_sgm_match(void *work, parallax_sgm_level level, int32_t stage, 
         }
     } else if (stage == 1) {
         for (int32_t s = 0; s < w->steps; s++) {
-            wait_for_room(w, s);
+            // Room in the ring: the second stage is done with the step that used this slot.
+            wait_until(&w->consumed, s - RING_SLOTS + 1);
             first_stage_step(w, k, left, right, s);
-            atomic_store_explicit(&w->produced, (int64_t)s + 1, memory_order_release);
+            advance(&w->produced, s + 1);
         }
     } else {
         memset(&w->counts, 0, sizeof w->counts);
         for (int32_t s = 0; s < w->steps; s++) {
-            wait_until(&w->produced, (int64_t)s + 1);
+            wait_until(&w->produced, s + 1);
             second_stage_step(w, k, s, disparity16, stride16, disparity, stride);
-            atomic_store_explicit(&w->consumed, (int64_t)s + 1, memory_order_release);
+            advance(&w->consumed, s + 1);
         }
     }
     if (stage != 1 && w->plan->speckle_max_size > 0) finish_speckles(w, disparity16, stride16, disparity, stride);
@@ -692,8 +728,10 @@ int32_t parallax_sgm_match(void *work, parallax_sgm_level level, int32_t stage, 
 
 void parallax_sgm_begin(void *work) {
     sgm_work *w = work;
-    atomic_store(&w->produced, 0);
-    atomic_store(&w->consumed, 0);
+    atomic_store(&w->produced.value, 0);
+    atomic_store(&w->produced.waiting, 0);
+    atomic_store(&w->consumed.value, 0);
+    atomic_store(&w->consumed.waiting, 0);
 }
 
 // MARK: Stages on their own
