@@ -54,8 +54,8 @@ typedef struct {
     const uint8_t *p2_for_step;
     // D zeros with sentinels: the values before a path's first pixel.
     const uint8_t *zero;
-    // The horizontal path's two vectors (`stride` apart, 64-byte aligned), or NULL.
-    uint8_t *horizontal;
+    // Whether the sweep runs its horizontal path (the sweep keeps its values itself).
+    int horizontal;
     // The paths from the row before (forward sweep only): from (x, y ∓ 1), (x − 1, y ∓ 1) and
     // (x + 1, y ∓ 1).
     sgm_row_path straight, from_left, from_right;
@@ -208,16 +208,14 @@ typedef struct {
     uint16_t *slot_sums[RING_SLOTS];
     uint8_t *slot_luma[RING_SLOTS];
     // The first stage's own: padded luma rows (per image, a ring of the window's rows keyed by
-    // row), census codes, the forward sweep's horizontal vectors and its rows of the paths from
-    // the row before (this row and the one before) with their least values.
+    // row), census codes, the rows of the paths from the row before (this row and the one
+    // before) with their least values.
     uint8_t *padded[2][MAX_WINDOW_SIDE];
     int32_t padded_row[2][MAX_WINDOW_SIDE];
     uint64_t *census_left, *census_reversed;
-    uint8_t *forward_horizontal;
     uint8_t *straight_rows[2], *straight_min[2], *left_rows[2], *left_min[2], *right_rows[2], *right_min[2];
-    // The second stage's own: the backward sweep's horizontal vectors, the winners, the right
-    // winners, the first pass's sums, the filter's buffers; and a zero vector both read.
-    uint8_t *backward_horizontal;
+    // The second stage's own: the winners, the right winners, the first pass's sums, the
+    // filter's buffers; and a zero vector both read.
     uint8_t *zero;
     uint8_t *best, *ambiguous, *right_best;
     uint16_t *least;
@@ -256,8 +254,6 @@ static size_t layout(const parallax_sgm_plan *plan, sgm_work *w, uint8_t *base) 
     }
     TAKE(v->census_left, uint64_t, W);
     TAKE(v->census_reversed, uint64_t, W + 2 * pad);
-    TAKE(v->forward_horizontal, uint8_t, 2 * stride);
-    TAKE(v->backward_horizontal, uint8_t, 2 * stride);
     // A row's path vectors for each pixel (path_vectors), for the paths the plan has (both
     // passes share them).
     const uint32_t paths = plan->paths;
@@ -589,7 +585,7 @@ static void first_stage_step(sgm_work *w, const sgm_kernels *k, parallax_sgm_lum
     // with it, and stage 1 wrote it); at the pass's first row there is none.
     const uint8_t *prev_luma = first ? luma : w->slot_luma[(s + RING_SLOTS - 1) % RING_SLOTS];
     sgm_sweep sweep = sweep_of(w, costs, luma, prev_luma);
-    sweep.horizontal = !second && (paths & PARALLAX_SGM_LEFT_TO_RIGHT) ? w->forward_horizontal : NULL;
+    sweep.horizontal = !second && (paths & PARALLAX_SGM_LEFT_TO_RIGHT) != 0;
     sweep.straight = row_path((paths & (second ? PARALLAX_SGM_BOTTOM_UP : PARALLAX_SGM_TOP_DOWN)) != 0,
                               w->straight_rows, w->straight_min, cur, first);
     sweep.from_left = row_path((paths & (second ? PARALLAX_SGM_BOTTOM_LEFT : PARALLAX_SGM_TOP_LEFT)) != 0,
@@ -670,7 +666,7 @@ static void second_stage_step(sgm_work *w, const sgm_kernels *k, int32_t s, int1
     const uint8_t *costs = w->slot_costs[slot];
     const uint8_t *luma = w->slot_luma[slot];
     sgm_sweep sweep = sweep_of(w, costs, luma, luma);
-    sweep.horizontal = !second && (paths & PARALLAX_SGM_RIGHT_TO_LEFT) ? w->backward_horizontal : NULL;
+    sweep.horizontal = !second && (paths & PARALLAX_SGM_RIGHT_TO_LEFT) != 0;
     sweep.partial = first_stage_writes(plan, second) ? w->slot_sums[slot] : NULL;
     uint16_t *stored = w->two_pass ? w->volume + (size_t)y * cells : NULL;
     sweep.earlier = w->two_pass && second ? stored : NULL;

@@ -13,10 +13,11 @@
 // winners there, so the full sums are never written and read back. (With two threads the
 // sweeps are the two stages: the census and the costs go with the forward one, the checks
 // with the backward one, which balances them.) Two more choices keep the horizontal chains
-// (each pixel waits for its neighbour) short: their vectors are read whole from where the
-// neighbour wrote them and shifted by a lane in registers (a load straddling two fresh
-// stores waits for them to reach the cache), and the right image's winners slide along in
-// registers instead of being read back overlapping.
+// (each pixel waits for its neighbour) short: their values stay in registers from one pixel
+// to the next and are shifted by a lane there (a load straddling two fresh stores waits for
+// them to reach the cache), and the right image's winners slide along in registers instead
+// of being read back overlapping. The usual vector counts (one or two a pixel) are given to
+// the compiler as constants, so that those arrays are registers.
 
 #define VB SGM_WNAME(bytes)
 #define VW SGM_WNAME(words)
@@ -106,44 +107,40 @@ SGM_INLINE VB SGM_WNAME(row_path_vector)(SGM_WNAME(origin) o, VB cost, int32_t d
                                   (VB){0} + o.least);
 }
 
-// The horizontal path's state between pixels: where its last values are (whole vectors, as
-// written) and their least; the next pixel's values go to the other of its two vectors.
-typedef struct {
-    const uint8_t *prev;
-    uint8_t least;
-} SGM_WNAME(chain);
-
 // The forward sweep of a row (sgm_sweep: which paths, where their rows are). Writes each
 // path's values and least for the next row, and the row's partial sums: sums[x · D + d] =
 // the sum of this sweep's paths.
 SGM_INLINE void SGM_WNAME(sweep_forward_body)(const sgm_sweep *s, const int horizontal, const int straight,
-                                              const int from_left, const int from_right) {
-    const int32_t width = s->width, D = s->disparities, n = D / SGM_W;
+                                              const int from_left, const int from_right, const int32_t n) {
+    const int32_t width = s->width, D = s->disparities;
     const VB p1 = (VB){0} + s->p1, full = (VB){0} + 0xFF;
-    SGM_WNAME(chain) chain = {s->zero, 0};
+    // The horizontal path's values at the pixel before (zeros before the first: L = C there)
+    // and their least: registers, for the usual vector counts.
+    VB h_prev[256 / SGM_W];
+    for (int32_t i = 0; i < n; i++) h_prev[i] = (VB){0};
+    uint8_t h_prev_least = 0;
     for (int32_t x = 0; x < width; x++) {
         const uint8_t *c = s->costs + (ptrdiff_t)x * D;
         const SGM_WNAME(origin) up = SGM_WNAME(origin_at)(&s->straight, s, x, x);
         const SGM_WNAME(origin) corner = SGM_WNAME(origin_at)(&s->from_left, s, x, x - 1);
         const SGM_WNAME(origin) other = SGM_WNAME(origin_at)(&s->from_right, s, x, x + 1);
         const uint8_t h_p2 = s->p2_for_step[x == 0 ? 0 : abs((int32_t)s->luma[x] - (int32_t)s->luma[x - 1])];
-        const VB h_jump = (VB){0} + saturating_add(chain.least, h_p2), h_least = (VB){0} + chain.least;
-        uint8_t *h_out = horizontal ? s->horizontal + (x & 1) * s->stride : NULL;
+        const VB h_jump = (VB){0} + saturating_add(h_prev_least, h_p2), h_least = (VB){0} + h_prev_least;
         uint8_t *up_out = straight ? s->straight.out + (ptrdiff_t)x * s->stride : NULL;
         uint8_t *corner_out = from_left ? s->from_left.out + (ptrdiff_t)x * s->stride : NULL;
         uint8_t *other_out = from_right ? s->from_right.out + (ptrdiff_t)x * s->stride : NULL;
         uint16_t *sums = s->sums + (ptrdiff_t)x * D;
         VB h_min = full, up_min = full, corner_min = full, other_min = full;
-        VB h_before = full, h_current = horizontal ? SGM_WNAME(load)(chain.prev) : full;
+        VB h_before = full, h_current = horizontal ? h_prev[0] : full;
         for (int32_t i = 0; i < n; i++) {
             const int32_t d = i * SGM_W;
             const VB cost = SGM_WNAME(load)(c + d);
             VW total = {0};
             if (horizontal) {
-                const VB after = i + 1 < n ? SGM_WNAME(load)(chain.prev + d + SGM_W) : full;
+                const VB after = i + 1 < n ? h_prev[i + 1] : full;
                 const VB v = SGM_WNAME(path_vector)(cost, h_current, SGM_WNAME(shifted_up)(h_before, h_current),
                                                     SGM_WNAME(shifted_down)(h_current, after), p1, h_jump, h_least);
-                SGM_WNAME(store)(h_out + d, v);
+                h_prev[i] = v;  // h_current and `after` hold what vectors i and i + 1 were
                 h_min = __builtin_elementwise_min(h_min, v);
                 total += SGM_WNAME(widen)(v);
                 h_before = h_current;
@@ -169,7 +166,7 @@ SGM_INLINE void SGM_WNAME(sweep_forward_body)(const sgm_sweep *s, const int hori
             }
             SGM_WNAME(store_words)(sums + d, total);
         }
-        if (horizontal) chain = (SGM_WNAME(chain)){h_out, __builtin_reduce_min(h_min)};
+        if (horizontal) h_prev_least = __builtin_reduce_min(h_min);
         if (straight) s->straight.out_min[x] = __builtin_reduce_min(up_min);
         if (from_left) s->from_left.out_min[x] = __builtin_reduce_min(corner_min);
         if (from_right) s->from_right.out_min[x] = __builtin_reduce_min(other_min);
@@ -179,12 +176,17 @@ SGM_INLINE void SGM_WNAME(sweep_forward_body)(const sgm_sweep *s, const int hori
 // The forward sweep, with the paths it runs known to the compiler in the usual case (all
 // four, the first pass of five or eight paths), so that nothing in the loop asks.
 static SGM_TARGET void SGM_WNAME(sweep_forward)(const sgm_sweep *s) {
-    const int horizontal = s->horizontal != NULL, straight = s->straight.out != NULL,
+    const int horizontal = s->horizontal, straight = s->straight.out != NULL,
               from_left = s->from_left.out != NULL, from_right = s->from_right.out != NULL;
-    if (horizontal && straight && from_left && from_right)
-        SGM_WNAME(sweep_forward_body)(s, 1, 1, 1, 1);
+    const int32_t n = s->disparities / SGM_W;
+    if (horizontal && straight && from_left && from_right && n == 2)
+        SGM_WNAME(sweep_forward_body)(s, 1, 1, 1, 1, 2);
+    else if (horizontal && straight && from_left && from_right && n == 1)
+        SGM_WNAME(sweep_forward_body)(s, 1, 1, 1, 1, 1);
+    else if (horizontal && straight && from_left && from_right)
+        SGM_WNAME(sweep_forward_body)(s, 1, 1, 1, 1, n);
     else
-        SGM_WNAME(sweep_forward_body)(s, horizontal, straight, from_left, from_right);
+        SGM_WNAME(sweep_forward_body)(s, horizontal, straight, from_left, from_right, n);
 }
 
 // The backward sweep of a row: the horizontal path from x + 1 (when it runs), each pixel's sums completed with the forward sweep's (`partial`, or none) and the
@@ -195,8 +197,8 @@ static SGM_TARGET void SGM_WNAME(sweep_forward)(const sgm_sweep *s) {
 // width − 1 − k, the same minimum over the sums whose right pixel it is (ties to the
 // smaller disparity).
 SGM_INLINE void SGM_WNAME(sweep_backward_body)(const sgm_sweep *s, const int horizontal, const int with_partial,
-                                               const int with_earlier, const int storing) {
-    const int32_t width = s->width, D = s->disparities, n = D / SGM_W;
+                                               const int with_earlier, const int storing, const int32_t n) {
+    const int32_t width = s->width, D = s->disparities;
     const VB p1 = (VB){0} + s->p1, full = (VB){0} + 0xFF;
     const VW none = (VW){0} + 0xFFFF;
     const VB lane8 = {SGM_SEQ(0)};
@@ -210,17 +212,18 @@ SGM_INLINE void SGM_WNAME(sweep_backward_body)(const sgm_sweep *s, const int hor
         window_sums[i] = none;
         window_disparities[i] = (VB){0};
     }
-    SGM_WNAME(chain) chain = {s->zero, 0};
+    VB h_prev[256 / SGM_W];
+    for (int32_t i = 0; i < n; i++) h_prev[i] = (VB){0};
+    uint8_t h_prev_least = 0;
     for (int32_t x = width - 1; x >= 0; x--) {
         const uint8_t *c = s->costs + (ptrdiff_t)x * D;
         const uint8_t h_p2 = s->p2_for_step[x == width - 1 ? 0 : abs((int32_t)s->luma[x] - (int32_t)s->luma[x + 1])];
-        const VB h_jump = (VB){0} + saturating_add(chain.least, h_p2), h_least = (VB){0} + chain.least;
-        uint8_t *h_out = horizontal ? s->horizontal + (x & 1) * s->stride : NULL;
+        const VB h_jump = (VB){0} + saturating_add(h_prev_least, h_p2), h_least = (VB){0} + h_prev_least;
         const uint16_t *partial = with_partial ? s->partial + (ptrdiff_t)x * D : NULL;
         const uint16_t *earlier = with_earlier ? s->earlier + (ptrdiff_t)x * D : NULL;
         uint16_t *store = storing ? s->store + (ptrdiff_t)x * D : NULL;
         VB h_min = full;
-        VB h_before = full, h_current = horizontal ? SGM_WNAME(load)(chain.prev) : full;
+        VB h_before = full, h_current = horizontal ? h_prev[0] : full;
         VW least = none;
         for (int32_t i = 0; i < n; i++) {
             const int32_t d = i * SGM_W;
@@ -228,10 +231,10 @@ SGM_INLINE void SGM_WNAME(sweep_backward_body)(const sgm_sweep *s, const int hor
             VW total = with_partial ? SGM_WNAME(load_words)(partial + d) : (VW){0};
             if (with_earlier) total += SGM_WNAME(load_words)(earlier + d);
             if (horizontal) {
-                const VB after = i + 1 < n ? SGM_WNAME(load)(chain.prev + d + SGM_W) : full;
+                const VB after = i + 1 < n ? h_prev[i + 1] : full;
                 const VB v = SGM_WNAME(path_vector)(cost, h_current, SGM_WNAME(shifted_up)(h_before, h_current),
                                                     SGM_WNAME(shifted_down)(h_current, after), p1, h_jump, h_least);
-                SGM_WNAME(store)(h_out + d, v);
+                h_prev[i] = v;  // h_current and `after` hold what vectors i and i + 1 were
                 h_min = __builtin_elementwise_min(h_min, v);
                 total += SGM_WNAME(widen)(v);
                 h_before = h_current;
@@ -246,7 +249,7 @@ SGM_INLINE void SGM_WNAME(sweep_backward_body)(const sgm_sweep *s, const int hor
                 least = __builtin_elementwise_min(least, (VW)(total << 4) | (uint16_t)i);
             }
         }
-        if (horizontal) chain = (SGM_WNAME(chain)){h_out, __builtin_reduce_min(h_min)};
+        if (horizontal) h_prev_least = __builtin_reduce_min(h_min);
         if (storing) continue;
         // The winner: the first lane holding the least sum. The uniqueness ratio fails when a
         // sum more than one disparity from it is below (100 + u) % of it, that is below
@@ -294,12 +297,18 @@ SGM_INLINE void SGM_WNAME(sweep_backward_body)(const sgm_sweep *s, const int hor
 // The backward sweep, specialised for the usual case (one pass: the path from the right and
 // the forward sweep's partial sums, the winners picked).
 static SGM_TARGET void SGM_WNAME(sweep_backward)(const sgm_sweep *s) {
-    const int horizontal = s->horizontal != NULL, with_partial = s->partial != NULL, with_earlier = s->earlier != NULL,
+    const int horizontal = s->horizontal, with_partial = s->partial != NULL, with_earlier = s->earlier != NULL,
               storing = s->store != NULL;
-    if (horizontal && with_partial && !with_earlier && !storing)
-        SGM_WNAME(sweep_backward_body)(s, 1, 1, 0, 0);
+    const int32_t n = s->disparities / SGM_W;
+    const int usual = horizontal && with_partial && !with_earlier && !storing;
+    if (usual && n == 2)
+        SGM_WNAME(sweep_backward_body)(s, 1, 1, 0, 0, 2);
+    else if (usual && n == 1)
+        SGM_WNAME(sweep_backward_body)(s, 1, 1, 0, 0, 1);
+    else if (usual)
+        SGM_WNAME(sweep_backward_body)(s, 1, 1, 0, 0, n);
     else
-        SGM_WNAME(sweep_backward_body)(s, horizontal, with_partial, with_earlier, storing);
+        SGM_WNAME(sweep_backward_body)(s, horizontal, with_partial, with_earlier, storing, n);
 }
 
 // One pixel of one path for the stage tests (parallax_sgm_path_step): prev has sentinels at
