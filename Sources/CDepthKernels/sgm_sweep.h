@@ -107,6 +107,21 @@ SGM_INLINE VB SGM_WNAME(row_path_vector)(SGM_WNAME(origin) o, VB cost, int32_t d
                                   (VB){0} + o.least);
 }
 
+// Vector i of the horizontal path at this pixel: h_prev holds the pixel before's n vectors
+// and gets this one's in their place; `before` and `current` (the pixel before's vectors i − 1
+// and i, read before they were replaced) move on a vector.
+SGM_INLINE VB SGM_WNAME(horizontal_vector)(VB *h_prev, int32_t i, int32_t n, VB cost, VB *before, VB *current, VB p1,
+                                           VB jump, VB least) {
+    const VB full = (VB){0} + 0xFF;
+    const VB after = i + 1 < n ? h_prev[i + 1] : full;
+    const VB v = SGM_WNAME(path_vector)(cost, *current, SGM_WNAME(shifted_up)(*before, *current),
+                                        SGM_WNAME(shifted_down)(*current, after), p1, jump, least);
+    h_prev[i] = v;
+    *before = *current;
+    *current = after;
+    return v;
+}
+
 // The forward sweep of a row (sgm_sweep: which paths, where their rows are). Writes each
 // path's values and least for the next row, and the row's partial sums: sums[x · D + d] =
 // the sum of this sweep's paths.
@@ -137,14 +152,9 @@ SGM_INLINE void SGM_WNAME(sweep_forward_body)(const sgm_sweep *s, const int hori
             const VB cost = SGM_WNAME(load)(c + d);
             VW total = {0};
             if (horizontal) {
-                const VB after = i + 1 < n ? h_prev[i + 1] : full;
-                const VB v = SGM_WNAME(path_vector)(cost, h_current, SGM_WNAME(shifted_up)(h_before, h_current),
-                                                    SGM_WNAME(shifted_down)(h_current, after), p1, h_jump, h_least);
-                h_prev[i] = v;  // h_current and `after` hold what vectors i and i + 1 were
+                const VB v = SGM_WNAME(horizontal_vector)(h_prev, i, n, cost, &h_before, &h_current, p1, h_jump, h_least);
                 h_min = __builtin_elementwise_min(h_min, v);
                 total += SGM_WNAME(widen)(v);
-                h_before = h_current;
-                h_current = after;
             }
             if (straight) {
                 const VB v = SGM_WNAME(row_path_vector)(up, cost, d, p1);
@@ -231,14 +241,9 @@ SGM_INLINE void SGM_WNAME(sweep_backward_body)(const sgm_sweep *s, const int hor
             VW total = with_partial ? SGM_WNAME(load_words)(partial + d) : (VW){0};
             if (with_earlier) total += SGM_WNAME(load_words)(earlier + d);
             if (horizontal) {
-                const VB after = i + 1 < n ? h_prev[i + 1] : full;
-                const VB v = SGM_WNAME(path_vector)(cost, h_current, SGM_WNAME(shifted_up)(h_before, h_current),
-                                                    SGM_WNAME(shifted_down)(h_current, after), p1, h_jump, h_least);
-                h_prev[i] = v;  // h_current and `after` hold what vectors i and i + 1 were
+                const VB v = SGM_WNAME(horizontal_vector)(h_prev, i, n, cost, &h_before, &h_current, p1, h_jump, h_least);
                 h_min = __builtin_elementwise_min(h_min, v);
                 total += SGM_WNAME(widen)(v);
-                h_before = h_current;
-                h_current = after;
             }
             if (storing) {
                 SGM_WNAME(store_words)(store + d, total);
