@@ -68,7 +68,7 @@ struct EuRoCSensorTests {
         #expect(abs(loaded.extrinsics.translation.y) <= Self.roundTrip && abs(loaded.extrinsics.translation.z) <= Self.roundTrip)
     }
 
-    @Test("what the format cannot hold is not written, and said: a calibration without a unit, a lens with k3")
+    @Test("what the format cannot hold is not written, and said: a calibration without a unit, a lens with k3 or rational terms, skew")
     func unrepresentableCalibrationsAreRefused() throws {
         let truth = SimulatedStereoRig.example(size: ImageSize(width: 160, height: 120)).calibration
         var unitless = truth
@@ -82,6 +82,17 @@ struct EuRoCSensorTests {
         } catch {
             #expect("\(error)".contains("k1, k2, p1, p2"), "\(error)")
         }
+        var rational = truth
+        rational.right.distortion = .brownConrady(BrownConrady(k1: -0.1, k4: 0.02))
+        #expect(throws: CaptureError.self) { try EuRoCSensorFile.texts(for: rational, rateHz: 30) }
+        var skewed = truth
+        skewed.left.intrinsics.skew = 0.5
+        do {
+            _ = try EuRoCSensorFile.texts(for: skewed, rateHz: 30)
+            Issue.record("a camera with skew was written as a pinhole without it")
+        } catch {
+            #expect("\(error)".contains("skew (0.5)"), "\(error)")
+        }
         // A fisheye lens is the format's equidistant model, read back as it was.
         var fisheye = truth
         fisheye.left.distortion = .kannalaBrandt(KannalaBrandt(k1: 0.1, k2: -0.02, k3: 0.003, k4: -0.0004))
@@ -89,6 +100,26 @@ struct EuRoCSensorTests {
         #expect(texts.left.contains("distortion_model: equidistant"))
         let back = try EuRoCSensorYAML(text: texts.left, file: "cam0/sensor.yaml")
         #expect(back.camera == fisheye.left && back.rateHz == 20 && back.bodyFromCamera == .identity)
+    }
+
+    @Test("capture with a calibration sensor.yaml cannot hold (OpenCV's YAML: no unit) keeps the pairs, writes no sensor.yaml, and says why")
+    func captureSaysWhyNoSensorFile() throws {
+        var calibration = SimulatedStereoRig.example(size: ImageSize(width: 160, height: 120)).calibration
+        calibration.translationUnit = .unitless
+        let dir = try ParallaxCLI.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let file = dir.appendingPathComponent("rig.yaml").path
+        try OpenCVStereoFile.write(calibration, rectification: nil, toFile: file)
+        let rec = dir.appendingPathComponent("rec").path
+        let run = try ParallaxCLI.run(["capture", "--simulated", "--size", "160x120", "--frames", "2", "--calibration", file,
+                                       "--output", rec])
+        #expect(run.status == 0, "\(run.stderr)")
+        #expect(run.stderr.contains("no sensor.yaml written: the calibration's translation has no unit"), "\(run.stderr)")
+        for camera in ["cam0", "cam1"] {
+            #expect(!FileManager.default.fileExists(atPath: "\(rec)/\(camera)/sensor.yaml"), "\(camera)/sensor.yaml was written")
+            let rows = try String(contentsOfFile: "\(rec)/\(camera)/data.csv", encoding: .utf8).split(separator: "\n")
+            #expect(rows.count == 3, "\(camera)/data.csv, a header and two frames: \(rows)")
+        }
     }
 
     @Test("a malformed sensor.yaml is named with its field and line", arguments: [

@@ -33,6 +33,43 @@ import Testing
         (try? JSONValue(parsing: String(decoding: response.body, as: UTF8.self)).object?["error"]?.string) ?? ""
     }
 
+    /// README: "forward the port first (`ssh -L 8040:127.0.0.1:8040 robot`)", and the viewer
+    /// serves only this machine unless told otherwise.
+    @Test("by default the viewer serves on 127.0.0.1, port 8040")
+    func defaultAddressAndPort() throws {
+        let view = try ViewCommand.parse(["--simulated"])
+        #expect(view.port == 8040 && view.listen == "127.0.0.1", "\(view.listen):\(view.port)")
+    }
+
+    /// FrameAccount.md: "`parallax stream` and `parallax view` end with it as an error". Both
+    /// end through ``StereoSessionStatistics/requireClosedAccount(command:)``: a closed account
+    /// passes, one with a pair lost without a reason ends the command naming what is missing.
+    @Test("stream and view end with an error when the frame account does not close")
+    func anOpenAccountEndsTheCommand() async throws {
+        let rig = SimulatedRigDevice(rig: .example(size: ImageSize(width: 64, height: 48)), pace: .asFastAsPossible)
+        let session = try StereoSession(device: StereoDevice(simulated: rig))
+        try session.start()
+        var delivered = 0
+        for try await _ in session.pairs {
+            delivered += 1
+            if delivered == 10 { break }
+        }
+        session.stop()
+        let closed = session.statistics
+        try closed.requireClosedAccount(command: "stream")
+        var lost = closed
+        lost.pairsDelivered -= 1
+        for command in ["stream", "view"] {
+            do {
+                try lost.requireClosedAccount(command: command)
+                Issue.record("\(command) ended quietly with a pair lost without a reason")
+            } catch {
+                #expect(error.description.hasPrefix("\(command): ") && error.description.contains("delivered 9")
+                        && error.description.hasSuffix("(a defect in Parallax)"), "\(error)")
+            }
+        }
+    }
+
     @Test func theTokenIsRequiredAndComparedWhole() async throws {
         let (viewer, session) = try Self.viewer()
         defer { session.stop() }

@@ -206,7 +206,7 @@ struct StreamCommand: AsyncParsableCommand {
             printSummary(stats, pairs: received, seconds: elapsed, mismatched: mismatched)
         }
         if let mismatched, mismatched > 0 { throw CLIError("\(mismatched) pairs were not taken at the same moment" + recordingNote) }
-        if let discrepancy = stats.accountDiscrepancy { throw CLIError("stream: \(discrepancy) (a defect in Parallax)") }
+        try stats.requireClosedAccount(command: "stream")
         if playsWholeRecording, !interruption.fired, timedOut.withLock({ $0 }) {
             throw CLIError("timed out after \(String(format: "%g", deadline)) s (--timeout), \(received) pairs into the recording, "
                            + "before its end" + (recorder.map { _ in "; --record \(record ?? "") kept those \(received) pairs" } ?? ""))
@@ -413,5 +413,14 @@ final class SessionStatus: Sendable {
     func finish() {
         task.cancel()
         line.finish()
+    }
+}
+
+extension StereoSessionStatistics {
+    /// Ends `stream` and `view` with an error when the frame account does not close
+    /// (FrameAccount.md): a frame that is neither a delivered pair nor a drop with a reason
+    /// is a defect in Parallax, never a quiet success.
+    func requireClosedAccount(command: String) throws(CLIError) {
+        if let discrepancy = accountDiscrepancy { throw CLIError("\(command): \(discrepancy) (a defect in Parallax)") }
     }
 }

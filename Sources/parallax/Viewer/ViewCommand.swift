@@ -149,7 +149,7 @@ struct ViewCommand: AsyncParsableCommand {
             + "\(account.replaced), with no page open \(account.unwatched); viewer account exact: \(account.isExact); "
             + "every frame accounted for: \(stats.accountsForEveryFrame(.left) && stats.accountsForEveryFrame(.right))\n").utf8))
         if let failure { throw CLIError("view: the session ended: \(failure)") }
-        if let discrepancy = stats.accountDiscrepancy { throw CLIError("view: \(discrepancy) (a defect in Parallax)") }
+        try stats.requireClosedAccount(command: "view")
     }
     #endif
 
