@@ -344,6 +344,37 @@ struct RectifyDatasetTests {
         #expect(try FileManager.default.contentsOfDirectory(atPath: rosbag).sorted() == ["metadata.yaml", "rosbag_0.mcap"])
     }
 
+    /// DatasetsAtScale.md: the input may be "a rosbag2 folder". The EuRoC recording played
+    /// into a rosbag2 folder (`capture --recording … --bag`) and rectified from there gives
+    /// the very files rectifying the recording itself gives: the same pairs, names and bytes.
+    @Test("a rosbag2 folder as input: the same pairs, file names and bytes as the EuRoC recording it was played from")
+    func rosbag2FolderInput() throws {
+        let dir = try ParallaxCLI.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let (recording, calibration) = try Self.recording(in: dir, frames: 6)
+        let rosbag = dir.appendingPathComponent("rawbag").path
+        let played = try ParallaxCLI.run(["capture", "--recording", recording, "--output", rosbag, "--bag"])
+        try #require(played.status == 0, "\(played.stderr)")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: rosbag).sorted() == ["metadata.yaml", "rawbag_0.mcap"])
+        var outputs: [String] = []
+        for (input, name) in [(recording, "from-folder"), (rosbag, "from-rosbag2")] {
+            let output = dir.appendingPathComponent(name).path
+            let run = try ParallaxCLI.run(["rectify-dataset", "--input", input, "--calibration", calibration, "--output", output])
+            #expect(run.status == 0 && run.stdout.contains("rectified 6 pairs"), "\(input): \(run.stdout) \(run.stderr)")
+            outputs.append(output)
+        }
+        for camera in ["cam0", "cam1"] {
+            let names = try FileManager.default.contentsOfDirectory(atPath: "\(outputs[0])/\(camera)/data").sorted()
+            #expect(names.count == 6)
+            #expect(try FileManager.default.contentsOfDirectory(atPath: "\(outputs[1])/\(camera)/data").sorted() == names)
+            for name in names {
+                let a = try Data(contentsOf: URL(fileURLWithPath: "\(outputs[0])/\(camera)/data/\(name)"))
+                let b = try Data(contentsOf: URL(fileURLWithPath: "\(outputs[1])/\(camera)/data/\(name)"))
+                #expect(a == b, "\(camera)/data/\(name) differs between the folder's and the rosbag2 folder's output")
+            }
+        }
+    }
+
     @Test("with --convergence, sensor.yaml describes the images as written: the rectifier's principal points, shift included")
     func convergenceInSensorFiles() throws {
         let dir = try ParallaxCLI.temporaryDirectory()

@@ -212,6 +212,29 @@ struct StereoDeviceTests {
         #expect(!uncapped.runs && abs(uncapped.cost - 6120.0 / 6000) < 1e-12 && readme.contains("1.02 at 25 fps"))
     }
 
+    /// HardwareCostModel.md: "Cameras are grouped by `busnum` from sysfs, so the USB 2
+    /// companion of a SuperSpeed port counts as a bus of its own". A USB 3 port is two buses
+    /// to Linux: a USB 2 camera in it is on the companion (bus 1 here), a USB 3 camera in the
+    /// port beside it on the SuperSpeed bus (2); each is costed against its own budget.
+    @Test("a USB 2 camera on a SuperSpeed port's companion bus is costed on a bus of its own, against the USB 2 budget")
+    func companionBusIsABusOfItsOwn() throws {
+        let driver = VirtualUVCDriver(cameras: [
+            Self.webcam("/dev/video0", bus: 1, port: "1", speed: 480),
+            Self.webcam("/dev/video2", bus: 2, port: "1", speed: 5000),
+        ])
+        let device = StereoDevice(left: try driver.camera(at: "/dev/video0"), right: try driver.camera(at: "/dev/video2"))
+        // 640·480·2·30 / 8000 + 12 = 2316 bytes per microframe: the 2688-byte alternate
+        // setting on the USB 2 bus, three 1024-byte packets (3072) on the SuperSpeed one.
+        let cost = device.cost(of: StereoConfiguration(format: Self.format("640x480@30:YUYV")))
+        #expect(cost.buses.count == 2, "\(cost.buses)")
+        let usb2 = try #require(cost.buses.first { $0.speed == .high })
+        let superSpeed = try #require(cost.buses.first { $0.speed == .superSpeed(megabitsPerSecond: 5000) })
+        #expect(usb2.reservedBytes == 2688 && superSpeed.reservedBytes == 3072, "\(cost.buses)")
+        #expect(abs(usb2.cost - 2688.0 / 6000) < 1e-12 && abs(superSpeed.cost - 3072.0 / 56_250) < 1e-12, "\(cost.buses)")
+        // On one bus, the two would be 2 × 2688 of 6000.
+        #expect(abs(cost.cost - 2688.0 / 6000) < 1e-12 && cost.runs)
+    }
+
     @Test("A format far larger than any camera's (as text can say) is costed and offered alternatives, without overflow")
     func hugeFormatIsPlannedWithoutOverflow() throws {
         // The values fuzz target's input: width × height is past Int.max (the planner trapped).
