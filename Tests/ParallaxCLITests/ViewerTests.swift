@@ -70,6 +70,21 @@ import Testing
         }
     }
 
+    /// README: the URL carries "a random token": 128 bits from the system's generator, in hex.
+    @Test("each viewer's token is new: 32 hex digits (128 bits), never the same twice")
+    func tokensAreRandom() {
+        let tokens = (0..<64).map { _ in ViewerController.makeToken() }
+        #expect(Set(tokens).count == tokens.count)
+        #expect(tokens.allSatisfy { $0.count == 32 && $0.allSatisfy { "0123456789abcdef".contains($0) } }, "\(tokens[0])")
+        // Random bits use every hex digit in each position: across 64 tokens a position misses
+        // a given digit with probability (15/16)^64 ≈ 1.6 %, so it misses 0.26 digits on average
+        // (Poisson), and seven or more in any of the 32 positions with probability below 1e-6.
+        for position in 0..<32 {
+            let digits = Set(tokens.map { Array($0)[position] })
+            #expect(digits.count >= 10, "position \(position): only \(digits.sorted())")
+        }
+    }
+
     @Test func theTokenIsRequiredAndComparedWhole() async throws {
         let (viewer, session) = try Self.viewer()
         defer { session.stop() }

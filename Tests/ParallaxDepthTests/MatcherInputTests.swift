@@ -1,3 +1,4 @@
+import Foundation
 import ParallaxDepth
 import ParallaxGeometry
 import ParallaxImage
@@ -7,6 +8,15 @@ import Testing
 struct MatcherInputTests {
     typealias Configuration = SemiGlobalMatcher.Configuration
     let size = ImageSize(width: 64, height: 32)
+
+    /// ParallaxDepth.md: "the default five paths", the 9 × 7 census (62 bits), and "two threads
+    /// (the default on a machine with more than one processor)".
+    @Test("the documented defaults: five paths, a 9 × 7 census, two threads where there is more than one processor")
+    func documentedDefaults() {
+        let configuration = SemiGlobalMatcher.Configuration()
+        #expect(configuration.paths == .five && configuration.census == .nineBySeven)
+        #expect(configuration.threads == (ProcessInfo.processInfo.activeProcessorCount > 1 ? 2 : 1), "\(configuration.threads)")
+    }
 
     @Test("each value out of range is refused, naming the field, the value and what is allowed")
     func outOfRangeValuesAreNamed() {

@@ -7,6 +7,24 @@ struct ConversionTests {
     /// Colours whose BT.601 studio-swing round trip is known to be close.
     static let swatch: [UInt8] = [0, 0, 0, 255, 255, 255, 255, 0, 0, 0, 255, 0, 0, 0, 255, 200, 120, 40]
 
+    /// ParallaxImage.md: "`ImageBuffer` … is copy-on-write"; its doc: writing into a buffer
+    /// that is not shared does not allocate (the same storage, written in place).
+    @Test("ImageBuffer is copy-on-write: a copy written leaves the original alone; a buffer held once is written in place")
+    func imageBufferIsCopyOnWrite() throws {
+        var original = try ImageBuffer(format: .gray8, size: ImageSize(width: 4, height: 2), bytes: Array(0..<8))
+        let before = original.withMutableView { UInt(bitPattern: $0.plane0) }
+        let again = original.withMutableView { UInt(bitPattern: $0.plane0) }
+        #expect(before == again, "a buffer held once moved its storage when written")
+        var copy = original
+        let copied = copy.withMutableView { view -> UInt in
+            view.plane0.storeBytes(of: 200, as: UInt8.self)
+            return UInt(bitPattern: view.plane0)
+        }
+        #expect(original.bytes == Array(0..<8) && copy.bytes == [200] + Array(1..<8))
+        #expect(copied != before, "the copy was written in the original's storage")
+        #expect(original.withMutableView { UInt(bitPattern: $0.plane0) } == before)
+    }
+
     @Test("every format converts to every other and back to RGB within the maths' rounding",
           arguments: PixelFormat.allCases)
     func roundTripThrough(format: PixelFormat) throws {

@@ -19,6 +19,20 @@ struct SimulatedRigDeviceTests {
         return collector
     }
 
+    /// FirstPrograms.md: `SimulatedStereoRig.example()` "is a 640×480 pair with a chessboard"
+    /// (its doc: a 9 × 6 board 0.6 m away, the cameras 6 cm apart, in metres).
+    @Test("the example rig is a 640×480 pair with a 9 × 6 chessboard 0.6 m away, 6 cm apart")
+    func exampleRigIsTheDocumentedOne() throws {
+        let rig = SimulatedStereoRig.example()
+        #expect(rig.calibration.left.size == ImageSize(width: 640, height: 480) && rig.calibration.right.size == rig.calibration.left.size)
+        let board = try #require(rig.scene.target, "the example rig has no board")
+        #expect(board.target.columns == 9 && board.target.rows == 6, "\(board.target.columns) × \(board.target.rows)")
+        // The middle of the corner grid (4 and 2.5 squares of 25 mm from the first corner) is 0.6 m out.
+        let middle = board.pose.rotation * SIMD3(4 * 0.025, 2.5 * 0.025, 0) + board.pose.translation
+        #expect(abs(middle.z - 0.6) < 1e-12, "\(middle)")
+        #expect(rig.calibration.translationUnit == .metre && abs(abs(rig.calibration.extrinsics.translation.x) - 0.06) < 1e-12)
+    }
+
     @Test("Offset and drift put frame k of each camera exactly where the shared clock says")
     func offsetAndDrift() throws {
         let epoch: Int64 = 1_000_000_000_000

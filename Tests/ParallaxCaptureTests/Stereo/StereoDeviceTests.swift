@@ -235,6 +235,21 @@ struct StereoDeviceTests {
         #expect(abs(cost.cost - 2688.0 / 6000) < 1e-12 && cost.runs)
     }
 
+    /// HardwareCostModel.md: configure "refuses 1.0 or more". Cameras whose only alternate
+    /// setting is 3000 bytes put two 640×480 YUYV streams (2316 bytes each) at exactly
+    /// 6000 of 6000: refused; at 2999 bytes, 5998 of 6000: they run.
+    @Test("a cost of exactly 1.0 is refused before STREAMON; just under it runs")
+    func exactlyOneIsRefused() throws {
+        let wanted = StereoConfiguration(format: Self.format("640x480@30:YUYV"))
+        let (_, full) = try Self.pair(shared: true, packets: [3000])
+        let cost = full.cost(of: wanted)
+        #expect(cost.cost == 1.0 && !cost.runs, "\(cost)")
+        #expect(throws: StereoDeviceError.self) { try full.configure(wanted) }
+        let (_, under) = try Self.pair(shared: true, packets: [2999])
+        #expect(under.cost(of: wanted).cost == 5998.0 / 6000 && under.cost(of: wanted).runs)
+        #expect(try under.configure(wanted).format.size == wanted.format.size)
+    }
+
     @Test("A format far larger than any camera's (as text can say) is costed and offered alternatives, without overflow")
     func hugeFormatIsPlannedWithoutOverflow() throws {
         // The values fuzz target's input: width × height is past Int.max (the planner trapped).
