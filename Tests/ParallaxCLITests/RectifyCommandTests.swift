@@ -176,6 +176,11 @@ import Testing
         #expect((object["convergence_change_ms_median"]?.number ?? -1) >= 0)
         #expect((object["ms_per_converged_pair_median"]?.number ?? 0) > 0)
 
+        // README: the text output "prints a pair's time and the CPU".
+        let text = try ParallaxCLI.run(["bench", "rectify", "--size", "64x48", "--iterations", "2"])
+        #expect(text.status == 0 && text.stdout.contains(" on \(CPUModel.name): median ") && text.stdout.contains(" ms per pair"),
+                "\(text.stdout)")
+
         let maps = try ParallaxCLI.run(["bench", "maps", "--size", "64x48", "--iterations", "2", "--json"])
         #expect(maps.status == 0, "\(maps.stderr)")
         #expect(try JSONValue(parsing: maps.stdout).object?["operation"]?.string == "build-maps")

@@ -249,6 +249,21 @@ struct RectifyDatasetTests {
         let other = try ParallaxCLI.run(["rectify-dataset", "--input", recording, "--calibration", calibration, "--alpha", "0",
                                          "--output", out])
         #expect(other.status != 0 && other.stderr.contains("holds a rectification made with another calibration"), "\(other.stderr)")
+        // DatasetsAtScale.md: "another calibration, other options or another recording is
+        // refused … rather than mixed in": each of the three, and the output as it was.
+        let before = try Self.files(URL(fileURLWithPath: out))
+        var wider = try StereoCalibration(contentsOfFile: calibration)
+        wider.left.intrinsics.fx *= 1.01
+        let widerFile = dir.appendingPathComponent("wider.json").path
+        try FileAccess.writeAtomically(wider.jsonText(), toPath: widerFile)
+        let longer = dir.appendingPathComponent("longer").path
+        try #require(try ParallaxCLI.run(["capture", "--simulated", "--size", "160x120", "--frames", "6", "--output", longer]).status == 0)
+        for (input, file, what) in [(recording, widerFile, "another calibration"), (longer, calibration, "another recording")] {
+            let refused = try ParallaxCLI.run(["rectify-dataset", "--input", input, "--calibration", file, "--output", out])
+            #expect(refused.status != 0 && refused.stderr.contains("holds a rectification made with another calibration, options or recording"),
+                    "\(what): \(refused.stderr)")
+        }
+        #expect(try Self.files(URL(fileURLWithPath: out)) == before, "a refused run changed the output")
         let notOurs = try ParallaxCLI.run(["rectify-dataset", "--input", recording, "--calibration", calibration, "--output", recording])
         #expect(notOurs.status != 0, "\(notOurs.stderr)")
         let mine = dir.appendingPathComponent("mine")
@@ -342,6 +357,33 @@ struct RectifyDatasetTests {
         let rosbag = dir.appendingPathComponent("rosbag").path
         #expect(try ParallaxCLI.run(common + [rosbag, "--bag"]).status == 0)
         #expect(try FileManager.default.contentsOfDirectory(atPath: rosbag).sorted() == ["metadata.yaml", "rosbag_0.mcap"])
+    }
+
+    /// DatasetsAtScale.md: the pairs are the synchronizer's, "skew at most half the
+    /// recording's frame interval", from the timestamps. The simulated right camera runs 3 ms
+    /// (0.09 of an interval) behind the left. One right frame's stamp moved 0.3 of an interval
+    /// later (0.39 from its left frame) still pairs; moved 0.6 later (0.69 from its own left
+    /// frame; the next left frame has its own partner 0.09 away) it pairs with nothing, and
+    /// neither does its left frame: one pair fewer.
+    @Test("pairs within half a frame interval: a right frame 0.3 of an interval late is paired, 0.6 late is not")
+    func pairsWithinHalfAnInterval() throws {
+        let dir = try ParallaxCLI.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let (recording, calibration) = try Self.recording(in: dir, frames: 8)
+        for (fraction, pairs) in [(0.3, 8), (0.6, 7)] {
+            let moved = dir.appendingPathComponent("moved-\(fraction)").path
+            try FileManager.default.copyItem(atPath: recording, toPath: moved)
+            let csv = moved + "/cam1/data.csv"
+            var lines = try String(contentsOfFile: csv, encoding: .utf8).split(separator: "\n").map(String.init)
+            let stamps = lines.dropFirst().map { Int64($0.split(separator: ",")[0])! }
+            let interval = Double(stamps.last! - stamps.first!) / Double(stamps.count - 1)
+            let fields = lines[4].split(separator: ",")
+            lines[4] = "\(Int64(fields[0])! + Int64(fraction * interval)),\(fields[1])"
+            try FileAccess.writeAtomically(lines.joined(separator: "\n") + "\n", toPath: csv)
+            let run = try ParallaxCLI.run(["rectify-dataset", "--input", moved, "--calibration", calibration,
+                                           "--output", dir.appendingPathComponent("out-\(fraction)").path])
+            #expect(run.status == 0 && run.stdout.contains("rectified \(pairs) pairs"), "\(fraction): \(run.stdout) \(run.stderr)")
+        }
     }
 
     /// DatasetsAtScale.md: the input may be "a rosbag2 folder". The EuRoC recording played

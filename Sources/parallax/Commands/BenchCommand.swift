@@ -239,7 +239,7 @@ struct BenchRectifyCommand: ParsableCommand {
             ] + options.contextFields)).serialized(indent: 0))
         } else {
             print("rectify-pair \(size) \(format.rawValue) \(rectifier.interpolation.rawValue)\(compact ? ", compact maps" : ""), \(options.threadCount) thread(s), "
-                + "\(rectifier.simdLevel): median \(formatNumber(median)) ms, min \(formatNumber(minimum)) ms per pair, \(String(format: "%.1f", megapixels)) MP/s")
+                + "\(rectifier.simdLevel) on \(CPUModel.name): median \(formatNumber(median)) ms, min \(formatNumber(minimum)) ms per pair, \(String(format: "%.1f", megapixels)) MP/s")
             print("convergence change (set the plane, apply it; no map rebuilt): median \(formatNumber(change.median)) ms, "
                 + "max \(formatNumber(changeMax)) ms; the pairs after it: median \(formatNumber(shifted.median)) ms")
         }
