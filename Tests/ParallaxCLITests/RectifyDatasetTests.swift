@@ -386,33 +386,46 @@ struct RectifyDatasetTests {
         }
     }
 
-    /// DatasetsAtScale.md: the input may be "a rosbag2 folder". The EuRoC recording played
-    /// into a rosbag2 folder (`capture --recording … --bag`) and rectified from there gives
-    /// the very files rectifying the recording itself gives: the same pairs, names and bytes.
-    @Test("a rosbag2 folder as input: the same pairs, file names and bytes as the EuRoC recording it was played from")
+    /// DatasetsAtScale.md: the input may be "an MCAP file, or a rosbag2 folder". The EuRoC
+    /// recording played into a rosbag2 folder and an MCAP file (`capture --recording …`) and
+    /// rectified from there gives the very files rectifying the recording itself gives.
+    @Test("a rosbag2 folder and an MCAP file as input: the same pairs, file names and bytes as the EuRoC recording they were played from")
     func rosbag2FolderInput() throws {
         let dir = try ParallaxCLI.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
-        let (recording, calibration) = try Self.recording(in: dir, frames: 6)
-        let rosbag = dir.appendingPathComponent("rawbag").path
-        let played = try ParallaxCLI.run(["capture", "--recording", recording, "--output", rosbag, "--bag"])
-        try #require(played.status == 0, "\(played.stderr)")
+        let (_, calibration) = try Self.recording(in: dir, frames: 1)
+        // The board sweep holds a pose 0.8 s, then moves: over 40 frames (1.3 s) its views differ,
+        // so another frame's pixels fail.
+        let recording = dir.appendingPathComponent("sweep").path
+        let made = try ParallaxCLI.run(["capture", "--simulated", "--board-sweep", "--size", "160x120", "--frames", "40",
+                                        "--output", recording])
+        try #require(made.status == 0, "\(made.stderr)")
+        let rosbag = dir.appendingPathComponent("rawbag").path, file = dir.appendingPathComponent("raw.mcap").path
+        for (output, flags) in [(rosbag, ["--bag"]), (file, [])] {
+            let played = try ParallaxCLI.run(["capture", "--recording", recording, "--output", output] + flags)
+            try #require(played.status == 0, "\(played.stderr)")
+        }
         #expect(try FileManager.default.contentsOfDirectory(atPath: rosbag).sorted() == ["metadata.yaml", "rawbag_0.mcap"])
         var outputs: [String] = []
-        for (input, name) in [(recording, "from-folder"), (rosbag, "from-rosbag2")] {
+        for (input, name) in [(recording, "from-folder"), (rosbag, "from-rosbag2"), (file, "from-mcap")] {
             let output = dir.appendingPathComponent(name).path
             let run = try ParallaxCLI.run(["rectify-dataset", "--input", input, "--calibration", calibration, "--output", output])
-            #expect(run.status == 0 && run.stdout.contains("rectified 6 pairs"), "\(input): \(run.stdout) \(run.stderr)")
+            #expect(run.status == 0 && run.stdout.contains("rectified 40 pairs"), "\(input): \(run.stdout) \(run.stderr)")
             outputs.append(output)
         }
         for camera in ["cam0", "cam1"] {
             let names = try FileManager.default.contentsOfDirectory(atPath: "\(outputs[0])/\(camera)/data").sorted()
-            #expect(names.count == 6)
-            #expect(try FileManager.default.contentsOfDirectory(atPath: "\(outputs[1])/\(camera)/data").sorted() == names)
-            for name in names {
-                let a = try Data(contentsOf: URL(fileURLWithPath: "\(outputs[0])/\(camera)/data/\(name)"))
-                let b = try Data(contentsOf: URL(fileURLWithPath: "\(outputs[1])/\(camera)/data/\(name)"))
-                #expect(a == b, "\(camera)/data/\(name) differs between the folder's and the rosbag2 folder's output")
+            #expect(names.count == 40)
+            let first = try Data(contentsOf: URL(fileURLWithPath: "\(outputs[0])/\(camera)/data/\(names[0])"))
+            let last = try Data(contentsOf: URL(fileURLWithPath: "\(outputs[0])/\(camera)/data/\(names[39])"))
+            #expect(first != last, "\(camera): the sweep's first and last pairs are alike")
+            for output in outputs.dropFirst() {
+                #expect(try FileManager.default.contentsOfDirectory(atPath: "\(output)/\(camera)/data").sorted() == names)
+                for name in names {
+                    let a = try Data(contentsOf: URL(fileURLWithPath: "\(outputs[0])/\(camera)/data/\(name)"))
+                    let b = try Data(contentsOf: URL(fileURLWithPath: "\(output)/\(camera)/data/\(name)"))
+                    #expect(a == b, "\(camera)/data/\(name) differs between the folder's output and \(output)")
+                }
             }
         }
     }
