@@ -16,12 +16,7 @@ final class CameraClockStream: @unchecked Sendable {
     private var fd: Int32
     private let mappings: [(address: UnsafeMutableRawPointer, length: Int)]
     private var fit: CameraClockFit
-    /// Presentation times by the driver's frame sequence number, for frames not yet dequeued
-    /// (at most the few just ahead of the latest frame).
-    private var presentationTimes: [UInt32: UInt32] = [:]
-    /// The driver's stamp minus the camera clock's start of exposure, for recent frames:
-    /// a frame whose metadata was lost is stamped by its driver stamp less their median.
-    private var lags: [Int64] = []
+    private var stamps = ExposureStamps()
 
     /// `V4L2_META_FMT_UVC`.
     static let uvcMetadataFormat = FourCC("UVCH").rawValue
@@ -85,18 +80,7 @@ final class CameraClockStream: @unchecked Sendable {
     /// stamp less the recent median lag; nil before the fit has a reading.
     func exposureStart(sequence: UInt32, driverStamp: Int64) -> Int64? {
         drain()
-        var start: Int64?
-        if let pts = presentationTimes.removeValue(forKey: sequence), let host = fit.hostNanoseconds(ofDeviceClock: pts) {
-            start = host
-            lags.append(driverStamp - host)
-            if lags.count > 31 { lags.removeFirst() }
-        } else if !lags.isEmpty {
-            start = driverStamp - lags.sorted()[lags.count / 2]
-        }
-        // Only metadata of the frames just ahead is kept (there are 8 metadata buffers): not
-        // that of frames the video queue lost, nor a stream's before a restart numbered anew.
-        presentationTimes = presentationTimes.filter { $0.key &- sequence < 64 }
-        return start
+        return stamps.exposureStart(sequence: sequence, driverStamp: driverStamp, fit: fit)
     }
 
     /// Dequeues every metadata buffer ready, feeds its clock readings to the fit and keeps
@@ -114,7 +98,7 @@ final class CameraClockStream: @unchecked Sendable {
                 let entries = UVCMetadataEntry.entries(in: bytes)
                 fit.add(readings: entries.compactMap { entry in entry.sourceClock.map { ($0, entry.hostNanoseconds) } })
                 if let pts = entries.first(where: { $0.presentationTime != nil })?.presentationTime {
-                    presentationTimes[buffer.sequence] = pts
+                    stamps.presentationTimes[buffer.sequence] = pts
                 }
             }
             _ = syscalls.call(fd, CV4L2_VIDIOC_QBUF, &buffer)
@@ -136,4 +120,34 @@ final class CameraClockStream: @unchecked Sendable {
     }
 
     deinit { stop() }
+}
+
+/// A frame's start of exposure from its presentation time through the camera clock's fit,
+/// or, for a frame whose metadata was lost, from its driver stamp less the recent lag.
+struct ExposureStamps {
+    /// Presentation times by the driver's frame sequence number, for frames not yet dequeued
+    /// (at most the few just ahead of the latest frame).
+    var presentationTimes: [UInt32: UInt32] = [:]
+    /// The driver's stamp minus the camera clock's start of exposure, for recent frames:
+    /// a frame whose metadata was lost is stamped by its driver stamp less their median.
+    private(set) var lags: [Int64] = []
+    /// How many recent lags the median is taken over (about a second at 30 fps).
+    static let lagCount = 31
+
+    /// The start of exposure of the frame numbered `sequence` and stamped `driverStamp`; nil
+    /// while neither its metadata nor a recent frame's is there to go by.
+    mutating func exposureStart(sequence: UInt32, driverStamp: Int64, fit: CameraClockFit) -> Int64? {
+        var start: Int64?
+        if let pts = presentationTimes.removeValue(forKey: sequence), let host = fit.hostNanoseconds(ofDeviceClock: pts) {
+            start = host
+            lags.append(driverStamp - host)
+            if lags.count > Self.lagCount { lags.removeFirst() }
+        } else if !lags.isEmpty {
+            start = driverStamp - lags.sorted()[lags.count / 2]
+        }
+        // Only metadata of the frames just ahead is kept (there are 8 metadata buffers): not
+        // that of frames the video queue lost, nor a stream's before a restart numbered anew.
+        presentationTimes = presentationTimes.filter { $0.key &- sequence < 64 }
+        return start
+    }
 }

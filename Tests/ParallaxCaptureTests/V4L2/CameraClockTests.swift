@@ -201,6 +201,36 @@ struct CameraClockTests {
                 "\(after.compactMap { $0.error.map { abs($0) / 1000 } }.max() ?? .nan) µs")
     }
 
+    /// A frame whose metadata was lost (uvcvideo's metadata queue is 8 buffers deep, and a
+    /// busy machine overruns it) is stamped by its driver stamp less the median lag, driver
+    /// stamp minus fitted start, of the last 31 frames that had theirs. The lags here are
+    /// exact (each frame's driver stamp is its fitted start plus the lag), so the fallback
+    /// must give the lost frame's true start exactly.
+    @Test("a frame whose metadata was lost: its driver stamp less the median lag of the last 31 frames (an outlier ignored, an old lag forgotten); nothing before any lag")
+    func lostMetadataFallsBackOnTheDriverStamp() throws {
+        let frequency = 48_000_000.0
+        var fit = CameraClockFit(frequencyHz: frequency)
+        var stamps = ExposureStamps()
+        func ticks(_ host: Int64) -> UInt32 { UInt32(truncatingIfNeeded: Int64((3 + Double(host) / 1e9) * frequency)) }
+        func exposure(_ k: Int) -> Int64 { 1_000_000_000 + Int64(k) * 33_333_333 }
+        #expect(stamps.exposureStart(sequence: 0, driverStamp: 12_000_000, fit: fit) == nil, "a start from nothing")
+        for k in 1...73 {
+            fit.add(readings: [(ticks(exposure(k)), exposure(k))])
+            if k == 41 || k == 73 {
+                // Lost: 12 ms late after forty frames 12 ms late (one of them 30 ms, which the
+                // median ignores); 20 ms late after 31 frames 20 ms late (the 12 ms ones forgotten).
+                let lag: Int64 = k == 41 ? 12_000_000 : 20_000_000
+                #expect(stamps.exposureStart(sequence: UInt32(k), driverStamp: exposure(k) + lag, fit: fit) == exposure(k), "frame \(k)")
+                continue
+            }
+            let lag: Int64 = k < 41 ? (k == 20 ? 30_000_000 : 12_000_000) : 20_000_000
+            stamps.presentationTimes[UInt32(k)] = ticks(exposure(k))
+            let fitted = try #require(fit.hostNanoseconds(ofDeviceClock: ticks(exposure(k))), "frame \(k): the fit maps nothing")
+            #expect(stamps.exposureStart(sequence: UInt32(k), driverStamp: fitted + lag, fit: fit) == fitted, "frame \(k)")
+        }
+        #expect(stamps.lags.count == ExposureStamps.lagCount && stamps.lags.allSatisfy { $0 == 20_000_000 })
+    }
+
     /// A hull edge steeper than any crystal (here readings 5000 ppm apart: a clock frequency
     /// the camera states wrongly) is not believed: the fit keeps the offset alone, from the
     /// last second's least reading, as over a short span.
