@@ -36,6 +36,8 @@ let package = Package(
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.24.0", traits: []),
         .package(url: "https://github.com/hummingbird-project/hummingbird-websocket", from: "2.8.0"),
         .package(url: "https://github.com/apple/swift-log", from: "1.14.0"),
+        // The viewer's own channel handler (it closes a connection whose request NIO's parser refused).
+        .package(url: "https://github.com/apple/swift-nio", from: "2.81.0"),
         // `make docs`: the DocC catalogs (a plugin only; nothing links it).
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
     ],
@@ -92,6 +94,9 @@ let package = Package(
                 .product(name: "Hummingbird", package: "hummingbird", condition: .when(traits: ["BrowserViewer"])),
                 .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket", condition: .when(traits: ["BrowserViewer"])),
                 .product(name: "Logging", package: "swift-log", condition: .when(traits: ["BrowserViewer"])),
+                .product(name: "HummingbirdCore", package: "hummingbird", condition: .when(traits: ["BrowserViewer"])),
+                .product(name: "NIOCore", package: "swift-nio", condition: .when(traits: ["BrowserViewer"])),
+                .product(name: "NIOHTTP1", package: "swift-nio", condition: .when(traits: ["BrowserViewer"])),
             ]
         ),
 

@@ -1,8 +1,11 @@
 #if BrowserViewer
 import Foundation
 import Hummingbird
+import HummingbirdCore
 import HummingbirdWebSocket
 import Logging
+import NIOCore
+import NIOHTTP1
 import ParallaxGeometry
 
 /// The HTTP and WebSocket server of `parallax view`, on Hummingbird: it carries each request
@@ -32,8 +35,8 @@ enum ViewerServer {
             router: router,
             // A connection that sends nothing for 2 s between requests (an idle keep-alive) is
             // closed: a local viewer's page asks again at once.
-            server: .http1WebSocketUpgrade(webSocketRouter: sockets,
-                                           configuration: .init(http1: .init(idleTimeout: .seconds(2)), ws: .init(maxFrameSize: 1 << 16))),
+            server: .closingOnMalformedRequests(webSocketRouter: sockets,
+                                                configuration: .init(http1: .init(idleTimeout: .seconds(2)), ws: .init(maxFrameSize: 1 << 16))),
             configuration: .init(address: .hostname(host, port: port), serverName: nil),
             onServerRunning: { channel in announce(channel.localAddress?.port ?? port) },
             logger: logger)
@@ -83,6 +86,43 @@ enum ViewerServer {
         }
     }
 
+    /// Hummingbird's HTTP/1 and WebSocket channel with a handler at the end of each
+    /// connection's pipeline that closes the connection when NIO's parser refuses a request
+    /// (a NUL in the request line, an unknown HTTP version, a line or header past the
+    /// decoder's limits). Hummingbird turns NIO's own error handling off and, while a
+    /// connection still waits to see whether it will be upgraded, nothing else acts on such
+    /// bytes: the connection stayed open with nothing said. (NIO's error handler, which would
+    /// answer 400, watches what is written back and cannot stay on a connection upgraded to
+    /// a WebSocket; this one only reads errors.)
+    struct ClosingOnMalformedRequests<Inner: ServerChildChannel>: ServerChildChannel {
+        let inner: Inner
+
+        func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Inner.Value> {
+            inner.setup(channel: channel, logger: logger).flatMapThrowing { value in
+                try channel.pipeline.syncOperations.addHandler(CloseOnParserError())
+                return value
+            }
+        }
+
+        func handle(value: Inner.Value, logger: Logger) async {
+            await inner.handle(value: value, logger: logger)
+        }
+    }
+
+    /// Closes the connection on an HTTP parser error that reaches the end of the pipeline;
+    /// passes everything else on untouched.
+    final class CloseOnParserError: ChannelInboundHandler, RemovableChannelHandler, Sendable {
+        typealias InboundIn = Never
+
+        func errorCaught(context: ChannelHandlerContext, error: any Error) {
+            if error is HTTPParserError {
+                context.close(promise: nil)
+            } else {
+                context.fireErrorCaught(error)
+            }
+        }
+    }
+
     /// Hands every request to the controller (the WebSocket upgrade is decided before).
     struct ControllerMiddleware: RouterMiddleware {
         typealias Context = BasicRequestContext
@@ -119,6 +159,20 @@ enum ViewerServer {
             }
             return Response(status: HTTPResponse.Status(code: answer.status), headers: headers,
                             body: ResponseBody(byteBuffer: ByteBuffer(bytes: answer.body)))
+        }
+    }
+}
+
+extension HTTPServerBuilder {
+    /// ``ViewerServer/ClosingOnMalformedRequests`` around Hummingbird's HTTP/1 server with
+    /// WebSocket upgrades routed by `webSocketRouter`.
+    static func closingOnMalformedRequests<Sockets: HTTPResponderBuilder & _HB_SendableMetatype>(
+        webSocketRouter: Sockets, configuration: HTTP1WebSocketUpgradeChannel.Configuration
+    ) -> HTTPServerBuilder where Sockets.Responder.Context: WebSocketRequestContext {
+        let sockets = webSocketRouter.buildResponder()
+        return HTTPServerBuilder { responder in
+            ViewerServer.ClosingOnMalformedRequests(inner: HTTP1WebSocketUpgradeChannel(
+                responder: responder, webSocketResponder: sockets, configuration: configuration))
         }
     }
 }
