@@ -35,8 +35,9 @@ enum ViewerServer {
             router: router,
             // A connection that sends nothing for 2 s between requests (an idle keep-alive) is
             // closed: a local viewer's page asks again at once.
-            server: .closingOnMalformedRequests(webSocketRouter: sockets,
-                                                configuration: .init(http1: .init(idleTimeout: .seconds(2)), ws: .init(maxFrameSize: 1 << 16))),
+            server: .viewer(webSocketRouter: sockets,
+                            configuration: .init(http1: .init(idleTimeout: .seconds(2)), ws: .init(maxFrameSize: 1 << 16)),
+                            refusal: { controller.refusal(token: $0) }),
             configuration: .init(address: .hostname(host, port: port), serverName: nil),
             onServerRunning: { channel in announce(channel.localAddress?.port ?? port) },
             logger: logger)
@@ -86,26 +87,87 @@ enum ViewerServer {
         }
     }
 
-    /// Hummingbird's HTTP/1 and WebSocket channel with a handler at the end of each
-    /// connection's pipeline that closes the connection when NIO's parser refuses a request
-    /// (a NUL in the request line, an unknown HTTP version, a line or header past the
-    /// decoder's limits). Hummingbird turns NIO's own error handling off and, while a
-    /// connection still waits to see whether it will be upgraded, nothing else acts on such
-    /// bytes: the connection stayed open with nothing said. (NIO's error handler, which would
-    /// answer 400, watches what is written back and cannot stay on a connection upgraded to
-    /// a WebSocket; this one only reads errors.)
-    struct ClosingOnMalformedRequests<Inner: ServerChildChannel>: ServerChildChannel {
+    /// Hummingbird's HTTP/1 and WebSocket channel with two handlers of the viewer's own:
+    ///
+    /// - ``UpgradeTokenGate`` after NIO's request decoder answers a WebSocket upgrade without
+    ///   the token with the controller's 401, or 403 for a wrong one, and closes: Hummingbird
+    ///   answers every upgrade it does not make with a bare 400.
+    /// - ``CloseOnParserError`` at the end of the pipeline closes the connection when NIO's
+    ///   parser refuses a request (a NUL in the request line, an unknown HTTP version, a line
+    ///   or header past the decoder's limits). Hummingbird turns NIO's own error handling off
+    ///   and, while a connection still waits to see whether it will be upgraded, nothing else
+    ///   acts on such bytes: the connection stayed open with nothing said. (NIO's error
+    ///   handler, which would answer 400, watches what is written back and cannot stay on a
+    ///   connection upgraded to a WebSocket; this one only reads errors.)
+    struct ViewerChildChannel<Inner: ServerChildChannel>: ServerChildChannel {
         let inner: Inner
+        let refusal: @Sendable (String?) -> ViewerResponse?
 
         func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Inner.Value> {
             inner.setup(channel: channel, logger: logger).flatMapThrowing { value in
-                try channel.pipeline.syncOperations.addHandler(CloseOnParserError())
+                let pipeline = channel.pipeline.syncOperations
+                let decoder = try pipeline.context(handlerType: ByteToMessageHandler<HTTPRequestDecoder>.self)
+                try pipeline.addHandler(UpgradeTokenGate(refusal: refusal), position: .after(decoder.handler))
+                try pipeline.addHandler(CloseOnParserError())
                 return value
             }
         }
 
         func handle(value: Inner.Value, logger: Logger) async {
             await inner.handle(value: value, logger: logger)
+        }
+    }
+
+    /// Looks at a connection's first request only, then steps out of the pipeline: a
+    /// WebSocket upgrade of `/ws` that the token check refuses is answered here (the refusal's
+    /// status and JSON reason) and the connection closed; anything else goes on unchanged.
+    final class UpgradeTokenGate: ChannelInboundHandler, RemovableChannelHandler {
+        typealias InboundIn = HTTPServerRequestPart
+        typealias InboundOut = HTTPServerRequestPart
+        typealias OutboundOut = HTTPServerResponsePart
+
+        let refusal: @Sendable (String?) -> ViewerResponse?
+        /// Set once an upgrade is refused: the rest of that request is dropped.
+        private var refused = false
+
+        init(refusal: @escaping @Sendable (String?) -> ViewerResponse?) { self.refusal = refusal }
+
+        func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+            guard !refused else { return }
+            guard case .head(let head) = unwrapInboundIn(data) else {
+                context.fireChannelRead(data)
+                return
+            }
+            let path = head.uri.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false).first ?? ""
+            let upgrading = head.headers["upgrade"].contains { $0.lowercased() == "websocket" }
+            if upgrading, path == "/ws", let answer = refusal(Self.token(of: head)) {
+                refused = true
+                let headers = HTTPHeaders([("Content-Type", answer.contentType), ("Cache-Control", "no-store"),
+                                           ("Content-Length", "\(answer.body.count)"), ("Connection", "close")])
+                let status = HTTPResponseStatus(statusCode: answer.status)
+                context.write(wrapOutboundOut(.head(HTTPResponseHead(version: head.version, status: status, headers: headers))), promise: nil)
+                context.write(wrapOutboundOut(.body(.byteBuffer(context.channel.allocator.buffer(bytes: answer.body)))), promise: nil)
+                context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
+                context.close(promise: nil)
+                return
+            }
+            context.fireChannelRead(data)
+            context.pipeline.syncOperations.removeHandler(context: context, promise: nil)
+        }
+
+        /// The token as the WebSocket route reads it: `?token=`, else `Authorization: Bearer`.
+        static func token(of head: HTTPRequestHead) -> String? {
+            let parts = head.uri.split(separator: "?", maxSplits: 1)
+            if parts.count == 2 {
+                for pair in parts[1].split(separator: "&") where pair.hasPrefix("token=") {
+                    let value = String(pair.dropFirst("token=".count))
+                    return value.removingPercentEncoding ?? value
+                }
+            }
+            if let authorization = head.headers["authorization"].first, authorization.hasPrefix("Bearer ") {
+                return String(authorization.dropFirst("Bearer ".count))
+            }
+            return nil
         }
     }
 
@@ -164,15 +226,16 @@ enum ViewerServer {
 }
 
 extension HTTPServerBuilder {
-    /// ``ViewerServer/ClosingOnMalformedRequests`` around Hummingbird's HTTP/1 server with
-    /// WebSocket upgrades routed by `webSocketRouter`.
-    static func closingOnMalformedRequests<Sockets: HTTPResponderBuilder & _HB_SendableMetatype>(
-        webSocketRouter: Sockets, configuration: HTTP1WebSocketUpgradeChannel.Configuration
+    /// ``ViewerServer/ViewerChildChannel`` around Hummingbird's HTTP/1 server with WebSocket
+    /// upgrades routed by `webSocketRouter`; `refusal` is the token check.
+    static func viewer<Sockets: HTTPResponderBuilder & _HB_SendableMetatype>(
+        webSocketRouter: Sockets, configuration: HTTP1WebSocketUpgradeChannel.Configuration,
+        refusal: @escaping @Sendable (String?) -> ViewerResponse?
     ) -> HTTPServerBuilder where Sockets.Responder.Context: WebSocketRequestContext {
         let sockets = webSocketRouter.buildResponder()
         return HTTPServerBuilder { responder in
-            ViewerServer.ClosingOnMalformedRequests(inner: HTTP1WebSocketUpgradeChannel(
-                responder: responder, webSocketResponder: sockets, configuration: configuration))
+            ViewerServer.ViewerChildChannel(inner: HTTP1WebSocketUpgradeChannel(
+                responder: responder, webSocketResponder: sockets, configuration: configuration), refusal: refusal)
         }
     }
 }
