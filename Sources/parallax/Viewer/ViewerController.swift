@@ -79,6 +79,13 @@ final class ViewerController: Sendable {
         return (0..<16).map { _ in String(format: "%02x", UInt8.random(in: 0...255, using: &generator)) }.joined()
     }
 
+    /// The token a request presents: its `?token=`, else its `Authorization: Bearer …`.
+    static func presentedToken(query: String?, authorization: String?) -> String? {
+        if let query { return query }
+        guard let authorization, authorization.hasPrefix("Bearer ") else { return nil }
+        return String(authorization.dropFirst("Bearer ".count))
+    }
+
     /// `nil` when `given` is the token; else the refusal (401 without one, 403 for another).
     /// The comparison takes the same time wherever the first difference is.
     func refusal(token given: String?) -> ViewerResponse? {

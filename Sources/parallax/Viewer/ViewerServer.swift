@@ -20,11 +20,8 @@ enum ViewerServer {
         router.add(middleware: ControllerMiddleware(controller: controller))
         let sockets = Router(context: BasicWebSocketRequestContext.self)
         sockets.ws("/ws") { request, _ in
-            // The token as every request may carry it: `?token=`, or `Authorization: Bearer`.
-            var token: String? = request.uri.queryParameters.get("token").map { String($0) }
-            if token == nil, let authorization = request.headers[.authorization], authorization.hasPrefix("Bearer ") {
-                token = String(authorization.dropFirst("Bearer ".count))
-            }
+            let token = ViewerController.presentedToken(query: request.uri.queryParameters.get("token").map { String($0) },
+                                                        authorization: request.headers[.authorization])
             return controller.refusal(token: token) == nil ? .upgrade([:]) : .dontUpgrade
         } onUpgrade: { inbound, outbound, _ in
             try await feed(controller.hub, inbound: inbound, outbound: outbound)
@@ -37,7 +34,7 @@ enum ViewerServer {
             // closed: a local viewer's page asks again at once.
             server: .viewer(webSocketRouter: sockets,
                             configuration: .init(http1: .init(idleTimeout: .seconds(2)), ws: .init(maxFrameSize: 1 << 16)),
-                            refusal: { controller.refusal(token: $0) }),
+                            controller: controller),
             configuration: .init(address: .hostname(host, port: port), serverName: nil),
             onServerRunning: { channel in announce(channel.localAddress?.port ?? port) },
             logger: logger)
@@ -101,13 +98,13 @@ enum ViewerServer {
     ///   connection upgraded to a WebSocket; this one only reads errors.)
     struct ViewerChildChannel<Inner: ServerChildChannel>: ServerChildChannel {
         let inner: Inner
-        let refusal: @Sendable (String?) -> ViewerResponse?
+        let controller: ViewerController
 
         func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Inner.Value> {
             inner.setup(channel: channel, logger: logger).flatMapThrowing { value in
                 let pipeline = channel.pipeline.syncOperations
                 let decoder = try pipeline.context(handlerType: ByteToMessageHandler<HTTPRequestDecoder>.self)
-                try pipeline.addHandler(UpgradeTokenGate(refusal: refusal), position: .after(decoder.handler))
+                try pipeline.addHandler(UpgradeTokenGate(controller: controller), position: .after(decoder.handler))
                 try pipeline.addHandler(CloseOnParserError())
                 return value
             }
@@ -126,11 +123,11 @@ enum ViewerServer {
         typealias InboundOut = HTTPServerRequestPart
         typealias OutboundOut = HTTPServerResponsePart
 
-        let refusal: @Sendable (String?) -> ViewerResponse?
+        let controller: ViewerController
         /// Set once an upgrade is refused: the rest of that request is dropped.
         private var refused = false
 
-        init(refusal: @escaping @Sendable (String?) -> ViewerResponse?) { self.refusal = refusal }
+        init(controller: ViewerController) { self.controller = controller }
 
         func channelRead(context: ChannelHandlerContext, data: NIOAny) {
             guard !refused else { return }
@@ -140,7 +137,7 @@ enum ViewerServer {
             }
             let path = head.uri.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false).first ?? ""
             let upgrading = head.headers["upgrade"].contains { $0.lowercased() == "websocket" }
-            if upgrading, path == "/ws", let answer = refusal(Self.token(of: head)) {
+            if upgrading, path == "/ws", let answer = controller.refusal(token: Self.token(of: head)) {
                 refused = true
                 let headers = HTTPHeaders([("Content-Type", answer.contentType), ("Cache-Control", "no-store"),
                                            ("Content-Length", "\(answer.body.count)"), ("Connection", "close")])
@@ -155,19 +152,16 @@ enum ViewerServer {
             context.pipeline.syncOperations.removeHandler(context: context, promise: nil)
         }
 
-        /// The token as the WebSocket route reads it: `?token=`, else `Authorization: Bearer`.
+        /// The token the request presents, read from NIO's request head as the routes read
+        /// Hummingbird's (``ViewerController/presentedToken(query:authorization:)``).
         static func token(of head: HTTPRequestHead) -> String? {
-            let parts = head.uri.split(separator: "?", maxSplits: 1)
-            if parts.count == 2 {
-                for pair in parts[1].split(separator: "&") where pair.hasPrefix("token=") {
+            let query = head.uri.split(separator: "?", maxSplits: 1).dropFirst().first?
+                .split(separator: "&").first { $0.hasPrefix("token=") }
+                .map { pair -> String in
                     let value = String(pair.dropFirst("token=".count))
                     return value.removingPercentEncoding ?? value
                 }
-            }
-            if let authorization = head.headers["authorization"].first, authorization.hasPrefix("Bearer ") {
-                return String(authorization.dropFirst("Bearer ".count))
-            }
-            return nil
+            return ViewerController.presentedToken(query: query, authorization: head.headers["authorization"].first)
         }
     }
 
@@ -191,10 +185,7 @@ enum ViewerServer {
         let controller: ViewerController
 
         func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
-            var bearer: String?
-            if let authorization = request.headers[.authorization], authorization.hasPrefix("Bearer ") {
-                bearer = String(authorization.dropFirst("Bearer ".count))
-            }
+            let bearer = ViewerController.presentedToken(query: nil, authorization: request.headers[.authorization])
             var query: [String: String] = [:]
             for (key, value) in request.uri.queryParameters { query[String(key)] = String(value) }
             var body: [UInt8] = []
@@ -227,15 +218,14 @@ enum ViewerServer {
 
 extension HTTPServerBuilder {
     /// ``ViewerServer/ViewerChildChannel`` around Hummingbird's HTTP/1 server with WebSocket
-    /// upgrades routed by `webSocketRouter`; `refusal` is the token check.
+    /// upgrades routed by `webSocketRouter`; `controller` checks the tokens.
     static func viewer<Sockets: HTTPResponderBuilder & _HB_SendableMetatype>(
-        webSocketRouter: Sockets, configuration: HTTP1WebSocketUpgradeChannel.Configuration,
-        refusal: @escaping @Sendable (String?) -> ViewerResponse?
+        webSocketRouter: Sockets, configuration: HTTP1WebSocketUpgradeChannel.Configuration, controller: ViewerController
     ) -> HTTPServerBuilder where Sockets.Responder.Context: WebSocketRequestContext {
         let sockets = webSocketRouter.buildResponder()
         return HTTPServerBuilder { responder in
             ViewerServer.ViewerChildChannel(inner: HTTP1WebSocketUpgradeChannel(
-                responder: responder, webSocketResponder: sockets, configuration: configuration), refusal: refusal)
+                responder: responder, webSocketResponder: sockets, configuration: configuration), controller: controller)
         }
     }
 }
