@@ -422,4 +422,105 @@ struct BagCaptureTests {
         let notMCAP = try pairs(["--recording", text])
         #expect(notMCAP.status != 0 && notMCAP.stderr.contains("not an MCAP file") && notMCAP.stderr.contains("text.mcap"), "\(notMCAP.stderr)")
     }
+
+    /// A bag whose left topic lies in four of its twelve messages (data shorter than height ×
+    /// step, width 0, `mono16`, another size mid-stream) plays with each of them in the
+    /// account as a loss with its reason, and the account balances: before, the four were
+    /// skipped and counted nowhere (`left_frames` 8, `lost_by_camera` empty, for 12 images).
+    @Test("stream --recording of a bag that lies: every message a frame or a loss with its reason")
+    func lyingBagIsAccounted() throws {
+        let dir = try ParallaxCLI.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let path = dir.appendingPathComponent("lies.mcap").path
+        let writer = try MCAPWriter(path: path, profile: "ros2")
+        let schema = try writer.addSchema(name: "sensor_msgs/msg/Image", encoding: "ros2msg",
+                                          data: Array(ROS2.schemas["sensor_msgs/msg/Image"]!.utf8))
+        let channels = PerSide(left: try writer.addChannel(schemaID: schema, topic: "/left/image", messageEncoding: "cdr"),
+                               right: try writer.addChannel(schemaID: schema, topic: "/right/image", messageEncoding: "cdr"))
+        func image(_ k: Int, width: UInt32 = 32, encoding: String = "mono8", dataCount: Int? = nil) -> ROS2.Image {
+            let step = width * (encoding == "mono16" ? 2 : 1)
+            return ROS2.Image(header: ROS2.Header(stamp: ROS2.Time(nanoseconds: Int64(k + 1) * 33_333_333), frameID: "cam"),
+                              height: 24, width: width, encoding: encoding, step: step,
+                              data: [UInt8](repeating: UInt8(k * 9), count: dataCount ?? Int(24 * step)))
+        }
+        let lies = [3: image(3, dataCount: 100), 5: image(5, width: 0), 7: image(7, encoding: "mono16"), 9: image(9, width: 16)]
+        for k in 0..<12 {
+            for side in StereoSide.allCases {
+                let message = side == .left ? lies[k] ?? image(k) : image(k)
+                try writer.addMessage(channel: channels[side], sequence: UInt32(k), logTime: UInt64(k + 1) * 33_333_333,
+                                      publishTime: UInt64(k + 1) * 33_333_333, data: message.serialized())
+            }
+        }
+        try writer.finish()
+        let (json, result) = try StreamCommandTests.stream(["--recording", path, "--raw"])
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(StreamCommandTests.number(json, "pairs") == 8 && StreamCommandTests.number(json, "left_frames") == 8
+                && StreamCommandTests.number(json, "right_frames") == 12, "\(json)")
+        let lost = json["lost_by_camera"]?.object?["left"]?.object
+        #expect(lost?["malformed_message"]?.number == 2 && lost?["unsupported_encoding"]?.number == 1
+                && lost?["format_changed"]?.number == 1, "\(json)")
+        // Each said as a device error, naming the file and the message.
+        let messages = json["events"]?.array?.compactMap { $0.object?["message"]?.string } ?? []
+        for k in lies.keys {
+            #expect(messages.contains { $0.contains("lies.mcap") && $0.contains("message \(k):") }, "message \(k) is named: \(messages)")
+        }
+    }
+
+    /// A zstd bomb: sixteen chunks that each decompress to 1 GiB (a message of zeros) from
+    /// 32 KiB, built by hand as zstd frames of run-length blocks. Opening the bag reads every
+    /// chunk; `--timeout 1s` counts from the start, so the opening stops at the chunk being
+    /// decompressed when the time runs out, naming it, instead of running through all sixteen
+    /// (and then through each again in playback: 13 s under `--timeout 5s` before).
+    @Test("stream --recording of a zstd bomb stops within --timeout, naming the chunk it was decompressing")
+    func zstdBombStopsAtTheTimeLimit() throws {
+        let dir = try ParallaxCLI.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        func u16(_ v: UInt16) -> [UInt8] { withUnsafeBytes(of: v.littleEndian, Array.init) }
+        func u32(_ v: UInt32) -> [UInt8] { withUnsafeBytes(of: v.littleEndian, Array.init) }
+        func u64(_ v: UInt64) -> [UInt8] { withUnsafeBytes(of: v.littleEndian, Array.init) }
+        func string(_ s: String) -> [UInt8] { u32(UInt32(s.utf8.count)) + Array(s.utf8) }
+        func record(_ opcode: UInt8, _ content: [UInt8]) -> [UInt8] { [opcode] + u64(UInt64(content.count)) + content }
+        // The chunk's records: one message on channel 1 whose data is zeros, 1 GiB in all.
+        let size = 1 << 30
+        let messageHead = [UInt8(0x05)] + u64(UInt64(size - 9)) + u16(1) + u32(0) + u64(1) + u64(1)
+        // A zstd frame (RFC 8878): magic, a single-segment header with an 8-byte content size,
+        // one raw block with the message's head, then run-length blocks of zeros (128 KiB each).
+        var frame: [UInt8] = [0x28, 0xB5, 0x2F, 0xFD, 0xE0] + u64(UInt64(size))
+        func block(last: Bool, type: UInt32, size: Int) -> [UInt8] {
+            let header = (last ? 1 : 0) | type << 1 | UInt32(size) << 3
+            return [UInt8(header & 0xFF), UInt8(header >> 8 & 0xFF), UInt8(header >> 16)]
+        }
+        frame += block(last: false, type: 0, size: messageHead.count) + messageHead
+        var left = size - messageHead.count
+        while left > 0 {
+            let run = min(left, 128 << 10)
+            left -= run
+            frame += block(last: left == 0, type: 1, size: run) + [0]
+        }
+        let chunk = record(0x06, u64(1) + u64(1) + u64(UInt64(size)) + u32(0) + string("zstd") + u64(UInt64(frame.count)) + frame)
+        let magic: [UInt8] = [0x89, 0x4D, 0x43, 0x41, 0x50, 0x30, 0x0D, 0x0A]
+        let schemaText = Array(ROS2.schemas["sensor_msgs/msg/Image"]!.utf8)
+        var file = magic + record(0x01, string("ros2") + string("bomb"))
+            + record(0x03, u16(1) + string("sensor_msgs/msg/Image") + string("ros2msg") + u32(UInt32(schemaText.count)) + schemaText)
+        for (id, topic) in [(UInt16(1), "/left/image"), (2, "/right/image")] {
+            file += record(0x04, u16(id) + u16(1) + string(topic) + string("cdr") + u32(0))
+        }
+        var chunkOffsets: [Int] = []
+        for _ in 0..<16 {
+            chunkOffsets.append(file.count)
+            file += chunk
+        }
+        file += record(0x0F, u32(0)) + record(0x02, u64(0) + u64(0) + u32(0)) + magic
+        let path = dir.appendingPathComponent("bomb.mcap").path
+        try Data(file).write(to: URL(fileURLWithPath: path))
+        #expect(file.count < 600_000, "sixteen GiB in \(file.count) bytes")
+
+        let run = try ParallaxCLI.run(["stream", "--recording", path, "--raw", "--timeout", "1s"], timeout: 60)
+        #expect(run.status != 0)
+        #expect(run.stderr.contains("bomb.mcap") && run.stderr.contains("the time limit ran out with a zstd chunk of 1073741824 bytes to decompress"),
+                "\(run.stderr)")
+        // It stopped at a chunk before the last: the time limit, not the end of the file, ended it.
+        let named = chunkOffsets.filter { run.stderr.contains("byte \($0):") }
+        #expect(named.count == 1 && named[0] < chunkOffsets[15], "chunks at \(chunkOffsets); \(run.stderr)")
+    }
 }

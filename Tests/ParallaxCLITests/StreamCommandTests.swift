@@ -25,7 +25,8 @@ struct StreamCommandTests {
 
     /// Reasons a frame is lost before it reaches the session (in `lost_by_camera`, not in `left_frames`).
     static let cameraReasons: Set<String> = ["simulated", "sequence_gap", "corrupt_buffer", "timestamp_went_backwards",
-                                             "stream_restarted", "frame_rate_cap", "corrupt_frame", "no_decode_buffer"]
+                                             "stream_restarted", "frame_rate_cap", "corrupt_frame", "no_decode_buffer",
+                                             "malformed_message", "unsupported_encoding", "format_changed", "unreadable_image"]
 
     /// The sum of the counts under `json[key][side]`, or nil when that object is missing.
     static func total(_ json: JSONObject, _ key: String, _ side: String) -> Int? {

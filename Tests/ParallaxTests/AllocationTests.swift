@@ -41,6 +41,12 @@ enum AllocationCounter {
         return stopThisThread()
     }
 
+    /// Starts counting the calling thread's allocations (``stopOnThisThread()`` reads them):
+    /// for a window that opens and closes inside callbacks on a thread the test does not own.
+    static func startOnThisThread() { startThisThread?() }
+    /// The calling thread's allocations since ``startOnThisThread()``.
+    static func stopOnThisThread() -> UInt64 { stopThisThread?() ?? .max }
+
     /// The fewest allocations over three runs of `body`, each a window of its own, for work
     /// on the session's threads. The count is process-wide, and the test runner's own threads
     /// (reporting a test's start) can allocate during a window now and then; each window
@@ -105,6 +111,42 @@ struct AllocationTests {
         #expect(allocations == 0)
         // Not a vacuous window: it paired, and it dropped the frames whose partners were lost.
         #expect(pairs - before.0 > 27_000 && drops - before.1 >= 600)
+    }
+
+    @Test("a V4L2 camera dequeues, stamps and hands on each buffer with one allocation, its Frame")
+    func v4l2CameraAllocatesOneFramePerBuffer() throws {
+        // The virtual UVC driver behind the syscall seam: the camera's own capture loop, its
+        // poll, DQBUF, stamping, numbering and QBUF, as against uvcvideo.
+        let path = "/dev/video0", size = ImageSize(width: 64, height: 48)
+        let interval = FrameInterval(numerator: 1, denominator: 1000)
+        let driver = VirtualUVCDriver(cameras: [VirtualCameraSpec(
+            path: path, formats: [.init(fourCC: .grey, sizes: [size], intervals: [interval])])])
+        let camera = try V4L2Camera(path: path, syscalls: driver)
+        _ = try camera.configure(CaptureFormat(fourCC: .grey, size: size, frameInterval: interval))
+        // The window opens at the end of frame `first`'s callback and closes at the start of
+        // frame `first + frames`'s, both on the capture thread: it holds exactly `frames`
+        // whole trips round the loop (each frame freed in its callback, so its buffer is
+        // queued again inside the window), and the `frames` Frames made for them.
+        let first = 300, frames = 2_000
+        let seen = Atomic<Int>(0), carried = Atomic<Int>(0), counted = Atomic<UInt64>(.max)
+        let done = DispatchSemaphore(value: 0)
+        try camera.start { output in
+            guard case .frame(let frame) = output else { return }
+            let k = seen.add(1, ordering: .relaxed).newValue
+            if k == first + frames {
+                counted.store(AllocationCounter.stopOnThisThread(), ordering: .relaxed)
+                done.signal()
+            }
+            // The virtual driver writes each frame's sequence into its first 8 bytes.
+            if frame.payload.bytes.load(as: UInt64.self) == UInt64(littleEndian: frame.sequence) { carried.add(1, ordering: .relaxed) }
+            if k == first { AllocationCounter.startOnThisThread() }
+        }
+        defer { camera.stop() }
+        #expect(done.wait(timeout: .now() + 30) == .success, "the camera delivered \(seen.load(ordering: .relaxed)) frames in 30 s")
+        let allocations = counted.load(ordering: .relaxed)
+        print("V4L2 camera: \(allocations) allocations over \(frames) dequeued buffers, counted on its capture thread alone")
+        #expect(carried.load(ordering: .relaxed) >= first + frames, "each frame's bytes are its own buffer's")
+        #expect(allocations == UInt64(frames), "one allocation per buffer, the Frame object itself")
     }
 
     @Test("the rectifier resamples a pair into reused buffers without allocating, every format, whole and compact maps")

@@ -36,6 +36,17 @@ public enum DropReason: String, Hashable, Sendable, CaseIterable, CustomStringCo
     /// A stereo device had no free buffer to decode an MJPEG frame into: the consumer
     /// held every decoded frame of that side (``MJPEGDecoding``'s pool is full).
     case noDecodeBuffer = "no_decode_buffer"
+    /// A recorded message (a bag's image message) that does not decode: its bytes are not
+    /// the CDR its schema names, its data is shorter or longer than height × step, its
+    /// width or height is 0, or its chunk fails its check.
+    case malformedMessage = "malformed_message"
+    /// A recorded image in an encoding Parallax does not play (for example `mono16`).
+    case unsupportedEncoding = "unsupported_encoding"
+    /// A recorded image of another size or pixel format than the stream's first: a stream
+    /// keeps one format, so it is not handed on.
+    case formatChanged = "format_changed"
+    /// A recording's image file that is missing or does not decode (a EuRoC folder's PNG).
+    case unreadableImage = "unreadable_image"
 
     // MARK: The synchronizer's (not paired)
 
@@ -61,6 +72,11 @@ public enum DropReason: String, Hashable, Sendable, CaseIterable, CustomStringCo
     /// The frame was waiting, or arrived, while one of the two cameras was disconnected
     /// (unplugged), until it came back.
     case disconnected = "disconnected"
+    /// The frame arrived after the synchronizer finished (``OutputSynchronizer/finish()``; a
+    /// session finishes its synchronizer when it is told to stop or ends): it is never
+    /// offered for pairing, so that nothing is paired after the end. The camera was not
+    /// switched off, so this is not ``constituentDisabled``.
+    case afterStop = "after_stop"
 
     // MARK: The session's (a pair made, then dropped)
 
@@ -105,9 +121,9 @@ public enum DropReason: String, Hashable, Sendable, CaseIterable, CustomStringCo
     public var description: String { rawValue }
 
     /// Number of reasons (``allCases`` builds an array on every use; counters index with this).
-    @usableFromInline static let caseCount = 20
+    @usableFromInline static let caseCount = 25
     /// Where the synchronizer's and the session's reasons begin among ``allCases``.
-    @usableFromInline static let synchronizerStart = 8, sessionStart = 15
+    @usableFromInline static let synchronizerStart = 12, sessionStart = 20
 
     /// The reason's position among ``allCases``, for counters kept in flat arrays
     /// (``allCases`` builds an array on every use).
@@ -121,18 +137,23 @@ public enum DropReason: String, Hashable, Sendable, CaseIterable, CustomStringCo
         case .frameRateCap: 5
         case .corruptFrame: 6
         case .noDecodeBuffer: 7
-        case .noMatchWithinSkew: 8
-        case .superseded: 9
-        case .queueOverflow: 10
-        case .constituentDisabled: 11
-        case .discontinuity: 12
-        case .deviceError: 13
-        case .disconnected: 14
-        case .consumerBehind: 15
-        case .noFreeBuffer: 16
-        case .rectificationFailed: 17
-        case .sessionStopped: 18
-        case .adaptiveFrameRateCap: 19
+        case .malformedMessage: 8
+        case .unsupportedEncoding: 9
+        case .formatChanged: 10
+        case .unreadableImage: 11
+        case .noMatchWithinSkew: 12
+        case .superseded: 13
+        case .queueOverflow: 14
+        case .constituentDisabled: 15
+        case .discontinuity: 16
+        case .deviceError: 17
+        case .disconnected: 18
+        case .afterStop: 19
+        case .consumerBehind: 20
+        case .noFreeBuffer: 21
+        case .rectificationFailed: 22
+        case .sessionStopped: 23
+        case .adaptiveFrameRateCap: 24
         }
     }
 }

@@ -105,8 +105,16 @@ public final class Frame: @unchecked Sendable {
     public let exposureNanoseconds: Int64?
     /// The camera model for the active format, when a calibration is attached to the device.
     public let camera: CameraModel?
-    /// Runs once, when the frame is freed (re-queues the driver buffer).
-    private let release: @Sendable () -> Void
+    /// What gives the memory back, once, when the frame is freed.
+    private let release: Release
+
+    /// How a frame gives its memory back: a closure its maker passed, or a driver buffer
+    /// handed to its owner by index, which costs no allocation (a closure capturing the
+    /// owner and the index would be one more per frame; ``V4L2Camera`` frames use this).
+    private enum Release {
+        case closure(@Sendable () -> Void)
+        case buffer(index: UInt32, owner: any FrameBufferOwner)
+    }
 
     /// A frame over memory that `release` gives back.
     ///
@@ -125,10 +133,29 @@ public final class Frame: @unchecked Sendable {
     ///   - exposureNanoseconds: the exposure time in nanoseconds; `nil` when the device does not report it.
     ///   - camera: the camera model for the active format, when a calibration is attached; `nil` otherwise.
     ///   - release: called exactly once, from `deinit`, on whichever thread drops the last reference.
-    public init(image: ImageView?, payload: FramePayload, format: CaptureFormat, timestampNanoseconds: Int64,
-                timestampSource: TimestampSource, sequence: UInt64, source: DeviceIdentity,
-                exposureNanoseconds: Int64? = nil, camera: CameraModel? = nil,
-                release: @escaping @Sendable () -> Void) {
+    public convenience init(image: ImageView?, payload: FramePayload, format: CaptureFormat, timestampNanoseconds: Int64,
+                            timestampSource: TimestampSource, sequence: UInt64, source: DeviceIdentity,
+                            exposureNanoseconds: Int64? = nil, camera: CameraModel? = nil,
+                            release: @escaping @Sendable () -> Void) {
+        self.init(image: image, payload: payload, format: format, timestampNanoseconds: timestampNanoseconds,
+                  timestampSource: timestampSource, sequence: sequence, source: source,
+                  exposureNanoseconds: exposureNanoseconds, camera: camera, release: .closure(release))
+    }
+
+    /// A frame over driver buffer `index`, which goes back to `owner` when the frame is freed
+    /// (the other parameters as in the public initialiser).
+    package convenience init(image: ImageView?, payload: FramePayload, format: CaptureFormat, timestampNanoseconds: Int64,
+                             timestampSource: TimestampSource, sequence: UInt64, source: DeviceIdentity,
+                             exposureNanoseconds: Int64?, camera: CameraModel?,
+                             returningBuffer index: UInt32, to owner: any FrameBufferOwner) {
+        self.init(image: image, payload: payload, format: format, timestampNanoseconds: timestampNanoseconds,
+                  timestampSource: timestampSource, sequence: sequence, source: source,
+                  exposureNanoseconds: exposureNanoseconds, camera: camera, release: .buffer(index: index, owner: owner))
+    }
+
+    private init(image: ImageView?, payload: FramePayload, format: CaptureFormat, timestampNanoseconds: Int64,
+                 timestampSource: TimestampSource, sequence: UInt64, source: DeviceIdentity,
+                 exposureNanoseconds: Int64?, camera: CameraModel?, release: Release) {
         self.delivered = image
         self.deliveredPayload = payload
         self.format = format
@@ -143,7 +170,10 @@ public final class Frame: @unchecked Sendable {
 
     deinit {
         if let decoded { decoded.pool.give(decoded.memory) }
-        release()
+        switch release {
+        case .closure(let release): release()
+        case .buffer(let index, let owner): owner.giveBack(buffer: index)
+        }
     }
 
     /// Gives this frame its decoded image (a stereo device's MJPEG decoding, on the camera's
@@ -159,6 +189,13 @@ public final class Frame: @unchecked Sendable {
 
     /// An owned copy of the pixels (uncompressed formats only).
     public func copyImage() -> ImageBuffer? { image.map { ImageBuffer(copying: $0) } }
+}
+
+/// Who takes a driver buffer back when the ``Frame`` over it is freed (a V4L2 stream's
+/// buffers), called once per frame from its `deinit`, on whichever thread freed it.
+package protocol FrameBufferOwner: AnyObject, Sendable {
+    /// Takes buffer `index` back (for V4L2: queues it to the driver again).
+    func giveBack(buffer index: UInt32)
 }
 
 /// Immutable pixels that frames can share without copying (rendered or decoded images).

@@ -18,11 +18,14 @@ public final class MCAPBag: @unchecked Sendable {
     /// Opens and checks `path`: every record, CRC and channel is read once here, in the pass
     /// that also finds where each topic's messages are.
     ///
+    /// `decompressionDeadline` (CLOCK_MONOTONIC nanoseconds) bounds the time its chunks
+    /// take to decompress, here and in playback (``MCAPFile/init(path:allowingTruncation:decompressionDeadline:)``).
+    ///
     /// - Throws: ``CaptureError/recording(path:reason:)`` with the reader's reason.
-    public init(path: String) throws(CaptureError) {
+    public init(path: String, decompressionDeadline: Int64? = nil) throws(CaptureError) {
         let opened: MCAPFile
         do {
-            opened = try MCAPFile(path: path)
+            opened = try MCAPFile(path: path, decompressionDeadline: decompressionDeadline)
             entries = try opened.entriesByTopic()
         } catch {
             throw .recording(path: path, reason: "\(error)")
@@ -166,15 +169,18 @@ public final class BagTopicDevice: CaptureDevice, StopRequesting, Sendable {
                     let (image, stamp) = try Self.decode(entry, of: bag, compressed: compressed)
                     if pace == .realTime, !thread.sleep(untilMonotonicNanoseconds: startedAt + (Int64(clamping: entry.logTime) - t0)) { break }
                     guard image.size == format.size, CaptureFormat.fourCC(of: image.format) == format.fourCC else {
-                        throw CDRError(field: "data", reason: "is a \(image.size) \(image.format.rawValue) image; the topic's first was "
-                                       + "\(format.size) \(format.fourCC)")
+                        throw MessageLoss(reason: .formatChanged, CDRError(
+                            field: "data", reason: "is a \(image.size) \(image.format.rawValue) image; the topic's first was "
+                                + "\(format.size) \(format.fourCC)"))
                     }
                     let pixels = SharedPixels(image)
                     handler(.frame(Frame(image: pixels.view, payload: pixels.payload, format: format, timestampNanoseconds: stamp,
                                          timestampSource: .midExposure, sequence: UInt64(number), source: identity,
                                          release: { _ = pixels })))
                 } catch {
+                    // Every message is a frame or a loss with its reason: said, then counted.
                     handler(.event(.recoverableError(.recording(path: bag.file.name, reason: "topic \(topic), message \(number): \(error)"))))
+                    handler(.event(.dropped(count: 1, reason: (error as? MessageLoss)?.reason ?? .malformedMessage)))
                 }
             }
             handler(.event(.stopped))
@@ -195,25 +201,55 @@ public final class BagTopicDevice: CaptureDevice, StopRequesting, Sendable {
 
     // MARK: Decoding
 
-    /// A message's image (packed rows, in a pixel format with a V4L2 code) and its header stamp.
+    /// Why one message is not a frame: the loss's reason in the account, and what was wrong.
+    struct MessageLoss: Error, CustomStringConvertible {
+        let reason: DropReason
+        let problem: any Error
+        init(reason: DropReason, _ problem: any Error) { (self.reason, self.problem) = (reason, problem) }
+        var description: String { "\(problem)" }
+    }
+
+    /// A message's image (packed rows, in a pixel format with a V4L2 code) and its header
+    /// stamp. Throws ``MessageLoss`` with the reason (`malformed_message`,
+    /// `unsupported_encoding`, `corrupt_frame` for compressed bytes that do not decode), or
+    /// the container's error for a chunk that cannot be read (counted as `malformed_message`).
     static func decode(_ entry: MCAPMessageEntry, of bag: MCAPBag, compressed: Bool) throws -> (ImageBuffer, Int64) {
         try bag.file.withData(of: entry) { bytes in
             if compressed {
-                let message = try ROS2.CompressedImage(cdr: bytes)
-                return (try packed(ImageBuffer(decoding: message.data, source: "\(message.format) image")), message.header.stamp.nanoseconds)
+                let message: ROS2.CompressedImage
+                do { message = try ROS2.CompressedImage(cdr: bytes) } catch { throw MessageLoss(reason: .malformedMessage, error) }
+                do {
+                    return (try packed(ImageBuffer(decoding: message.data, source: "\(message.format) image")), message.header.stamp.nanoseconds)
+                } catch { throw MessageLoss(reason: .corruptFrame, error) }
             }
-            let message = try ROS2.Image(cdr: bytes)
-            return (try image(message), message.header.stamp.nanoseconds)
+            let message: ROS2.Image
+            do { message = try ROS2.Image(cdr: bytes) } catch { throw MessageLoss(reason: .malformedMessage, error) }
+            let format: PixelFormat
+            do { format = try pixelFormat(ofEncoding: message.encoding) } catch { throw MessageLoss(reason: .unsupportedEncoding, error) }
+            do { return (try image(message, format: format), message.header.stamp.nanoseconds) } catch {
+                throw MessageLoss(reason: .malformedMessage, error)
+            }
         }
+    }
+
+    /// The ROS image encodings Parallax plays, and the pixel format each becomes.
+    private static let formats: [String: PixelFormat] = ["mono8": .gray8, "8UC1": .gray8, "rgb8": .rgb8, "bgr8": .bgr8, "rgba8": .rgba8,
+                                                         "bgra8": .bgra8, "yuv422_yuy2": .yuyv, "uyvy": .uyvy, "yuv422": .uyvy]
+
+    /// The pixel format of ROS image encoding `encoding`, or an error naming those played.
+    static func pixelFormat(ofEncoding encoding: String) throws(CDRError) -> PixelFormat {
+        guard let format = formats[encoding] else {
+            throw CDRError(field: "encoding", reason: "is \(encoding); Parallax plays \(formats.keys.sorted().joined(separator: ", "))")
+        }
+        return format
     }
 
     /// A ROS 2 image's pixels as an ``ImageBuffer``.
     static func image(_ message: ROS2.Image) throws -> ImageBuffer {
-        let formats: [String: PixelFormat] = ["mono8": .gray8, "8UC1": .gray8, "rgb8": .rgb8, "bgr8": .bgr8, "rgba8": .rgba8,
-                                              "bgra8": .bgra8, "yuv422_yuy2": .yuyv, "uyvy": .uyvy, "yuv422": .uyvy]
-        guard let format = formats[message.encoding] else {
-            throw CDRError(field: "encoding", reason: "is \(message.encoding); Parallax plays \(formats.keys.sorted().joined(separator: ", "))")
-        }
+        try image(message, format: pixelFormat(ofEncoding: message.encoding))
+    }
+
+    private static func image(_ message: ROS2.Image, format: PixelFormat) throws -> ImageBuffer {
         let size = ImageSize(width: Int(message.width), height: Int(message.height))
         let row = format.minimumBytesPerRow(width: size.width)
         guard size.width > 0, size.height > 0, Int(message.step) >= row else {

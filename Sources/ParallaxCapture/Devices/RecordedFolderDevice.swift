@@ -118,7 +118,9 @@ public final class RecordedFolderDevice: CaptureDevice, StopRequesting, Sendable
                                          timestampNanoseconds: entry.timestampNanoseconds, timestampSource: .midExposure,
                                          sequence: UInt64(row), source: identity, release: { _ = pixels })))
                 } catch {
+                    // Every row is a frame or a loss with its reason: said, then counted.
                     handler(.event(.recoverableError(.recording(path: path, reason: "\(error)"))))
+                    handler(.event(.dropped(count: 1, reason: .unreadableImage)))
                 }
             }
             handler(.event(.stopped))

@@ -15,7 +15,7 @@ extension StereoSession {
             return true
         }
         // Frames from now on are after the end: the synchronizer drops them as
-        // `constituent_disabled` instead of pairing them, and sources that run as fast as
+        // `after_stop` instead of pairing them, and sources that run as fast as
         // they can are told to stop now.
         if ending {
             synchronizer.finish()
@@ -63,7 +63,7 @@ extension StereoSession {
     /// as ``DropReason/sessionStopped``).
     func finishSession(_ thread: CaptureThread) {
         // The synchronizer finishes first, so frames that arrive while the cameras stop are
-        // dropped as `constituent_disabled` rather than paired after the end.
+        // dropped as `after_stop` rather than paired after the end.
         synchronizer.finish()
         device.stop()
         let (reason, discard) = state.withLock { ($0.endReason ?? "stopped", $0.discardOnEnd) }

@@ -137,7 +137,7 @@ public final class OutputSynchronizer<Payload: Sendable>: Sendable {
     /// Hands one frame to the synchronizer; thread-safe. See
     /// ``SynchronizerCore/push(_:timestampNanoseconds:sequence:exposureNanoseconds:timestampSource:payload:now:emit:)``
     /// for the meaning of each argument. Frames pushed after ``finish()`` are dropped with
-    /// ``DropReason/constituentDisabled``.
+    /// ``DropReason/afterStop``.
     @inlinable
     public func push(
         _ side: StereoSide, timestampNanoseconds: Int64, sequence: UInt64, exposureNanoseconds: Int64? = nil,
@@ -150,7 +150,7 @@ public final class OutputSynchronizer<Payload: Sendable>: Sendable {
         } afterFinish: { core, emit in
             core.reject(
                 side, timestampNanoseconds: timestampNanoseconds, sequence: sequence, payload: payload,
-                reason: .constituentDisabled, emit: emit)
+                reason: .afterStop, emit: emit)
         }
     }
 

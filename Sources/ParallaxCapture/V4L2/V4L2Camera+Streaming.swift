@@ -9,7 +9,7 @@ import Synchronization
 /// Frames keep the session alive; the buffers are unmapped only when the
 /// session is torn down *and* the last frame has gone, so a frame's pixels
 /// stay valid even after a disconnect or `stop()`.
-final class StreamSession: @unchecked Sendable {
+final class StreamSession: FrameBufferOwner, @unchecked Sendable {
     struct Mapping {
         let address: UnsafeMutableRawPointer
         let length: Int
@@ -70,6 +70,9 @@ final class StreamSession: @unchecked Sendable {
             if let error = queue(index), error.code != ENODEV && error.code != EIO { b.refused[index] = (error.code, false) }
         }
     }
+
+    /// A freed frame's buffer: re-queued (``requeue(_:)``).
+    func giveBack(buffer index: UInt32) { requeue(index) }
 
     /// Queues the buffers QBUF refused again; returns the refusals not reported yet
     /// (buffer index and errno), marking them reported.
@@ -519,12 +522,10 @@ private final class CaptureContext: @unchecked Sendable {
             try? ImageView(format: format, size: negotiation.actual.size, baseAddress: base, byteCount: mapping.length,
                            bytesPerRow: negotiation.bytesPerRow > 0 ? negotiation.bytesPerRow : nil)
         }
-        let index = buffer.index
-        let session = self.session
         return Frame(image: image, payload: FramePayload(baseAddress: base, count: used),
                      format: negotiation.actual, timestampNanoseconds: timestamp, timestampSource: source,
                      sequence: sequence, source: frameContext.identity, exposureNanoseconds: frameContext.exposure,
-                     camera: model, release: { session.requeue(index) })
+                     camera: model, returningBuffer: buffer.index, to: session)
     }
 
     private func disconnect() {

@@ -50,10 +50,21 @@ final class Device {
     var nextDue: Int64 = .max
     var sequence: UInt32 = 0
     var lastTimestamp: Int64 = 0
-    /// Raw timestamps of recent frames by sequence number (the last 1024).
-    var rawTimestamps: [UInt32: Int64] = [:]
-    /// When recent frames were really due (before jitter and faults), by sequence number (the last 1024).
-    var dueTimes: [UInt32: Int64] = [:]
+    /// Ground truth of one recent frame: its raw timestamp and when it was really due
+    /// (before jitter and faults).
+    struct FrameRecord {
+        var sequence: UInt32
+        var rawTimestamp: Int64
+        var due: Int64
+    }
+    /// The last 1024 frames' records, in the slot `sequence % 1024`: a ring, so that
+    /// producing a frame allocates nothing (the allocation test counts the capture thread,
+    /// which produces the virtual camera's frames).
+    var records = [FrameRecord?](repeating: nil, count: 1024)
+    /// The record of frame `sequence`, if it is one of the last 1024.
+    func record(_ sequence: UInt32) -> FrameRecord? {
+        records[Int(sequence % UInt32(records.count))].flatMap { $0.sequence == sequence ? $0 : nil }
+    }
     /// The driver's clock (real time, or faster for soaks).
     let clock: VirtualClock
     var random: UInt64
@@ -247,6 +258,10 @@ final class Device {
         let count = r.pointee.count == 0 ? 0 : min(max(Int(r.pointee.count), 2), spec.maximumBuffers)
         let length = imageSize
         buffers = (0..<count).map { Buffer(index: UInt32($0), length: length) }
+        // Room for every buffer in either list from the start, as vb2's lists: streaming then
+        // never grows them (the allocation test counts the capture thread, which runs this).
+        done.reserveCapacity(count)
+        queue.reserveCapacity(count)
         r.pointee.count = UInt32(count)
         streamOwner = owner
     }
@@ -337,8 +352,8 @@ final class Device {
         waitingForBuffers = true
         reservedPacketBytes = 0
         nextDue = .max
-        done = []
-        queue = []
+        done.removeAll(keepingCapacity: true)
+        queue.removeAll(keepingCapacity: true)
         for buffer in buffers { buffer.state = .dequeued }
     }
 
@@ -386,9 +401,7 @@ final class Device {
             buffer.sequence = sequence
             lastFilledSequence = sequence
             buffer.timestamp = timestamp
-            rawTimestamps[sequence] = timestamp
-            dueTimes[sequence] = due
-            forgetOldFrames()
+            records[Int(sequence % UInt32(records.count))] = FrameRecord(sequence: sequence, rawTimestamp: timestamp, due: due)
             buffer.flags = 0
             if pendingErrorFlags > 0 {
                 pendingErrorFlags -= 1
@@ -399,15 +412,6 @@ final class Device {
             done.append(Int(buffer.index))
             sequence &+= 1
         }
-    }
-
-    /// Keeps the ground-truth tables to the last 1024 sequence numbers (lost frames and
-    /// sequence gaps leave holes, so pruning by exact key would leave stale entries behind).
-    private func forgetOldFrames() {
-        guard rawTimestamps.count > 1536 else { return }
-        let current = sequence
-        rawTimestamps = rawTimestamps.filter { current &- $0.key < 1024 }
-        dueTimes = dueTimes.filter { current &- $0.key < 1024 }
     }
 
     private func fill(_ buffer: Buffer, due: Int64) {

@@ -333,7 +333,7 @@ public final class VirtualUVCDriver: V4L2Syscalls, @unchecked Sendable {
     /// on CLOCK_MONOTONIC; the V4L2 buffer carries it with microsecond resolution.
     public func driverTimestamp(_ path: String, sequence: UInt64) -> Int64? {
         lock.lock(); defer { lock.unlock() }
-        return cameras[path]?.rawTimestamps[UInt32(truncatingIfNeeded: sequence)]
+        return cameras[path]?.record(UInt32(truncatingIfNeeded: sequence))?.rawTimestamp
     }
 
     /// The driver's own counter for the frame whose buffer carried `timestamp` (nanoseconds;
@@ -342,14 +342,14 @@ public final class VirtualUVCDriver: V4L2Syscalls, @unchecked Sendable {
     /// starts again at 0, so ground truth is looked up by timestamp.
     public func driverSequence(_ path: String, timestamp: Int64) -> UInt64? {
         lock.lock(); defer { lock.unlock() }
-        return cameras[path]?.rawTimestamps.first { abs($0.value - timestamp) < 1000 }.map { UInt64($0.key) }
+        return cameras[path]?.records.lazy.compactMap { $0 }.first { abs($0.rawTimestamp - timestamp) < 1000 }.map { UInt64($0.sequence) }
     }
 
     /// Ground truth: when frame `sequence` of the camera named `path` was really due, before
     /// jitter and timestamp faults (the last 1024 frames of the current connection).
     public func dueTime(_ path: String, sequence: UInt64) -> Int64? {
         lock.lock(); defer { lock.unlock() }
-        return cameras[path]?.dueTimes[UInt32(truncatingIfNeeded: sequence)]
+        return cameras[path]?.record(UInt32(truncatingIfNeeded: sequence))?.due
     }
 
     /// Bytes per microframe reserved on USB bus `bus` by the cameras streaming on it.

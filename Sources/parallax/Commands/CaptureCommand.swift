@@ -105,7 +105,8 @@ struct CaptureCommand: AsyncParsableCommand {
 
     func run() async throws {
         try target.checkAgainst(inputs: [("--recording", source.recording)])
-        let opened = try source.open(movingBoard: boardSweep)
+        // --timeout counts from here: opening a bag (decompressing its chunks) is part of the run.
+        let opened = try source.open(movingBoard: boardSweep, decompressionDeadline: timeout.map { monotonicNanoseconds() + $0.nanoseconds })
         let device = opened.device
         let interval = device.activeFormats?.left.frameInterval.seconds ?? 1.0 / 30
         let deadline = timeout?.seconds ?? (playsWholeRecording ? 1e9 : Double(frames) * interval * 2 + 10)

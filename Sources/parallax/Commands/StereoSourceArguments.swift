@@ -156,8 +156,10 @@ struct StereoSourceArguments: ParsableArguments {
     /// Opens and configures the source; prints the format and hardware cost chosen. For the
     /// simulated rig, `movingBoard` makes its board follow ``BoardTrajectory/calibrationSweep(for:holdSeconds:moveSeconds:)``
     /// and `noise` adds sensor noise (pixel levels) to each frame.
-    func open(quiet: Bool = false, movingBoard: Bool = false, noise: Double = 0) throws -> Source {
-        if let recording { return try openRecording(recording, quiet: quiet) }
+    /// `decompressionDeadline` (CLOCK_MONOTONIC nanoseconds; a command's `--timeout` from its
+    /// start) bounds the time a bag's chunks take to decompress.
+    func open(quiet: Bool = false, movingBoard: Bool = false, noise: Double = 0, decompressionDeadline: Int64? = nil) throws -> Source {
+        if let recording { return try openRecording(recording, quiet: quiet, decompressionDeadline: decompressionDeadline) }
         let requested = format?.format
         var source: Source
         let corrupt = (corruptFramesPercent ?? 0) / 100
@@ -250,12 +252,12 @@ struct StereoSourceArguments: ParsableArguments {
 
     /// `--recording`: an EuRoC folder, an MCAP bag, or a rosbag2 folder with one MCAP file,
     /// configured at the recorded format (the left camera's; the right must match it).
-    private func openRecording(_ path: String, quiet: Bool) throws -> Source {
+    private func openRecording(_ path: String, quiet: Bool, decompressionDeadline: Int64?) throws -> Source {
         let pace: SimulationPace = realTime ? .realTime : .asFastAsPossible
         let bagPath = try DatasetInput.bagFile(of: path, option: "--recording")
         let device: StereoDevice
         if let bagPath {
-            let bag = try MCAPBag(path: bagPath)
+            let bag = try MCAPBag(path: bagPath, decompressionDeadline: decompressionDeadline)
             device = try StereoDevice(bag: bag, topics: try topics.chosen(in: bag, option: "--recording"), pace: pace)
         } else {
             device = try StereoDevice(recording: path, pace: pace)

@@ -14,7 +14,8 @@ struct StreamCommand: AsyncParsableCommand {
             Prints a live status line to stderr (pairs per second, skew, drops, pressure) and a \
             summary at the end; with --json, one JSON object on stdout instead of the summary. \
             Every frame is accounted for. `lost_by_camera` counts frames a camera never \
-            delivered (sequence gaps, damaged or undecodable frames, a device's frame-rate cap); \
+            delivered (sequence gaps, damaged or undecodable frames, a device's frame-rate cap, a \
+            recording's messages that are not frames, such as malformed_message); \
             they are not among `left_frames`/`right_frames`. Every frame that arrived is in a \
             pair or in `dropped` with its reason, so left_frames = pairs + the sum of \
             dropped.left, and the same for the right. \
@@ -127,7 +128,8 @@ struct StreamCommand: AsyncParsableCommand {
 
     func run() async throws {
         try recordTarget?.checkAgainst(inputs: [("--recording", source.recording), ("--calibration", rectification.calibration)])
-        let opened = try source.open(quiet: json)
+        // --timeout counts from here: opening a bag (decompressing its chunks) is part of the run.
+        let opened = try source.open(quiet: json, decompressionDeadline: timeout.map { monotonicNanoseconds() + $0.nanoseconds })
         var options = StereoSessionOptions()
         options.pressure.adaptsFrameRate = adaptFrameRate
         let session = try rectification.session(over: opened, options: options)
@@ -304,11 +306,14 @@ struct StreamCommand: AsyncParsableCommand {
             case .frameRateChanged(let fps):
                 rates.append(.object(JSONObject([("fps", jsonNumber(fps)), ("at_s", jsonNumber(event.atSeconds))])))
             default:
-                events.append(.object(JSONObject([
+                var fields: [(String, JSONValue)] = [
                     ("type", .string(event.name)), ("side", event.side.map { .string($0.description) } ?? .null),
                     ("stable_id", event.stableID.map { .string($0) } ?? .null),
                     ("node", event.node.map { .string($0) } ?? .null), ("at_s", jsonNumber(event.atSeconds)),
-                ])))
+                ]
+                // What went wrong, in the words the library used (a bag's message, a device's errno).
+                if case .deviceError(let message) = event.kind { fields.append(("message", .string(message))) }
+                events.append(.object(JSONObject(fields)))
             }
         }
         return .object(JSONObject([

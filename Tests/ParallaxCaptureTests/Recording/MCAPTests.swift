@@ -276,6 +276,23 @@ struct MCAPTests {
         #expect(bytes.count < (try Self.sampleBag(compression: .none)).bytes.count, "zstd made the bag no smaller")
     }
 
+    /// The decompression deadline: a zstd bag read with one already past is refused at its
+    /// first chunk, before any byte of it is decompressed; read with none, or one in the
+    /// future, the same bytes read whole (the streaming decompression gives zstd's bytes).
+    @Test("a decompression deadline that has passed refuses the chunk it meets; none reads the bag whole")
+    func decompressionDeadline() throws {
+        let (bytes, images) = try Self.sampleBag(compression: .zstd)
+        let late = try MCAPFile(bytes: bytes, name: "late.mcap", decompressionDeadline: monotonicNanoseconds() - 1)
+        let error = try #require(throws: MCAPReadError.self) { try late.entriesByTopic() }
+        #expect("\(error)".contains("late.mcap: at byte ") && error.reason.contains("the time limit ran out with a zstd chunk of") && error.reason.hasSuffix("bytes to decompress (0 done)"),
+                "\(error)")
+        for deadline in [nil, monotonicNanoseconds() + 3_600_000_000_000] {
+            let file = try MCAPFile(bytes: bytes, name: "zstd.mcap", decompressionDeadline: deadline)
+            let entries = try #require(try file.entriesByTopic()["/stereo/left/image_raw"])
+            #expect(try entries.map { try file.withData(of: $0) { try ROS2.Image(cdr: $0).data } } == images)
+        }
+    }
+
     @Test("ROS 2 time splits nanoseconds into seconds and a nanosecond part below 10⁹, also before the epoch")
     func timeSplits() {
         #expect(ROS2.Time(nanoseconds: 1_500_000_001) == ROS2.Time(sec: 1, nanosec: 500_000_001))
@@ -586,6 +603,62 @@ struct BagTopicDeviceTests {
         #expect(throws: Never.self) { try BagTopicDevice(bag: bag, topic: "/cdr/image") }
         #expect { try StereoDevice(bag: bag, topics: PerSide(left: "/cdr/image", right: "/cdr/image")) } throws: { error in
             "\(error)".contains("/cdr/image is given for both sides")
+        }
+    }
+
+    /// Twelve image messages of which four lie (data shorter than height × step, width 0,
+    /// `mono16`, another size mid-stream): each is an error said and a loss with its reason,
+    /// so the eight good ones plus the four losses are the twelve recorded. Mutation: dropping
+    /// the loss event (as before) leaves four messages nowhere in the account.
+    @Test("every message of a bag topic is a frame or a loss with its reason: malformed_message, unsupported_encoding, format_changed")
+    func lyingMessagesAreLosses() throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("bag-lies-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let path = folder.appendingPathComponent("lies.mcap").path
+        let writer = try MCAPWriter(path: path, profile: "ros2")
+        let schema = try writer.addSchema(name: "sensor_msgs/msg/Image", encoding: "ros2msg", data: Array(ROS2.schemas["sensor_msgs/msg/Image"]!.utf8))
+        let channel = try writer.addChannel(schemaID: schema, topic: "/cam/image", messageEncoding: "cdr")
+        func image(_ k: Int, width: UInt32 = 4, encoding: String = "mono8", dataCount: Int? = nil) -> ROS2.Image {
+            let step = width * (encoding == "mono16" ? 2 : 1)
+            return ROS2.Image(header: ROS2.Header(stamp: ROS2.Time(nanoseconds: Int64(k + 1) * 33_333_333), frameID: "cam"),
+                              height: 2, width: width, encoding: encoding, step: step,
+                              data: [UInt8](repeating: UInt8(k), count: dataCount ?? Int(2 * step)))
+        }
+        let lies: [Int: (ROS2.Image, DropReason)] = [
+            3: (image(3, dataCount: 5), .malformedMessage),       // 5 bytes for 2 × 4
+            5: (image(5, width: 0), .malformedMessage),
+            7: (image(7, encoding: "mono16"), .unsupportedEncoding),
+            9: (image(9, width: 6), .formatChanged),
+        ]
+        for k in 0..<12 {
+            let message = lies[k]?.0 ?? image(k)
+            try writer.addMessage(channel: channel, sequence: UInt32(k), logTime: UInt64(k + 1) * 33_333_333,
+                                  publishTime: UInt64(k + 1) * 33_333_333, data: message.serialized())
+        }
+        try writer.finish()
+        let device = try BagTopicDevice(bag: try MCAPBag(path: path), topic: "/cam/image")
+        let frames = Locked<[UInt64: UInt8]>([:]), losses = Locked<[DropReason: Int]>([:]), errors = Locked<[String]>([])
+        let stopped = DispatchSemaphore(value: 0)
+        try device.start { output in
+            switch output {
+            case .frame(let frame): frames.withLock { $0[frame.sequence] = frame.payload.bytes.first }
+            case .event(.dropped(let count, let reason)): losses.withLock { $0[reason, default: 0] += count }
+            case .event(.recoverableError(let error)): errors.withLock { $0.append("\(error)") }
+            case .event(.stopped): stopped.signal()
+            default: break
+            }
+        }
+        defer { device.stop() }
+        #expect(stopped.wait(timeout: .now() + 10) == .success, "the playback ended")
+        let good = Set(0..<12).subtracting(lies.keys)
+        // Each good message is the frame at its own index, with its own bytes.
+        #expect(frames.withLock { $0 } == Dictionary(uniqueKeysWithValues: good.map { (UInt64($0), UInt8($0)) }))
+        #expect(losses.withLock { $0 } == [.malformedMessage: 2, .unsupportedEncoding: 1, .formatChanged: 1])
+        let said = errors.withLock { $0 }
+        #expect(said.count == 4, "\(said)")
+        for k in lies.keys.sorted() {
+            #expect(said.contains { $0.contains("lies.mcap") && $0.contains("message \(k):") }, "message \(k) named: \(said)")
         }
     }
 }

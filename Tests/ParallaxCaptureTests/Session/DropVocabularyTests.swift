@@ -23,9 +23,10 @@ struct DropVocabularyTests {
     /// boundaries left behind) moves a count from one part of the account to another.
     @Test func eachReasonBelongsToOneStage() {
         #expect(DropReason.reasons(of: .camera) == [.corruptBuffer, .sequenceGap, .timestampWentBackwards, .streamRestarted,
-                                                    .simulated, .frameRateCap, .corruptFrame, .noDecodeBuffer])
+                                                    .simulated, .frameRateCap, .corruptFrame, .noDecodeBuffer, .malformedMessage,
+                                                    .unsupportedEncoding, .formatChanged, .unreadableImage])
         #expect(DropReason.reasons(of: .synchronizer) == [.noMatchWithinSkew, .superseded, .queueOverflow, .constituentDisabled,
-                                                          .discontinuity, .deviceError, .disconnected])
+                                                          .discontinuity, .deviceError, .disconnected, .afterStop])
         #expect(DropReason.reasons(of: .session) == [.consumerBehind, .noFreeBuffer, .rectificationFailed, .sessionStopped,
                                                      .adaptiveFrameRateCap])
         #expect(DropReason.Stage.allCases.map { DropReason.reasons(of: $0).count }.reduce(0, +) == DropReason.allCases.count)

@@ -172,6 +172,31 @@ struct OutputSynchronizerTests {
         }
     }
 
+    /// A frame pushed after ``OutputSynchronizer/finish()`` is never paired and is counted
+    /// as `after_stop`: its camera was not switched off, so `constituent_disabled` (what
+    /// such frames were counted as before) would say something untrue.
+    @Test func framesAfterFinishAreAfterStop() async {
+        let synchronizer = OutputSynchronizer<Int>(configuration: Self.recordingConfiguration, clock: .frameTimestamps)
+        let before = Self.recording.prefix(40), after = Self.recording.dropFirst(40).prefix(10)
+        for frame in before {
+            synchronizer.push(frame.side, timestampNanoseconds: frame.timestampNanoseconds, sequence: frame.sequence, payload: frame.moment)
+        }
+        synchronizer.finish()
+        let decided = synchronizer.statistics
+        for frame in after {
+            synchronizer.push(frame.side, timestampNanoseconds: frame.timestampNanoseconds, sequence: frame.sequence, payload: frame.moment)
+        }
+        let statistics = synchronizer.statistics
+        #expect(statistics.pairsMade == decided.pairsMade, "nothing paired after the end")
+        for side in StereoSide.allCases {
+            let late = after.filter { $0.side == side }.count
+            #expect(late > 0)
+            #expect(statistics.dropped(side, reason: .afterStop) == late, "\(side): each frame after finish() is after_stop")
+            #expect(statistics.dropped(side, reason: .constituentDisabled) == 0)
+            #expect(statistics.frames(side) == decided.frames(side) + late)
+        }
+    }
+
     /// Frames the input queue drops alone (one camera's frames pushed far ahead of the
     /// other's, a queue of 4) are
     /// `queue_overflow` too, but never pairs: the made/delivered identity counts pairs the
@@ -235,7 +260,7 @@ struct OutputSynchronizerTests {
         synchronizer.finish()
         #expect(await consumer.value == [7])
         synchronizer.push(.left, timestampNanoseconds: ms(10), sequence: 1, payload: 8)
-        #expect(synchronizer.statistics.dropped(.left, reason: .constituentDisabled) == 1)
+        #expect(synchronizer.statistics.dropped(.left, reason: .afterStop) == 1, "a frame after finish() is after_stop")
     }
 
     @Test("cancelling the consumer ends its wait", .timeLimit(.minutes(1)))

@@ -49,8 +49,14 @@ public final class MCAPFile {
 
     /// Opens and checks the file at `path`: the magic, the footer and the summary. With
     /// `allowingTruncation`, a file cut short (no footer) is read up to its last whole record.
-    public init(path: String, allowingTruncation: Bool = false) throws(MCAPReadError) {
+    ///
+    /// `decompressionDeadline` (nanoseconds on CLOCK_MONOTONIC) bounds the time spent
+    /// decompressing chunks, as `largestChunk` bounds their size: a chunk still decompressing
+    /// then is refused, saying so (a command's time limit covers a bag that decompresses
+    /// slowly, such as a zstd bomb, and not only its playback).
+    public init(path: String, allowingTruncation: Bool = false, decompressionDeadline: Int64? = nil) throws(MCAPReadError) {
         name = path
+        self.decompressionDeadline = decompressionDeadline
         // O_NONBLOCK: a FIFO opens at once (to be refused below as not a regular file) instead
         // of waiting for a writer that may never come; on a regular file it changes nothing.
         let descriptor = SystemCall.retryingInterrupts { Foundation.open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK) }
@@ -73,9 +79,10 @@ public final class MCAPFile {
         try open(allowingTruncation: allowingTruncation)
     }
 
-    /// Reads MCAP bytes held in memory, under `name` in errors.
-    public init(bytes: [UInt8], name: String, allowingTruncation: Bool = false) throws(MCAPReadError) {
+    /// Reads MCAP bytes held in memory, under `name` in errors (`decompressionDeadline` as for a file).
+    public init(bytes: [UInt8], name: String, allowingTruncation: Bool = false, decompressionDeadline: Int64? = nil) throws(MCAPReadError) {
         self.name = name
+        self.decompressionDeadline = decompressionDeadline
         let copy = UnsafeMutableRawBufferPointer.allocate(byteCount: bytes.count, alignment: 8)
         copy.copyBytes(from: bytes)
         (raw, isMapped) = (UnsafeRawBufferPointer(copy), false)
@@ -285,13 +292,16 @@ public final class MCAPFile {
     /// memory is set aside (writers close chunks at a few MiB).
     static let largestChunk = 1 << 30
 
+    /// When decompressing must have ended (CLOCK_MONOTONIC nanoseconds), if ever.
+    public let decompressionDeadline: Int64?
+
     /// zstd chunks decompressed so far (what the tests count).
     let decompressions = Atomic<Int>(0)
 
     /// A zstd chunk's records, decompressed and checked against the size it states.
     private func decompress(_ records: Range<Int>, size: Int, at: Int) throws(MCAPReadError) -> [UInt8] {
         decompressions.add(1, ordering: .relaxed)
-        do { return try Self.zstdChunk(UnsafeRawBufferPointer(rebasing: raw[records]), size: size) } catch {
+        do { return try Self.zstdChunk(UnsafeRawBufferPointer(rebasing: raw[records]), size: size, deadline: decompressionDeadline) } catch {
             throw fail(at, error.reason)
         }
     }
@@ -301,7 +311,10 @@ public final class MCAPFile {
 
     /// A zstd chunk's records (`source`, one zstd frame) decompressed, checked against the
     /// `size` the chunk states; shared with ``MCAPRecovery``, which reads chunks the same way.
-    static func zstdChunk(_ source: UnsafeRawBufferPointer, size: Int) throws(UndecodableChunk) -> [UInt8] {
+    /// Past `deadline` (CLOCK_MONOTONIC nanoseconds) no chunk is begun, and a chunk larger
+    /// than ``oneShotLimit`` (a bomb's) is decompressed a slice at a time so that the work
+    /// stops within a slice instead of running on to the size cap.
+    static func zstdChunk(_ source: UnsafeRawBufferPointer, size: Int, deadline: Int64? = nil) throws(UndecodableChunk) -> [UInt8] {
         let declared = ZSTD_getFrameContentSize(source.baseAddress, source.count)
         if declared != ZSTD_CONTENTSIZE_UNKNOWN {
             guard declared != ZSTD_CONTENTSIZE_ERROR else { throw UndecodableChunk(reason: "a zstd chunk whose data is not a zstd frame") }
@@ -309,14 +322,77 @@ public final class MCAPFile {
                 throw UndecodableChunk(reason: "a zstd chunk that says it holds \(size) bytes, its frame \(declared)")
             }
         }
-        var bytes = [UInt8](repeating: 0, count: size)
-        let written = bytes.withUnsafeMutableBytes { ZSTD_decompress($0.baseAddress, size, source.baseAddress, source.count) }
-        if ZSTD_isError(written) != 0 {
-            throw UndecodableChunk(reason: "a zstd chunk that does not decompress: \(String(cString: ZSTD_getErrorName(written)))")
+        func outOfTime(done: Int) -> UndecodableChunk {
+            UndecodableChunk(reason: "the time limit ran out with a zstd chunk of \(size) bytes to decompress (\(done) done)")
         }
-        guard written == size else { throw UndecodableChunk(reason: "a zstd chunk that says it holds \(size) bytes decompresses to \(written)") }
+        if let deadline, monotonicNanoseconds() > deadline { throw outOfTime(done: 0) }
+        // Not zero-filled first: zstd writes every byte (a failure keeps none), and a bomb's
+        // gigabyte is not touched twice.
+        var failure: UndecodableChunk?
+        let bytes = [UInt8](unsafeUninitializedCapacity: size) { buffer, initialized in
+            let out = UnsafeMutableRawBufferPointer(buffer)
+            failure = size > oneShotLimit && deadline != nil
+                ? sliced(source, into: out, deadline: deadline ?? .max, outOfTime: outOfTime)
+                : oneShot(source, into: out)
+            initialized = failure == nil ? size : 0
+        }
+        if let failure { throw failure }
         return bytes
     }
+
+    /// Decompresses `source` into `out` (exactly its size) in one call: nil, or the failure.
+    private static func oneShot(_ source: UnsafeRawBufferPointer, into out: UnsafeMutableRawBufferPointer) -> UndecodableChunk? {
+        let written = ZSTD_decompress(out.baseAddress, out.count, source.baseAddress, source.count)
+        if ZSTD_isError(written) != 0 {
+            return UndecodableChunk(reason: "a zstd chunk that does not decompress: \(String(cString: ZSTD_getErrorName(written)))")
+        }
+        return written == out.count ? nil
+            : UndecodableChunk(reason: "a zstd chunk that says it holds \(out.count) bytes decompresses to \(written)")
+    }
+
+    /// Decompresses `source` into `out` (exactly its size) 1 KiB of input at a time, looking at
+    /// the deadline before each: at most 32 MiB of output per step (256 run-length blocks of
+    /// 128 KiB, zstd's densest), a few milliseconds. zstd writes straight into `out` (its
+    /// stable-output mode), so no second buffer of the chunk's size is made.
+    private static func sliced(_ source: UnsafeRawBufferPointer, into out: UnsafeMutableRawBufferPointer, deadline: Int64,
+                               outOfTime: (Int) -> UndecodableChunk) -> UndecodableChunk? {
+        guard let stream = ZSTD_createDStream() else { return UndecodableChunk(reason: "no memory for zstd's decompression state") }
+        defer { ZSTD_freeDStream(stream) }
+        // A chunk's frame may need a window as large as the chunk (up to `largestChunk`, 2³⁰);
+        // zstd's streaming default stops at 2²⁷. 1001 is ZSTD_d_stableOutBuffer, which zstd.h
+        // declares only for static linking; the shared library takes it all the same.
+        for (parameter, value) in [(ZSTD_d_windowLogMax, Int32(30)), (ZSTD_dParameter(rawValue: 1001), 1)] {
+            let result = ZSTD_DCtx_setParameter(stream, parameter, value)
+            if ZSTD_isError(result) != 0 {
+                return UndecodableChunk(reason: "zstd refused a decompression setting: \(String(cString: ZSTD_getErrorName(result)))")
+            }
+        }
+        var output = ZSTD_outBuffer(dst: out.baseAddress, size: out.count, pos: 0)
+        var consumed = 0
+        while true {
+            if monotonicNanoseconds() > deadline { return outOfTime(output.pos) }
+            var input = ZSTD_inBuffer(src: source.baseAddress, size: min(source.count, consumed + 1024), pos: consumed)
+            let before = (consumed, output.pos)
+            let left = ZSTD_decompressStream(stream, &output, &input)
+            consumed = input.pos
+            if ZSTD_isError(left) != 0 {
+                return UndecodableChunk(reason: "a zstd chunk that does not decompress: \(String(cString: ZSTD_getErrorName(left)))")
+            }
+            // 0: a frame ended and everything it held is out; the chunk's data may hold another.
+            if left == 0 && consumed == source.count { break }
+            if (consumed, output.pos) == before {
+                return output.pos == out.count
+                    ? UndecodableChunk(reason: "a zstd chunk that says it holds \(out.count) bytes decompresses to more")
+                    : UndecodableChunk(reason: "a zstd chunk whose frame ends early (\(output.pos) of \(out.count) bytes)")
+            }
+        }
+        return output.pos == out.count ? nil
+            : UndecodableChunk(reason: "a zstd chunk that says it holds \(out.count) bytes decompresses to \(output.pos)")
+    }
+
+    /// The largest chunk decompressed in one call when a deadline is set (about 50 ms of
+    /// zstd's time); larger ones go a slice at a time, checking the deadline between slices.
+    static let oneShotLimit = 64 << 20
 
     private func deliver(_ f: inout MCAPFieldReader, at: Int, _ body: (MCAPMessage) throws -> Void) throws {
         let channelID = try f.u16("channel_id")
@@ -364,9 +440,22 @@ public final class MCAPFile {
     /// place in its decompressed records.
     private func readRecords(of content: UnsafeRawBufferPointer, chunkAt at: Int, crc stated: UInt32, fileOffset: Int?,
                              _ body: (MCAPMessage) throws -> Void) throws {
-        let actual = CRC32.of(content)
-        guard stated == 0 || actual == stated else {
-            throw fail(at, "the chunk's CRC-32 is \(hex(actual)), it says \(hex(stated)): the chunk is damaged")
+        // 0: the writer computed none (the specification's "not available"). A CRC is taken
+        // 16 MiB at a time, held to the decompression deadline as the decompression is.
+        if stated != 0 {
+            var crc = CRC32()
+            var done = 0
+            while done < content.count {
+                if let decompressionDeadline, monotonicNanoseconds() > decompressionDeadline {
+                    throw fail(at, "the time limit ran out checking the CRC-32 of a chunk of \(content.count) bytes (\(done) done)")
+                }
+                let end = min(content.count, done + (16 << 20))
+                crc.update(UnsafeRawBufferPointer(rebasing: content[done..<end]))
+                done = end
+            }
+            guard crc.value == stated else {
+                throw fail(at, "the chunk's CRC-32 is \(hex(crc.value)), it says \(hex(stated)): the chunk is damaged")
+            }
         }
         var inner = 0
         while inner < content.count {
