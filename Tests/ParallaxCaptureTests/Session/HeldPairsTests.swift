@@ -3,6 +3,7 @@ import ParallaxCapture
 import ParallaxGeometry
 import ParallaxImage
 import ParallaxTestSupport
+import Synchronization
 import Testing
 
 /// A program that keeps pairs, or views of their images, from `for try await`: the session's
@@ -96,5 +97,44 @@ struct HeldPairsTests {
         #expect(Self.grew(run.stats).last == 20)
         #expect(run.stats.accountDiscrepancy == nil, "\(run.stats.accountDiscrepancy ?? "")")
         #expect("\(run.error!)".contains("your code holds 20 rectified pairs"))
+    }
+
+    /// The same from a callback (``StereoSession/start(delivering:)``): a callback that keeps
+    /// the latest 50 pairs gets its 300, the pool grown to hold them; one whose limit is 20
+    /// pairs' buffers ends the session, and the `stopped` event says why, naming the 20 held.
+    /// Either way no pair is dropped for want of a buffer without the account saying so.
+    @Test("a callback keeping pairs: the pool grows and it gets every pair; past the limit the session stops saying why",
+          arguments: [nil, 20])
+    func callbackKeepingPairs(limitPairs: Int?) async throws {
+        let (rig, device) = SessionFixtures.simulated(drops: 0)
+        var options = StereoSessionOptions()
+        options.pressure.readsMachineState = false
+        let pairBytes = 2 * ImageBuffer.byteCount(format: .gray8, size: ImageSize(width: 160, height: 120))
+        if let limitPairs { options.heldPairsLimitBytes = limitPairs * pairBytes }
+        let session = try StereoSession(device: device, calibration: rig.rig.calibration, options: options)
+        let kept = Locked<[StereoPair]>([]), delivered = Atomic<Int>(0)
+        let done = DispatchSemaphore(value: 0)
+        try session.start { pair in
+            kept.withLock { k in
+                k.append(pair)
+                if k.count > 50 { k.removeFirst() }
+            }
+            if delivered.add(1, ordering: .relaxed).newValue == 300 { done.signal() }
+        }
+        // Ends at 300 pairs, or when the session stops by itself (past the limit); 60 s guards a hang.
+        let deadline = ContinuousClock.now + .seconds(60)
+        while done.wait(timeout: .now() + 0.05) == .timedOut, session.isRunning, ContinuousClock.now < deadline {}
+        session.stop()
+        let stats = session.statistics
+        let stopped = stats.events.compactMap { event -> String? in if case .stopped(let reason) = event.kind { return reason }; return nil }
+        kept.withLock { $0.removeAll() }
+        #expect(stats.accountDiscrepancy == nil, "\(stats.accountDiscrepancy ?? "")")
+        if let limitPairs {
+            #expect(delivered.load(ordering: .relaxed) < 300 && Self.grew(stats).last == limitPairs)
+            #expect(stopped.contains { $0.contains("your code holds \(limitPairs) rectified pairs") }, "\(stopped)")
+        } else {
+            #expect(delivered.load(ordering: .relaxed) >= 300, "\(delivered.load(ordering: .relaxed)) pairs delivered")
+            #expect(stats.pooledBuffers > 50 && stats.sessionDrops[.noFreeBuffer, default: 0] == 0, "pool \(stats.pooledBuffers)")
+        }
     }
 }

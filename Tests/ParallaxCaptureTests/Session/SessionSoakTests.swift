@@ -97,8 +97,13 @@ struct SessionSoakTests {
         var pairs = 0, mismatched = 0, unverifiable = 0
         var memory: [(seconds: Double, kilobytes: Int)] = []
         var nextSample = Self.warmUpSeconds
+        // The longest stretch of simulated time without a pair, and when it ended.
+        var lastPairAt = 0.0, longestGap = (seconds: 0.0, endedAt: 0.0)
         for try await pair in session.pairs {
             pairs += 1
+            let at = simulated()
+            if at - lastPairAt > longestGap.seconds { longestGap = (at - lastPairAt, at) }
+            lastPairAt = at
             // Ground truth: the left frame must be the one due nearest the right frame's due
             // time, beyond what the jitter can confuse. The synchronizer sees jittered
             // timestamps (±0.2 ms each): when the two cameras are half a frame out of phase
@@ -147,12 +152,18 @@ struct SessionSoakTests {
         print("soak: faults injected \(faults); session events \(events)")
         print("soak: resident memory " + memory.map { String(format: "%.0f s %d kB", $0.seconds, $0.kilobytes) }.joined(separator: ", "))
         print("soak: mismatched pairs \(mismatched)")
+        print(String(format: "soak: the longest stretch without a pair %.2f simulated s, ending at %.0f s", longestGap.seconds, longestGap.endedAt))
         #expect(mismatched == 0)
         #expect(stats.pairsInFlight == 0)
         for side in StereoSide.allCases { #expect(stats.accountsForEveryFrame(side)) }
         #expect(simulated() >= Self.simulatedSeconds)
         #expect(Double(unverifiable) <= Double(pairs) * 0.001)
         #expect(events["reconnected", default: 0] == faults["unplug", default: 0])
+        // Pairs stop only while a camera is unplugged: at most 3 s (the injector's longest),
+        // then the reconnect poll (0.01 s of real time) and as much again for the sleeps'
+        // overshoot and reopening the camera, both real time and so times the scale, and 0.1 s
+        // (six frames) for the first frames after it to pair. A stall through drift lasts for ever.
+        #expect(longestGap.seconds < 3 + 0.02 * Self.timeScale + 0.1, "pairs stopped for \(longestGap.seconds) simulated s")
         for kind in ["unplug", "queue_error", "error_flag", "sequence_gap", "time_jump"] {
             #expect(faults[kind, default: 0] > 0, "no \(kind) injected: the soak was too short for every fault")
         }
