@@ -4,7 +4,7 @@ import ParallaxImage
 
 /// An MCAP file opened once and shared by the cameras that play its topics back.
 ///
-/// Sendable because after ``init(path:)`` nothing changes: the file's bytes are mapped read
+/// Sendable because after ``init(path:decompressionDeadline:)`` nothing changes: the file's bytes are mapped read
 /// only, its schemas and channels were all read by the index scan, and the devices only
 /// call ``MCAPFile/withData(of:_:)``, which reads those bytes.
 public final class MCAPBag: @unchecked Sendable {

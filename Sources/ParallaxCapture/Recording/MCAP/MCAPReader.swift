@@ -23,7 +23,7 @@ public struct MCAPReadError: Error, Sendable, CustomStringConvertible {
 /// length against the file, every field against its record, the chunks' CRC-32 and the
 /// data section's and summary's, channels named by messages, chunk compression (chunks are
 /// read uncompressed or zstd-compressed; others, such as lz4, are refused by name). A file cut short, as a
-/// recording killed mid-write leaves it, has no footer: ``init(path:allowingTruncation:)``
+/// recording killed mid-write leaves it, has no footer: ``init(path:allowingTruncation:decompressionDeadline:)``
 /// refuses it, unless `allowingTruncation`, which reads the records that are whole.
 public final class MCAPFile {
     /// The file's path (or the name given to bytes read from memory).
