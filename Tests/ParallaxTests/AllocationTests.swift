@@ -34,11 +34,11 @@ enum AllocationCounter {
     /// The heap allocations of the calling thread alone while `body` runs on it: exact, for
     /// work that never leaves the thread (nothing the test runner does elsewhere counts).
     static func onThisThread(_ body: () throws -> Void) rethrows -> UInt64 {
-        guard let startThisThread, let stopThisThread else { return .max }
-        startThisThread()
-        defer { _ = stopThisThread() }
+        guard isLoaded else { return .max }
+        startOnThisThread()
+        defer { _ = stopOnThisThread() }
         try body()
-        return stopThisThread()
+        return stopOnThisThread()
     }
 
     /// Starts counting the calling thread's allocations (``stopOnThisThread()`` reads them):
@@ -133,12 +133,13 @@ struct AllocationTests {
         try camera.start { output in
             guard case .frame(let frame) = output else { return }
             let k = seen.add(1, ordering: .relaxed).newValue
+            // The virtual driver writes each frame's sequence into its first 8 bytes. Counted
+            // before the last frame's signal, so the test reads every frame's verdict.
+            if frame.payload.bytes.load(as: UInt64.self) == UInt64(littleEndian: frame.sequence) { carried.add(1, ordering: .relaxed) }
             if k == first + frames {
                 counted.store(AllocationCounter.stopOnThisThread(), ordering: .relaxed)
                 done.signal()
             }
-            // The virtual driver writes each frame's sequence into its first 8 bytes.
-            if frame.payload.bytes.load(as: UInt64.self) == UInt64(littleEndian: frame.sequence) { carried.add(1, ordering: .relaxed) }
             if k == first { AllocationCounter.startOnThisThread() }
         }
         defer { camera.stop() }
