@@ -322,22 +322,26 @@ public final class MCAPFile {
                 throw UndecodableChunk(reason: "a zstd chunk that says it holds \(size) bytes, its frame \(declared)")
             }
         }
-        func outOfTime(done: Int) -> UndecodableChunk {
-            UndecodableChunk(reason: "the time limit ran out with a zstd chunk of \(size) bytes to decompress (\(done) done)")
-        }
-        if let deadline, monotonicNanoseconds() > deadline { throw outOfTime(done: 0) }
+        if let deadline, monotonicNanoseconds() > deadline { throw outOfTime(size: size, done: 0) }
         // Not zero-filled first: zstd writes every byte (a failure keeps none), and a bomb's
         // gigabyte is not touched twice.
         var failure: UndecodableChunk?
         let bytes = [UInt8](unsafeUninitializedCapacity: size) { buffer, initialized in
             let out = UnsafeMutableRawBufferPointer(buffer)
-            failure = size > oneShotLimit && deadline != nil
-                ? sliced(source, into: out, deadline: deadline ?? .max, outOfTime: outOfTime)
-                : oneShot(source, into: out)
+            if let deadline, size > oneShotLimit {
+                failure = sliced(source, into: out, deadline: deadline)
+            } else {
+                failure = oneShot(source, into: out)
+            }
             initialized = failure == nil ? size : 0
         }
         if let failure { throw failure }
         return bytes
+    }
+
+    /// Why a chunk of `size` bytes was given up with `done` of them decompressed.
+    private static func outOfTime(size: Int, done: Int) -> UndecodableChunk {
+        UndecodableChunk(reason: "the time limit ran out with a zstd chunk of \(size) bytes to decompress (\(done) done)")
     }
 
     /// Decompresses `source` into `out` (exactly its size) in one call: nil, or the failure.
@@ -354,8 +358,8 @@ public final class MCAPFile {
     /// the deadline before each: at most 32 MiB of output per step (256 run-length blocks of
     /// 128 KiB, zstd's densest), a few milliseconds. zstd writes straight into `out` (its
     /// stable-output mode), so no second buffer of the chunk's size is made.
-    private static func sliced(_ source: UnsafeRawBufferPointer, into out: UnsafeMutableRawBufferPointer, deadline: Int64,
-                               outOfTime: (Int) -> UndecodableChunk) -> UndecodableChunk? {
+    private static func sliced(_ source: UnsafeRawBufferPointer, into out: UnsafeMutableRawBufferPointer,
+                               deadline: Int64) -> UndecodableChunk? {
         guard let stream = ZSTD_createDStream() else { return UndecodableChunk(reason: "no memory for zstd's decompression state") }
         defer { ZSTD_freeDStream(stream) }
         // A chunk's frame may need a window as large as the chunk (up to `largestChunk`, 2³⁰);
@@ -370,7 +374,7 @@ public final class MCAPFile {
         var output = ZSTD_outBuffer(dst: out.baseAddress, size: out.count, pos: 0)
         var consumed = 0
         while true {
-            if monotonicNanoseconds() > deadline { return outOfTime(output.pos) }
+            if monotonicNanoseconds() > deadline { return outOfTime(size: out.count, done: output.pos) }
             var input = ZSTD_inBuffer(src: source.baseAddress, size: min(source.count, consumed + 1024), pos: consumed)
             let before = (consumed, output.pos)
             let left = ZSTD_decompressStream(stream, &output, &input)
