@@ -16,6 +16,8 @@
 #   finish NAME...               waits for background steps; the first that failed fails CI
 #   account                      the table: every step, its wall time, tests and compiles
 #
+# A step's cpu is the user and system time of everything it ran (the processes it waited for,
+# and theirs): on two cores the whole run cannot take less than half the sum of the column.
 # A step's tests are the closing lines of the runners it printed: Swift Testing's "Test run
 # with N tests", and the plain "…: N passed, N failed" of the project's own scripts. Its
 # compiles are SwiftPM's "Compiling" lines (a module, or a C file; not its plugins): a step
@@ -36,12 +38,24 @@ ci_no_empty_runs() {
   fi
 }
 
+# Runs "$@" in a process of its own and writes the CPU seconds it and its children used to $1
+# (bash's `times` in that process: its children's user and system time).
+ci_timed() {
+  local cpu=$1; shift
+  local status=0
+  # (`times` itself, not in a pipeline: a pipeline's stage is a process of its own, with no children.)
+  ( "$@" || status=$?; times > "$cpu.times"
+    awk 'NR == 2 { t = 0; for (i = 1; i <= 2; i++) { split($i, p, "m"); t += p[1] * 60 + p[2] } printf "%d\n", t }' "$cpu.times" > "$cpu"
+    exit "$status" ) || status=$?
+  return "$status"
+}
+
 # Runs "$@" with its output in $CI_LOGS/$1.log and writes "status start end" to $1.result.
 ci_run() {
   local name=$1; shift
   local start end status=0
   start=$(date +%s)
-  "$@" > "$CI_LOGS/$name.log" 2>&1 < /dev/null || status=$?
+  ci_timed "$CI_LOGS/$name.cpu" "$@" > "$CI_LOGS/$name.log" 2>&1 < /dev/null || status=$?
   [ "$status" -ne 0 ] || ci_no_empty_runs "$name" || status=1
   end=$(date +%s)
   echo "$status $start $end" > "$CI_LOGS/$name.result"
@@ -54,7 +68,7 @@ step() {
   echo "== step $name: $*"
   local start end status=0
   start=$(date +%s)
-  "$@" < /dev/null 2>&1 | tee "$CI_LOGS/$name.log" || status=${PIPESTATUS[0]}
+  ci_timed "$CI_LOGS/$name.cpu" "$@" < /dev/null 2>&1 | tee "$CI_LOGS/$name.log" || status=${PIPESTATUS[0]}
   [ "$status" -ne 0 ] || ci_no_empty_runs "$name" || status=1
   end=$(date +%s)
   echo "$status $start $end" > "$CI_LOGS/$name.result"
@@ -149,10 +163,10 @@ ci_tests() {
 }
 
 account() {
-  local total_tests=0 name
+  local total_tests=0 total_cpu=0 name
   echo
   echo "== CI account: $(git rev-parse --short HEAD 2>/dev/null), $(sed -n '/^model name[[:space:]]*: /{s///p;q}' /proc/cpuinfo), $(nproc) cores"
-  printf '%-22s %9s %9s %9s %10s  %s\n' "step" "wall" "from" "to" "tests" "compiled"
+  printf '%-22s %9s %9s %9s %9s %10s  %s\n' "step" "wall" "from" "to" "cpu" "tests" "compiled"
   for name in "${ci_steps[@]}"; do
     local status=running start=0 end
     end=$(date +%s)
@@ -162,12 +176,15 @@ account() {
     tests=$(ci_tests "$name")
     # Modules and C files compiled; SwiftPM's plugins (compiled once into its cache) are not the package.
     compiled=$(grep 'Compiling ' "$CI_LOGS/$name.log" 2>/dev/null | grep -vc 'Compiling plugin' || true)
+    local cpu=0
+    [ -s "$CI_LOGS/$name.cpu" ] && read -r cpu < "$CI_LOGS/$name.cpu"
+    total_cpu=$((total_cpu + cpu))
     [ "$tests" = "-" ] || total_tests=$((total_tests + tests))
-    printf '%-22s %7d s %7d s %7d s %10s  %s%s\n' "$name" $((end - start)) $((start - ci_started)) $((end - ci_started)) \
-      "$tests" "${compiled:-0}" "$( [ "$status" = 0 ] && echo "" || echo "  ($status)")"
+    printf '%-22s %7d s %7d s %7d s %7d s %10s  %s%s\n' "$name" $((end - start)) $((start - ci_started)) $((end - ci_started)) \
+      "$cpu" "$tests" "${compiled:-0}" "$( [ "$status" = 0 ] && echo "" || echo "  ($status)")"
   done
   local wall=$(( $(date +%s) - ci_started ))
-  printf '%-22s %7d s  (%d min %d s)\n' "whole run" "$wall" $((wall / 60)) $((wall % 60))
+  printf '%-22s %7d s  (%d min %d s) %17d s of CPU\n' "whole run" "$wall" $((wall / 60)) $((wall % 60)) "$total_cpu"
   # The plain closing line: tests passed over every step (a test the sanitizers run again counts again).
   [ "${1:-}" = failed ] || echo "ci: $total_tests passed, 0 failed"
 }
