@@ -14,7 +14,7 @@
 #                                the background step STEP has passed (its wall time counts
 #                                from then); if STEP failed, so does NAME, without running
 #   finish NAME...               waits for background steps; the first that failed fails CI
-#   account                      the table: every step, its wall time, tests and compiles
+#   account                      the table: every step, its wall time, CPU time, tests and compiles
 #
 # A step's cpu is the user and system time of everything it ran (the processes it waited for,
 # and theirs): on two cores the whole run cannot take less than half the sum of the column.
