@@ -126,3 +126,23 @@ let package = Package(
     ],
     swiftLanguageModes: [.v6]
 )
+
+// MARK: Sanitizer builds
+// `make build-tsan` and `make build-asan` set PARALLAX_SANITIZER, and each leaves out what it
+// never runs (compiling it under the sanitizer cost CI minutes on two cores):
+// - thread: the geometry and calibration suites, which start no thread (single-threaded maths,
+//   solves and rendering; `make test` and `make test-asan` run them);
+// - address: the command-line tool and its suites. Its own code is safe Swift (no pointer
+//   arithmetic of its own: the buffers it hands on are the libraries', which the library
+//   suites check under the sanitizer); the thread sanitizer runs its suites.
+switch Context.environment["PARALLAX_SANITIZER"] {
+case "thread":
+    let unused: Set = ["ParallaxGeometryTests", "ParallaxCalibrationTests"]
+    package.targets.removeAll { unused.contains($0.name) }
+case "address":
+    let unused: Set = ["parallax", "ParallaxCLITests"]
+    package.targets.removeAll { unused.contains($0.name) }
+    package.products.removeAll { unused.contains($0.name) }
+default:
+    break
+}

@@ -13,6 +13,7 @@
 #                                starts in the background at once but runs COMMAND only when
 #                                the background step STEP has passed (its wall time counts
 #                                from then); if STEP failed, so does NAME, without running
+#                                (with --idle too: then at the lowest priority)
 #   finish NAME...               waits for background steps; the first that failed fails CI
 #   account                      the table: every step, its wall time, CPU time, tests and compiles
 #
@@ -86,23 +87,26 @@ ci_await() {
 
 begin() {
   local idle="" after=""
-  [ "$1" = --idle ] && { idle=yes; shift; }
-  [ "$1" = --after ] && { after=$2; shift 2; }
+  while :; do
+    case "$1" in
+      --idle) idle=yes; shift ;;
+      --after) after=$2; shift 2 ;;
+      *) break ;;
+    esac
+  done
   local name=$1; shift
   ci_steps+=("$name")
   echo "== step $name (beside the others${idle:+, at the lowest priority}${after:+, once $after has passed}, output kept apart): $*"
+  local run=(ci_run "$name")
+  [ -z "$idle" ] || run+=(chrt --idle 0 nice -n 19)
   if [ -n "$after" ]; then
     { ci_await "$after" > "$CI_LOGS/$name.log" 2>&1 || { echo "1 $(date +%s) $(date +%s)" > "$CI_LOGS/$name.result"; exit 1; }
-      ci_run "$name" "$@"; } &
-    ci_pids[$name]=$!
-  elif [ -n "$idle" ]; then
-    ci_run "$name" chrt --idle 0 nice -n 19 "$@" &
-    ci_pids[$name]=$!
-    ci_keep_idle "${ci_pids[$name]}" &
+      "${run[@]}" "$@"; } &
   else
-    ci_run "$name" "$@" &
-    ci_pids[$name]=$!
+    "${run[@]}" "$@" &
   fi
+  ci_pids[$name]=$!
+  [ -z "$idle" ] || ci_keep_idle "${ci_pids[$name]}" &
 }
 
 # Every process under $1, children first.

@@ -112,9 +112,7 @@ final class PairFrameSource {
         let batch = batches[number % batches.count]
         let i = index - number * Self.batchSize
         let start = i == 0 ? 0 : Int(batch.nameEnds[i - 1])
-        batch.names.withUnsafeBufferPointer {
-            PairCommand.appendField(UnsafeBufferPointer(rebasing: $0[start..<Int(batch.nameEnds[i])]), to: &buffer)
-        }
+        PairCommand.appendField(batch.names[start..<Int(batch.nameEnds[i])], to: &buffer)
     }
 
     // MARK: The background parser
