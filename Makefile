@@ -240,22 +240,22 @@ test-asan: build-asan
 # a 2-core machine let blocking tests hold the cooperative pool's threads while async tests
 # beside them starved past their limits. Races inside each test are still all checked.
 # Single-threaded numerical suites (calibration solves, rendering) that ThreadSanitizer has
-# nothing to watch in and slows tenfold; make test and make test-asan run them (the geometry
+# nothing to watch in and slows tenfold; make test runs them, make test-asan those of the libraries (the geometry
 # and calibration suites are not in this build at all: Package.swift). Also the
 # short live captures (simulated rig, virtual MJPEG webcams, a bag of the board sweep), whose binary spends minutes
 # rendering, encoding and detecting under it; the session threads and MJPEG decoding they use
 # are checked by the session suites. And the write that fails midway:
 # its file-size limit (ulimit -f 8) makes the thread sanitizer's own runtime fault (SIGBUS)
-# before the command starts; make test and make test-asan run it. And the twenty recordings
+# before the command starts; make test runs it. And the twenty recordings
 # killed or hung up at random moments: minutes of rendering and PNG encoding under it, while
 # the signal paths it takes are those the interrupted-capture tests check here; and the 20 000
-# simulated pairs through the drift's tie (single-threaded pairing; make test and ASan run it).
+# simulated pairs through the drift's tie (single-threaded pairing; make test runs it).
 # Of the command-line suites, the calibration commands' (one thread detecting and solving:
 # calibrate, its baseline gate, circle grids, --corners-in). And the interrupted demo: the
 # steps' threads can still be writing into its staging folder while the signal's cleanup
 # removes it, which left the folder behind under the sanitizer's slowdown (and once in make
-# test on a loaded machine); the cleanup now removes it until it is gone, which make test and
-# ASan check, but under the thread sanitizer the window is widest: it stays out until that
+# test on a loaded machine); the cleanup now removes it until it is gone, which make test
+# checks, but under the thread sanitizer the window is widest: it stays out until that
 # is proven there. And the suites whose minutes under it check nothing it can see: the CLI's
 # refusals, messages, numbers, bus costs, calibration files and sensor.yaml files (one thread
 # parsing, computing and refusing); `parallax rectify` and `parallax disparity` on one pair,

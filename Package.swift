@@ -135,14 +135,10 @@ let package = Package(
 // - address: the command-line tool and its suites. Its own code is safe Swift (no pointer
 //   arithmetic of its own: the buffers it hands on are the libraries', which the library
 //   suites check under the sanitizer); the thread sanitizer runs its suites.
-switch Context.environment["PARALLAX_SANITIZER"] {
-case "thread":
-    let unused: Set = ["ParallaxGeometryTests", "ParallaxCalibrationTests"]
-    package.targets.removeAll { unused.contains($0.name) }
-case "address":
-    let unused: Set = ["parallax", "ParallaxCLITests"]
-    package.targets.removeAll { unused.contains($0.name) }
-    package.products.removeAll { unused.contains($0.name) }
-default:
-    break
+let unusedUnderSanitizer: Set<String> = switch Context.environment["PARALLAX_SANITIZER"] {
+case "thread": ["ParallaxGeometryTests", "ParallaxCalibrationTests"]
+case "address": ["parallax", "ParallaxCLITests"]
+default: []
 }
+package.targets.removeAll { unusedUnderSanitizer.contains($0.name) }
+package.products.removeAll { unusedUnderSanitizer.contains($0.name) }
